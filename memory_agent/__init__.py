@@ -1,0 +1,57 @@
+"""memory-agent: durable, Letta-style memory for agents built on the Claude Agent SDK."""
+
+from compaction import CompactionSettings
+
+from .blocks import Block, BlockVersion
+from .errors import (
+    AgentNotFoundError,
+    AmbiguousContentError,
+    ArchivalError,
+    BlockError,
+    BlockExistsError,
+    BlockLimitExceededError,
+    BlockNotAttachedError,
+    BlockNotFoundError,
+    ConfigurationError,
+    ContentNotFoundError,
+    ImportFormatError,
+    InvalidLabelError,
+    MemoryAgentError,
+    MessageNotFoundError,
+    NothingToUndoError,
+    ReadOnlyBlockError,
+    StaleBlockError,
+    StorageError,
+)
+from .manager import MemoryManager, ToolOutcome
+from .recall import StoredMessage, StoredSummary
+from .settings import Settings
+
+__all__ = [
+    "AgentNotFoundError",
+    "AmbiguousContentError",
+    "ArchivalError",
+    "Block",
+    "BlockError",
+    "BlockExistsError",
+    "BlockLimitExceededError",
+    "BlockNotAttachedError",
+    "BlockNotFoundError",
+    "BlockVersion",
+    "CompactionSettings",
+    "ConfigurationError",
+    "ContentNotFoundError",
+    "ImportFormatError",
+    "InvalidLabelError",
+    "MemoryAgentError",
+    "MemoryManager",
+    "MessageNotFoundError",
+    "NothingToUndoError",
+    "ReadOnlyBlockError",
+    "Settings",
+    "StaleBlockError",
+    "StorageError",
+    "StoredMessage",
+    "StoredSummary",
+    "ToolOutcome",
+]

@@ -1,0 +1,386 @@
+"""Core memory: blocks attached to agents, and the rules every write to them obeys.
+
+Invariants, whatever the write path:
+- a block never holds more characters than its limit; a refused write changes nothing;
+- every change is one short transaction that writes the block, a history version and a journal
+  entry together, so a crash never leaves one without the others;
+- an agent only reaches blocks attached to it (the label is looked up through its attachments);
+- model-facing edits honour read-only (the block's flag or this agent's attachment); the owner's
+  explicit `update_block` does not;
+- `replace` and `rethink` are refused when the block changed since this agent last saw it, so an
+  agent never overwrites another agent's edit it has not read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .blocks import Block, BlockVersion, validate_label
+from .errors import (
+    AgentNotFoundError,
+    BlockExistsError,
+    BlockLimitExceededError,
+    BlockNotAttachedError,
+    BlockNotFoundError,
+    ConfigurationError,
+    NothingToUndoError,
+    ReadOnlyBlockError,
+    StaleBlockError,
+)
+from .store import journal
+from .store.database import Database, utc_now
+
+__all__ = ["CoreMemory", "Edit"]
+
+_BLOCK_COLUMNS = (
+    "b.block_id, b.label, b.value, b.description, b.char_limit, b.is_shared, b.version,"
+    " b.created_at, b.updated_at, b.read_only AS block_read_only,"
+    " ab.read_only AS link_read_only, ab.seen_version"
+)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A model-facing edit: how to compute the new value, and which checks apply."""
+
+    action: str
+    compute: Callable[[Block], str]
+    check_stale: bool = False
+    reasoning: str | None = None
+
+
+def _block_from_row(row: sqlite3.Row) -> Block:
+    return Block(
+        block_id=row["block_id"],
+        label=row["label"],
+        value=row["value"],
+        limit=row["char_limit"],
+        read_only=bool(row["block_read_only"] or row["link_read_only"]),
+        description=row["description"],
+        is_shared=bool(row["is_shared"]),
+        version=row["version"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class CoreMemory:
+    """Blocks and attachments in one database; every method names the agent it acts for."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # ----- agents -------------------------------------------------------------------------
+
+    def agent_exists(self, agent_id: str) -> bool:
+        with self._db.reading() as conn:
+            return conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is not None
+
+    def create_agent(self, agent_id: str, name: str | None = None) -> bool:
+        """Create the agent row if missing; returns True when it was created now."""
+        now = utc_now()
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
+                (agent_id, name, now),
+            )
+            if cursor.rowcount:
+                journal.record(conn, agent_id=agent_id, action="create_agent", target_type="agent",
+                               target_id=agent_id, created_at=now)
+            return bool(cursor.rowcount)
+
+    def _require_agent(self, conn: sqlite3.Connection, agent_id: str) -> None:
+        if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
+            raise AgentNotFoundError(agent_id)
+
+    # ----- reads --------------------------------------------------------------------------
+
+    def list_blocks(self, agent_id: str) -> list[Block]:
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_BLOCK_COLUMNS} FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " WHERE ab.agent_id = ? ORDER BY ab.attached_at, b.label",
+                (agent_id,),
+            ).fetchall()
+        return [_block_from_row(row) for row in rows]
+
+    def get_block(self, agent_id: str, label: str) -> Block:
+        validate_label(label)
+        with self._db.reading() as conn:
+            return _block_from_row(self._attached_row(conn, agent_id, label))
+
+    def _attached_row(self, conn: sqlite3.Connection, agent_id: str, label: str) -> sqlite3.Row:
+        row = conn.execute(
+            f"SELECT {_BLOCK_COLUMNS} FROM agent_blocks ab JOIN blocks b USING (block_id)"
+            " WHERE ab.agent_id = ? AND ab.label = ?",
+            (agent_id, label),
+        ).fetchone()
+        if row is None:
+            available = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT label FROM agent_blocks WHERE agent_id = ? ORDER BY label", (agent_id,)
+                )
+            ]
+            raise BlockNotFoundError(label, agent_id, available)
+        return row
+
+    def find_shared_block(self, label: str) -> Block | None:
+        """The oldest shared block with this label, if any (used to join shared state)."""
+        validate_label(label)
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT b.*, b.read_only AS block_read_only, 0 AS link_read_only, NULL AS seen_version"
+                " FROM blocks b WHERE b.label = ? AND b.is_shared = 1 ORDER BY b.created_at LIMIT 1",
+                (label,),
+            ).fetchone()
+        return None if row is None else _block_from_row(row)
+
+    def history(self, agent_id: str, label: str) -> list[BlockVersion]:
+        """Every version of the block, oldest first, with the agent that wrote each."""
+        validate_label(label)
+        with self._db.reading() as conn:
+            block_id = self._attached_row(conn, agent_id, label)["block_id"]
+            rows = conn.execute(
+                "SELECT * FROM block_history WHERE block_id = ? ORDER BY version", (block_id,)
+            ).fetchall()
+        return [
+            BlockVersion(
+                block_id=row["block_id"],
+                version=row["version"],
+                value=row["value"],
+                action=row["action"],
+                agent_id=row["agent_id"],
+                created_at=row["created_at"],
+            )
+            for row in rows
+        ]
+
+    # ----- creating and attaching ---------------------------------------------------------
+
+    def create_block(
+        self,
+        agent_id: str,
+        label: str,
+        value: str,
+        *,
+        limit: int,
+        description: str | None = None,
+        read_only: bool = False,
+        is_shared: bool = False,
+    ) -> Block:
+        """Create a block owned by `agent_id` and attach it to that agent."""
+        validate_label(label)
+        if limit <= 0:
+            raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
+        if len(value) > limit:
+            raise BlockLimitExceededError(label, 0, len(value), limit)
+        block_id = f"block-{uuid.uuid4().hex}"
+        now = utc_now()
+        with self._db.transaction() as conn:
+            self._require_agent(conn, agent_id)
+            if conn.execute(
+                "SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)
+            ).fetchone():
+                raise BlockExistsError(label, agent_id)
+            conn.execute(
+                "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
+                " is_shared, owner_agent_id, version, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                (block_id, label, value, description, limit, int(read_only), int(is_shared),
+                 agent_id, now, now),
+            )
+            self._save_version(conn, block_id, agent_id, "create", now)
+            self._link(conn, agent_id, block_id, label, read_only=False, now=now)
+            journal.record(conn, agent_id=agent_id, action="create_block", target_type="block",
+                           target_id=block_id, label=label, new_value=value, created_at=now,
+                           detail={"limit": limit, "read_only": read_only, "is_shared": is_shared})
+            return _block_from_row(self._attached_row(conn, agent_id, label))
+
+    def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False,
+                     acting_agent_id: str | None = None) -> Block:
+        """Attach an existing block; `read_only` makes it read-only for this agent only."""
+        now = utc_now()
+        with self._db.transaction() as conn:
+            self._require_agent(conn, agent_id)
+            row = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
+            if row is None:
+                raise BlockNotAttachedError(block_id, agent_id)
+            label = row["label"]
+            existing = conn.execute(
+                "SELECT block_id FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)
+            ).fetchone()
+            if existing is not None and existing["block_id"] != block_id:
+                raise BlockExistsError(label, agent_id)
+            if existing is None:
+                self._link(conn, agent_id, block_id, label, read_only=read_only, now=now)
+            else:
+                conn.execute(
+                    "UPDATE agent_blocks SET read_only = ? WHERE agent_id = ? AND block_id = ?",
+                    (int(read_only), agent_id, block_id),
+                )
+            journal.record(conn, agent_id=acting_agent_id or agent_id, action="attach_block",
+                           target_type="block", target_id=block_id, label=label, created_at=now,
+                           detail={"attached_to": agent_id, "read_only": read_only})
+            return _block_from_row(self._attached_row(conn, agent_id, label))
+
+    def detach_block(self, agent_id: str, block_id: str, *, acting_agent_id: str | None = None) -> None:
+        now = utc_now()
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT label FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id)
+            ).fetchone()
+            if row is None:
+                raise BlockNotAttachedError(block_id, agent_id)
+            conn.execute("DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id))
+            journal.record(conn, agent_id=acting_agent_id or agent_id, action="detach_block",
+                           target_type="block", target_id=block_id, label=row["label"],
+                           created_at=now, detail={"detached_from": agent_id})
+
+    def delete_block(self, agent_id: str, label: str) -> None:
+        """Detach the block from this agent, and delete it once no agent has it attached."""
+        validate_label(label)
+        now = utc_now()
+        with self._db.transaction() as conn:
+            row = self._attached_row(conn, agent_id, label)
+            block_id = row["block_id"]
+            conn.execute("DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id))
+            still_used = conn.execute(
+                "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (block_id,)
+            ).fetchone()
+            if not still_used:
+                conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
+            journal.record(conn, agent_id=agent_id, action="delete_block", target_type="block",
+                           target_id=block_id, label=label, old_value=row["value"], created_at=now,
+                           detail={"deleted": not still_used})
+
+    def _link(self, conn: sqlite3.Connection, agent_id: str, block_id: str, label: str, *,
+              read_only: bool, now: str) -> None:
+        conn.execute(
+            "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (agent_id, block_id, label, int(read_only), now),
+        )
+
+    # ----- writes -------------------------------------------------------------------------
+
+    def edit(self, agent_id: str, label: str, edit: Edit) -> Block:
+        """Apply a model-facing edit: read-only, staleness and the limit are all enforced."""
+        validate_label(label)
+        stale: StaleBlockError | None = None
+        with self._db.transaction() as conn:
+            row = self._attached_row(conn, agent_id, label)
+            block = _block_from_row(row)
+            if block.read_only:
+                raise ReadOnlyBlockError(label)
+            seen = row["seen_version"]
+            if edit.check_stale and seen is not None and seen != block.version:
+                # The refusal shows the current value, so from now on this agent has seen it.
+                self._mark_seen(conn, agent_id, block.block_id, block.version)
+                stale = StaleBlockError(label, block.value, block.version)
+            else:
+                new_value = edit.compute(block)
+                return self._write(conn, agent_id, block, new_value, edit.action,
+                                   detail={"reasoning": edit.reasoning} if edit.reasoning else None)
+        raise stale
+
+    def update_block(
+        self,
+        agent_id: str,
+        label: str,
+        *,
+        value: str | None = None,
+        description: str | None = None,
+        limit: int | None = None,
+        read_only: bool | None = None,
+    ) -> Block:
+        """The owner's explicit change: may edit read-only blocks; the limit still holds."""
+        validate_label(label)
+        if limit is not None and limit <= 0:
+            raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
+        with self._db.transaction() as conn:
+            block = _block_from_row(self._attached_row(conn, agent_id, label))
+            new_limit = block.limit if limit is None else limit
+            new_value = block.value if value is None else value
+            if len(new_value) > new_limit:
+                raise BlockLimitExceededError(label, len(block.value), len(new_value), new_limit)
+            conn.execute(
+                "UPDATE blocks SET description = COALESCE(?, description), char_limit = ?,"
+                " read_only = COALESCE(?, read_only) WHERE block_id = ?",
+                (description, new_limit, None if read_only is None else int(read_only), block.block_id),
+            )
+            refreshed = _block_from_row(self._attached_row(conn, agent_id, label))
+            return self._write(conn, agent_id, refreshed, new_value, "update",
+                               detail={"limit": new_limit, "read_only": read_only,
+                                       "description": description})
+
+    def undo(self, agent_id: str, label: str) -> Block:
+        """Restore the version before the current one (repeated undos walk further back)."""
+        validate_label(label)
+        with self._db.transaction() as conn:
+            block = _block_from_row(self._attached_row(conn, agent_id, label))
+            current = conn.execute(
+                "SELECT action FROM block_history WHERE block_id = ? AND version = ?",
+                (block.block_id, block.version),
+            ).fetchone()
+            restored_from = _undo_target(current["action"] if current else "", block.version)
+            target = conn.execute(
+                "SELECT value FROM block_history WHERE block_id = ? AND version = ?",
+                (block.block_id, restored_from),
+            ).fetchone()
+            if target is None:
+                raise NothingToUndoError(label)
+            if len(target["value"]) > block.limit:
+                raise BlockLimitExceededError(label, len(block.value), len(target["value"]), block.limit)
+            return self._write(conn, agent_id, block, target["value"], f"undo_to_v{restored_from}")
+
+    def mark_seen(self, agent_id: str, blocks: list[Block]) -> None:
+        """Record the versions this agent has just been shown (its system prompt)."""
+        if not blocks:
+            return
+        with self._db.transaction() as conn:
+            for block in blocks:
+                self._mark_seen(conn, agent_id, block.block_id, block.version)
+
+    def _mark_seen(self, conn: sqlite3.Connection, agent_id: str, block_id: str, version: int) -> None:
+        conn.execute(
+            "UPDATE agent_blocks SET seen_version = ? WHERE agent_id = ? AND block_id = ?",
+            (version, agent_id, block_id),
+        )
+
+    def _write(self, conn: sqlite3.Connection, agent_id: str, block: Block, new_value: str,
+               action: str, detail: dict[str, object] | None = None) -> Block:
+        """The one write path: limit check, new version, history row, journal entry."""
+        if len(new_value) > block.limit:
+            raise BlockLimitExceededError(block.label, len(block.value), len(new_value), block.limit)
+        now = utc_now()
+        conn.execute(
+            "UPDATE blocks SET value = ?, version = version + 1, updated_at = ? WHERE block_id = ?",
+            (new_value, now, block.block_id),
+        )
+        self._save_version(conn, block.block_id, agent_id, action, now)
+        self._mark_seen(conn, agent_id, block.block_id, block.version + 1)
+        journal.record(conn, agent_id=agent_id, action=action, target_type="block",
+                       target_id=block.block_id, label=block.label, old_value=block.value,
+                       new_value=new_value, created_at=now, detail=detail)
+        return _block_from_row(self._attached_row(conn, agent_id, block.label))
+
+    def _save_version(self, conn: sqlite3.Connection, block_id: str, agent_id: str | None,
+                      action: str, now: str) -> None:
+        conn.execute(
+            "INSERT INTO block_history (block_id, version, value, description, char_limit,"
+            " read_only, agent_id, action, created_at)"
+            " SELECT block_id, version, value, description, char_limit, read_only, ?, ?, ?"
+            " FROM blocks WHERE block_id = ?",
+            (agent_id, action, now, block_id),
+        )
+
+
+def _undo_target(current_action: str, current_version: int) -> int:
+    """The version an undo restores: one before the current one, or before what it restored."""
+    if current_action.startswith("undo_to_v"):
+        return int(current_action.removeprefix("undo_to_v")) - 1
+    return current_version - 1

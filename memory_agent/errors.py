@@ -1,0 +1,195 @@
+"""The exceptions memory-agent raises, in one tree.
+
+Every error carries the fields a caller needs to react (label, sizes, the current value) and a
+message that says what happened and what to do next, because the same text is shown to the model
+as a tool error and to people in the CLI.
+
+    MemoryAgentError
+    ├── ConfigurationError          a setting or argument has a value we cannot use
+    ├── AgentNotFoundError          no agent with that id in this storage dir
+    ├── BlockError                  a core-memory block refused an operation
+    │   ├── InvalidLabelError       the label is not a plain identifier
+    │   ├── BlockNotFoundError      no block with that label is attached to the agent
+    │   ├── BlockExistsError        the agent already has a block with that label
+    │   ├── BlockNotAttachedError   the block id exists but is not attached to that agent
+    │   ├── BlockLimitExceededError the write would exceed the block's character limit
+    │   ├── ReadOnlyBlockError      the block (or this agent's attachment) is read-only
+    │   ├── ContentNotFoundError    the text to replace or insert after is not in the block
+    │   ├── AmbiguousContentError   the text to replace occurs more than once
+    │   ├── StaleBlockError         the block changed since this agent last saw it
+    │   └── NothingToUndoError      the block has no earlier version
+    ├── StorageError                the database could not be opened, migrated or written
+    ├── ArchivalError               archival memory refused an operation
+    ├── MessageNotFoundError        no stored message with that id
+    └── ImportFormatError           an export file could not be read
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentNotFoundError",
+    "AmbiguousContentError",
+    "ArchivalError",
+    "BlockError",
+    "BlockExistsError",
+    "BlockLimitExceededError",
+    "BlockNotAttachedError",
+    "BlockNotFoundError",
+    "ConfigurationError",
+    "ContentNotFoundError",
+    "ImportFormatError",
+    "InvalidLabelError",
+    "MemoryAgentError",
+    "MessageNotFoundError",
+    "NothingToUndoError",
+    "ReadOnlyBlockError",
+    "StaleBlockError",
+    "StorageError",
+]
+
+
+class MemoryAgentError(Exception):
+    """Base of every error memory-agent raises on purpose."""
+
+
+class ConfigurationError(MemoryAgentError, ValueError):
+    """A setting or argument has a value that cannot be used."""
+
+
+class AgentNotFoundError(MemoryAgentError):
+    def __init__(self, agent_id: str) -> None:
+        self.agent_id = agent_id
+        super().__init__(
+            f"No agent '{agent_id}' in this storage dir. "
+            "Check the agent id, or create the agent first (memory-agent agents create)."
+        )
+
+
+class BlockError(MemoryAgentError):
+    """A core-memory block refused an operation; `label` names the block."""
+
+    def __init__(self, message: str, label: str) -> None:
+        self.label = label
+        super().__init__(message)
+
+
+class InvalidLabelError(BlockError):
+    def __init__(self, label: str) -> None:
+        super().__init__(
+            f"'{label}' is not a valid block label. Use 1-64 letters, digits, '_' or '-', "
+            "starting with a letter or '_'.",
+            label,
+        )
+
+
+class BlockNotFoundError(BlockError):
+    def __init__(self, label: str, agent_id: str, available: list[str] | None = None) -> None:
+        self.agent_id = agent_id
+        self.available = list(available or [])
+        known = ", ".join(self.available) if self.available else "none"
+        super().__init__(
+            f"No block '{label}' is attached to agent '{agent_id}'. Attached blocks: {known}.",
+            label,
+        )
+
+
+class BlockExistsError(BlockError):
+    def __init__(self, label: str, agent_id: str) -> None:
+        self.agent_id = agent_id
+        super().__init__(
+            f"Agent '{agent_id}' already has a block '{label}'. "
+            "Edit it, or delete it before creating a new one.",
+            label,
+        )
+
+
+class BlockNotAttachedError(BlockError):
+    def __init__(self, block_id: str, agent_id: str) -> None:
+        self.block_id = block_id
+        self.agent_id = agent_id
+        super().__init__(
+            f"Block '{block_id}' is not attached to agent '{agent_id}'. Attach it first.",
+            block_id,
+        )
+
+
+class BlockLimitExceededError(BlockError):
+    def __init__(self, label: str, current: int, attempted: int, limit: int) -> None:
+        self.current = current
+        self.attempted = attempted
+        self.limit = limit
+        super().__init__(
+            f"Block '{label}' holds {current} characters; this write would make it {attempted}, "
+            f"over its limit of {limit}. Nothing was changed. Shorten the text, or make room "
+            "first (replace or rethink the block).",
+            label,
+        )
+
+
+class ReadOnlyBlockError(BlockError):
+    def __init__(self, label: str) -> None:
+        super().__init__(
+            f"Block '{label}' is read-only for this agent; nothing was changed. "
+            "Its owner can change it through the explicit API (update_block) or the CLI.",
+            label,
+        )
+
+
+class ContentNotFoundError(BlockError):
+    def __init__(self, label: str, needle: str) -> None:
+        self.needle = needle
+        super().__init__(
+            f"The text '{_preview(needle)}' does not occur in block '{label}'; nothing was "
+            "changed. Copy the exact text from the block, or use memory_rethink to rewrite it.",
+            label,
+        )
+
+
+class AmbiguousContentError(BlockError):
+    def __init__(self, label: str, needle: str, count: int) -> None:
+        self.needle = needle
+        self.count = count
+        super().__init__(
+            f"The text '{_preview(needle)}' occurs {count} times in block '{label}'; nothing "
+            "was changed. Include more surrounding text so that it matches exactly once.",
+            label,
+        )
+
+
+class StaleBlockError(BlockError):
+    def __init__(self, label: str, current_value: str, version: int) -> None:
+        self.current_value = current_value
+        self.version = version
+        super().__init__(
+            f"Block '{label}' was changed by another agent since you last saw it (now at "
+            f"version {version}); nothing was changed. Its current value is:\n{current_value}\n"
+            "Redo your edit against this value.",
+            label,
+        )
+
+
+class NothingToUndoError(BlockError):
+    def __init__(self, label: str) -> None:
+        super().__init__(f"Block '{label}' has no earlier version to restore.", label)
+
+
+class StorageError(MemoryAgentError):
+    """The database could not be opened, migrated or written."""
+
+
+class ArchivalError(MemoryAgentError):
+    """Archival memory refused an operation."""
+
+
+class MessageNotFoundError(MemoryAgentError):
+    def __init__(self, message_id: int) -> None:
+        self.message_id = message_id
+        super().__init__(f"No stored message with id {message_id}.")
+
+
+class ImportFormatError(MemoryAgentError):
+    """An export file is unreadable or not in a format we know."""
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,291 @@
+"""MemoryManager: an agent's memory, usable with or without a model.
+
+It composes core memory (blocks), recall memory (messages and summaries) and archival memory over
+one SQLite database, and carries the names of the user's original plan so existing code keeps
+working. Python methods raise `MemoryAgentError`s; `execute_tool` is the model-facing entry point
+that turns them into error results instead.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from compaction import CompactionSettings
+
+from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
+from .core_memory import CoreMemory, Edit
+from .errors import MemoryAgentError
+from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
+from .rendering import MemoryMetadata, render_memory
+from .settings import Settings
+from .store import journal
+from .store.database import Database
+from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
+
+__all__ = ["MemoryManager", "ToolOutcome"]
+
+_DEFAULT_AGENT_KEY = "default_agent_id"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a memory tool returns to the model: the text, and whether it is an error."""
+
+    text: str
+    is_error: bool = False
+
+
+class MemoryManager:
+    """The memory of one agent (by default) in one storage dir.
+
+    Every mutating method takes a keyword-only `agent_id=` to act as another agent of the same
+    storage dir, which is how multi-agent code shares one manager.
+    """
+
+    def __init__(
+        self,
+        storage_dir: str | Path | None = None,
+        agent_id: str | None = None,
+        compaction_settings: CompactionSettings | None = None,
+        *,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        if storage_dir is not None:
+            self.storage_dir = Path(storage_dir).expanduser()
+        else:
+            self.storage_dir = self.settings.persist_directory
+        self.compaction_settings = compaction_settings or self.settings.compaction
+        self.db = Database(self.storage_dir / "memory.db")
+        self.core = CoreMemory(self.db)
+        self.recall = RecallMemory(self.db)
+        self.agent_id = self._resolve_agent_id(agent_id)
+        self.ensure_agent(self.agent_id)
+
+    # ----- agents -------------------------------------------------------------------------
+
+    def _resolve_agent_id(self, agent_id: str | None) -> str:
+        chosen = agent_id or self.settings.agent_id
+        if chosen:
+            return chosen
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_DEFAULT_AGENT_KEY,)).fetchone()
+            if row is not None:
+                return str(row["value"])
+            generated = f"agent-{uuid.uuid4().hex[:12]}"
+            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_DEFAULT_AGENT_KEY, generated))
+            return generated
+
+    def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
+        """Create the agent with its default blocks if it is new; returns True when created."""
+        if self.core.agent_exists(agent_id):
+            return False
+        created = self.core.create_agent(agent_id)
+        if not created:
+            return False
+        settings = self.settings
+        defaults = {
+            "persona": (persona or settings.default_persona, "Who you are and how you behave."),
+            "human": (human or settings.default_human, "What you know about the user."),
+        }
+        for label, (value, description) in defaults.items():
+            if label not in settings.memory_shared_blocks:
+                self.core.create_block(agent_id, label, value, limit=settings.block_limit_for(label),
+                                       description=description)
+        for label in settings.memory_shared_blocks:
+            self.join_shared_block(label, agent_id=agent_id)
+        return True
+
+    def join_shared_block(self, label: str, *, agent_id: str | None = None, value: str = "",
+                          description: str | None = None, read_only: bool = False) -> Block:
+        """Attach the storage dir's shared block with this label, creating it on first use."""
+        target = agent_id or self.agent_id
+        existing = self.core.find_shared_block(label)
+        if existing is None:
+            try:
+                return self.core.create_block(target, label, value, limit=self.settings.block_limit_for(label),
+                                              description=description, is_shared=True)
+            except MemoryAgentError:
+                existing = self.core.find_shared_block(label)
+                if existing is None:
+                    raise
+        return self.core.attach_block(target, existing.block_id, read_only=read_only)
+
+    def list_agents(self) -> list[str]:
+        with self.db.reading() as conn:
+            return [row[0] for row in conn.execute("SELECT agent_id FROM agents ORDER BY created_at")]
+
+    # ----- blocks -------------------------------------------------------------------------
+
+    def create_block(
+        self,
+        label: str,
+        value: str = "",
+        description: str | None = None,
+        limit: int | None = None,
+        read_only: bool = False,
+        is_shared: bool = False,
+        *,
+        agent_id: str | None = None,
+    ) -> Block:
+        return self.core.create_block(
+            agent_id or self.agent_id, label, value,
+            limit=limit if limit is not None else self.settings.block_limit_for(label),
+            description=description, read_only=read_only, is_shared=is_shared,
+        )
+
+    def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        return self.core.get_block(agent_id or self.agent_id, label)
+
+    def get_agent_block(self, agent_id: str, label: str) -> Block:
+        return self.core.get_block(agent_id, label)
+
+    def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
+        return self.core.list_blocks(agent_id or self.agent_id)
+
+    def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
+        self.core.delete_block(agent_id or self.agent_id, label)
+
+    def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False) -> Block:
+        return self.core.attach_block(agent_id, block_id, read_only=read_only, acting_agent_id=self.agent_id)
+
+    def detach_block(self, agent_id: str, block_id: str) -> None:
+        self.core.detach_block(agent_id, block_id, acting_agent_id=self.agent_id)
+
+    def update_block(
+        self,
+        label: str,
+        *,
+        value: str | None = None,
+        description: str | None = None,
+        limit: int | None = None,
+        read_only: bool | None = None,
+        agent_id: str | None = None,
+    ) -> Block:
+        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold."""
+        return self.core.update_block(agent_id or self.agent_id, label, value=value,
+                                      description=description, limit=limit, read_only=read_only)
+
+    def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]:
+        return self.core.history(agent_id or self.agent_id, label)
+
+    def undo_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        return self.core.undo(agent_id or self.agent_id, label)
+
+    # ----- model-facing edits -------------------------------------------------------------
+
+    def core_memory_append(self, label: str, content: str, *, agent_id: str | None = None) -> str:
+        block = self.core.edit(agent_id or self.agent_id, label, Edit(
+            "core_memory_append", lambda b: append_text(b.value, content)))
+        return _edit_result("Appended to", block)
+
+    def core_memory_replace(self, label: str, old_content: str, new_content: str, *,
+                            agent_id: str | None = None) -> str:
+        block = self.core.edit(agent_id or self.agent_id, label, Edit(
+            "core_memory_replace", lambda b: replace_text(label, b.value, old_content, new_content),
+            check_stale=True))
+        return _edit_result("Replaced text in", block)
+
+    def memory_insert(self, label: str, text: str, insert_after: str | None = None, *,
+                      agent_id: str | None = None) -> str:
+        block = self.core.edit(agent_id or self.agent_id, label, Edit(
+            "memory_insert", lambda b: insert_text(label, b.value, text, insert_after)))
+        return _edit_result("Inserted into", block)
+
+    def memory_rethink(self, label: str, new_value: str, reasoning: str | None = None, *,
+                       agent_id: str | None = None) -> str:
+        block = self.core.edit(agent_id or self.agent_id, label, Edit(
+            "memory_rethink", lambda b: new_value, check_stale=True, reasoning=reasoning))
+        return _edit_result("Rewrote", block)
+
+    # ----- the model's view ---------------------------------------------------------------
+
+    def get_system_prompt_addition(self, use_xml_format: bool = True, *, agent_id: str | None = None,
+                                   mark_seen: bool = True) -> str:
+        """The rendered memory for the system prompt; marks these versions as seen by the agent."""
+        target = agent_id or self.agent_id
+        blocks = self.core.list_blocks(target)
+        if mark_seen:
+            self.core.mark_seen(target, blocks)
+        return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
+
+    def _metadata(self, agent_id: str, blocks: list[Block]) -> MemoryMetadata:
+        summary = self.recall.latest_summary(agent_id)
+        return MemoryMetadata(
+            current_time=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            last_modified=max((b.updated_at for b in blocks), default=None),
+            recall_messages=self.recall.count(agent_id),
+            archival_passages=self._count_passages(agent_id),
+            summary=summary.summary if summary else None,
+        )
+
+    def _count_passages(self, agent_id: str) -> int:
+        with self.db.reading() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        return CORE_MEMORY_TOOLS
+
+    def get_tools_definitions(self) -> list[dict[str, Any]]:
+        """Anthropic tool schemas for every model-facing memory operation."""
+        return [spec.definition() for spec in self.tool_specs()]
+
+    def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
+        """Run a memory tool for the model: errors come back as error outcomes, never raised."""
+        spec = next((s for s in self.tool_specs() if s.name == name), None)
+        if spec is None:
+            known = ", ".join(s.name for s in self.tool_specs())
+            return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
+        try:
+            clean = validate_arguments(spec, arguments)
+            return ToolOutcome(spec.run(self, clean, agent_id or self.agent_id))
+        except (MemoryAgentError, ToolArgumentError) as error:
+            return ToolOutcome(f"Error: {error}", is_error=True)
+
+    # ----- recall memory ------------------------------------------------------------------
+
+    def store_message(self, role: str, content: MessageContent, *, agent_id: str | None = None,
+                      **fields: Any) -> StoredMessage | None:
+        return self.recall.store(agent_id or self.agent_id, role, content, **fields)
+
+    def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None) -> list[StoredMessage]:
+        """The newest messages still in the context window, oldest first."""
+        return self.recall.recent(agent_id or self.agent_id, limit)
+
+    def get_summary(self, *, agent_id: str | None = None) -> str | None:
+        summary = self.recall.latest_summary(agent_id or self.agent_id)
+        return summary.summary if summary else None
+
+    def get_summary_record(self, *, agent_id: str | None = None) -> StoredSummary | None:
+        return self.recall.latest_summary(agent_id or self.agent_id)
+
+    def search_messages(self, query: str, *, agent_id: str | None = None, **filters: Any) -> list[StoredMessage]:
+        return self.recall.search(agent_id or self.agent_id, query, **filters)
+
+    def journal(self, *, agent_id: str | None = None, limit: int = 100) -> list[journal.JournalEntry]:
+        with self.db.reading() as conn:
+            return journal.list_entries(conn, agent_id=agent_id, limit=limit)
+
+    # ----- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> MemoryManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _edit_result(verb: str, block: Block) -> str:
+    """The model sees the block's new content at once, inside the same turn."""
+    return (
+        f"{verb} block '{block.label}' ({block.chars_current}/{block.limit} characters, "
+        f"version {block.version}). Its value is now:\n{block.value}"
+    )

@@ -1,0 +1,284 @@
+"""Recall memory: every message of every turn, and the summaries that replaced old ones.
+
+Messages are never deleted by compaction: evicted ones are marked out of context and stay
+readable and searchable (`conversation_search`). A message that carries the SDK's uuid is stored at
+most once, so a retried or resumed turn cannot duplicate it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigurationError
+from .store import journal
+from .store.database import Database, utc_now
+from .store.fts import fts_query
+
+__all__ = ["MessageContent", "RecallMemory", "StoredMessage", "StoredSummary", "content_text"]
+
+MessageContent = str | list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    message_id: int
+    agent_id: str
+    role: str
+    message_type: str
+    content: MessageContent
+    text: str
+    created_at: str
+    session_id: str | None = None
+    turn_id: str | None = None
+    token_count: int | None = None
+    in_context: bool = True
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredSummary:
+    summary_id: int
+    agent_id: str
+    summary: str
+    first_message_id: int | None
+    last_message_id: int | None
+    model: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    is_fallback: bool
+    created_at: str
+
+
+def content_text(content: MessageContent) -> str:
+    """Plain text of a message for search: text blocks, tool inputs and tool results."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(f"{block.get('name', '')} {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+        elif kind == "tool_result":
+            inner = block.get("content", "")
+            parts.append(inner if isinstance(inner, str) else content_text(inner))
+        elif kind == "thinking":
+            parts.append(str(block.get("thinking", "")))
+    return "\n".join(part for part in parts if part)
+
+
+def _message_from_row(row: sqlite3.Row) -> StoredMessage:
+    raw = json.loads(row["content"])
+    return StoredMessage(
+        message_id=row["message_id"],
+        agent_id=row["agent_id"],
+        role=row["role"],
+        message_type=row["message_type"],
+        content=raw,
+        text=row["text"],
+        created_at=row["created_at"],
+        session_id=row["session_id"],
+        turn_id=row["turn_id"],
+        token_count=row["token_count"],
+        in_context=bool(row["in_context"]),
+        metadata=json.loads(row["metadata"]),
+    )
+
+
+def _summary_from_row(row: sqlite3.Row) -> StoredSummary:
+    return StoredSummary(
+        summary_id=row["summary_id"],
+        agent_id=row["agent_id"],
+        summary=row["summary"],
+        first_message_id=row["first_message_id"],
+        last_message_id=row["last_message_id"],
+        model=row["model"],
+        tokens_before=row["tokens_before"],
+        tokens_after=row["tokens_after"],
+        is_fallback=bool(row["is_fallback"]),
+        created_at=row["created_at"],
+    )
+
+
+class RecallMemory:
+    """Messages and summaries in one database; every method names the agent it acts for."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def store(
+        self,
+        agent_id: str,
+        role: str,
+        content: MessageContent,
+        *,
+        message_type: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        sdk_uuid: str | None = None,
+        token_count: int | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> StoredMessage | None:
+        """Store one message; returns None when a message with this sdk_uuid is already stored."""
+        if not isinstance(content, (str, list)):
+            raise ConfigurationError("A message's content must be a string or a list of content blocks.")
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO messages (agent_id, role, message_type, content, text,"
+                " session_id, turn_id, sdk_uuid, token_count, metadata, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    agent_id,
+                    role,
+                    message_type or role,
+                    json.dumps(content, ensure_ascii=False),
+                    content_text(content),
+                    session_id,
+                    turn_id,
+                    sdk_uuid,
+                    token_count,
+                    json.dumps(metadata or {}, ensure_ascii=False, default=str),
+                    utc_now(),
+                ),
+            )
+            if not cursor.rowcount:
+                return None
+            row = conn.execute("SELECT * FROM messages WHERE message_id = ?", (cursor.lastrowid,)).fetchone()
+            return _message_from_row(row)
+
+    def in_context(self, agent_id: str, *, after_id: int = 0) -> list[StoredMessage]:
+        """Messages still in the context window, oldest first (optionally only newer than an id)."""
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT * FROM messages WHERE agent_id = ? AND in_context = 1 AND message_id > ?"
+                " ORDER BY message_id",
+                (agent_id, after_id),
+            ).fetchall()
+        return [_message_from_row(row) for row in rows]
+
+    def recent(self, agent_id: str, limit: int, *, in_context_only: bool = True) -> list[StoredMessage]:
+        """The newest `limit` messages, returned oldest first."""
+        if limit <= 0:
+            return []
+        condition = "AND in_context = 1" if in_context_only else ""
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM messages WHERE agent_id = ? {condition}"
+                " ORDER BY message_id DESC LIMIT ?",
+                (agent_id, limit),
+            ).fetchall()
+        return [_message_from_row(row) for row in reversed(rows)]
+
+    def all_messages(self, agent_id: str) -> list[StoredMessage]:
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT * FROM messages WHERE agent_id = ? ORDER BY message_id", (agent_id,)
+            ).fetchall()
+        return [_message_from_row(row) for row in rows]
+
+    def count(self, agent_id: str, *, in_context_only: bool = False) -> int:
+        condition = "AND in_context = 1" if in_context_only else ""
+        with self._db.reading() as conn:
+            return int(conn.execute(
+                f"SELECT COUNT(*) FROM messages WHERE agent_id = ? {condition}", (agent_id,)
+            ).fetchone()[0])
+
+    def search(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[StoredMessage]:
+        """Full-text search over all of the agent's messages, evicted ones included.
+
+        An empty query lists messages newest first; otherwise results are ranked by bm25.
+        Dates are ISO strings compared against the stored UTC timestamps.
+        """
+        clauses = ["m.agent_id = ?"]
+        params: list[object] = [agent_id]
+        if roles:
+            clauses.append(f"m.role IN ({', '.join('?' for _ in roles)})")
+            params.extend(roles)
+        if start_date:
+            clauses.append("m.created_at >= ?")
+            params.append(start_date)
+        if end_date:
+            clauses.append("m.created_at <= ?")
+            params.append(end_date)
+        match = fts_query(query)
+        where = " AND ".join(clauses)
+        with self._db.reading() as conn:
+            if match is None:
+                rows = conn.execute(
+                    f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? OFFSET ?",
+                    (*params, limit, offset),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT m.* FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"
+                    f" WHERE messages_fts MATCH ? AND {where}"
+                    " ORDER BY bm25(messages_fts), m.message_id DESC LIMIT ? OFFSET ?",
+                    (match, *params, limit, offset),
+                ).fetchall()
+        return [_message_from_row(row) for row in rows]
+
+    def add_summary(
+        self,
+        agent_id: str,
+        summary: str,
+        *,
+        first_message_id: int | None,
+        last_message_id: int | None,
+        model: str | None,
+        tokens_before: int | None,
+        tokens_after: int | None,
+        is_fallback: bool = False,
+    ) -> StoredSummary:
+        """Record a summary and evict the messages it covers, in one transaction."""
+        now = utc_now()
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
+                " tokens_before, tokens_after, is_fallback, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (agent_id, summary, first_message_id, last_message_id, model, tokens_before,
+                 tokens_after, int(is_fallback), now),
+            )
+            if last_message_id is not None:
+                conn.execute(
+                    "UPDATE messages SET in_context = 0 WHERE agent_id = ? AND in_context = 1"
+                    " AND message_id <= ?",
+                    (agent_id, last_message_id),
+                )
+            journal.record(conn, agent_id=agent_id, action="compact", target_type="summary",
+                           target_id=str(cursor.lastrowid), new_value=summary, created_at=now,
+                           detail={"first_message_id": first_message_id,
+                                   "last_message_id": last_message_id, "model": model,
+                                   "tokens_before": tokens_before, "tokens_after": tokens_after,
+                                   "is_fallback": is_fallback})
+            row = conn.execute("SELECT * FROM summaries WHERE summary_id = ?", (cursor.lastrowid,)).fetchone()
+            return _summary_from_row(row)
+
+    def latest_summary(self, agent_id: str) -> StoredSummary | None:
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id DESC LIMIT 1", (agent_id,)
+            ).fetchone()
+        return None if row is None else _summary_from_row(row)
+
+    def summaries(self, agent_id: str) -> list[StoredSummary]:
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id", (agent_id,)
+            ).fetchall()
+        return [_summary_from_row(row) for row in rows]

@@ -1,0 +1,180 @@
+"""Settings: every environment variable memory-agent reads, read once into one typed object.
+
+`Settings.from_env()` merges a `.env` file (if present) under the process environment, so an
+exported variable always wins over the file. Nothing is read at import time; the object is built
+when a MemoryManager, agent or CLI command starts, and validated before any database is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compaction import CompactionSettings
+
+from .errors import ConfigurationError
+
+__all__ = ["DEFAULT_BLOCK_LIMIT", "DEFAULT_HUMAN", "DEFAULT_PERSONA", "Settings", "read_env_file"]
+
+DEFAULT_BLOCK_LIMIT = 5000
+DEFAULT_PERSONA = "I am a helpful assistant with a persistent memory. I keep it accurate and tidy."
+DEFAULT_HUMAN = "Nothing is known about the user yet."
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Configuration of memory-agent; see `.env.example` for each variable."""
+
+    persist_directory: Path = field(default_factory=lambda: Path.home() / ".memory_agent")
+    """Storage dir holding memory.db and the embedded Chroma data (PERSIST_DIRECTORY)."""
+    agent_id: str | None = None
+    """Agent to open; when unset a generated id is stored and reused (AGENT_ID)."""
+    agent_instance_id: str | None = None
+    """Prefix for multi-agent sessions such as the Agent College (AGENT_INSTANCE_ID)."""
+    model_name: str | None = None
+    """Main model for the agent; None keeps the SDK's default (MODEL_NAME)."""
+    default_block_limit: int = DEFAULT_BLOCK_LIMIT
+    """Character limit of a new block when none is given (DEFAULT_BLOCK_LIMIT)."""
+    memory_character_limits: Mapping[str, int] = field(default_factory=dict)
+    """Per-label limits, e.g. 'persona=2000,human=3000' (MEMORY_CHARACTER_LIMITS)."""
+    memory_shared_blocks: tuple[str, ...] = ()
+    """Labels created as shared blocks by default (MEMORY_SHARED_BLOCKS, comma separated)."""
+    memory_hybrid_search: bool = True
+    """Default archival search mode: hybrid when true, keyword only when false."""
+    default_persona: str = DEFAULT_PERSONA
+    """Initial value of a new agent's persona block (MEMORY_PERSONA)."""
+    default_human: str = DEFAULT_HUMAN
+    """Initial value of a new agent's human block (MEMORY_HUMAN)."""
+    chroma_host: str | None = None
+    """Chroma server host; unset means embedded Chroma under the storage dir (CHROMA_HOST)."""
+    chroma_port: int = 8000
+    """Chroma server port (CHROMA_PORT)."""
+    anthropic_api_key: str | None = None
+    """API key for the summariser and the CLI chat (ANTHROPIC_API_KEY)."""
+    anthropic_base_url: str | None = None
+    """Messages API base URL, e.g. a local scripted server (ANTHROPIC_BASE_URL)."""
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    """Compaction settings (COMPACTION_*)."""
+
+    def __post_init__(self) -> None:
+        if self.default_block_limit <= 0:
+            raise ConfigurationError(
+                f"DEFAULT_BLOCK_LIMIT must be a positive number of characters, "
+                f"got {self.default_block_limit}."
+            )
+        for label, limit in self.memory_character_limits.items():
+            if limit <= 0:
+                raise ConfigurationError(
+                    f"MEMORY_CHARACTER_LIMITS gives '{label}' the limit {limit}; "
+                    "limits must be positive."
+                )
+        if not 0 < self.chroma_port < 65536:
+            raise ConfigurationError(f"CHROMA_PORT must be a TCP port, got {self.chroma_port}.")
+
+    @property
+    def database_path(self) -> Path:
+        return self.persist_directory / "memory.db"
+
+    def block_limit_for(self, label: str) -> int:
+        """The limit a new block with this label gets when the caller names none."""
+        return self.memory_character_limits.get(label, self.default_block_limit)
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        env_file: Path | None = Path(".env"),
+    ) -> Settings:
+        """Build settings from `environ` (default: the process environment) over `env_file`."""
+        values: dict[str, str] = {}
+        if env_file is not None and env_file.is_file():
+            values.update(read_env_file(env_file))
+        values.update(os.environ if environ is None else environ)
+        return cls._from_mapping(values)
+
+    @classmethod
+    def _from_mapping(cls, env: Mapping[str, str]) -> Settings:
+        def text(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        kwargs: dict[str, object] = {
+            "agent_id": text("AGENT_ID"),
+            "agent_instance_id": text("AGENT_INSTANCE_ID"),
+            "model_name": text("MODEL_NAME"),
+            "chroma_host": text("CHROMA_HOST"),
+            "anthropic_api_key": text("ANTHROPIC_API_KEY"),
+            "anthropic_base_url": text("ANTHROPIC_BASE_URL"),
+            "memory_character_limits": _parse_limits(text("MEMORY_CHARACTER_LIMITS")),
+            "memory_shared_blocks": _parse_list(text("MEMORY_SHARED_BLOCKS")),
+            "compaction": CompactionSettings.from_env(env),
+        }
+        if (directory := text("PERSIST_DIRECTORY")) is not None:
+            kwargs["persist_directory"] = Path(directory).expanduser()
+        if (limit := text("DEFAULT_BLOCK_LIMIT")) is not None:
+            kwargs["default_block_limit"] = _parse_int("DEFAULT_BLOCK_LIMIT", limit)
+        if (port := text("CHROMA_PORT")) is not None:
+            kwargs["chroma_port"] = _parse_int("CHROMA_PORT", port)
+        if (hybrid := text("MEMORY_HYBRID_SEARCH")) is not None:
+            kwargs["memory_hybrid_search"] = _parse_bool("MEMORY_HYBRID_SEARCH", hybrid)
+        if (persona := text("MEMORY_PERSONA")) is not None:
+            kwargs["default_persona"] = persona
+        if (human := text("MEMORY_HUMAN")) is not None:
+            kwargs["default_human"] = human
+        return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse KEY=VALUE lines of a .env file; '#' comments and blank lines are skipped."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :]
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"{path}:{number}: expected KEY=VALUE, got '{raw}'.")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def _parse_int(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number, got '{value}'.") from None
+
+
+def _parse_bool(name: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigurationError(f"{name} must be true or false, got '{value}'.")
+
+
+def _parse_list(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _parse_limits(value: str | None) -> dict[str, int]:
+    """'persona=2000,human=3000' -> {'persona': 2000, 'human': 3000}."""
+    limits: dict[str, int] = {}
+    for item in _parse_list(value):
+        label, sep, number = item.partition("=")
+        if not sep:
+            raise ConfigurationError(
+                f"MEMORY_CHARACTER_LIMITS entries look like label=limit, got '{item}'."
+            )
+        limits[label.strip()] = _parse_int(f"MEMORY_CHARACTER_LIMITS[{label.strip()}]", number)
+    return limits

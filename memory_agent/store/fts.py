@@ -1,0 +1,54 @@
+"""Turning any user text into a safe FTS5 query.
+
+User text never reaches MATCH as syntax: it is split into word tokens, each quoted as an FTS5
+string, so quotes, `AND`/`OR`/`NEAR`, `*`, `:` and column filters are just words. Tokens are
+joined with OR and ranked by bm25, so a long question still finds passages sharing some words.
+
+Stop words can be dropped (`drop_stop_words=True`): in an OR query a word like "the" or "did"
+matches nearly every row, which adds no ranking signal (bm25 gives it almost no weight) but makes
+FTS5 score every one of those rows, so dropping them keeps long questions fast. A query made only
+of stop words keeps them, so "what is it" still finds something.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_QUERY_TOKENS", "STOP_WORDS", "fts_query", "query_tokens"]
+
+MAX_QUERY_TOKENS = 64
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+# English function words: articles, pronouns, auxiliaries, prepositions, conjunctions, question
+# words and contraction fragments. Content words (even common ones) are kept on purpose.
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could d did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just ll m me might more most must my myself no nor not now of off on once only or other our
+    ours ourselves out over own re s same shall she should so some such t than that the their
+    theirs them themselves then there these they this those through to too under until up upon us
+    ve very was we were what when where which while who whom whose why will with would you your
+    yours yourself yourselves
+    """.split()
+)
+
+
+def query_tokens(text: str, *, drop_stop_words: bool = False) -> list[str]:
+    """Distinct lower-cased word tokens, in order, at most MAX_QUERY_TOKENS of them.
+
+    With `drop_stop_words`, stop words are left out unless nothing else remains.
+    """
+    tokens = list(dict.fromkeys(_TOKEN.findall(text.lower())))
+    if drop_stop_words:
+        tokens = [token for token in tokens if token not in STOP_WORDS] or tokens
+    return tokens[:MAX_QUERY_TOKENS]
+
+
+def fts_query(text: str, *, drop_stop_words: bool = False) -> str | None:
+    """An FTS5 MATCH expression for `text`, or None when it holds no searchable word."""
+    tokens = query_tokens(text, drop_stop_words=drop_stop_words)
+    if not tokens:
+        return None
+    return " OR ".join(f'"{token}"' for token in tokens)
