@@ -2,6 +2,7 @@
 
 from compaction import CompactionSettings
 
+from .agent import MemoryAwareAgent, TurnResult
 from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
@@ -25,6 +26,7 @@ from .errors import (
 )
 from .manager import MemoryManager, ToolOutcome
 from .recall import StoredMessage, StoredSummary
+from .session_store import SQLiteSessionStore
 from .settings import Settings
 
 __all__ = [
@@ -44,14 +46,17 @@ __all__ = [
     "ImportFormatError",
     "InvalidLabelError",
     "MemoryAgentError",
+    "MemoryAwareAgent",
     "MemoryManager",
     "MessageNotFoundError",
     "NothingToUndoError",
     "ReadOnlyBlockError",
+    "SQLiteSessionStore",
     "Settings",
     "StaleBlockError",
     "StorageError",
     "StoredMessage",
     "StoredSummary",
     "ToolOutcome",
+    "TurnResult",
 ]

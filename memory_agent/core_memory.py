@@ -128,6 +128,17 @@ class CoreMemory:
             raise BlockNotFoundError(label, agent_id, available)
         return row
 
+    def fingerprint(self, agent_id: str) -> str:
+        """Changes whenever any attached block, or the set of attachments, changes: one query."""
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT group_concat(part, ',') FROM (SELECT b.block_id || ':' || b.version || ':'"
+                " || (b.read_only | ab.read_only) AS part FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " WHERE ab.agent_id = ? ORDER BY b.block_id)",
+                (agent_id,),
+            ).fetchone()
+        return row[0] or ""
+
     def find_shared_block(self, label: str) -> Block | None:
         """The oldest shared block with this label, if any (used to join shared state)."""
         validate_label(label)

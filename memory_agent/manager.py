@@ -8,6 +8,8 @@ that turns them into error results instead.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,15 +17,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from compaction import CompactionSettings
+from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
+from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
 from .errors import MemoryAgentError
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
-from .store import journal
+from .store import agent_state, journal
 from .store.database import Database
 from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
 
@@ -54,6 +57,8 @@ class MemoryManager:
         compaction_settings: CompactionSettings | None = None,
         *,
         settings: Settings | None = None,
+        summarizer: Summarizer | None = None,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
@@ -64,6 +69,9 @@ class MemoryManager:
         self.db = Database(self.storage_dir / "memory.db")
         self.core = CoreMemory(self.db)
         self.recall = RecallMemory(self.db)
+        self.compactor = Compactor(self.recall, self.compaction_settings, summarizer=summarizer,
+                                   counter=token_counter)
+        self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
         self.agent_id = self._resolve_agent_id(agent_id)
         self.ensure_agent(self.agent_id)
 
@@ -115,6 +123,15 @@ class MemoryManager:
                 if existing is None:
                     raise
         return self.core.attach_block(target, existing.block_id, read_only=read_only)
+
+    def get_agent_state(self, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Small bookkeeping values of an agent (e.g. its current SDK session)."""
+        with self.db.reading() as conn:
+            return agent_state.read_state(conn, agent_id or self.agent_id)
+
+    def set_agent_state(self, updates: dict[str, Any], *, agent_id: str | None = None) -> None:
+        with self.db.transaction() as conn:
+            agent_state.write_state(conn, agent_id or self.agent_id, updates)
 
     def list_agents(self) -> list[str]:
         with self.db.reading() as conn:
@@ -214,8 +231,8 @@ class MemoryManager:
             self.core.mark_seen(target, blocks)
         return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
 
-    def _metadata(self, agent_id: str, blocks: list[Block]) -> MemoryMetadata:
-        summary = self.recall.latest_summary(agent_id)
+    def _metadata(self, agent_id: str, blocks: list[Block], *, with_summary: bool = True) -> MemoryMetadata:
+        summary = self.recall.latest_summary(agent_id) if with_summary else None
         return MemoryMetadata(
             current_time=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             last_modified=max((b.updated_at for b in blocks), default=None),
@@ -266,6 +283,58 @@ class MemoryManager:
 
     def search_messages(self, query: str, *, agent_id: str | None = None, **filters: Any) -> list[StoredMessage]:
         return self.recall.search(agent_id or self.agent_id, query, **filters)
+
+    def memory_fingerprint(self, *, agent_id: str | None = None) -> str:
+        """A cheap value that changes whenever the rendered memory of the agent would change
+        (blocks, attachments, summary); the current time and message counts are left out."""
+        target = agent_id or self.agent_id
+        summary = self.recall.latest_summary(target)
+        return f"{self.core.fingerprint(target)}|summary:{summary.summary_id if summary else 0}"
+
+    # ----- compaction ---------------------------------------------------------------------
+
+    def memory_tokens(self, *, agent_id: str | None = None) -> int:
+        """Tokens of the rendered memory plus the tool definitions, cached while memory is unchanged."""
+        target = agent_id or self.agent_id
+        fingerprint = self.core.fingerprint(target)
+        cached = self._fixed_tokens_cache.get(target)
+        if cached is None or cached[0] != fingerprint:
+            blocks = self.core.list_blocks(target)
+            text = render_memory(blocks, self._metadata(target, blocks, with_summary=False))
+            tools = json.dumps(self.get_tools_definitions(), ensure_ascii=False)
+            cached = (fingerprint, self.compactor.count_text(text) + self.compactor.count_text(tools))
+            self._fixed_tokens_cache[target] = cached
+        return cached[1]
+
+    def should_compact(self, *, agent_id: str | None = None, fixed_tokens: int | None = None) -> bool:
+        """Whether the next request would reach the compaction trigger (O(new messages)).
+
+        `fixed_tokens` is the request outside the conversation; by default the rendered memory
+        and the tool definitions (an agent passes its whole system prompt and tools).
+        """
+        target = agent_id or self.agent_id
+        fixed = self.memory_tokens(agent_id=target) if fixed_tokens is None else fixed_tokens
+        return self.compactor.should_compact(target, fixed)
+
+    async def acompact_history(self, *, agent_id: str | None = None, force: bool = True,
+                               fixed_tokens: int | None = None) -> CompactionOutcome:
+        """Summarise the oldest messages into the running summary (the manual trigger).
+
+        With `force=True` (the default for a manual call) it compacts even under the trigger.
+        The summariser failing never raises: the outcome says `deferred` and nothing is lost.
+        """
+        target = agent_id or self.agent_id
+        fixed = self.memory_tokens(agent_id=target) if fixed_tokens is None else fixed_tokens
+        return await self.compactor.compact(target, fixed, force=force)
+
+    def compact_history(self, *, agent_id: str | None = None, force: bool = True) -> CompactionOutcome:
+        """Synchronous `acompact_history` for code without an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.acompact_history(agent_id=agent_id, force=force))
+        raise RuntimeError("compact_history() was called inside an event loop; use "
+                           "'await memory.acompact_history()' there instead.")
 
     def journal(self, *, agent_id: str | None = None, limit: int = 100) -> list[journal.JournalEntry]:
         with self.db.reading() as conn:

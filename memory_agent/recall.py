@@ -123,15 +123,20 @@ class RecallMemory:
         sdk_uuid: str | None = None,
         token_count: int | None = None,
         metadata: dict[str, Any] | None = None,
+        in_context: bool = True,
     ) -> StoredMessage | None:
-        """Store one message; returns None when a message with this sdk_uuid is already stored."""
+        """Store one message; returns None when a message with this sdk_uuid is already stored.
+
+        `in_context=False` is for records that are not part of the model's conversation (the
+        SDK's result and system messages): kept and searchable, never sent back to the model.
+        """
         if not isinstance(content, (str, list)):
             raise ConfigurationError("A message's content must be a string or a list of content blocks.")
         with self._db.transaction() as conn:
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO messages (agent_id, role, message_type, content, text,"
-                " session_id, turn_id, sdk_uuid, token_count, metadata, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " session_id, turn_id, sdk_uuid, token_count, metadata, in_context, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     agent_id,
                     role,
@@ -143,6 +148,7 @@ class RecallMemory:
                     sdk_uuid,
                     token_count,
                     json.dumps(metadata or {}, ensure_ascii=False, default=str),
+                    int(in_context),
                     utc_now(),
                 ),
             )

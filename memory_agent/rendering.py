@@ -13,7 +13,7 @@ from html import escape
 
 from .blocks import Block
 
-__all__ = ["MemoryMetadata", "render_memory"]
+__all__ = ["MemoryMetadata", "escape_text", "render_memory", "render_recent_conversation"]
 
 _XML_INTRO = "The following memory blocks are currently engaged in your core memory unit:"
 
@@ -37,8 +37,21 @@ def render_memory(
     return _render_markdown(blocks, metadata)
 
 
-def _text(value: str) -> str:
+def escape_text(value: str) -> str:
+    """Escape `&`, `<` and `>` so text can never close or open a tag of the prompt."""
     return escape(value, quote=False)
+
+
+_text = escape_text
+
+
+def render_recent_conversation(transcript: str) -> str:
+    """Messages carried into a fresh session after a compaction, as an escaped transcript."""
+    return (
+        "<recent_conversation>\nThe most recent messages before this session, verbatim "
+        "(older ones are in the conversation summary):\n"
+        f"{escape_text(transcript)}\n</recent_conversation>"
+    )
 
 
 def _render_xml(blocks: Sequence[Block], metadata: MemoryMetadata) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,6 @@ _OUR_VARIABLES = (
     "PERSIST_DIRECTORY", "AGENT_ID", "AGENT_INSTANCE_ID", "MODEL_NAME", "DEFAULT_BLOCK_LIMIT",
     "MEMORY_CHARACTER_LIMITS", "MEMORY_SHARED_BLOCKS", "MEMORY_HYBRID_SEARCH", "MEMORY_PERSONA",
     "MEMORY_HUMAN", "CHROMA_HOST", "CHROMA_PORT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-    "COMPACTION_ENABLED", "COMPACTION_MODEL", "COMPACTION_MODE", "COMPACTION_WINDOW_PERCENTAGE",
-    "COMPACTION_CLIP_CHARS", "COMPACTION_TRIGGER_THRESHOLD",
 )
 
 
@@ -24,7 +23,7 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     """No test reads the developer's HOME, ~/.memory_agent or exported settings."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    for name in _OUR_VARIABLES:
+    for name in [*_OUR_VARIABLES, *(n for n in os.environ if n.startswith("COMPACTION_"))]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 

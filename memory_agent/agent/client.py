@@ -1,0 +1,315 @@
+"""MemoryAwareAgent: a drop-in `ClaudeSDKClient` with durable, Letta-style memory.
+
+How a turn runs:
+1. `query()` settles the session first. If a compaction is due it runs (the cheap model writes
+   the summary, old messages leave the context). If the rendered memory changed since the CLI
+   process was started (a tool edit, another agent, a compaction), the client reconnects,
+   resuming the same SDK session from the SQLite session store with a system prompt rebuilt
+   from the new memory; while memory is unchanged the running process is reused, at no cost.
+2. The prompt is stored, then sent.
+3. Every message the SDK yields is stored before it is handed to the caller unchanged.
+4. After the result, the token budget is calibrated with the usage the API reported and
+   checked against the compaction trigger.
+
+After a compaction the next turn starts a fresh SDK session whose system prompt carries the
+summary and the kept messages, so evicted messages are never sent to the model again.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+from claude_agent_sdk.types import PermissionMode
+
+from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens, render_transcript
+
+from ..compactor import Compactor, to_record
+from ..errors import ConfigurationError
+from ..manager import MemoryManager
+from ..rendering import render_recent_conversation
+from ..session_store import SQLiteSessionStore
+from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
+from .options import merge_options
+from .recorder import message_fields
+from .turn import TurnResult
+
+__all__ = ["MemoryAwareAgent"]
+
+logger = logging.getLogger(__name__)
+
+_SESSION_KEY = "sdk_session_id"
+_CARRY_KEY = "carried_through_message_id"
+
+
+class MemoryAwareAgent:
+    """A `ClaudeSDKClient` whose agent remembers: change the class name and keep your code.
+
+    Args:
+        options: The SDK options, kept as they are; the memory layer adds to them.
+        memory: The memory to use; by default a `MemoryManager` on the configured storage dir.
+        agent_id: Which agent of the storage dir this is (default: the memory's agent).
+        compaction_settings: Overrides the memory's compaction settings for this agent.
+    """
+
+    def __init__(
+        self,
+        options: ClaudeAgentOptions | None = None,
+        *,
+        memory: MemoryManager | None = None,
+        agent_id: str | None = None,
+        compaction_settings: CompactionSettings | None = None,
+    ) -> None:
+        self.options = options or ClaudeAgentOptions()
+        self._owns_memory = memory is None
+        self.memory = memory or MemoryManager(agent_id=agent_id, compaction_settings=compaction_settings)
+        self.agent_id = agent_id or self.memory.agent_id
+        self.memory.ensure_agent(self.agent_id)
+        self.compactor = (
+            Compactor(self.memory.recall, compaction_settings, counter=self.memory.compactor.counter)
+            if compaction_settings is not None and memory is not None
+            else self.memory.compactor
+        )
+        self.session_store = SQLiteSessionStore(self.memory.db)
+        self._client: ClaudeSDKClient | None = None
+        self._connected_fingerprint: str | None = None
+        self._fixed_tokens = 0
+        self._session_started = False
+        self._pending_session_id: str | None = None
+        self._turn_open = False
+        self._turn_id: str | None = None
+        self._last_usage: dict[str, Any] | None = None
+        self._last_request_through: int | None = None
+        self._last_stored_id: int | None = None
+        self._compaction_due = False
+        self.last_compaction: CompactionOutcome | None = None
+        self.reconnects = 0
+        state = self.memory.get_agent_state(agent_id=self.agent_id)
+        self.session_id: str | None = state.get(_SESSION_KEY) or self.options.resume
+        self._session_started = self.session_id is not None
+
+    # ----- the ClaudeSDKClient surface ----------------------------------------------------
+
+    async def connect(self, prompt: str | AsyncIterable[dict[str, Any]] | None = None) -> None:
+        """Start the CLI with memory in the system prompt; a prompt, if given, is sent at once."""
+        await self._settle_session()
+        if prompt is not None:
+            await self.query(prompt)
+
+    async def query(self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default") -> None:
+        """Store the prompt and send it, after bringing the session's memory up to date."""
+        if not self._turn_open:
+            await self._settle_session()
+        client = self._require_client()
+        self._turn_id = uuid.uuid4().hex
+        self._turn_open = True
+        if isinstance(prompt, str):
+            self._store_prompt(prompt)
+            await client.query(prompt, session_id=session_id)
+        else:
+            await client.query(self._recorded_stream(prompt), session_id=session_id)
+
+    async def receive_messages(self) -> AsyncIterator[Any]:
+        """Every message from the SDK, each stored before it is yielded unchanged."""
+        async for message in self._require_client().receive_messages():
+            self._record(message)
+            yield message
+
+    async def receive_response(self) -> AsyncIterator[Any]:
+        """Messages up to and including the turn's `ResultMessage`, each stored first."""
+        async for message in self.receive_messages():
+            yield message
+            if isinstance(message, ResultMessage):
+                return
+
+    async def interrupt(self) -> None:
+        await self._require_client().interrupt()
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        """Also kept for later reconnects, so a memory refresh does not undo it."""
+        self.options.permission_mode = mode
+        await self._require_client().set_permission_mode(mode)
+
+    async def set_model(self, model: str | None = None) -> None:
+        """Also kept for later reconnects, so a memory refresh does not undo it."""
+        self.options.model = model
+        await self._require_client().set_model(model)
+
+    async def rewind_files(self, user_message_id: str) -> None:
+        await self._require_client().rewind_files(user_message_id)
+
+    async def reconnect_mcp_server(self, server_name: str) -> None:
+        await self._require_client().reconnect_mcp_server(server_name)
+
+    async def toggle_mcp_server(self, server_name: str, enabled: bool) -> None:
+        await self._require_client().toggle_mcp_server(server_name, enabled)
+
+    async def stop_task(self, task_id: str) -> None:
+        await self._require_client().stop_task(task_id)
+
+    async def get_mcp_status(self) -> Any:
+        return await self._require_client().get_mcp_status()
+
+    async def get_context_usage(self) -> Any:
+        return await self._require_client().get_context_usage()
+
+    async def get_server_info(self) -> dict[str, Any] | None:
+        return await self._require_client().get_server_info()
+
+    async def disconnect(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            self._connected_fingerprint = None
+            await client.disconnect()
+
+    async def __aenter__(self) -> MemoryAwareAgent:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+        await self.disconnect()
+        if self._owns_memory:
+            self.memory.close()
+        return False
+
+    # ----- the main-loop surface ----------------------------------------------------------
+
+    async def process_turn(self, user_message: str) -> TurnResult:
+        """Send one message and collect the whole turn (for a main loop)."""
+        await self.query(user_message)
+        messages = [message async for message in self.receive_response()]
+        return TurnResult.from_messages(messages)
+
+    async def compact(self, *, force: bool = True) -> CompactionOutcome:
+        """The manual trigger: compact now; the next turn starts a session without the evicted part."""
+        outcome = await self.compactor.compact(self.agent_id, self._fixed_tokens, force=force)
+        self._after_compaction(outcome)
+        return outcome
+
+    # ----- sessions -----------------------------------------------------------------------
+
+    def _require_client(self) -> ClaudeSDKClient:
+        if self._client is None:
+            raise ConfigurationError("The agent is not connected. Call connect() or use 'async with' first.")
+        return self._client
+
+    async def _settle_session(self) -> None:
+        """Compact if due, then reuse the CLI process or reconnect with the current memory."""
+        if self._compaction_due:
+            self._compaction_due = False
+            outcome = await self.compactor.compact(self.agent_id, self._fixed_tokens)
+            self._after_compaction(outcome)
+        fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
+        if self._client is not None and fingerprint == self._connected_fingerprint:
+            return
+        await self.disconnect()
+        memory_text = self._memory_text()
+        options = self._session_options(memory_text)
+        client = ClaudeSDKClient(options)
+        await client.connect()
+        self._client = client
+        self._connected_fingerprint = fingerprint
+        self._fixed_tokens = self.compactor.count_text(memory_text) + self.compactor.count_text(
+            str(self.memory.get_tools_definitions()))
+        self.reconnects += 1
+
+    def _memory_text(self) -> str:
+        """Rendered memory, plus the messages carried over from before the last compaction."""
+        text = self.memory.get_system_prompt_addition(agent_id=self.agent_id)
+        carried = self._carried_messages()
+        if carried:
+            transcript = render_transcript([to_record(m) for m in carried])
+            text += "\n\n" + render_recent_conversation(transcript)
+        return text
+
+    def _carried_messages(self) -> list[Any]:
+        state = self.memory.get_agent_state(agent_id=self.agent_id)
+        carried_through = state.get(_CARRY_KEY)
+        if not carried_through:
+            return []
+        return [m for m in self.memory.recall.in_context(self.agent_id) if m.message_id <= carried_through]
+
+    def _session_options(self, memory_text: str) -> ClaudeAgentOptions:
+        if self._session_started and self.session_id:
+            resume, new_id = self.session_id, None
+        else:
+            resume, new_id = None, str(uuid.uuid4())
+            self._pending_session_id = new_id
+        return merge_options(
+            self.options,
+            memory_text=memory_text,
+            memory_server_name=MEMORY_SERVER_NAME,
+            memory_server=build_memory_server(self.memory, self.agent_id),
+            memory_tools=memory_tool_names(self.memory),
+            resume=resume,
+            session_id=new_id,
+            session_store=self.session_store,
+            model=self.memory.settings.model_name,
+        )
+
+    def _after_compaction(self, outcome: CompactionOutcome) -> None:
+        """A new summary means a new SDK session that carries the summary and the kept messages."""
+        self.last_compaction = outcome
+        if not outcome.changed:
+            return
+        kept = outcome.kept[-1].id if outcome.kept else None
+        self.memory.set_agent_state({_SESSION_KEY: None, _CARRY_KEY: kept}, agent_id=self.agent_id)
+        self.session_id = None
+        self._session_started = False
+
+    # ----- recording ----------------------------------------------------------------------
+
+    def _store_prompt(self, content: Any) -> None:
+        stored = self.memory.recall.store(
+            self.agent_id, "user", content, message_type="user", turn_id=self._turn_id,
+            session_id=self.session_id or self._pending_session_id,
+            token_count=self._estimate("user", content),
+        )
+        if stored is not None:
+            self._last_stored_id = stored.message_id
+
+    async def _recorded_stream(self, prompt: AsyncIterable[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        async for message in prompt:
+            inner = message.get("message", {})
+            if message.get("type") == "user" and isinstance(inner, dict) and "content" in inner:
+                self._store_prompt(inner["content"])
+            yield message
+
+    def _record(self, message: Any) -> None:
+        fields = message_fields(message)
+        if fields is None:
+            return
+        if isinstance(message, AssistantMessage) and message.usage:
+            # The usage of the request that produced this message: it carried everything so far.
+            self._last_usage = message.usage
+            self._last_request_through = self._last_stored_id
+        stored = self.memory.recall.store(
+            self.agent_id, fields.role, fields.content, message_type=fields.message_type,
+            session_id=fields.session_id or self.session_id, turn_id=self._turn_id,
+            sdk_uuid=fields.sdk_uuid, metadata=fields.metadata, in_context=fields.in_context,
+            token_count=self._estimate(fields.role, fields.content) if fields.in_context else None,
+        )
+        if stored is not None and fields.in_context:
+            self._last_stored_id = stored.message_id
+        if isinstance(message, ResultMessage):
+            self._finish_turn(message)
+
+    def _finish_turn(self, result: ResultMessage) -> None:
+        self._turn_open = False
+        if result.session_id:
+            if result.session_id != self.session_id or not self._session_started:
+                self.session_id = result.session_id
+                self._session_started = True
+                self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
+        if self._last_usage:
+            self.compactor.calibrate(self.agent_id, self._last_usage, through_id=self._last_request_through,
+                                     fixed_tokens=self._fixed_tokens)
+            self._last_usage = None
+        self._compaction_due = self.compactor.should_compact(self.agent_id, self._fixed_tokens)
+
+    def _estimate(self, role: str, content: Any) -> int:
+        return message_tokens(MessageRecord(id=0, role=role, content=content), self.compactor.counter)
+

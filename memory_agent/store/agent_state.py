@@ -1,0 +1,25 @@
+"""Small per-agent state kept in `agents.metadata` (JSON), such as the current SDK session id."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+__all__ = ["read_state", "write_state"]
+
+
+def read_state(conn: sqlite3.Connection, agent_id: str) -> dict[str, Any]:
+    row = conn.execute("SELECT metadata FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
+    return {} if row is None else dict(json.loads(row["metadata"] or "{}"))
+
+
+def write_state(conn: sqlite3.Connection, agent_id: str, updates: dict[str, Any]) -> None:
+    """Merge `updates` into the agent's state (None removes a key); call inside a transaction."""
+    state = read_state(conn, agent_id)
+    for key, value in updates.items():
+        if value is None:
+            state.pop(key, None)
+        else:
+            state[key] = value
+    conn.execute("UPDATE agents SET metadata = ? WHERE agent_id = ?", (json.dumps(state), agent_id))

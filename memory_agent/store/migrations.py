@@ -1,0 +1,292 @@
+"""Schema migrations: an ordered list of named functions, tracked by `PRAGMA user_version`.
+
+Migration N brings a database from version N-1 to N. Each runs in one transaction together with
+the version bump, so a crash leaves the database at the old version or the new one, never between.
+A shipped migration is never edited; a change to the schema is a new function at the end.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from ..errors import StorageError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "run_script", "schema_version"]
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def _migration(function: Migration) -> Migration:
+    MIGRATIONS.append(function)
+    return function
+
+
+@_migration
+def m001_core_memory(conn: sqlite3.Connection) -> None:
+    """Agents, blocks and their links, block history, messages with FTS, summaries, journal."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE agents (
+            agent_id TEXT PRIMARY KEY,
+            name TEXT,
+            created_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE blocks (
+            block_id TEXT PRIMARY KEY,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL DEFAULT '',
+            description TEXT,
+            char_limit INTEGER NOT NULL CHECK (char_limit > 0),
+            read_only INTEGER NOT NULL DEFAULT 0,
+            is_shared INTEGER NOT NULL DEFAULT 0,
+            owner_agent_id TEXT REFERENCES agents(agent_id) ON DELETE SET NULL,
+            version INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE agent_blocks (
+            agent_id TEXT NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            block_id TEXT NOT NULL REFERENCES blocks(block_id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            read_only INTEGER NOT NULL DEFAULT 0,
+            seen_version INTEGER,
+            attached_at TEXT NOT NULL,
+            PRIMARY KEY (agent_id, block_id),
+            UNIQUE (agent_id, label)
+        );
+        CREATE INDEX agent_blocks_by_block ON agent_blocks(block_id);
+        CREATE TABLE block_history (
+            history_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            block_id TEXT NOT NULL REFERENCES blocks(block_id) ON DELETE CASCADE,
+            version INTEGER NOT NULL,
+            value TEXT NOT NULL,
+            description TEXT,
+            char_limit INTEGER NOT NULL,
+            read_only INTEGER NOT NULL,
+            agent_id TEXT,
+            action TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (block_id, version)
+        );
+        CREATE TABLE messages (
+            message_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            message_type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            text TEXT NOT NULL DEFAULT '',
+            session_id TEXT,
+            turn_id TEXT,
+            sdk_uuid TEXT,
+            token_count INTEGER,
+            in_context INTEGER NOT NULL DEFAULT 1,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            UNIQUE (agent_id, sdk_uuid)
+        );
+        CREATE INDEX messages_by_agent ON messages(agent_id, in_context, message_id);
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+            text, content='messages', content_rowid='message_id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, text) VALUES (new.message_id, new.text);
+        END;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, text)
+            VALUES ('delete', old.message_id, old.text);
+        END;
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, text)
+            VALUES ('delete', old.message_id, old.text);
+            INSERT INTO messages_fts(rowid, text) VALUES (new.message_id, new.text);
+        END;
+        CREATE TABLE summaries (
+            summary_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            summary TEXT NOT NULL,
+            first_message_id INTEGER,
+            last_message_id INTEGER,
+            model TEXT,
+            tokens_before INTEGER,
+            tokens_after INTEGER,
+            is_fallback INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX summaries_by_agent ON summaries(agent_id, summary_id);
+        CREATE TABLE journal (
+            entry_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id TEXT,
+            action TEXT NOT NULL,
+            target_type TEXT NOT NULL,
+            target_id TEXT,
+            label TEXT,
+            old_value TEXT,
+            new_value TEXT,
+            detail TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX journal_by_target ON journal(target_type, target_id, entry_id);
+        CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal BEGIN
+            SELECT RAISE(ABORT, 'the journal is append-only');
+        END;
+        CREATE TRIGGER journal_no_delete BEFORE DELETE ON journal BEGIN
+            SELECT RAISE(ABORT, 'the journal is append-only');
+        END;
+        """
+    )
+
+
+@_migration
+def m002_archival(conn: sqlite3.Connection) -> None:
+    """Archival passages (source of truth), their tags, and the FTS5 mirror kept by triggers."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE passages (
+            passage_rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+            passage_id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            vector_state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (vector_state IN ('pending', 'indexed')),
+            UNIQUE (agent_id, content_hash)
+        );
+        CREATE INDEX passages_by_agent ON passages(agent_id, created_at);
+        CREATE INDEX passages_pending ON passages(vector_state) WHERE vector_state = 'pending';
+        CREATE TABLE passage_tags (
+            passage_rowid INTEGER NOT NULL REFERENCES passages(passage_rowid) ON DELETE CASCADE,
+            tag TEXT NOT NULL,
+            PRIMARY KEY (passage_rowid, tag)
+        );
+        CREATE INDEX passage_tags_by_tag ON passage_tags(tag);
+        CREATE VIRTUAL TABLE passages_fts USING fts5(
+            content, content='passages', content_rowid='passage_rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER passages_fts_insert AFTER INSERT ON passages BEGIN
+            INSERT INTO passages_fts(rowid, content) VALUES (new.passage_rowid, new.content);
+        END;
+        CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN
+            INSERT INTO passages_fts(passages_fts, rowid, content)
+            VALUES ('delete', old.passage_rowid, old.content);
+        END;
+        CREATE TRIGGER passages_fts_update AFTER UPDATE OF content ON passages BEGIN
+            INSERT INTO passages_fts(passages_fts, rowid, content)
+            VALUES ('delete', old.passage_rowid, old.content);
+            INSERT INTO passages_fts(rowid, content) VALUES (new.passage_rowid, new.content);
+        END;
+        """
+    )
+
+
+@_migration
+def m003_session_store(conn: sqlite3.Connection) -> None:
+    """Mirrored SDK session transcripts (`SQLiteSessionStore`): files, entries, summary sidecars.
+
+    A transcript is one row per (project_key, session_id, subpath); '' is the main transcript,
+    because NULLs never collide in a UNIQUE constraint. Entries keep commit order in `seq` and
+    dedupe on (transcript, uuid); an entry without a uuid has a NULL uuid and is never deduped.
+    `mtime` is epoch milliseconds of the last storage write. Deleting a transcript removes its
+    entries and, for a main transcript, its summary sidecar.
+    """
+    run_script(
+        conn,
+        """
+        CREATE TABLE session_transcripts (
+            transcript_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_key TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            subpath TEXT NOT NULL DEFAULT '',
+            mtime INTEGER NOT NULL,
+            UNIQUE (project_key, session_id, subpath)
+        );
+        CREATE INDEX session_transcripts_by_mtime ON session_transcripts(mtime);
+        CREATE TABLE session_entries (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            transcript_id INTEGER NOT NULL
+                REFERENCES session_transcripts(transcript_id) ON DELETE CASCADE,
+            uuid TEXT,
+            entry TEXT NOT NULL,
+            UNIQUE (transcript_id, uuid)
+        );
+        CREATE INDEX session_entries_in_order ON session_entries(transcript_id, seq);
+        CREATE TABLE session_summaries (
+            transcript_id INTEGER PRIMARY KEY
+                REFERENCES session_transcripts(transcript_id) ON DELETE CASCADE,
+            mtime INTEGER NOT NULL,
+            data TEXT NOT NULL
+        );
+        """
+    )
+
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, begin: Callable[[], None]) -> int:
+    """Apply every migration the database has not seen; returns the final version.
+
+    `begin` opens a write transaction (BEGIN IMMEDIATE with retries) so that two processes
+    opening a fresh database at once cannot both run the same migration.
+    """
+    while True:
+        current = schema_version(conn)
+        if current > SCHEMA_VERSION:
+            raise StorageError(
+                f"The database is at schema version {current}, newer than this memory-agent "
+                f"understands ({SCHEMA_VERSION}). Upgrade memory-agent."
+            )
+        if current == SCHEMA_VERSION:
+            return current
+        begin()
+        try:
+            # Re-read inside the lock: another process may have migrated meanwhile.
+            current = schema_version(conn)
+            if current < SCHEMA_VERSION:
+                _run_in_transaction(conn, MIGRATIONS[current], current + 1)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def _run_in_transaction(conn: sqlite3.Connection, migration: Migration, version: int) -> None:
+    try:
+        migration(conn)
+    except sqlite3.Error as error:
+        raise StorageError(f"Migration {migration.__name__} failed: {error}") from error
+    conn.execute(f"PRAGMA user_version = {version}")
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run a multi-statement script inside the current transaction.
+
+    `executescript` would commit first, so statements are split (trigger bodies included, by
+    `sqlite3.complete_statement`) and run one by one.
+    """
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                conn.execute(buffer)
+            buffer = ""
+    if buffer.strip():
+        raise StorageError(f"Incomplete SQL statement at the end of a migration: {buffer.strip()}")

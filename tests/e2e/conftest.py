@@ -1,0 +1,49 @@
+"""Fixtures for end-to-end tests: the real SDK and CLI against the scripted Messages API server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions
+
+from memory_agent import MemoryManager, Settings
+from memory_agent.testing import ScriptedMessagesServer
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedMessagesServer]:
+    with ScriptedMessagesServer() as running:
+        yield running
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    """The agent's working directory (the SDK keys stored sessions by it)."""
+    directory = tmp_path / "project"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def storage_settings(tmp_path: Path, server: ScriptedMessagesServer) -> Settings:
+    return Settings.from_env(
+        {"PERSIST_DIRECTORY": str(tmp_path / "store"), "ANTHROPIC_BASE_URL": server.url,
+         "ANTHROPIC_API_KEY": "test-key"},
+        env_file=None,
+    )
+
+
+@pytest.fixture
+def agent_memory(storage_settings: Settings) -> Iterator[MemoryManager]:
+    with MemoryManager(agent_id="e2e-agent", settings=storage_settings) as manager:
+        yield manager
+
+
+@pytest.fixture
+def options(server: ScriptedMessagesServer, project_dir: Path) -> ClaudeAgentOptions:
+    """Plain SDK options a user would write: a system prompt, no built-in tools, our server."""
+    return ClaudeAgentOptions(
+        env=server.env(), system_prompt="You are a careful assistant.", tools=[], cwd=str(project_dir)
+    )

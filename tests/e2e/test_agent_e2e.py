@@ -1,0 +1,184 @@
+"""MemoryAwareAgent end to end: the real SDK, its bundled CLI and in-process memory tools."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    CLINotFoundError,
+    HookMatcher,
+    ResultMessage,
+    TextBlock,
+    create_sdk_mcp_server,
+    tool,
+)
+
+from memory_agent import MemoryAwareAgent, MemoryManager, Settings
+from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
+
+pytestmark = pytest.mark.e2e
+
+APPEND = "mcp__memory__core_memory_append"
+
+
+def _tool_results(request: Any) -> list[dict[str, Any]]:
+    return request.tool_results
+
+
+async def test_a_tool_edit_is_stored_and_shown_in_the_next_system_prompt(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    server.enqueue(tool_use_response(APPEND, {"label": "human", "content": "Name: Ada Lovelace"}))
+    server.enqueue(text_response("Nice to meet you, Ada."))
+    server.enqueue(text_response("You are Ada."))
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        first = await agent.process_turn("Hi, I am Ada Lovelace.")
+        assert first.text == "Nice to meet you, Ada."
+        assert [call.name for call in first.tool_calls] == [APPEND]
+        assert agent_memory.get_block("human").value.endswith("Name: Ada Lovelace")
+        second = await agent.process_turn("Who am I?")
+        assert second.text == "You are Ada."
+
+    turns = server.message_requests()
+    assert "Name: Ada Lovelace" not in turns[0].system_text
+    assert "You are a careful assistant." in turns[0].system_text
+    assert "<memory_blocks>" in turns[0].system_text
+    # Inside the turn the tool result carries the updated block at once.
+    result = _tool_results(turns[1])[-1]
+    assert not result.get("is_error") and "Name: Ada Lovelace" in str(result["content"])
+    # The next turn's system prompt carries the new value, and the conversation so far.
+    assert "Name: Ada Lovelace" in turns[2].system_text
+    assert "Hi, I am Ada Lovelace." in str(turns[2].messages)
+
+    stored = agent_memory.recall.all_messages("e2e-agent")
+    kinds = [(m.role, m.message_type) for m in stored if m.in_context]
+    assert kinds == [
+        ("user", "user"), ("assistant", "assistant"), ("user", "tool_result"), ("assistant", "assistant"),
+        ("user", "user"), ("assistant", "assistant"),
+    ]
+    results = [m for m in stored if m.message_type == "result"]
+    assert len(results) == 2 and results[0].metadata["usage"]["input_tokens"] > 0
+    assert all(m.token_count for m in stored if m.in_context)
+    assert len({m.metadata.get("message_id") for m in stored if m.role == "assistant"}) >= 2
+
+
+async def test_an_edit_by_another_process_between_turns_shows_in_the_next_turn(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager,
+    storage_settings: Settings,
+) -> None:
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        await agent.process_turn("first")
+        with MemoryManager(agent_id="e2e-agent", settings=storage_settings) as other:
+            other.core_memory_append("human", "Edited elsewhere: likes Rust")
+        await agent.process_turn("second")
+        await agent.process_turn("third")
+        assert agent.reconnects == 2  # once at the start, once for the edit; not for the third turn
+    turns = server.message_requests()
+    assert "likes Rust" not in turns[0].system_text
+    assert "likes Rust" in turns[1].system_text and "likes Rust" in turns[2].system_text
+
+
+async def test_a_restart_continues_memory_and_conversation(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings
+) -> None:
+    server.enqueue(text_response("The secret word is noted: marmalade."))
+    with MemoryManager(agent_id="restarter", settings=storage_settings) as memory:
+        async with MemoryAwareAgent(options, memory=memory) as agent:
+            await agent.process_turn("Remember the secret word marmalade.")
+            memory.core_memory_append("human", "Knows the secret word.")
+    with MemoryManager(agent_id="restarter", settings=storage_settings) as memory:
+        async with MemoryAwareAgent(options, memory=memory) as agent:
+            await agent.process_turn("What was the secret word?")
+    last = server.message_requests()[-1]
+    assert "Remember the secret word marmalade." in str(last.messages)
+    assert "The secret word is noted: marmalade." in str(last.messages)
+    assert "Knows the secret word." in last.system_text
+
+
+async def test_a_tool_error_reaches_the_model_and_leaves_memory_unchanged(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    agent_memory.create_block("tiny", "full", limit=5)
+    agent_memory.create_block("rules", "Never lie.", read_only=True)
+    server.enqueue(tool_use_response(APPEND, {"label": "tiny", "content": "overflowing text"}))
+    server.enqueue(tool_use_response("mcp__memory__core_memory_replace",
+                                     {"label": "rules", "old_content": "Never", "new_content": "Always"}))
+    server.enqueue(tool_use_response(APPEND, {"label": "no_such_block", "content": "x"}))
+    server.enqueue(text_response("I could not save that."))
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        result = await agent.process_turn("Save a lot of text.")
+    assert result.text == "I could not save that." and not result.is_error
+    requests = server.message_requests()
+    errors = [_tool_results(r)[-1] for r in requests[1:4]]
+    assert all(error.get("is_error") for error in errors)
+    assert "over its limit of 5" in str(errors[0]["content"])
+    assert "read-only" in str(errors[1]["content"])
+    assert "No block 'no_such_block'" in str(errors[2]["content"])
+    assert agent_memory.get_block("tiny").value == "full"
+    assert agent_memory.get_block("rules").value == "Never lie."
+
+
+async def test_user_mcp_servers_hooks_and_allowed_tools_still_work(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    calls: list[dict[str, Any]] = []
+    hook_events: list[str] = []
+
+    @tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(arguments: dict[str, Any]) -> dict[str, Any]:
+        calls.append(arguments)
+        return {"content": [{"type": "text", "text": str(arguments["a"] + arguments["b"])}]}
+
+    async def on_prompt(hook_input: Any, tool_use_id: Any, context: Any) -> dict[str, Any]:
+        hook_events.append(hook_input["hook_event_name"])
+        return {}
+
+    user_options = dataclasses.replace(
+        options,
+        mcp_servers={"calc": create_sdk_mcp_server("calc", tools=[add])},
+        allowed_tools=["mcp__calc__add"],
+        hooks={"UserPromptSubmit": [HookMatcher(hooks=[on_prompt])]},
+    )
+    server.enqueue(tool_use_response("mcp__calc__add", {"a": 2, "b": 3}))
+    server.enqueue(tool_use_response(APPEND, {"label": "human", "content": "Asked for 2 + 3."}))
+    server.enqueue(text_response("5"))
+    async with MemoryAwareAgent(user_options, memory=agent_memory) as agent:
+        result = await agent.process_turn("What is 2 + 3?")
+    assert result.text == "5"
+    assert calls == [{"a": 2, "b": 3}]
+    assert hook_events == ["UserPromptSubmit"]
+    assert agent_memory.get_block("human").value.endswith("Asked for 2 + 3.")
+    first = server.message_requests()[0]
+    assert "mcp__calc__add" in first.tools and APPEND in first.tools
+    assert user_options.mcp_servers.keys() == {"calc"}  # the user's options are not modified
+
+
+async def test_drop_in_surface_query_and_receive_response(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    server.enqueue(text_response("pong"))
+    agent = MemoryAwareAgent(options, memory=agent_memory)
+    await agent.connect()
+    try:
+        await agent.query("ping")
+        messages = [message async for message in agent.receive_response()]
+    finally:
+        await agent.disconnect()
+    assert isinstance(messages[-1], ResultMessage)
+    texts = [b.text for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]
+    assert texts == ["pong"]
+    stored = [m for m in agent_memory.recall.all_messages("e2e-agent") if m.role == "assistant"]
+    assert stored[0].text == "pong"
+
+
+async def test_sdk_errors_reach_the_caller_as_the_sdk_raises_them(
+    options: ClaudeAgentOptions, agent_memory: MemoryManager, tmp_path
+) -> None:
+    broken = dataclasses.replace(options, cli_path=str(tmp_path / "no-such-cli"))
+    with pytest.raises(CLINotFoundError):
+        async with MemoryAwareAgent(broken, memory=agent_memory):
+            pass
