@@ -45,8 +45,12 @@ class Compactor:
         *,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
     ) -> None:
         self.recall = recall
+        self._api_key = api_key
+        self._base_url = base_url
         self.settings = settings
         self._summarizer = summarizer
         self._counter = counter
@@ -64,7 +68,7 @@ class Compactor:
     def summarizer(self) -> Summarizer:
         """The cheap model; built on first use so no API client exists until it is needed."""
         if self._summarizer is None:
-            self._summarizer = AnthropicSummarizer(self.settings)
+            self._summarizer = AnthropicSummarizer(self.settings, api_key=self._api_key, base_url=self._base_url)
         return self._summarizer
 
     def count_text(self, text: str) -> int:
@@ -97,10 +101,15 @@ class Compactor:
             self._summary_cache = {summary.summary_id: cached}
         return cached
 
-    def calibrate(self, agent_id: str, usage: Any, *, through_id: int | None, fixed_tokens: int) -> None:
-        """Take the API's reported usage of the last request as the exact size so far."""
+    def observe_turn(self, agent_id: str, fixed_tokens: int, *, usage: Any | None,
+                     through_id: int | None) -> bool:
+        """After a turn: take the API's usage of the last request as the exact size up to
+        `through_id`, count what came after, and say whether compaction is due."""
         budget = self.budget(agent_id, fixed_tokens)
-        budget.calibrate(usage, through_id=through_id)
+        if usage:
+            budget.calibrate(usage, through_id=through_id)
+            budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=through_id or 0))
+        return self.settings.enabled and budget.should_compact()
 
     def should_compact(self, agent_id: str, fixed_tokens: int) -> bool:
         return self.settings.enabled and self.budget(agent_id, fixed_tokens).should_compact()

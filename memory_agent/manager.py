@@ -69,8 +69,8 @@ class MemoryManager:
         self.db = Database(self.storage_dir / "memory.db")
         self.core = CoreMemory(self.db)
         self.recall = RecallMemory(self.db)
-        self.compactor = Compactor(self.recall, self.compaction_settings, summarizer=summarizer,
-                                   counter=token_counter)
+        self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,
+                                             counter=token_counter)
         self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
         self.agent_id = self._resolve_agent_id(agent_id)
         self.ensure_agent(self.agent_id)
@@ -123,6 +123,12 @@ class MemoryManager:
                 if existing is None:
                     raise
         return self.core.attach_block(target, existing.block_id, read_only=read_only)
+
+    def make_compactor(self, settings: CompactionSettings, *, summarizer: Summarizer | None = None,
+                       counter: TokenCounter | None = None) -> Compactor:
+        """A compactor on this storage dir; the summariser uses the configured API key and URL."""
+        return Compactor(self.recall, settings, summarizer=summarizer, counter=counter,
+                         api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url)
 
     def get_agent_state(self, *, agent_id: str | None = None) -> dict[str, Any]:
         """Small bookkeeping values of an agent (e.g. its current SDK session)."""

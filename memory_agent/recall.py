@@ -132,30 +132,26 @@ class RecallMemory:
         """
         if not isinstance(content, (str, list)):
             raise ConfigurationError("A message's content must be a string or a list of content blocks.")
+        text = content_text(content)
+        now = utc_now()
+        meta = metadata or {}
         with self._db.transaction() as conn:
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO messages (agent_id, role, message_type, content, text,"
                 " session_id, turn_id, sdk_uuid, token_count, metadata, in_context, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    agent_id,
-                    role,
-                    message_type or role,
-                    json.dumps(content, ensure_ascii=False),
-                    content_text(content),
-                    session_id,
-                    turn_id,
-                    sdk_uuid,
-                    token_count,
-                    json.dumps(metadata or {}, ensure_ascii=False, default=str),
-                    int(in_context),
-                    utc_now(),
-                ),
+                (agent_id, role, message_type or role, json.dumps(content, ensure_ascii=False), text,
+                 session_id, turn_id, sdk_uuid, token_count,
+                 json.dumps(meta, ensure_ascii=False, default=str), int(in_context), now),
             )
             if not cursor.rowcount:
                 return None
-            row = conn.execute("SELECT * FROM messages WHERE message_id = ?", (cursor.lastrowid,)).fetchone()
-            return _message_from_row(row)
+            message_id = int(cursor.lastrowid or 0)
+        return StoredMessage(
+            message_id=message_id, agent_id=agent_id, role=role, message_type=message_type or role,
+            content=content, text=text, created_at=now, session_id=session_id, turn_id=turn_id,
+            token_count=token_count, in_context=in_context, metadata=dict(meta),
+        )
 
     def in_context(self, agent_id: str, *, after_id: int = 0) -> list[StoredMessage]:
         """Messages still in the context window, oldest first (optionally only newer than an id)."""

@@ -37,4 +37,7 @@ def _sdk_tool(memory: MemoryManager, agent_id: str, spec: ToolSpec) -> SdkMcpToo
 def build_memory_server(memory: MemoryManager, agent_id: str) -> McpSdkServerConfig:
     """An SDK MCP server whose tools act on `agent_id`'s memory."""
     tools = [_sdk_tool(memory, agent_id, spec) for spec in memory.tool_specs()]
-    return create_sdk_mcp_server(name=MEMORY_SERVER_NAME, version="1.0.0", tools=tools)
+    server = create_sdk_mcp_server(name=MEMORY_SERVER_NAME, version="1.0.0", tools=tools)
+    # The CLI defers MCP tools behind its tool search unless told otherwise; memory tools are
+    # needed in every conversation, so they are always loaded into the request's `tools`.
+    return {**server, "alwaysLoad": True}  # type: ignore[typeddict-unknown-key]

@@ -96,6 +96,9 @@ def message_fields(message: Any) -> MessageFields | None:
                       "duration_ms": message.duration_ms, "errors": message.errors},
         )
     if isinstance(message, SystemMessage):
+        if message.subtype == "init":
+            # Sent at every turn and large (every tool and command of the CLI): not worth a row.
+            return None
         return MessageFields(
             role="system", content="", message_type=f"system:{message.subtype}",
             sdk_uuid=message.data.get("uuid") if isinstance(message.data, dict) else None,

@@ -78,6 +78,13 @@ class Database:
         conn.execute("PRAGMA synchronous = NORMAL")
 
     def _begin_immediate(self) -> None:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error):
+                raise
+        # The lock stayed busy past busy_timeout: retry a bounded number of times with jitter.
         for attempt in Retrying(
             retry=retry_if_exception(_is_busy),
             stop=stop_after_attempt(BUSY_RETRY_ATTEMPTS),

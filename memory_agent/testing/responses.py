@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 __all__ = [
+    "ERROR_TYPES",
     "ContentBlock",
     "ScriptedError",
     "ScriptedMessage",

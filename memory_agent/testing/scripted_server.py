@@ -138,8 +138,7 @@ class ScriptedMessagesServer:
         """Bind and serve in a background thread; returns ``self``."""
         if self._httpd is not None:
             raise RuntimeError("ScriptedMessagesServer is already running; call stop() before start().")
-        httpd = ThreadingHTTPServer((self._host, self._requested_port), _make_handler(self))
-        httpd.daemon_threads = True
+        httpd = _ThreadingServer((self._host, self._requested_port), _make_handler(self))
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever,
@@ -345,6 +344,16 @@ def _matches(filter_text: str | None, model: str) -> bool:
     return filter_text is None or filter_text.lower() in model.lower()
 
 
+class _ThreadingServer(ThreadingHTTPServer):
+    """One daemon thread per connection, and a listen backlog deep enough for bursts.
+
+    The stdlib default backlog of 5 resets connections when a client opens many at once.
+    """
+
+    daemon_threads = True
+    request_queue_size = 128
+
+
 def _make_handler(server: ScriptedMessagesServer) -> type[BaseHTTPRequestHandler]:
     """A handler class bound to ``server`` (http.server instantiates one per request)."""
 
@@ -361,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "ScriptedMessagesServer/1"
     timeout = 60  # an idle keep-alive connection frees its thread after this
     scripted: ScriptedMessagesServer
-    _record: RecordedRequest
+    _current: RecordedRequest
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence the per-request log lines http.server prints to stderr."""
@@ -402,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = server._record(self.command, self.path, headers, self._read_body())
         server._classify(request)
-        self._record = request
+        self._current = request
         try:
             if request.kind == "count_tokens":
                 self._send_json(200, {"input_tokens": wire.estimate_input_tokens(request.body)})
@@ -441,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, body: dict[str, Any], extra: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
-        self.scripted._set_status(self._record, status)
+        self.scripted._set_status(self._current, status)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -455,7 +464,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_events(self, status: int, events: Iterable[bytes]) -> None:
         """Write SSE events with chunked transfer encoding, one flushed chunk per event."""
-        self.scripted._set_status(self._record, status)
+        self.scripted._set_status(self._current, status)
         self.send_response(status)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")

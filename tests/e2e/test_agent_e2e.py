@@ -76,10 +76,34 @@ async def test_an_edit_by_another_process_between_turns_shows_in_the_next_turn(
             other.core_memory_append("human", "Edited elsewhere: likes Rust")
         await agent.process_turn("second")
         await agent.process_turn("third")
-        assert agent.reconnects == 2  # once at the start, once for the edit; not for the third turn
+        # One process for the whole conversation: the edit reached it as a live refresh.
+        assert (agent.reconnects, agent.live_refreshes) == (1, 1)
     turns = server.message_requests()
     assert "likes Rust" not in turns[0].system_text
     assert "likes Rust" in turns[1].system_text and "likes Rust" in turns[2].system_text
+    assert "third" in str(turns[2].messages) and "first" in str(turns[2].messages)
+
+
+async def test_reconnect_mode_resumes_the_session_with_the_new_prompt(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    async with MemoryAwareAgent(options, memory=agent_memory, refresh_mode="reconnect") as agent:
+        await agent.process_turn("first")
+        agent_memory.core_memory_append("human", "Prefers tea")
+        await agent.process_turn("second")
+        assert (agent.reconnects, agent.live_refreshes) == (2, 0)
+    turns = server.message_requests()
+    assert "Prefers tea" in turns[1].system_text and "first" in str(turns[1].messages)
+
+
+async def test_memory_tools_are_loaded_even_with_the_default_tool_set(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    """The CLI defers MCP tools behind its tool search; the memory tools must not be deferred."""
+    with_builtin_tools = dataclasses.replace(options, tools=None)
+    async with MemoryAwareAgent(with_builtin_tools, memory=agent_memory) as agent:
+        await agent.process_turn("hello")
+    assert APPEND in server.message_requests()[0].tools
 
 
 async def test_a_restart_continues_memory_and_conversation(
