@@ -148,6 +148,12 @@ class Compactor:
         self.forget(agent_id)  # recounted from the kept messages on the next check
         return stored
 
+    async def aclose(self) -> None:
+        """Close the summariser's HTTP client, if it has one."""
+        close = getattr(self._summarizer, "aclose", None)
+        if close is not None:
+            await close()
+
     def forget(self, agent_id: str) -> None:
         """Drop the running budget (it is rebuilt from the database on the next check)."""
         with self._lock:

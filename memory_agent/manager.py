@@ -338,9 +338,16 @@ class MemoryManager:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.acompact_history(agent_id=agent_id, force=force))
+            return asyncio.run(self._compact_in_own_loop(agent_id, force))
         raise RuntimeError("compact_history() was called inside an event loop; use "
                            "'await memory.acompact_history()' there instead.")
+
+    async def _compact_in_own_loop(self, agent_id: str | None, force: bool) -> CompactionOutcome:
+        try:
+            return await self.acompact_history(agent_id=agent_id, force=force)
+        finally:
+            # The HTTP client belongs to this short-lived loop; the next call makes a new one.
+            await self.compactor.aclose()
 
     def journal(self, *, agent_id: str | None = None, limit: int = 100) -> list[journal.JournalEntry]:
         with self.db.reading() as conn:

@@ -151,6 +151,14 @@ class SQLiteSessionStore(SessionStore):
 
     # -- reads (run in a worker thread) ----------------------------------------------------
 
+    def has_session(self, project_key: str, session_id: str) -> bool:
+        """Whether the main transcript of a session is stored (cheap: no entries are read)."""
+        with self.db.reading() as conn:
+            return conn.execute(
+                "SELECT 1 FROM session_transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?",
+                (project_key, session_id, MAIN_SUBPATH),
+            ).fetchone() is not None
+
     async def _read(self, function: Callable[..., _T], *args: Any) -> _T:
         # abandon_on_cancel: a timed-out load returns at once; the read finishes unobserved.
         return await anyio.to_thread.run_sync(function, *args, abandon_on_cancel=True)

@@ -21,9 +21,16 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
+from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    project_key_for_directory,
+)
 from claude_agent_sdk.types import PermissionMode
 
 from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens, render_transcript
@@ -183,6 +190,7 @@ class MemoryAwareAgent:
 
     async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
         await self.disconnect()
+        await self.compactor.aclose()
         if self._owns_memory:
             self.memory.close()
         return False
@@ -217,12 +225,18 @@ class MemoryAwareAgent:
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
         if self._client is not None and fingerprint == self._connected_fingerprint:
             return
-        memory_text = self._memory_text()
-        if self._client is not None and not self._needs_new_process and await self._refresh_live(memory_text):
+        if self._client is not None and not self._needs_new_process:
+            memory_text = self._memory_text()
+            refreshed = await self._refresh_live(memory_text)
+        else:
+            refreshed = False
+        if refreshed:
             self.live_refreshes += 1
         else:
             await self.disconnect()
-            client = ClaudeSDKClient(self._session_options(memory_text))
+            resume = self.session_id if self._resumable() else None
+            memory_text = self._memory_text()
+            client = ClaudeSDKClient(self._session_options(memory_text, resume))
             await client.connect()
             self._client = client
             self._needs_new_process = False
@@ -271,12 +285,31 @@ class MemoryAwareAgent:
             return []
         return [m for m in self.memory.recall.in_context(self.agent_id) if m.message_id <= carried_through]
 
-    def _session_options(self, memory_text: str) -> ClaudeAgentOptions:
-        if self._session_started and self.session_id:
-            resume, new_id = self.session_id, None
-        else:
-            resume, new_id = None, str(uuid.uuid4())
-            self._pending_session_id = new_id
+    def _resumable(self) -> bool:
+        """Whether the current session can be resumed from the store, seen from this cwd.
+
+        The SDK keys stored sessions by working directory; a restart elsewhere (or a store that
+        lost the transcript) cannot resume, so the conversation continues in a new session that
+        carries every message still in context instead.
+        """
+        if not (self._session_started and self.session_id):
+            return False
+        if self.options.session_store is not None:
+            return True
+        cwd = Path(self.options.cwd) if self.options.cwd else Path.cwd()
+        if self.session_store.has_session(project_key_for_directory(cwd), self.session_id):
+            return True
+        last = self.memory.recall.in_context(self.agent_id)
+        self.memory.set_agent_state({_SESSION_KEY: None, _CARRY_KEY: last[-1].message_id if last else None},
+                                    agent_id=self.agent_id)
+        self.session_id = None
+        self._session_started = False
+        return False
+
+    def _session_options(self, memory_text: str, resume: str | None) -> ClaudeAgentOptions:
+        """Options for a new CLI process: resume `resume`, or start a session with a fresh id."""
+        new_id = None if resume else str(uuid.uuid4())
+        self._pending_session_id = new_id
         return merge_options(
             self.options,
             memory_text=memory_text,

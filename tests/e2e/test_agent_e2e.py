@@ -206,3 +206,22 @@ async def test_sdk_errors_reach_the_caller_as_the_sdk_raises_them(
     with pytest.raises(CLINotFoundError):
         async with MemoryAwareAgent(broken, memory=agent_memory):
             pass
+
+
+async def test_a_restart_from_another_directory_carries_the_conversation(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path
+) -> None:
+    """The SDK finds stored sessions by cwd; elsewhere, the kept messages travel in the prompt."""
+    server.enqueue(text_response("Noted: the meeting is at 10:30."))
+    with MemoryManager(agent_id="mover", settings=storage_settings) as memory:
+        async with MemoryAwareAgent(options, memory=memory) as agent:
+            await agent.process_turn("The meeting is at 10:30.")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with MemoryManager(agent_id="mover", settings=storage_settings) as memory:
+        async with MemoryAwareAgent(dataclasses.replace(options, cwd=str(elsewhere)), memory=memory) as agent:
+            await agent.process_turn("When is the meeting?")
+    last = server.message_requests()[-1]
+    assert "The meeting is at 10:30." in last.system_text
+    assert "Noted: the meeting is at 10:30." in last.system_text
+    assert "When is the meeting?" in str(last.messages)

@@ -1,0 +1,62 @@
+"""Universal agent: a long-running main loop on MemoryAwareAgent.process_turn.
+
+Reads one message per line from standard input and answers each; memory, the conversation and
+its summaries persist in the storage dir (PERSIST_DIRECTORY), so a restart carries on where the
+last run stopped. Compaction keeps the context inside the model's window.
+
+    python examples/universal_agent.py                 # needs ANTHROPIC_API_KEY
+    python examples/universal_agent.py --offline < questions.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from claude_agent_sdk import ClaudeAgentOptions
+
+from memory_agent import MemoryAwareAgent, MemoryManager
+from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
+
+SYSTEM_PROMPT = "You are a long-running assistant. Keep your memory blocks accurate and short."
+
+
+async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None) -> None:
+    memory = MemoryManager()
+    async with MemoryAwareAgent(options, memory=memory) as agent:
+        print(f"agent {agent.agent_id}, storage {memory.storage_dir}", flush=True)
+        source = lines if lines is not None else sys.stdin
+        for line in source:
+            message = line.strip()
+            if not message:
+                continue
+            turn = await agent.process_turn(message)
+            tools = ", ".join(call.name for call in turn.tool_calls) or "none"
+            print(f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {turn.cost_usd})", flush=True)
+        print("\n" + memory.get_system_prompt_addition(agent_id=agent.agent_id))
+
+
+def offline_script(server: ScriptedMessagesServer, count: int) -> None:
+    """The scripted model saves the first message to memory and answers every message."""
+    server.enqueue(tool_use_response("mcp__memory__memory_insert",
+                                     {"label": "human", "text": "Working on: the memory-agent launch."}))
+    for number in range(count):
+        server.enqueue(text_response(f"Answer {number + 1}: noted."))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--offline", action="store_true", help="use a scripted local model")
+    args = parser.parse_args()
+    if not args.offline:
+        asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT)))
+        return
+    lines = sys.stdin.read().splitlines()
+    with ScriptedMessagesServer() as server:
+        offline_script(server, len([line for line in lines if line.strip()]))
+        asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT, env=server.env()), lines))
+
+
+if __name__ == "__main__":
+    main()

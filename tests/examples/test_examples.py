@@ -1,0 +1,39 @@
+"""The examples run offline (scripted model) exactly as a user would start them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+pytestmark = pytest.mark.e2e
+
+
+def _run(script: str, storage: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PERSIST_DIRECTORY": str(storage), "AGENT_ID": "example-agent"}
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / script), "--offline"], input=stdin, capture_output=True,
+        text=True, env=env, timeout=120, cwd=storage.parent,
+    )
+
+
+def test_quickstart_offline(tmp_path: Path) -> None:
+    done = _run("quickstart.py", tmp_path / "store")
+    assert done.returncode == 0, done.stderr
+    assert "Claude: Nice to meet you, Ada." in done.stdout
+    assert "Name: Ada. Likes tea." in done.stdout
+
+
+def test_universal_agent_main_loop_offline_and_after_a_restart(tmp_path: Path) -> None:
+    first = _run("universal_agent.py", tmp_path / "store", "Plan the launch\nWhat is next?\n")
+    assert first.returncode == 0, first.stderr
+    assert "agent> Answer 1: noted." in first.stdout and "agent> Answer 2: noted." in first.stdout
+    assert "Working on: the memory-agent launch." in first.stdout
+    second = _run("universal_agent.py", tmp_path / "store", "Remind me\n")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.count("Working on: the memory-agent launch.") == 2  # kept, and inserted again
