@@ -225,3 +225,40 @@ async def test_a_restart_from_another_directory_carries_the_conversation(
     assert "The meeting is at 10:30." in last.system_text
     assert "Noted: the meeting is at 10:30." in last.system_text
     assert "When is the meeting?" in str(last.messages)
+
+
+async def test_an_interrupted_turn_keeps_what_was_stored_and_stores_nothing_twice(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    server.enqueue(text_response("This answer arrives too late.", delay=3.0))
+    server.enqueue(text_response("Second turn answer."))
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        await agent.query("Tell me a long story.")
+        await server_wait(server, 1)
+        await agent.interrupt()
+        interrupted = [message async for message in agent.receive_response()]
+        assert isinstance(interrupted[-1], ResultMessage)
+        second = await agent.process_turn("Never mind.")
+    assert second.text == "Second turn answer."
+    stored = agent_memory.recall.all_messages("e2e-agent")
+    prompts = [m.text for m in stored if m.message_type == "user"]
+    # The CLI's own marker of the interruption is part of the conversation, so it is kept too.
+    assert prompts == ["Tell me a long story.", "[Request interrupted by user]", "Never mind."]
+    assert len([m for m in stored if m.message_type == "result"]) == 2
+    assert "This answer arrives too late." not in str([m.text for m in stored])
+    with agent_memory.db.reading() as conn:
+        duplicates = conn.execute(
+            "SELECT sdk_uuid, COUNT(*) FROM messages WHERE sdk_uuid IS NOT NULL GROUP BY sdk_uuid HAVING COUNT(*) > 1"
+        ).fetchall()
+    assert duplicates == []
+
+
+async def server_wait(server: ScriptedMessagesServer, count: int) -> None:
+    """Wait (without blocking the event loop) until the server has received `count` turn requests."""
+    import asyncio
+
+    for _ in range(200):
+        if len(server.message_requests()) >= count:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the CLI never sent the request")
