@@ -2,7 +2,6 @@
 
 from compaction import CompactionSettings
 
-from .agent import MemoryAwareAgent, TurnResult
 from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
@@ -26,8 +25,27 @@ from .errors import (
 )
 from .manager import MemoryManager, ToolOutcome
 from .recall import StoredMessage, StoredSummary
-from .session_store import SQLiteSessionStore
 from .settings import Settings
+
+# The SDK-facing classes import claude_agent_sdk, which takes a while; processes that only touch
+# storage (CLI listings, worker processes) should not pay for it, so they load on first use.
+_LAZY = {
+    "MemoryAwareAgent": ".agent",
+    "TurnResult": ".agent",
+    "SQLiteSessionStore": ".session_store",
+    "CollegeSession": ".college",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'memory_agent' has no attribute {name!r}")
+
 
 __all__ = [
     "AgentNotFoundError",
@@ -41,6 +59,7 @@ __all__ = [
     "BlockNotFoundError",
     "BlockVersion",
     "CompactionSettings",
+    "CollegeSession",
     "ConfigurationError",
     "ContentNotFoundError",
     "ImportFormatError",

@@ -287,8 +287,7 @@ class CoreMemory:
             block = _block_from_row(row)
             if block.read_only:
                 raise ReadOnlyBlockError(label)
-            seen = row["seen_version"]
-            if edit.check_stale and seen is not None and seen != block.version:
+            if edit.check_stale and self._is_stale(conn, agent_id, block, row["seen_version"]):
                 # The refusal shows the current value, so from now on this agent has seen it.
                 self._mark_seen(conn, agent_id, block.block_id, block.version)
                 stale = StaleBlockError(label, block.value, block.version)
@@ -297,6 +296,20 @@ class CoreMemory:
                 return self._write(conn, agent_id, block, new_value, edit.action,
                                    detail={"reasoning": edit.reasoning} if edit.reasoning else None)
         raise stale
+
+    def _is_stale(self, conn: sqlite3.Connection, agent_id: str, block: Block, seen: int | None) -> bool:
+        """Whether this agent has not seen the block's current version.
+
+        An agent that was never shown the block (attached, never rendered) has seen it only if it
+        wrote the current version itself; otherwise a blind rewrite could drop another's edit.
+        """
+        if seen is not None:
+            return bool(seen != block.version)
+        author = conn.execute(
+            "SELECT agent_id FROM block_history WHERE block_id = ? AND version = ?",
+            (block.block_id, block.version),
+        ).fetchone()
+        return author is None or author["agent_id"] != agent_id
 
     def update_block(
         self,

@@ -76,8 +76,8 @@ class BlockError(MemoryAgentError):
 class InvalidLabelError(BlockError):
     def __init__(self, label: str) -> None:
         super().__init__(
-            f"'{label}' is not a valid block label. Use 1-64 letters, digits, '_' or '-', "
-            "starting with a letter or '_'.",
+            f"{_preview(repr(label))} is not a valid block label. Use 1-64 letters, digits, '_' or "
+            "'-', starting with a letter or '_'.",
             label,
         )
 

@@ -111,18 +111,17 @@ class MemoryManager:
 
     def join_shared_block(self, label: str, *, agent_id: str | None = None, value: str = "",
                           description: str | None = None, read_only: bool = False) -> Block:
-        """Attach the storage dir's shared block with this label, creating it on first use."""
+        """Attach the storage dir's shared block with this label, creating it on first use.
+
+        Look-up and creation are one transaction, so processes joining at once share one block.
+        """
         target = agent_id or self.agent_id
-        existing = self.core.find_shared_block(label)
-        if existing is None:
-            try:
+        with self.db.transaction():
+            existing = self.core.find_shared_block(label)
+            if existing is None:
                 return self.core.create_block(target, label, value, limit=self.settings.block_limit_for(label),
                                               description=description, is_shared=True)
-            except MemoryAgentError:
-                existing = self.core.find_shared_block(label)
-                if existing is None:
-                    raise
-        return self.core.attach_block(target, existing.block_id, read_only=read_only)
+            return self.core.attach_block(target, existing.block_id, read_only=read_only)
 
     def make_compactor(self, settings: CompactionSettings, *, summarizer: Summarizer | None = None,
                        counter: TokenCounter | None = None) -> Compactor:

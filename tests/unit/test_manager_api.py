@@ -130,7 +130,7 @@ def test_public_names_are_pinned() -> None:
         "BlockExistsError", "BlockNotAttachedError", "BlockLimitExceededError",
         "ReadOnlyBlockError", "ContentNotFoundError", "AmbiguousContentError", "StaleBlockError",
         "NothingToUndoError", "StorageError", "ArchivalError", "MessageNotFoundError",
-        "ImportFormatError",
+        "ImportFormatError", "MemoryAwareAgent", "TurnResult", "SQLiteSessionStore", "CollegeSession",
     }
     assert expected <= set(memory_agent.__all__)
     for name in memory_agent.__all__:

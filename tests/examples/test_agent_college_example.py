@@ -1,0 +1,62 @@
+"""examples/agent_college.py runs offline as a user would start it, and a second run continues."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_agent import MemoryManager, Settings
+from memory_agent.college import COLLEGE_BLOCK_LABEL
+
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "agent_college.py"
+
+pytestmark = pytest.mark.e2e
+
+
+def _run(tmp_path: Path, *arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--offline", *arguments], capture_output=True, text=True,
+        env={**os.environ, **env}, timeout=180, cwd=tmp_path,
+    )
+
+
+def test_the_college_runs_offline_and_coordinates_through_the_shared_block(tmp_path: Path) -> None:
+    storage = tmp_path / "store"
+    done = _run(tmp_path, "--storage-dir", str(storage), "--instance", "exam")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Agent College 'exam'" in out
+    for line in (
+        "[critic] (1 memory edit) Sound for integers, but the claim must say n is an integer.",
+        "[professor] (1 memory edit) Final: for every integer n, n^2 - n is even; the proof stands as written.",
+        "[scribe] (1 memory edit) Recorded: the claim holds for integers and the proof needs its domain stated.",
+    ):
+        assert line in out
+    assert out.index("--- round 1 ---") < out.index("--- round 2 ---") < out.index("=== final shared block")
+    final = out.split("=== final shared block")[1]
+    assert "(version 7, " in final
+    for entry in ("Critic: with n an integer, no further objection.",
+                  "Professor: n(n - 1) multiplies two consecutive integers, one of them even.",
+                  "Scribe: agreed: true for all integers n; the proof must state the domain."):
+        assert final.count(entry) == 1
+    # Round 2 ran after round 1's writes: every agent's system prompt showed all of them.
+    for role in ("critic", "professor", "scribe"):
+        assert f"offline check: {role}'s last request showed 3/3 earlier-round entries" in out
+
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(storage)}, env_file=None)
+    with MemoryManager(agent_id="exam_scribe", settings=settings) as memory:
+        authors = [v.agent_id for v in memory.block_history(COLLEGE_BLOCK_LABEL)]
+    assert sorted(authors[1:]) == sorted(["exam_critic", "exam_professor", "exam_scribe"] * 2)
+
+
+def test_a_second_run_continues_the_same_college_from_the_environment(tmp_path: Path) -> None:
+    env = {"PERSIST_DIRECTORY": str(tmp_path / "store"), "AGENT_INSTANCE_ID": "seminar"}
+    assert _run(tmp_path, "--rounds", "1", **env).returncode == 0
+    second = _run(tmp_path, "--rounds", "1", **env)
+    assert second.returncode == 0, second.stderr
+    assert "Agent College 'seminar'" in second.stdout and "(version 7, " in second.stdout
+    assert second.stdout.count("Critic: the statement never says n is an integer") == 2
