@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +21,9 @@ from typing import Any
 
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
+from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival.search import SearchMode
+from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
@@ -33,6 +38,8 @@ from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate
 __all__ = ["MemoryManager", "ToolOutcome"]
 
 _DEFAULT_AGENT_KEY = "default_agent_id"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,8 @@ class MemoryManager:
         settings: Settings | None = None,
         summarizer: Summarizer | None = None,
         token_counter: TokenCounter | None = None,
+        embedding_function: Any = None,
+        vector_store: VectorStore | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
@@ -72,6 +81,10 @@ class MemoryManager:
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,
                                              counter=token_counter)
         self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
+        self._embedding_function = embedding_function
+        self._vector_store = vector_store
+        self._archival: ArchivalMemory | None = None
+        self._archival_lock = threading.Lock()
         self.agent_id = self._resolve_agent_id(agent_id)
         self.ensure_agent(self.agent_id)
 
@@ -221,8 +234,13 @@ class MemoryManager:
 
     def memory_rethink(self, label: str, new_value: str, reasoning: str | None = None, *,
                        agent_id: str | None = None) -> str:
-        block = self.core.edit(agent_id or self.agent_id, label, Edit(
+        target = agent_id or self.agent_id
+        block = self.core.edit(target, label, Edit(
             "memory_rethink", lambda b: new_value, check_stale=True, reasoning=reasoning))
+        if reasoning:
+            # The why of a rewrite outlives the block's old value: keep it searchable.
+            self.archival_memory_insert(f"Rewrote memory block '{label}': {reasoning}",
+                                        tags=["memory_update", "reasoning", label], agent_id=target)
         return _edit_result("Rewrote", block)
 
     # ----- the model's view ---------------------------------------------------------------
@@ -251,7 +269,7 @@ class MemoryManager:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
-        return CORE_MEMORY_TOOLS
+        return CORE_MEMORY_TOOLS + ARCHIVAL_TOOLS
 
     def get_tools_definitions(self) -> list[dict[str, Any]]:
         """Anthropic tool schemas for every model-facing memory operation."""
@@ -268,6 +286,62 @@ class MemoryManager:
             return ToolOutcome(spec.run(self, clean, agent_id or self.agent_id))
         except (MemoryAgentError, ToolArgumentError) as error:
             return ToolOutcome(f"Error: {error}", is_error=True)
+
+    # ----- archival memory ----------------------------------------------------------------
+
+    @property
+    def archival(self) -> ArchivalMemory:
+        """Archival memory, opened on first use (Chroma and the embedding model load lazily).
+
+        Opening reconciles once: passages whose vectors were never written (a crash, a Chroma
+        outage) are embedded now, and vectors whose passage is gone are removed.
+        """
+        if self._archival is None:
+            with self._archival_lock:
+                if self._archival is None:
+                    archival = ArchivalMemory(
+                        self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
+                        self._embedding_function, vector_store=self._vector_store,
+                    )
+                    report = archival.reconcile()
+                    if report.errors:
+                        logger.warning("archival reconcile on open left work for later: %s", report.errors)
+                    self._archival = archival
+        return self._archival
+
+    def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
+                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None) -> str:
+        """Store a passage; identical content from the same agent returns the existing id."""
+        return self.archival.insert(agent_id or self.agent_id, content, tags, metadata)
+
+    def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
+                                    agent_id: str | None = None) -> list[str]:
+        return self.archival.insert_many(agent_id or self.agent_id, items)
+
+    def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None) -> Passage | None:
+        return self.archival.get(agent_id or self.agent_id, passage_id)
+
+    def archival_memory_delete(self, passage_id: str, *, agent_id: str | None = None) -> Passage:
+        return self.archival.delete(agent_id or self.agent_id, passage_id)
+
+    def archival_memory_list(self, limit: int = 50, offset: int = 0, tags: Sequence[str] | None = None, *,
+                             agent_id: str | None = None) -> list[Passage]:
+        return self.archival.list(agent_id or self.agent_id, limit, offset, tags)
+
+    def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
+                               start_date: str | None = None, end_date: str | None = None,
+                               mode: SearchMode | None = None, *, agent_id: str | None = None) -> list[SearchHit]:
+        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false)."""
+        chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
+        return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen)
+
+    def search_archival_hybrid(self, query: str, limit: int = 5) -> list[SearchHit]:
+        return self.archival_memory_search(query, limit, mode="hybrid")
+
+    def reconcile_archival(self, progress: Any = None, *, agent_id: str | None = None,
+                           full: bool = False) -> ReconcileReport:
+        """Re-embed pending passages and drop orphan vectors (also done when archival opens)."""
+        return self.archival.reconcile(agent_id, progress, full=full)
 
     # ----- recall memory ------------------------------------------------------------------
 

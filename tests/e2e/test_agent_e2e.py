@@ -262,3 +262,25 @@ async def server_wait(server: ScriptedMessagesServer, count: int) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("the CLI never sent the request")
+
+
+async def test_archival_and_conversation_search_tools_through_the_agent(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    server.enqueue(tool_use_response("mcp__memory__archival_memory_insert",
+                                     {"content": "Ada's cat is called Pixel.", "tags": ["pets"]}))
+    server.enqueue(text_response("Saved."))
+    server.enqueue(tool_use_response("mcp__memory__archival_memory_search", {"query": "name of the cat"}))
+    server.enqueue(tool_use_response("mcp__memory__conversation_search", {"query": "cat", "roles": ["user"]}))
+    server.enqueue(text_response("Your cat is Pixel."))
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        await agent.process_turn("My cat is called Pixel.")
+        result = await agent.process_turn("What is my cat called?")
+    assert result.text == "Your cat is Pixel."
+    requests = server.message_requests()
+    found = str(requests[-2].tool_results[-1]["content"])
+    assert "Pixel" in found and "pets" in found
+    recalled = str(requests[-1].tool_results[-1]["content"])
+    assert "My cat is called Pixel." in recalled
+    hits = agent_memory.archival_memory_search("cat name", mode="vector")
+    assert hits[0].content == "Ada's cat is called Pixel."

@@ -55,9 +55,9 @@ def test_the_users_scenario_100_pairs_then_compact(tmp_path: Path, server: Scrip
 
 
 def test_should_compact_follows_the_trigger(tmp_path: Path, server: ScriptedMessagesServer) -> None:
-    memory = _manager(tmp_path, server, context_window=3000, trigger_threshold=0.5)
+    memory = _manager(tmp_path, server, context_window=8000, trigger_threshold=0.5)
     assert not memory.should_compact()
-    for number in range(40):
+    for number in range(150):
         memory.store_message("user", f"A longer message number {number} about the quarterly plan and its budget")
     assert memory.should_compact()
 

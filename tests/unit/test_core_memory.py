@@ -196,7 +196,10 @@ def test_journal_records_every_change_and_is_append_only(memory: MemoryManager) 
         conn.execute("DELETE FROM journal")
 
 
-def test_rethink_reasoning_is_journalled(memory: MemoryManager) -> None:
+def test_rethink_reasoning_is_journalled_and_archived(memory: MemoryManager) -> None:
     memory.memory_rethink("human", "The user is Ada.", reasoning="She introduced herself.")
-    entry = memory.journal(limit=1)[0]
+    entry = next(e for e in memory.journal() if e.action == "memory_rethink")
     assert entry.detail["reasoning"] == "She introduced herself."
+    archived = memory.archival_memory_list(tags=["memory_update"])
+    assert len(archived) == 1 and "She introduced herself." in archived[0].content
+    assert set(archived[0].tags) == {"memory_update", "reasoning", "human"}
