@@ -1,0 +1,231 @@
+"""Archival memory at scale: insert throughput and search latency with 100,000 passages.
+
+Synthetic passages (short notes about 200 people, 50 places and 1,000 activities, seeded; a few
+people come up often, as in a real memory) are
+embedded once with all-MiniLM-L6-v2 in batches, timed on their own. They are then inserted through
+`ArchivalMemory.insert_many` with an embedding function that looks the precomputed vectors up, so
+the insert figure is storage alone (SQLite row, tags, FTS5 row, journal entry, Chroma upsert, state
+update); "with embedding" adds the measured embedding time, and a live run over a sample checks it.
+Search latency is measured per mode with the model loaded (query encoding included), after a
+warm-up, over questions built from the same vocabulary.
+
+    /work/venv/bin/python bench/archival_scale.py [--passages 100000] [--queries 200] [--keep DIR]
+    /work/venv/bin/python bench/archival_scale.py --keep DIR --search-only   # re-measure searches
+
+Embedding 100,000 passages takes about 8 minutes on 2 cores; run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa: E402
+
+from memory_agent import MemoryManager, Settings  # noqa: E402
+from memory_agent.archival import ArchivalMemory, MiniLMEmbeddingFunction, NewPassage, VectorConfig  # noqa: E402
+
+AGENT = "scale"
+_SYLLABLES = (["Al", "Be", "Ca", "Da", "El", "Fa", "Gi", "Ha", "Is", "Jo", "Ka", "Le", "Mi", "No", "Ol", "Pe",
+               "Ra", "Sa", "Ta", "Vi"], ["ex", "na", "ra", "to", "lo", "mi", "sa", "den", "vin", "ric"])
+NAMES = [first + second for first in _SYLLABLES[0] for second in _SYLLABLES[1]]  # 200 names
+PLACES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Reykjavik", "Santiago", "Prague", "Hanoi", "Dakar",
+          "Oslo", "Lima", "Tbilisi", "Perth", "Quito", "Bergen", "Kyoto", "Seville", "Accra", "Tallinn",
+          "Cusco", "Busan", "Lyon", "Zanzibar", "Krakow", "Austin", "Porto", "Muscat", "Bruges", "Hobart",
+          "Fez"] + [f"the {noun}" for noun in [
+              "lake house", "office", "climbing gym", "farmers market", "library", "hospital", "beach",
+              "stadium", "bakery", "museum", "cabin", "harbor", "community garden", "concert hall",
+              "train station", "bookshop", "dojo", "vineyard", "ski lodge", "night market"]]
+VERBS = ["cooked", "painted", "fixed", "planned", "photographed", "built", "cleaned", "sketched", "sold",
+         "bought", "repaired", "decorated", "organised", "rehearsed", "studied", "wrote about", "filmed",
+         "measured", "translated", "tasted", "sewed", "carved", "restored", "packed", "designed"]
+OBJECTS = ["a curry", "a mural", "the bicycle", "a wedding", "a sunrise", "a treehouse", "the garage",
+           "a bird", "old records", "a kayak", "the piano", "a birthday party", "a fundraiser", "a play",
+           "ancient history", "volcanoes", "a documentary", "the kitchen", "a poem", "sourdough bread",
+           "a quilt", "a canoe", "a chess set", "the attic", "a vintage car", "a herb garden", "a lantern",
+           "a marathon route", "a telescope", "a podcast", "a wool scarf", "a recipe book", "a sailboat",
+           "a puppet show", "a bonsai tree", "the fence", "a comic strip", "a violin", "a campfire song",
+           "a board game"]
+FEELINGS = ["felt proud", "was exhausted", "laughed a lot", "was nervous", "felt calm", "got frustrated",
+            "was delighted", "felt homesick", "was surprised", "felt grateful", "was bored", "felt inspired"]
+REASONS = ["for a school project", "to surprise a friend", "after a long week", "because it rained",
+           "for the first time", "with help from a neighbour", "to raise money", "on a whim",
+           "before moving house", "as a birthday gift", "to learn something new", "during the holidays"]
+TAGS = ["family", "work", "health", "travel", "hobby", "food"]
+_NAME_WEIGHTS = [1.0 / rank for rank in range(1, len(NAMES) + 1)]  # Zipf: a few people come up often
+
+
+def synthetic_passages(count: int, seed: int = 7) -> list[NewPassage]:
+    """Short dated notes about people, places and activities; a few names are common (Zipf)."""
+    rng = random.Random(seed)
+    passages = []
+    for number in range(count):
+        first, second = rng.choices(NAMES, weights=_NAME_WEIGHTS, k=2)
+        text = (f"{first} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} with {second} "
+                f"{rng.choice(REASONS)} and {rng.choice(FEELINGS)} (note {number}, "
+                f"{rng.randint(1, 28)}/{rng.randint(1, 12)}/{rng.randint(2015, 2025)}).")
+        passages.append(NewPassage(text, tags=[rng.choice(TAGS)]))
+    return passages
+
+
+def synthetic_questions(count: int, seed: int = 11) -> list[str]:
+    """Questions about the same people, places and activities, people drawn as often as in notes."""
+    rng = random.Random(seed)
+    forms = ["When did {n} go to {p}?", "Who {v} {o} with {n}?", "What did {n} do in {p}?",
+             "Has {n} ever {v} {o}?", "How did {n} feel after they {v} {o}?", "Where was {o} {v}?"]
+    return [rng.choice(forms).format(n=rng.choices(NAMES, weights=_NAME_WEIGHTS)[0], p=rng.choice(PLACES),
+                                     v=rng.choice(VERBS), o=rng.choice(OBJECTS))
+            for _ in range(count)]
+
+
+class PrecomputedEmbedding(EmbeddingFunction[Documents]):
+    """Returns vectors computed earlier, so that inserts can be timed without the model."""
+
+    def __init__(self, vectors: dict[str, Any]) -> None:
+        self.vectors = vectors
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return [self.vectors[text] for text in input]
+
+    @staticmethod
+    def name() -> str:
+        return MiniLMEmbeddingFunction.name()  # same vector space, same collection
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> PrecomputedEmbedding:
+        return PrecomputedEmbedding({})
+
+
+def timed_embedding(model: MiniLMEmbeddingFunction, texts: Sequence[str], batch: int = 512) -> tuple[dict[str, Any], float]:
+    started = time.perf_counter()
+    vectors: dict[str, Any] = {}
+    for start in range(0, len(texts), batch):
+        chunk = list(texts[start : start + batch])
+        vectors.update(zip(chunk, model(chunk)))
+        done = start + len(chunk)
+        if done % 10_000 < batch:
+            rate = done / (time.perf_counter() - started)
+            print(f"  embedded {done}/{len(texts)} ({rate:.0f}/s)", file=sys.stderr)
+    return vectors, time.perf_counter() - started
+
+
+def timed_insert(archival: ArchivalMemory, passages: Sequence[NewPassage], chunk: int = 5000) -> float:
+    started = time.perf_counter()
+    for start in range(0, len(passages), chunk):
+        archival.insert_many(AGENT, passages[start : start + chunk])
+        print(f"  inserted {start + chunk}/{len(passages)}", file=sys.stderr)
+    return time.perf_counter() - started
+
+
+def latencies(archival: ArchivalMemory, questions: Sequence[str], mode: str) -> list[float]:
+    for question in questions[:10]:  # warm-up: caches, first-query costs
+        archival.search(AGENT, question, limit=10, mode=mode)  # type: ignore[arg-type]
+    samples = []
+    for question in questions:
+        started = time.perf_counter()
+        archival.search(AGENT, question, limit=10, mode=mode)  # type: ignore[arg-type]
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def percentile(samples: Sequence[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def build(storage: Path, model: MiniLMEmbeddingFunction, passages_count: int, sample: int) -> None:
+    """Embed, then insert, the synthetic passages; prints the insert figures."""
+    passages = synthetic_passages(passages_count)
+    vectors, embed_seconds = timed_embedding(model, [p.content for p in passages])
+    print(f"embedding {passages_count} passages (batches of 512): {embed_seconds:.1f} s = "
+          f"{passages_count / embed_seconds:.0f} passages/s")
+    with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage)) as memory:
+        config = VectorConfig(path=storage / "chroma")
+        bulk = ArchivalMemory(memory.db, config, PrecomputedEmbedding(vectors))
+        insert_seconds = timed_insert(bulk, passages)
+        print(f"insert_many without embedding: {insert_seconds:.1f} s = "
+              f"{passages_count / insert_seconds:.0f} passages/s")
+        print(f"insert_many with embedding (measured embedding + insert): "
+              f"{passages_count / (insert_seconds + embed_seconds):.0f} passages/s")
+        archival = ArchivalMemory(memory.db, config, model)
+        live = [NewPassage(f"live sample {n}: {p.content}", p.tags) for n, p in enumerate(passages[:sample])]
+        started = time.perf_counter()
+        archival.insert_many(AGENT, live)
+        print(f"insert_many with live embedding, {sample} more passages: "
+              f"{sample / (time.perf_counter() - started):.0f} passages/s")
+        singles = []
+        for n in range(100):
+            started = time.perf_counter()
+            archival.insert(AGENT, f"single insert {n}: {passages[n].content}")
+            singles.append((time.perf_counter() - started) * 1000)
+        print(f"single insert (live embedding): p50 {percentile(singles, 0.5):.1f} ms, "
+              f"p95 {percentile(singles, 0.95):.1f} ms")
+
+
+def measure_search(storage: Path, model: MiniLMEmbeddingFunction, queries: int) -> None:
+    """Search latency per mode over the stored passages, model loaded, after a warm-up."""
+    with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage)) as memory:
+        archival = ArchivalMemory(memory.db, VectorConfig(path=storage / "chroma"), model)
+        print(f"passages stored: {archival.count(AGENT)}, pending: {archival.pending_count()}")
+        questions = synthetic_questions(queries)
+        for mode in ("keyword", "vector", "hybrid"):
+            samples = latencies(archival, questions, mode)
+            print(f"search {mode:<7} (limit 10, {queries} queries): p50 {percentile(samples, 0.5):.1f} ms, "
+                  f"p95 {percentile(samples, 0.95):.1f} ms, mean {statistics.fmean(samples):.1f} ms")
+        encode = []
+        for question in questions:
+            started = time.perf_counter()
+            model.embed_query([question])
+            encode.append((time.perf_counter() - started) * 1000)
+        print(f"query encoding alone: p50 {percentile(encode, 0.5):.1f} ms, p95 {percentile(encode, 0.95):.1f} ms")
+        started = time.perf_counter()
+        report = archival.reconcile()
+        print(f"reconcile with nothing to do: {(time.perf_counter() - started) * 1000:.1f} ms "
+              f"(ok={report.ok}, compared_ids={report.compared_ids})")
+
+
+def run(storage: Path, args: argparse.Namespace) -> None:
+    model = MiniLMEmbeddingFunction()
+    started = time.perf_counter()
+    model.load()
+    print(f"model load: {time.perf_counter() - started:.1f} s")
+    if not args.search_only:
+        build(storage, model, args.passages, args.sample)
+    measure_search(storage, model, args.queries)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--passages", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sample", type=int, default=2000, help="passages inserted with live embedding")
+    parser.add_argument("--keep", type=Path, help="storage dir to keep (default: a temporary one)")
+    parser.add_argument("--search-only", action="store_true",
+                        help="only measure search latency over the passages already in --keep")
+    args = parser.parse_args(argv)
+    if args.search_only and args.keep is None:
+        parser.error("--search-only needs --keep DIR holding a previous run's storage")
+    print(f"archival scale benchmark: {args.passages} passages, {args.queries} queries")
+    if args.keep is not None:
+        run(args.keep, args)
+    else:
+        with tempfile.TemporaryDirectory(prefix="archival-scale-") as scratch:
+            run(Path(scratch), args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,196 @@
+"""ArchivalMemory: an agent's long-term store of passages, searchable by words and by meaning.
+
+SQLite is the source of truth. An insert commits the passage row (with its tags, FTS row and
+journal entry) first, then embeds it and writes the vector; if the vector side fails the passage
+stays 'pending', the insert still succeeds, keyword search already finds it, and `reconcile`
+writes the vector later. A delete removes the row (journalled) first and the vector second; a
+vector left behind is ignored by searches and removed by `reconcile`.
+
+Every method names the agent it acts for, and both indexes are filtered by it, so agents sharing
+a storage dir never see each other's passages. Identical content inserted twice by the same agent
+is stored once: the second insert returns the first one's id.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..errors import ArchivalError
+from ..store import journal
+from ..store.database import Database, utc_now
+from . import passage_table
+from .config import VectorConfig
+from .filters import PassageFilter, TagMode
+from .fusion import FusionConfig
+from .passages import NewPassage, Passage, PreparedPassage, SearchHit, prepare
+from .reconcile import Progress, ReconcileReport, reconcile
+from .search import SearchMode, search_passages
+from .timestamps import Timestamp
+from .vector_index import VectorIndex
+from .vector_store import VectorStore
+
+__all__ = ["INSERT_CHUNK", "ArchivalMemory"]
+
+INSERT_CHUNK = 1000
+"""insert_many commits and indexes this many passages at a time, bounding memory and the work
+a crash can leave pending."""
+
+
+class ArchivalMemory:
+    """Archival passages of every agent in one database, with their vectors in one store.
+
+    Args:
+        db: The storage dir's database (passages live in its `passages` table).
+        config: Where the Chroma vectors live; default: embedded Chroma beside the database.
+        embedding_function: Any Chroma embedding function; default: offline all-MiniLM-L6-v2.
+        vector_store: A `VectorStore` to use instead of Chroma (tests, other backends).
+        fusion: How hybrid search fuses keyword and vector rankings.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        config: VectorConfig | None = None,
+        embedding_function: Any = None,
+        *,
+        vector_store: VectorStore | None = None,
+        fusion: FusionConfig | None = None,
+    ) -> None:
+        self.db = db
+        self.config = config or VectorConfig(path=db.path.parent / "chroma")
+        self.fusion = fusion or FusionConfig()
+        self.index = VectorIndex(db, self.config, embedding_function, vector_store)
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    # ----- writing --------------------------------------------------------------------------
+
+    def insert(
+        self,
+        agent_id: str,
+        content: str,
+        tags: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        created_at: Timestamp | None = None,
+    ) -> str:
+        """Store one passage and return its id (the existing id if this agent already has it)."""
+        return self.insert_many(agent_id, [NewPassage(content, tags, metadata, created_at)])[0]
+
+    def insert_many(self, agent_id: str, items: Iterable[str | NewPassage | Mapping[str, Any]]) -> builtins.list[str]:
+        """Store many passages, embedding them in batches; returns their ids in input order.
+
+        Every item is validated before anything is written. Rows are committed in chunks of
+        INSERT_CHUNK, each chunk's vectors written right after it.
+        """
+        passages = [prepare(item) for item in items]
+        ids: builtins.list[str] = []
+        for start in range(0, len(passages), INSERT_CHUNK):
+            ids.extend(self._insert_chunk(agent_id, passages[start : start + INSERT_CHUNK]))
+        return ids
+
+    def _insert_chunk(self, agent_id: str, items: builtins.list[PreparedPassage]) -> builtins.list[str]:
+        now = utc_now()
+        with self.db.transaction() as conn:
+            passage_table.require_agent(conn, agent_id)
+            stored = [passage_table.insert_or_get(conn, agent_id, item, now) for item in items]
+            for passage, created in stored:
+                if created:
+                    journal.record(conn, agent_id=agent_id, action="insert_passage", target_type="passage",
+                                   target_id=passage.passage_id, new_value=passage.content, created_at=now,
+                                   detail={"tags": list(passage.tags), "metadata": passage.metadata})
+        owed = {p.passage_id: p for p, _ in stored if p.vector_state == "pending"}
+        self.index.write(list(owed.values()))
+        return [passage.passage_id for passage, _ in stored]
+
+    def delete(self, agent_id: str, passage_id: str) -> Passage:
+        """Delete one of the agent's passages (journalled with its content); returns it.
+
+        The vector is removed afterwards; if that fails the orphan is dropped by `reconcile`.
+        """
+        with self.db.transaction() as conn:
+            passage = passage_table.delete_row(conn, agent_id, passage_id)
+            if passage is None:
+                raise ArchivalError(
+                    f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was deleted. "
+                    "Search or list archival memory for the exact id."
+                )
+            journal.record(conn, agent_id=agent_id, action="delete_passage", target_type="passage",
+                           target_id=passage_id, old_value=passage.content, created_at=utc_now(),
+                           detail={"tags": list(passage.tags), "metadata": passage.metadata,
+                                   "created_at": passage.created_at})
+        self.index.remove(agent_id, [passage_id])
+        return passage
+
+    # ----- reading --------------------------------------------------------------------------
+
+    def get(self, agent_id: str, passage_id: str) -> Passage | None:
+        """The agent's passage with this id, or None."""
+        with self.db.reading() as conn:
+            return passage_table.fetch_one(conn, agent_id, passage_id)
+
+    def list(
+        self,
+        agent_id: str,
+        limit: int = 50,
+        offset: int = 0,
+        tags: Iterable[str] | None = None,
+        *,
+        tag_mode: TagMode = "any",
+        start_date: Timestamp | None = None,
+        end_date: Timestamp | None = None,
+    ) -> builtins.list[Passage]:
+        """The agent's passages, newest first, optionally by tags and time window."""
+        if limit < 0 or offset < 0:
+            raise ArchivalError("limit and offset must not be negative.")
+        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date)
+        with self.db.reading() as conn:
+            return passage_table.list_rows(conn, where, limit, offset)
+
+    def count(self, agent_id: str) -> int:
+        with self.db.reading() as conn:
+            return sum(passage_table.state_counts(conn, agent_id).values())
+
+    def search(
+        self,
+        agent_id: str,
+        query: str,
+        limit: int = 5,
+        tags: Iterable[str] | None = None,
+        start_date: Timestamp | None = None,
+        end_date: Timestamp | None = None,
+        mode: SearchMode = "hybrid",
+        *,
+        tag_mode: TagMode = "any",
+    ) -> builtins.list[SearchHit]:
+        """The agent's passages best matching `query`, best first.
+
+        Any text is a valid query (it is never parsed as FTS5 syntax). A blank query lists the
+        newest passages. If the vector side fails, the keyword ranking is returned instead.
+        """
+        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date)
+        return search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor())
+
+    def _search_executor(self) -> ThreadPoolExecutor:
+        """Threads for the vector half of hybrid searches (created on the first search)."""
+        if self._executor is None:
+            with self._executor_lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="archival-search")
+        return self._executor
+
+    # ----- upkeep ---------------------------------------------------------------------------
+
+    def reconcile(self, agent_id: str | None = None, progress: Progress | None = None, *,
+                  full: bool = False) -> ReconcileReport:
+        """Re-embed pending passages and drop orphan vectors; cheap when nothing is owed."""
+        return reconcile(self.db, self.index, agent_id, progress, full=full)
+
+    def pending_count(self, agent_id: str | None = None) -> int:
+        """Passages still waiting for their vectors."""
+        with self.db.reading() as conn:
+            return passage_table.state_counts(conn, agent_id)["pending"]

@@ -1,0 +1,214 @@
+"""The Chroma vector store: embedded `PersistentClient` by default, `HttpClient` for a server.
+
+One collection per agent (named from a prefix and the agent id), because a Chroma `where` filter
+that every record passes is not free: at 100,000 passages a query filtered on an `agent_id`
+metadata field took about 500 ms against 2 ms unfiltered. With a collection per agent, isolation
+costs nothing and only tag and date filters reach Chroma's `where`. Each record still carries its
+agent id, tags and creation time as metadata.
+
+chromadb is imported and the client opened on first use, not when this module is imported or the
+store constructed, because importing chromadb takes about a second and most agent turns never
+touch archival memory. Telemetry is always off. Collections are created without an embedding
+function (`embedding_function=None`): archival memory sends embeddings it computed itself, so a
+collection never needs, or downloads, a model of its own. Distances are cosine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .config import VectorConfig
+from .filters import PassageFilter
+from .vector_store import VectorMatch, VectorRecord
+
+__all__ = ["ChromaVectorStore", "chroma_where", "collection_name"]
+
+DEFAULT_PREFIX = "archival"
+OVERFETCH = 10
+_PAGE = 5000
+_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
+
+
+class ChromaVectorStore:
+    """A `VectorStore` keeping each agent's vectors in a Chroma collection of its own."""
+
+    def __init__(self, config: VectorConfig, prefix: str = DEFAULT_PREFIX) -> None:
+        self.config = config
+        self.prefix = prefix
+        self._client: Any = None
+        self._collections: dict[str, Any] = {}
+        self._batch_size = _PAGE
+        self._lock = threading.Lock()
+
+    # ----- connection -------------------------------------------------------------------------
+
+    def _connected(self) -> Any:
+        """The client, opened once; a failed open is retried on the next call."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    client = _open_client(self.config)
+                    self._batch_size = min(_PAGE, int(client.get_max_batch_size()))
+                    self._client = client
+        return self._client
+
+    def _collection(self, agent_id: str, *, create: bool) -> Any | None:
+        """The agent's collection; None if it has none yet and `create` is false."""
+        if agent_id in self._collections:
+            return self._collections[agent_id]
+        client = self._connected()
+        name = collection_name(self.prefix, agent_id)
+        if create:
+            collection = client.get_or_create_collection(
+                name, embedding_function=None, metadata={"agent_id": agent_id},
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+        else:
+            from chromadb.errors import NotFoundError
+
+            try:
+                collection = client.get_collection(name, embedding_function=None)
+            except NotFoundError:
+                return None
+        with self._lock:
+            return self._collections.setdefault(agent_id, collection)
+
+    # ----- the VectorStore protocol -------------------------------------------------------------
+
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        by_agent: dict[str, list[VectorRecord]] = defaultdict(list)
+        for record in records:
+            by_agent[record.agent_id].append(record)
+        for agent_id, agent_records in by_agent.items():
+            collection = self._collection(agent_id, create=True)
+            for chunk in _chunks(agent_records, self._batch_size):
+                collection.upsert(
+                    ids=[record.passage_id for record in chunk],
+                    embeddings=[_vector(record.embedding) for record in chunk],
+                    metadatas=[_metadata(record) for record in chunk],
+                )
+
+    def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
+        """Nearest passages passing the filter.
+
+        A Chroma `where` costs time in proportion to the records it lets through (at 100,000
+        passages, 100-600 ms for a tag or date filter most passages pass), so a filtered query
+        first takes the nearest OVERFETCH x limit unfiltered and filters them here; only if too
+        few pass (a selective filter) does it ask Chroma to filter, which is then cheap.
+        """
+        collection = self._collection(where.agent_id, create=False)
+        if collection is None or limit <= 0:
+            return []
+        chroma_filter = chroma_where(where)
+        if chroma_filter is None:
+            return [match for match, _ in _nearest(collection, embedding, limit)]
+        wide = _nearest(collection, embedding, limit * OVERFETCH, with_metadata=True)
+        kept = [match for match, metadata in wide if _passes(where, metadata)]
+        if len(kept) >= limit or len(wide) < limit * OVERFETCH:
+            return kept[:limit]
+        return [match for match, _ in _nearest(collection, embedding, limit, chroma_filter)]
+
+    def delete(self, agent_id: str, passage_ids: Sequence[str]) -> None:
+        collection = self._collection(agent_id, create=False)
+        if collection is None:
+            return
+        for chunk in _chunks(list(passage_ids), self._batch_size):
+            collection.delete(ids=list(chunk))
+
+    def ids(self, agent_id: str) -> set[str]:
+        collection = self._collection(agent_id, create=False)
+        found: set[str] = set()
+        offset = 0
+        while collection is not None:
+            page = collection.get(include=[], limit=_PAGE, offset=offset)["ids"]
+            found.update(page)
+            if len(page) < _PAGE:
+                break
+            offset += len(page)
+        return found
+
+    def agents(self) -> set[str]:
+        mine = f"{self.prefix}-"
+        return {
+            str(collection.metadata["agent_id"])
+            for collection in self._connected().list_collections()
+            if collection.name.startswith(mine) and (collection.metadata or {}).get("agent_id") is not None
+        }
+
+    def count(self, agent_id: str) -> int:
+        collection = self._collection(agent_id, create=False)
+        return 0 if collection is None else int(collection.count())
+
+
+def _nearest(collection: Any, embedding: Sequence[float], limit: int, where: dict[str, Any] | None = None,
+             *, with_metadata: bool = False) -> list[tuple[VectorMatch, dict[str, Any]]]:
+    include = ["distances", "metadatas"] if with_metadata else ["distances"]
+    result = collection.query(query_embeddings=[_vector(embedding)], n_results=limit, where=where, include=include)
+    metadatas = result["metadatas"][0] if with_metadata else [{}] * len(result["ids"][0])
+    return [
+        (VectorMatch(str(i), 1.0 - float(d)), dict(m or {}))
+        for i, d, m in zip(result["ids"][0], result["distances"][0], metadatas)
+    ]
+
+
+def _passes(where: PassageFilter, metadata: dict[str, Any]) -> bool:
+    return where.accepts(str(metadata.get("agent_id", "")), metadata.get("tags") or (),
+                         float(metadata.get("created_at", 0.0)))
+
+
+def collection_name(prefix: str, agent_id: str) -> str:
+    """A valid, stable Chroma collection name for the agent: readable part plus a hash."""
+    readable = _UNSAFE.sub("_", agent_id)[:40].strip("._-")
+    digest = hashlib.sha256(agent_id.encode("utf-8")).hexdigest()[:12]
+    return f"{prefix}-{readable}-{digest}" if readable else f"{prefix}-{digest}"
+
+
+def chroma_where(where: PassageFilter) -> dict[str, Any] | None:
+    """The Chroma `where` clause for the filter's tags and time window (the agent is the
+    collection); None when there is nothing to filter."""
+    clauses: list[dict[str, Any]] = []
+    if where.start_epoch is not None:
+        clauses.append({"created_at": {"$gte": where.start_epoch}})
+    if where.end_epoch is not None:
+        clauses.append({"created_at": {"$lte": where.end_epoch}})
+    if where.tags:
+        tag_clauses = [{"tags": {"$contains": tag}} for tag in where.tags]
+        joiner = "$and" if where.tag_mode == "all" else "$or"
+        clauses.append(tag_clauses[0] if len(tag_clauses) == 1 else {joiner: tag_clauses})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _open_client(config: VectorConfig) -> Any:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if config.host:
+        return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
+    config.path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+
+
+def _metadata(record: VectorRecord) -> dict[str, Any]:
+    # Chroma refuses empty lists as metadata values, so an untagged passage has no 'tags' key.
+    metadata: dict[str, Any] = {"agent_id": record.agent_id, "created_at": float(record.created_at)}
+    if record.tags:
+        metadata["tags"] = list(record.tags)
+    return metadata
+
+
+def _vector(embedding: Sequence[float]) -> Any:
+    """Numpy rows and lists pass through untouched (Chroma takes both); other sequences become lists."""
+    return embedding if isinstance(embedding, list) or hasattr(embedding, "ndim") else list(embedding)
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

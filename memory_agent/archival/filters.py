@@ -1,0 +1,93 @@
+"""Which passages a search may return: one agent's, optionally by tags and a time window.
+
+The same filter is applied by both indexes (SQL for the keyword side, the vector store's own
+filter for the vector side) so that fusion only ever sees passages the caller may see; an agent's
+search never returns another agent's passages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import ArchivalError
+from .passages import normalise_tags
+from .timestamps import Timestamp, to_epoch, to_utc_iso
+
+__all__ = ["PassageFilter", "TagMode"]
+
+TagMode = Literal["any", "all"]
+
+
+@dataclass(frozen=True)
+class PassageFilter:
+    """Passages of `agent_id` carrying any (or all) of `tags`, created within [start, end]."""
+
+    agent_id: str
+    tags: tuple[str, ...] = ()
+    tag_mode: TagMode = "any"
+    start: str | None = None
+    """Canonical UTC ISO text, inclusive."""
+    end: str | None = None
+    """Canonical UTC ISO text, inclusive."""
+
+    @classmethod
+    def build(
+        cls,
+        agent_id: str,
+        tags: Iterable[str] | str | None = None,
+        tag_mode: TagMode = "any",
+        start_date: Timestamp | None = None,
+        end_date: Timestamp | None = None,
+    ) -> PassageFilter:
+        """Validate and normalise the caller's arguments (dates in any accepted form)."""
+        if tag_mode not in ("any", "all"):
+            raise ArchivalError(f"tag_mode must be 'any' or 'all', got '{tag_mode}'.")
+        start = None if start_date in (None, "") else to_utc_iso(start_date)  # type: ignore[arg-type]
+        end = None if end_date in (None, "") else to_utc_iso(end_date, end_of_day=True)  # type: ignore[arg-type]
+        if start and end and start > end:
+            raise ArchivalError(f"start_date ({start}) is after end_date ({end}); nothing can match.")
+        return cls(agent_id, normalise_tags(tags), tag_mode, start, end)
+
+    @property
+    def start_epoch(self) -> float | None:
+        return None if self.start is None else to_epoch(self.start)
+
+    @property
+    def end_epoch(self) -> float | None:
+        return None if self.end is None else to_epoch(self.end)
+
+    def sql(self, alias: str = "p") -> tuple[str, list[object]]:
+        """A WHERE fragment over the passages table (aliased) and its parameters."""
+        clauses = [f"{alias}.agent_id = ?"]
+        params: list[object] = [self.agent_id]
+        if self.start is not None:
+            clauses.append(f"{alias}.created_at >= ?")
+            params.append(self.start)
+        if self.end is not None:
+            clauses.append(f"{alias}.created_at <= ?")
+            params.append(self.end)
+        if self.tags:
+            marks = ", ".join("?" for _ in self.tags)
+            having = f" GROUP BY passage_rowid HAVING COUNT(*) = {len(self.tags)}" if self.tag_mode == "all" else ""
+            clauses.append(
+                f"{alias}.passage_rowid IN (SELECT passage_rowid FROM passage_tags"
+                f" WHERE tag IN ({marks}){having})"
+            )
+            params.extend(self.tags)
+        return " AND ".join(clauses), params
+
+    def accepts(self, agent_id: str, tags: Iterable[str], created_epoch: float) -> bool:
+        """The same rule in Python, for vector stores that filter in memory."""
+        if agent_id != self.agent_id:
+            return False
+        if self.start_epoch is not None and created_epoch < self.start_epoch:
+            return False
+        if self.end_epoch is not None and created_epoch > self.end_epoch:
+            return False
+        if not self.tags:
+            return True
+        present = set(tags)
+        wanted = [tag in present for tag in self.tags]
+        return all(wanted) if self.tag_mode == "all" else any(wanted)

@@ -1,0 +1,160 @@
+"""The SQL of the passages table: every statement archival memory runs against SQLite.
+
+Functions take the connection of a transaction (or of `Database.reading()`) so that callers
+decide what is atomic: an insert, its tag rows and its journal entry commit together.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Sequence
+
+from ..errors import AgentNotFoundError
+from .filters import PassageFilter
+from .passages import Passage, PreparedPassage, passage_from_row
+
+__all__ = [
+    "agents_with_passages",
+    "delete_row",
+    "fetch_by_ids",
+    "fetch_one",
+    "indexed_ids",
+    "insert_or_get",
+    "known_ids",
+    "list_rows",
+    "mark_indexed",
+    "mark_pending",
+    "pending_rows",
+    "require_agent",
+    "state_counts",
+]
+
+
+def require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
+    if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
+        raise AgentNotFoundError(agent_id)
+
+
+def insert_or_get(conn: sqlite3.Connection, agent_id: str, item: PreparedPassage, now: str) -> tuple[Passage, bool]:
+    """Insert the passage, or return the agent's existing one with identical content.
+
+    Returns the stored passage and whether it was created by this call.
+    """
+    cursor = conn.execute(
+        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        (f"passage-{uuid.uuid4()}", agent_id, item.content, item.content_hash,
+         json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, item.created_at or now),
+    )
+    created = bool(cursor.rowcount)
+    row = conn.execute(
+        "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?", (agent_id, item.content_hash)
+    ).fetchone()
+    if created and item.tags:
+        conn.executemany(
+            "INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
+            [(row["passage_rowid"], tag) for tag in item.tags],
+        )
+    return passage_from_row(row), created
+
+
+def fetch_one(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
+    row = conn.execute(
+        "SELECT * FROM passages WHERE passage_id = ? AND agent_id = ?", (passage_id, agent_id)
+    ).fetchone()
+    return None if row is None else passage_from_row(row)
+
+
+def fetch_by_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]) -> dict[str, Passage]:
+    """The agent's passages among these ids (others' and missing ids are left out).
+
+    Looked up by id alone and checked for the agent afterwards: given both conditions, SQLite's
+    planner (without statistics) prefers the agent index and scans all of an agent's rows.
+    """
+    found: dict[str, Passage] = {}
+    for start in range(0, len(passage_ids), 500):
+        chunk = list(passage_ids[start : start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        rows = conn.execute(f"SELECT * FROM passages WHERE passage_id IN ({marks})", chunk).fetchall()
+        found.update((row["passage_id"], passage_from_row(row)) for row in rows if row["agent_id"] == agent_id)
+    return found
+
+
+def list_rows(conn: sqlite3.Connection, where: PassageFilter, limit: int, offset: int) -> list[Passage]:
+    """Newest first."""
+    clause, params = where.sql("p")
+    rows = conn.execute(
+        f"SELECT p.* FROM passages p WHERE {clause}"
+        " ORDER BY p.created_at DESC, p.passage_rowid DESC LIMIT ? OFFSET ?",
+        (*params, limit, offset),
+    ).fetchall()
+    return [passage_from_row(row) for row in rows]
+
+
+def delete_row(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
+    """Delete the passage (its tags and FTS row follow by cascade and trigger)."""
+    passage = fetch_one(conn, agent_id, passage_id)
+    if passage is not None:
+        conn.execute("DELETE FROM passages WHERE passage_id = ?", (passage_id,))
+    return passage
+
+
+def pending_rows(conn: sqlite3.Connection, agent_id: str | None, limit: int) -> list[Passage]:
+    """Passages whose embedding is still owed, oldest first."""
+    agent_clause = "" if agent_id is None else "AND agent_id = ?"
+    params: tuple[object, ...] = () if agent_id is None else (agent_id,)
+    rows = conn.execute(
+        f"SELECT * FROM passages WHERE vector_state = 'pending' {agent_clause}"
+        " ORDER BY passage_rowid LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return [passage_from_row(row) for row in rows]
+
+
+def state_counts(conn: sqlite3.Connection, agent_id: str | None = None) -> dict[str, int]:
+    """How many passages are 'indexed' and 'pending' (of one agent, or of all).
+
+    Two counts that indexes answer (the partial index of pending rows, and the agent index or
+    the table's smallest index), so checking an up-to-date store stays cheap at any size.
+    """
+    agent_clause = "" if agent_id is None else "AND agent_id = ?"
+    params: tuple[object, ...] = () if agent_id is None else (agent_id,)
+    total = conn.execute(f"SELECT COUNT(*) FROM passages WHERE 1 {agent_clause}", params).fetchone()[0]
+    pending = conn.execute(
+        f"SELECT COUNT(*) FROM passages WHERE vector_state = 'pending' {agent_clause}", params
+    ).fetchone()[0]
+    return {"indexed": int(total) - int(pending), "pending": int(pending)}
+
+
+def indexed_ids(conn: sqlite3.Connection, agent_id: str) -> set[str]:
+    return {
+        row[0]
+        for row in conn.execute(
+            "SELECT passage_id FROM passages WHERE vector_state = 'indexed' AND agent_id = ?", (agent_id,)
+        )
+    }
+
+
+def known_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]) -> set[str]:
+    """Which of these ids are passages of the agent (in any vector state)."""
+    return set(fetch_by_ids(conn, agent_id, passage_ids))
+
+
+def agents_with_passages(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM passages")}
+
+
+def mark_indexed(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:
+    conn.executemany(
+        "UPDATE passages SET vector_state = 'indexed' WHERE passage_id = ? AND vector_state = 'pending'",
+        [(passage_id,) for passage_id in passage_ids],
+    )
+
+
+def mark_pending(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:
+    conn.executemany(
+        "UPDATE passages SET vector_state = 'pending' WHERE passage_id = ?",
+        [(passage_id,) for passage_id in passage_ids],
+    )

@@ -1,0 +1,130 @@
+"""Reconciliation: making the vector store agree with SQLite, the source of truth.
+
+Three things can leave them apart: a vector write that failed or was cut short (the passage is
+'pending'), a vector delete that failed after its passage was deleted (an orphan vector), and a
+vector store that lost or never had vectors SQLite believes 'indexed' (a new Chroma server, a
+deleted chroma directory, a new embedding model and so a new collection). Reconcile re-embeds
+pending passages, then compares each agent's counts; only where they disagree (or with
+`full=True`) does it list ids on both sides, delete orphans and re-embed the missing. With nothing
+to do it costs a few indexed counts per agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..store.database import Database
+from . import passage_table
+from .vector_index import VectorIndex
+
+__all__ = ["ReconcileReport", "reconcile"]
+
+Progress = Callable[[int, int], None]
+_PENDING_PAGE = 2048
+
+
+@dataclass
+class ReconcileReport:
+    """What a reconcile run did; `errors` holds each vector-store failure it met."""
+
+    embedded: int = 0
+    """Pending passages whose vectors were written."""
+    missing_vectors: int = 0
+    """Passages marked indexed whose vectors were absent (re-embedded, counted in `embedded`)."""
+    removed_vectors: int = 0
+    """Orphan vectors (no passage in SQLite) deleted."""
+    still_pending: int = 0
+    """Passages still without a vector afterwards (see `errors`)."""
+    compared_ids: bool = False
+    """Whether the id lists of both stores were compared (counts disagreed, or full=True)."""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.still_pending == 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.embedded or self.removed_vectors)
+
+
+def reconcile(
+    db: Database,
+    index: VectorIndex,
+    agent_id: str | None = None,
+    progress: Progress | None = None,
+    *,
+    full: bool = False,
+) -> ReconcileReport:
+    """Bring the vector store in line with SQLite for one agent (or all); never raises for
+    a vector-store failure, which is reported in `errors` instead."""
+    report = ReconcileReport()
+    _embed_pending(db, index, agent_id, progress, report)
+    if not report.errors:
+        try:
+            for agent in _agents_in_scope(db, index, agent_id):
+                if full or _counts_disagree(db, index, agent):
+                    _compare_ids(db, index, agent, report)
+            if report.missing_vectors:
+                _embed_pending(db, index, agent_id, progress, report)
+        except Exception as error:  # the store could not be listed or counted
+            report.errors.append(f"{type(error).__name__}: {error}")
+    with db.reading() as conn:
+        report.still_pending = passage_table.state_counts(conn, agent_id)["pending"]
+    return report
+
+
+def _embed_pending(db: Database, index: VectorIndex, agent_id: str | None,
+                   progress: Progress | None, report: ReconcileReport) -> None:
+    with db.reading() as conn:
+        total = passage_table.state_counts(conn, agent_id)["pending"]
+    done = 0
+    while done < total:
+        with db.reading() as conn:
+            batch = passage_table.pending_rows(conn, agent_id, _PENDING_PAGE)
+        if not batch:
+            return
+        result = index.write(batch)
+        done += result.indexed
+        report.embedded += result.indexed
+        if progress is not None:
+            progress(done, total)
+        if result.error is not None:
+            report.errors.append(result.error)
+            return
+
+
+def _agents_in_scope(db: Database, index: VectorIndex, agent_id: str | None) -> list[str]:
+    """The one agent asked for, or every agent with passages or vectors."""
+    if agent_id is not None:
+        return [agent_id]
+    with db.reading() as conn:
+        in_sqlite = passage_table.agents_with_passages(conn)
+    return sorted(in_sqlite | index.store.agents())
+
+
+def _counts_disagree(db: Database, index: VectorIndex, agent_id: str) -> bool:
+    with db.reading() as conn:
+        indexed = passage_table.state_counts(conn, agent_id)["indexed"]
+    return index.store.count(agent_id) != indexed
+
+
+def _compare_ids(db: Database, index: VectorIndex, agent_id: str, report: ReconcileReport) -> None:
+    report.compared_ids = True
+    in_store = index.store.ids(agent_id)
+    with db.reading() as conn:
+        indexed = passage_table.indexed_ids(conn, agent_id)
+        unaccounted = sorted(in_store - indexed)  # pending passages, or orphans of deleted ones
+        orphans = sorted(set(unaccounted) - passage_table.known_ids(conn, agent_id, unaccounted))
+    missing = sorted(indexed - in_store)
+    if missing:
+        with db.transaction() as conn:
+            passage_table.mark_pending(conn, missing)
+        report.missing_vectors += len(missing)
+    if orphans:
+        error = index.remove(agent_id, orphans)
+        if error is None:
+            report.removed_vectors += len(orphans)
+        else:
+            report.errors.append(error)

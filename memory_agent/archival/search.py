@@ -1,0 +1,133 @@
+"""Searching archival memory: keyword, vector, or both fused.
+
+Both indexes are filtered the same way (agent, tags, dates), then the candidates are read back from
+SQLite, so a hit is always a passage that exists and belongs to the searching agent; a vector
+whose passage was deleted is simply dropped. The vector side may fail (Chroma down, model
+missing): the search then answers from the keyword index alone and logs a warning, because a
+search must not fail because one index is behind.
+
+A query with no text lists the newest passages (score 0), like `conversation_search` does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import Literal
+
+from ..errors import ArchivalError
+from ..store.database import Database
+from . import passage_table
+from .filters import PassageFilter
+from .fusion import FusionConfig, fuse
+from .keyword import KeywordMatch, keyword_search
+from .passages import Passage, SearchHit
+from .vector_index import VectorIndex
+from .vector_store import VectorMatch
+
+__all__ = ["MAX_SEARCH_LIMIT", "SearchMode", "search_passages"]
+
+log = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "vector", "keyword"]
+MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
+MAX_SEARCH_LIMIT = 1000
+ORPHAN_SLACK = 10
+
+
+def search_passages(
+    db: Database,
+    index: VectorIndex,
+    query: str,
+    where: PassageFilter,
+    limit: int,
+    mode: SearchMode,
+    fusion: FusionConfig,
+    executor: Executor | None = None,
+) -> list[SearchHit]:
+    """The best `limit` passages for `query` in `mode`, best first.
+
+    In hybrid mode the vector side runs on `executor` (when given) while the keyword side runs
+    here: the two indexes are independent, so the search takes the longer of the two, not the sum.
+    """
+    _check(query, limit, mode)
+    if not query.strip():
+        return _newest(db, where, limit)
+    # Candidates beyond `limit` leave room for vectors whose passage was deleted (dropped on read).
+    wanted = limit + ORPHAN_SLACK
+    if mode == "keyword":
+        return _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
+    if mode == "vector":
+        vector = _vector_matches(index, query, where, wanted)
+        if vector is None:
+            return _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
+        return _hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit]
+    depth = max(wanted, fusion.vector_depth)
+    if executor is None:
+        vector = _vector_matches(index, query, where, depth)
+        keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
+    else:
+        vector_future = executor.submit(_vector_matches, index, query, where, depth)
+        keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
+        vector = vector_future.result()
+    if vector is None:
+        return _keyword_only(keyword, db, where, limit)
+    fused = fuse([(m.passage_id, m.score) for m in keyword], [(m.passage_id, m.similarity) for m in vector], fusion)
+    head = [(candidate.passage_id, candidate.score) for candidate in fused[:wanted]]
+    return _hydrate(db, where, head, keyword, vector)[:limit]
+
+
+def _keyword_only(keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
+    return _hydrate(db, where, [(m.passage_id, m.score) for m in keyword[:limit]], keyword, [])
+
+
+def _check(query: object, limit: object, mode: object) -> None:
+    if not isinstance(query, str):
+        raise ArchivalError(f"A search query must be text, got {type(query).__name__}.")
+    if mode not in MODES:
+        raise ArchivalError(f"Unknown search mode '{mode}'; use one of {', '.join(MODES)}.")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise ArchivalError(f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}.")
+
+
+def _keyword_matches(db: Database, query: str, where: PassageFilter, depth: int) -> list[KeywordMatch]:
+    with db.reading() as conn:
+        return keyword_search(conn, query, where, depth)
+
+
+def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth: int) -> list[VectorMatch] | None:
+    """Vector candidates, or None when the vector side failed (the caller falls back)."""
+    try:
+        return index.query(query, where, depth)
+    except Exception as error:  # any model or store failure: answer from keywords instead
+        log.warning("Vector search failed, answering from keyword search only: %s: %s",
+                    type(error).__name__, error)
+        return None
+
+
+def _newest(db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
+    with db.reading() as conn:
+        return [SearchHit(passage, 0.0) for passage in passage_table.list_rows(conn, where, limit, 0)]
+
+
+def _hydrate(
+    db: Database,
+    where: PassageFilter,
+    ranked: Sequence[tuple[str, float]],
+    keyword: Sequence[KeywordMatch],
+    vector: Sequence[VectorMatch],
+) -> list[SearchHit]:
+    """SearchHits for the ranked ids that still exist, with both indexes' ranks and scores."""
+    keyword_at = {m.passage_id: (rank, m.score) for rank, m in enumerate(keyword, start=1)}
+    vector_at = {m.passage_id: (rank, m.similarity) for rank, m in enumerate(vector, start=1)}
+    with db.reading() as conn:
+        passages: dict[str, Passage] = passage_table.fetch_by_ids(conn, where.agent_id, [pid for pid, _ in ranked])
+    hits = []
+    for passage_id, score in ranked:
+        if passage_id not in passages:
+            continue
+        keyword_rank, keyword_score = keyword_at.get(passage_id, (None, None))
+        vector_rank, similarity = vector_at.get(passage_id, (None, None))
+        hits.append(SearchHit(passages[passage_id], score, keyword_rank, vector_rank, keyword_score, similarity))
+    return hits

@@ -1,0 +1,58 @@
+"""Timestamps of passages: one canonical form so that SQLite and the vector store agree.
+
+Passages store `created_at` as ISO-8601 UTC with microseconds (sortable as text, the same form as
+`store.utc_now`); the vector store keeps the same instant as epoch seconds, because Chroma can
+only compare numbers. Callers may give datetimes, dates or ISO strings; naive values are UTC, and
+a bare date used as an end bound means the end of that day, so `end_date="2024-05-01"` includes
+everything on 1 May.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta, timezone
+
+from ..errors import ArchivalError
+
+__all__ = ["Timestamp", "to_epoch", "to_utc_iso"]
+
+Timestamp = datetime | date | str
+
+
+def to_utc_iso(value: Timestamp, *, end_of_day: bool = False) -> str:
+    """The canonical UTC text of `value`; `end_of_day` makes a bare date cover its whole day."""
+    return _as_utc(value, end_of_day=end_of_day).isoformat(timespec="microseconds")
+
+
+def to_epoch(value: Timestamp) -> float:
+    """Seconds since the epoch, for the vector store's numeric metadata."""
+    return _as_utc(value).timestamp()
+
+
+def _as_utc(value: Timestamp, *, end_of_day: bool = False) -> datetime:
+    if isinstance(value, str):
+        value = _parse(value)
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime.combine(value, time.min)
+        if end_of_day:
+            moment += timedelta(days=1, microseconds=-1)
+    else:
+        raise ArchivalError(f"Expected a date, datetime or ISO-8601 string, got {type(value).__name__}.")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def _parse(text: str) -> datetime | date:
+    cleaned = text.strip()
+    if cleaned.endswith(("Z", "z")):
+        cleaned = cleaned[:-1] + "+00:00"
+    try:
+        if len(cleaned) == 10:
+            return date.fromisoformat(cleaned)
+        return datetime.fromisoformat(cleaned)
+    except ValueError:
+        raise ArchivalError(
+            f"'{text}' is not a date. Use ISO-8601, e.g. '2024-05-01' or '2024-05-01T13:30:00Z'."
+        ) from None

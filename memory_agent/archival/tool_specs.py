@@ -1,0 +1,204 @@
+"""The model-facing tools for long-term memory: archival insert/search and conversation search.
+
+Each tool is a `ToolSpec` (the same class as the core-memory tools) whose `run` calls one
+MemoryManager method, so the model and the Python API share one code path. The functions that
+turn results into text live here too: the model reads these strings, so they carry ids, dates
+and tags, say how to page, and clip very long passages instead of flooding the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..tool_specs import ToolArgumentError, ToolSpec
+from .timestamps import to_utc_iso
+
+if TYPE_CHECKING:
+    from ..manager import MemoryManager
+    from ..recall import StoredMessage
+    from .passages import SearchHit
+
+__all__ = [
+    "ARCHIVAL_TOOLS",
+    "MAX_TOOL_RESULTS",
+    "format_archival_hits",
+    "format_inserted",
+    "format_messages",
+]
+
+MAX_TOOL_RESULTS = 50
+MAX_SHOWN_CHARS = 2000
+"""A passage or message longer than this is clipped in tool results (the stored text is whole)."""
+
+_DATE = {
+    "type": "string",
+    "description": "ISO-8601 date or time in UTC, e.g. '2024-05-01' or '2024-05-01T13:30:00Z'. "
+    "A bare end date includes that whole day.",
+}
+_LIMIT = {"type": "integer", "description": f"Results per page, 1-{MAX_TOOL_RESULTS} (default 5).", "minimum": 1,
+          "maximum": MAX_TOOL_RESULTS}
+_PAGE = {"type": "integer", "description": "Page of results, starting at 0 (default 0).", "minimum": 0}
+_TAGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _paging(arguments: Mapping[str, Any], default_limit: int) -> tuple[int, int]:
+    limit = arguments.get("limit", default_limit)
+    page = arguments.get("page", 0)
+    if not 1 <= limit <= MAX_TOOL_RESULTS:
+        raise ToolArgumentError(f"limit must be from 1 to {MAX_TOOL_RESULTS}, got {limit}.")
+    if page < 0:
+        raise ToolArgumentError(f"page starts at 0, got {page}.")
+    return limit, page
+
+
+def _when(value: str | None, *, end: bool = False) -> str | None:
+    return None if not value else to_utc_iso(value, end_of_day=end)
+
+
+def _run_insert(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
+    passage_id = memory.archival_memory_insert(arguments["content"], arguments.get("tags"), agent_id=agent_id)
+    return format_inserted(passage_id, arguments.get("tags"))
+
+
+def _run_archival_search(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
+    limit, page = _paging(arguments, 5)
+    hits = memory.archival_memory_search(
+        arguments["query"], limit=limit * (page + 1), tags=arguments.get("tags"),
+        start_date=arguments.get("start_date"), end_date=arguments.get("end_date"), agent_id=agent_id,
+    )
+    return format_archival_hits(arguments["query"], hits[limit * page :], page=page, limit=limit)
+
+
+def _run_conversation_search(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
+    limit, page = _paging(arguments, 10)
+    messages = memory.search_messages(
+        arguments["query"], agent_id=agent_id, roles=arguments.get("roles") or None,
+        start_date=_when(arguments.get("start_date")), end_date=_when(arguments.get("end_date"), end=True),
+        limit=limit, offset=limit * page,
+    )
+    return format_messages(arguments["query"], messages, page=page, limit=limit)
+
+
+ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="archival_memory_insert",
+        description=(
+            "Save a passage to your archival memory, a long-term store outside your context that "
+            "you search with archival_memory_search. Use it for facts, events, documents and "
+            "reflections worth keeping but not needed in every turn. Write self-contained text "
+            "(who, what, when) so it makes sense when found later. Saving identical text twice "
+            "keeps one copy."
+        ),
+        properties={
+            "content": {"type": "string", "description": "The text to remember."},
+            "tags": {**_TAGS, "description": "Optional labels to filter by later, e.g. ['project-x', 'preference']."},
+        },
+        required=("content",),
+        run=_run_insert,
+    ),
+    ToolSpec(
+        name="archival_memory_search",
+        description=(
+            "Search your archival memory by meaning and by keywords together. Returns the best "
+            "matching passages with their ids, dates and tags. Narrow with tags and a date range; "
+            "ask for the next page when the answer may be further down."
+        ),
+        properties={
+            "query": {"type": "string", "description": "What you are looking for, in plain words."},
+            "limit": _LIMIT,
+            "tags": {**_TAGS, "description": "Only passages carrying at least one of these tags."},
+            "start_date": {**_DATE, "description": "Only passages saved at or after this time. " + _DATE["description"]},
+            "end_date": {**_DATE, "description": "Only passages saved at or before this time. " + _DATE["description"]},
+            "page": _PAGE,
+        },
+        required=("query",),
+        run=_run_archival_search,
+    ),
+    ToolSpec(
+        name="conversation_search",
+        description=(
+            "Full-text search over every message of your past conversations, including ones that "
+            "were summarised out of your context window. Use it to recall exact wording, earlier "
+            "requests or details the summary left out. An empty query lists the newest messages."
+        ),
+        properties={
+            "query": {"type": "string", "description": "Words to look for."},
+            "roles": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Only messages with these roles: 'user' (the user's messages and tool "
+                "results) or 'assistant' (your own replies and tool calls), e.g. ['user'].",
+            },
+            "start_date": {**_DATE, "description": "Only messages sent at or after this time. " + _DATE["description"]},
+            "end_date": {**_DATE, "description": "Only messages sent at or before this time. " + _DATE["description"]},
+            "limit": {**_LIMIT, "description": f"Results per page, 1-{MAX_TOOL_RESULTS} (default 10)."},
+            "page": _PAGE,
+        },
+        required=("query",),
+        run=_run_conversation_search,
+    ),
+)
+
+
+# ----- result text ---------------------------------------------------------------------------
+
+
+def format_inserted(passage_id: str, tags: Sequence[str] | None = None) -> str:
+    tagged = f" with tags {', '.join(tags)}" if tags else ""
+    return f"Saved to archival memory as {passage_id}{tagged}. Find it again with archival_memory_search."
+
+
+def format_archival_hits(query: str, hits: Sequence[SearchHit], *, page: int = 0, limit: int = 5) -> str:
+    """Numbered passages with id, date and tags; says how to get more when the page is full."""
+    if not hits:
+        where = "on this page" if page else "in archival memory"
+        return f"No passages {where} match {_quoted(query)}."
+    first = page * limit + 1
+    lines = [f"Archival memory results for {_quoted(query)} ({first}-{first + len(hits) - 1}, page {page}):"]
+    for number, hit in enumerate(hits, start=first):
+        passage = hit.passage
+        tags = f", tags: {', '.join(passage.tags)}" if passage.tags else ""
+        lines.append(f"{number}. [{passage.passage_id}] {_display_time(passage.created_at)}{tags}")
+        lines.append(_indent(_clip(passage.content)))
+    if len(hits) >= limit:
+        lines.append(f"More may match: call again with page={page + 1}.")
+    return "\n".join(lines)
+
+
+def format_messages(query: str, messages: Sequence[StoredMessage], *, page: int = 0, limit: int = 10) -> str:
+    """Numbered messages with id, time and role; compacted ones are marked."""
+    if not messages:
+        where = "on this page" if page else "in your conversation history"
+        return f"No messages {where} match {_quoted(query)}." if query.strip() else f"No messages {where}."
+    first = page * limit + 1
+    heading = f"matching {_quoted(query)}" if query.strip() else "(newest first)"
+    lines = [f"Messages {heading} ({first}-{first + len(messages) - 1}, page {page}):"]
+    for number, message in enumerate(messages, start=first):
+        evicted = "" if message.in_context else " (summarised out of context)"
+        lines.append(f"{number}. [message {message.message_id}] {_display_time(message.created_at)} "
+                     f"{message.role}{evicted}:")
+        lines.append(_indent(_clip(message.text or "(no text)")))
+    if len(messages) >= limit:
+        lines.append(f"More may match: call again with page={page + 1}.")
+    return "\n".join(lines)
+
+
+def _display_time(iso: str) -> str:
+    """'2024-05-01T13:30:05.123456+00:00' -> '2024-05-01 13:30:05 UTC'."""
+    return f"{iso[:10]} {iso[11:19]} UTC" if len(iso) >= 19 else iso
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    return f"{text[:MAX_SHOWN_CHARS]}... [clipped, {len(text)} characters in all]"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"   {line}" for line in text.splitlines() or [""])
+
+
+def _quoted(query: str) -> str:
+    shown = query if len(query) <= 80 else query[:77] + "..."
+    return f'"{shown}"'

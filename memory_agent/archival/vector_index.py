@@ -1,0 +1,144 @@
+"""The vector side of archival memory: embedding passages and keeping the store in step.
+
+SQLite commits a passage first, as 'pending'; this module then embeds it, writes the vector and
+marks the passage 'indexed'. If embedding or the vector write fails, the passage simply stays
+pending: the caller's insert has already succeeded, keyword search already finds it, and
+`reconcile` writes the vector later. A crash between the vector write and the mark leaves a
+pending passage whose vector exists; re-embedding it is an idempotent upsert.
+
+The embedding function and the vector store are resolved on first use, so constructing archival
+memory imports neither chromadb nor torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import MemoryAgentError
+from ..store.database import Database
+from . import passage_table
+from .config import VectorConfig, collection_prefix_for
+from .filters import PassageFilter
+from .passages import Passage
+from .timestamps import to_epoch
+from .vector_store import VectorMatch, VectorRecord, VectorStore
+
+__all__ = ["IndexResult", "VectorIndex"]
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 256
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    indexed: int
+    error: str | None = None
+
+
+class VectorIndex:
+    """Embeds passages with one embedding function and writes them to one vector store."""
+
+    def __init__(
+        self,
+        db: Database,
+        config: VectorConfig,
+        embedding_function: Any = None,
+        vector_store: VectorStore | None = None,
+        *,
+        batch_size: int = EMBED_BATCH,
+    ) -> None:
+        self._db = db
+        self.config = config
+        self._embedding_function = embedding_function
+        self._store = vector_store
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+
+    @property
+    def embedding_function(self) -> Any:
+        """The caller's embedding function, or the offline MiniLM one (created on first use)."""
+        if self._embedding_function is None:
+            with self._lock:
+                if self._embedding_function is None:
+                    from .embeddings import MiniLMEmbeddingFunction
+
+                    self._embedding_function = MiniLMEmbeddingFunction()
+        return self._embedding_function
+
+    @property
+    def store(self) -> VectorStore:
+        """The caller's vector store, or Chroma as configured (created on first use)."""
+        if self._store is None:
+            # Resolved before taking the lock: the property above takes the same (non-reentrant) lock.
+            embedding_function = self.embedding_function
+            with self._lock:
+                if self._store is None:
+                    from .chroma_store import ChromaVectorStore
+
+                    prefix = self.config.collection_prefix or collection_prefix_for(embedding_function)
+                    self._store = ChromaVectorStore(self.config, prefix)
+        return self._store
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Sequence[float]]:
+        return list(self.embedding_function(list(texts)))
+
+    def embed_query(self, text: str) -> Sequence[float]:
+        function = self.embedding_function
+        embed = getattr(function, "embed_query", None) or function
+        return embed([text])[0]
+
+    def query(self, text: str, where: PassageFilter, limit: int) -> list[VectorMatch]:
+        """Nearest passages to `text`; raises if the model or the store fails."""
+        return self.store.query(self.embed_query(text), where, limit)
+
+    def write(self, passages: Sequence[Passage], progress: Progress | None = None) -> IndexResult:
+        """Embed and store these passages in batches, marking each batch indexed.
+
+        Never raises for a failure of the vector side: what was not written stays pending.
+        """
+        done = 0
+        for start in range(0, len(passages), self.batch_size):
+            batch = passages[start : start + self.batch_size]
+            try:
+                self._write_batch(batch)
+            except Exception as error:  # any store or model failure: the passages stay pending
+                message = f"{type(error).__name__}: {error}"
+                log.warning("Archival vectors not written for %d passage(s), left pending: %s",
+                            len(passages) - done, message)
+                return IndexResult(done, message)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(passages))
+        return IndexResult(done)
+
+    def _write_batch(self, batch: Sequence[Passage]) -> None:
+        vectors = self.embed_documents([passage.content for passage in batch])
+        if len(vectors) != len(batch):
+            raise MemoryAgentError(f"The embedding function returned {len(vectors)} vectors for {len(batch)} texts.")
+        self.store.upsert([
+            VectorRecord(p.passage_id, p.agent_id, vector, p.tags, to_epoch(p.created_at))
+            for p, vector in zip(batch, vectors)
+        ])
+        try:
+            with self._db.transaction() as conn:
+                passage_table.mark_indexed(conn, [passage.passage_id for passage in batch])
+        except (sqlite3.Error, MemoryAgentError) as error:
+            raise MemoryAgentError(f"vectors written but not marked indexed: {error}") from error
+
+    def remove(self, agent_id: str, passage_ids: Sequence[str]) -> str | None:
+        """Delete these vectors; returns the error text if the store failed (reconcile retries)."""
+        if not passage_ids:
+            return None
+        try:
+            self.store.delete(agent_id, list(passage_ids))
+        except Exception as error:  # the passage is gone from SQLite; the orphan vector is harmless
+            log.warning("Archival vectors not removed (reconcile will): %s", error)
+            return f"{type(error).__name__}: {error}"
+        return None

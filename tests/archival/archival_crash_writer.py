@@ -1,0 +1,36 @@
+"""Child process of the crash test: inserts passages one by one and prints each id when done.
+
+Run as: python archival_crash_writer.py <storage_dir> <count>. Each line is "<n> <passage_id>",
+printed (and flushed) only after `insert` returned, so every printed id is a completed insert.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from archival_helpers import HashEmbedding  # noqa: E402
+
+from memory_agent.archival import ArchivalMemory, VectorConfig  # noqa: E402
+from memory_agent.store.database import Database  # noqa: E402
+
+AGENT = "writer"
+
+
+def content(number: int) -> str:
+    return f"crash test passage {number} about topic {number % 17}"
+
+
+def main() -> None:
+    storage, count = Path(sys.argv[1]), int(sys.argv[2])
+    archival = ArchivalMemory(Database(storage / "memory.db"), VectorConfig(path=storage / "chroma"), HashEmbedding())
+    print("ready", flush=True)
+    for number in range(count):
+        passage_id = archival.insert(AGENT, content(number))
+        print(number, passage_id, flush=True)
+
+
+if __name__ == "__main__":
+    main()
