@@ -35,9 +35,10 @@ from .store import agent_state, journal
 from .store.database import Database
 from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
 
-__all__ = ["MemoryManager", "ToolOutcome"]
+__all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
 
-_DEFAULT_AGENT_KEY = "default_agent_id"
+DEFAULT_AGENT_KEY = "default_agent_id"
+"""Key in the meta table of the agent a storage dir opens when no agent id is given."""
 
 logger = logging.getLogger(__name__)
 
@@ -95,11 +96,11 @@ class MemoryManager:
         if chosen:
             return chosen
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_DEFAULT_AGENT_KEY,)).fetchone()
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (DEFAULT_AGENT_KEY,)).fetchone()
             if row is not None:
                 return str(row["value"])
             generated = f"agent-{uuid.uuid4().hex[:12]}"
-            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_DEFAULT_AGENT_KEY, generated))
+            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (DEFAULT_AGENT_KEY, generated))
             return generated
 
     def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:

@@ -235,6 +235,8 @@ class MemoryAwareAgent:
         else:
             await self.disconnect()
             resume = self.session_id if self._resumable() else None
+            if resume is None:
+                self._carry_context_into_new_session()
             memory_text = self._memory_text()
             client = ClaudeSDKClient(self._session_options(memory_text, resume))
             await client.connect()
@@ -299,12 +301,17 @@ class MemoryAwareAgent:
         cwd = Path(self.options.cwd) if self.options.cwd else Path.cwd()
         if self.session_store.has_session(project_key_for_directory(cwd), self.session_id):
             return True
-        last = self.memory.recall.in_context(self.agent_id)
-        self.memory.set_agent_state({_SESSION_KEY: None, _CARRY_KEY: last[-1].message_id if last else None},
-                                    agent_id=self.agent_id)
         self.session_id = None
         self._session_started = False
         return False
+
+    def _carry_context_into_new_session(self) -> None:
+        """A new session starts empty, so every message still in context travels in its system
+        prompt: the kept messages after a compaction, a conversation that could not be resumed,
+        or one imported or stored through the MemoryManager."""
+        last = self.memory.recall.recent(self.agent_id, 1)
+        self.memory.set_agent_state({_SESSION_KEY: None, _CARRY_KEY: last[-1].message_id if last else None},
+                                    agent_id=self.agent_id)
 
     def _session_options(self, memory_text: str, resume: str | None) -> ClaudeAgentOptions:
         """Options for a new CLI process: resume `resume`, or start a session with a fresh id."""
@@ -327,8 +334,7 @@ class MemoryAwareAgent:
         self.last_compaction = outcome
         if not outcome.changed:
             return
-        kept = outcome.kept[-1].id if outcome.kept else None
-        self.memory.set_agent_state({_SESSION_KEY: None, _CARRY_KEY: kept}, agent_id=self.agent_id)
+        self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
         self.session_id = None
         self._session_started = False
         self._needs_new_process = True

@@ -284,3 +284,15 @@ async def test_archival_and_conversation_search_tools_through_the_agent(
     assert "My cat is called Pixel." in recalled
     hits = agent_memory.archival_memory_search("cat name", mode="vector")
     assert hits[0].content == "Ada's cat is called Pixel."
+
+
+async def test_a_conversation_stored_without_a_session_is_carried_into_the_first_one(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    """Messages imported or stored through the manager reach the model in a new session."""
+    agent_memory.store_message("user", "Imported: my favourite colour is teal.")
+    agent_memory.store_message("assistant", "Imported: noted, teal.")
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        await agent.process_turn("What is my favourite colour?")
+    first = server.message_requests()[0]
+    assert "my favourite colour is teal" in first.system_text and "noted, teal" in first.system_text

@@ -1,0 +1,142 @@
+"""The root of the CLI: the `memory-agent` group, the options every command shares, error handling.
+
+The global options (`--storage-dir`, `--agent`, `--json`) are accepted both before the command
+(`memory-agent --json blocks list`) and after it (`memory-agent blocks list --json`); a value given
+after the command wins. Every error memory-agent raises on purpose becomes one line on stderr and
+exit status 1: the library's messages already say what happened and what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..admin import open_agent
+from ..errors import MemoryAgentError
+from ..manager import MemoryManager
+from ..settings import Settings
+
+__all__ = [
+    "CliState",
+    "MemoryAgentGroup",
+    "cli",
+    "configure_logging",
+    "load_settings",
+    "one_line",
+    "open_memory",
+    "shared_options",
+    "state",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_STATE_KEY = "memory_agent.cli.state"
+_LIBRARY_LOGGERS = ("memory_agent", "compaction")
+
+
+@dataclass
+class CliState:
+    """What the global options chose, wherever on the command line they were given."""
+
+    storage_dir: Path | None = None
+    agent_id: str | None = None
+    json: bool = False
+
+
+def state(ctx: click.Context | None = None) -> CliState:
+    """The state shared by every context of this invocation (click's `meta` is shared)."""
+    meta = (ctx or click.get_current_context()).meta
+    return meta.setdefault(_STATE_KEY, CliState())  # type: ignore[no-any-return]
+
+
+def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value not in (None, False):
+            setattr(state(ctx), field, value)
+    return callback
+
+
+def shared_options(function: F) -> F:
+    """Add --storage-dir, --agent and --json to a command (and to the root group)."""
+    options = [
+        click.option("--storage-dir", "chosen_storage_dir", type=click.Path(file_okay=False, path_type=Path),
+                     expose_value=False, callback=_store("storage_dir"),
+                     help="Storage dir holding memory.db (default: PERSIST_DIRECTORY, else ~/.memory_agent)."),
+        click.option("--agent", "chosen_agent", metavar="AGENT_ID", expose_value=False, callback=_store("agent_id"),
+                     help="Agent to act as (default: AGENT_ID, else the storage dir's default agent)."),
+        click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_store("json"),
+                     help="Print machine-readable JSON instead of tables."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def load_settings() -> Settings:
+    """Settings from the environment (and ./.env), validated before anything opens."""
+    return Settings.from_env()
+
+
+@contextmanager
+def open_memory() -> Iterator[MemoryManager]:
+    """The chosen agent of the chosen storage dir; both must exist (see `admin.open_agent`)."""
+    chosen = state()
+    memory = open_agent(chosen.storage_dir, chosen.agent_id, settings=load_settings())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def one_line(message: str) -> str:
+    """Our messages are written for one line; join any that span several."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
+class MemoryAgentGroup(click.Group):
+    """A group that turns memory-agent's own errors into one clear line, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemoryAgentError as error:
+            raise click.ClickException(one_line(str(error))) from None
+
+
+def configure_logging(verbose: bool) -> None:
+    """Commands report outcomes themselves, so library logs and progress bars stay quiet unless -v.
+
+    Without a handler Python prints warnings through its last-resort handler, which would put
+    a second, differently worded copy of a command's own message on stderr.
+    """
+    if not verbose:
+        # Loading the embedding model draws a tqdm bar on stderr; the CLI reports its own progress.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in _LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+    if verbose:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(levelname)s %(name)s: %(message)s")
+
+
+@click.group(cls=MemoryAgentGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@shared_options
+@click.option("-v", "--verbose", is_flag=True, help="Show the library's log on stderr.")
+@click.version_option(package_name="memory-agent")
+def cli(verbose: bool) -> None:
+    """Inspect and edit the durable memory of Claude Agent SDK agents.
+
+    Memory lives in one SQLite database per storage dir: core-memory blocks, the conversation
+    (recall memory), summaries, archival passages and an audit journal. Start with
+    'memory-agent init', then see 'memory-agent COMMAND --help'.
+    """
+    configure_logging(verbose)

@@ -1,0 +1,107 @@
+"""`remember`, `recall`, `forget` and `passages`: the agent's archival memory."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import click
+from rich.text import Text
+
+from ..archival.passages import Passage, SearchHit
+from ..archival.search import SearchMode
+from .app import open_memory, shared_options
+from .output import console, emit, preview, say, timestamp
+
+__all__ = ["forget", "passages", "recall", "remember"]
+
+def _passage_data(passage: Passage) -> dict[str, object]:
+    return {"id": passage.passage_id, "content": passage.content, "tags": list(passage.tags),
+            "metadata": passage.metadata, "created_at": passage.created_at, "vector_state": passage.vector_state}
+
+
+def _hit_data(hit: SearchHit) -> dict[str, object]:
+    return {**_passage_data(hit.passage), "score": hit.score, "keyword_rank": hit.keyword_rank,
+            "vector_rank": hit.vector_rank, "keyword_score": hit.keyword_score,
+            "vector_similarity": hit.vector_similarity}
+
+
+@click.command()
+@shared_options
+@click.argument("text")
+@click.option("--tag", "tags", multiple=True, help="A tag for the passage (repeat for several).")
+def remember(text: str, tags: tuple[str, ...]) -> None:
+    """Store TEXT in archival memory; prints the passage id."""
+    with open_memory() as memory:
+        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None)
+    emit({"id": passage_id}, lambda: say(f"Remembered as {passage_id}"))
+
+
+@click.command()
+@shared_options
+@click.argument("query")
+@click.option("--mode", type=click.Choice(get_args(SearchMode)),
+              help="Words (keyword), meaning (vector), or both fused (hybrid; the default unless "
+                   "MEMORY_HYBRID_SEARCH=false).")
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=5, show_default=True,
+              help="How many passages to show.")
+@click.option("--tag", "tags", multiple=True, help="Only passages with this tag (repeat for any of several).")
+def recall(query: str, mode: SearchMode | None, limit: int, tags: tuple[str, ...]) -> None:
+    """Search archival memory, best first, with each passage's score."""
+    with open_memory() as memory:
+        hits = memory.archival_memory_search(query, limit=limit, tags=list(tags) or None, mode=mode)
+
+    def render() -> None:
+        if not hits:
+            say("Nothing found.")
+        for rank, hit in enumerate(hits, 1):
+            console().print(Text.assemble((f"#{rank}  score {hit.score:.3g}", "bold"), f"  ({_ranks(hit)})"))
+            _print_passage(hit.passage)
+
+    emit([_hit_data(hit) for hit in hits], render)
+
+
+def _ranks(hit: SearchHit) -> str:
+    """Where each index that found the hit placed it: the reason for its score."""
+    parts = []
+    if hit.keyword_rank:
+        parts.append(f"words #{hit.keyword_rank}")
+    if hit.vector_rank:
+        similarity = "" if hit.vector_similarity is None else f", similarity {hit.vector_similarity:.3f}"
+        parts.append(f"meaning #{hit.vector_rank}{similarity}")
+    return "; ".join(parts) or "newest first"
+
+
+def _print_passage(passage: Passage, indent: str = "    ") -> None:
+    """A passage as two lines: its text, then its id, tags and time."""
+    details = " · ".join(part for part in (passage.passage_id, ", ".join(passage.tags),
+                                           timestamp(passage.created_at)) if part)
+    console().print(Text(indent + preview(passage.content, 300)))
+    console().print(Text(indent + details, style="dim"))
+
+
+@click.command()
+@shared_options
+@click.argument("passage_id")
+def forget(passage_id: str) -> None:
+    """Delete a passage from archival memory (journalled with its content)."""
+    with open_memory() as memory:
+        memory.archival_memory_delete(passage_id)
+    emit({"deleted": passage_id}, lambda: say(f"Forgot {passage_id}"))
+
+
+@click.command()
+@shared_options
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many to show.")
+@click.option("--tag", "tags", multiple=True, help="Only passages with this tag (repeat for any of several).")
+def passages(limit: int, tags: tuple[str, ...]) -> None:
+    """List archival passages, newest first."""
+    with open_memory() as memory:
+        found = memory.archival_memory_list(limit=limit, tags=list(tags) or None)
+
+    def render() -> None:
+        if not found:
+            say("No passages.")
+        for passage in found:
+            _print_passage(passage, indent="")
+
+    emit([_passage_data(p) for p in found], render)

@@ -1,0 +1,60 @@
+"""`memory-agent export` and `import`: moving agents between storage dirs (and to/from Letta)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .. import portability
+from ..admin import list_agent_info
+from .app import load_settings, open_memory, shared_options, state
+from .output import emit, say
+
+__all__ = ["export", "import_"]
+
+
+@click.command()
+@shared_options
+@click.option("--format", "format_", type=click.Choice(["json", "af"]), default="json", show_default=True,
+              help="json: this project's format (everything). af: a Letta Agent File (blocks, messages).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file (atomically) instead of stdout.")
+@click.option("--all", "all_agents", is_flag=True, help="Export every agent of the storage dir.")
+def export(format_: str, output: Path | None, all_agents: bool) -> None:
+    """Export the agent's memory: blocks, messages, summaries, passages and journal."""
+    with open_memory() as memory:
+        agent_ids = [info.agent_id for info in list_agent_info(memory.db)] if all_agents else None
+        document = portability.export_memory(memory, agent_ids=agent_ids, format=format_)  # type: ignore[arg-type]
+    if output is None:
+        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        return
+    written = portability.write_export(document, output)
+    emit({"path": written, "format": format_},
+         lambda: say(f"Exported {len(document['agents'])} agent(s) to {written} ({format_})."))
+
+
+@click.command("import")
+@shared_options
+@click.argument("file", type=click.Path(path_type=Path))
+def import_(file: Path) -> None:
+    """Import a memory-agent JSON export or a Letta Agent File (.af) as new agent(s).
+
+    The format is recognised from the content. With --agent, the file's only agent is imported
+    under that id. All or nothing: a bad file or an existing agent id changes nothing.
+    """
+    chosen = state()
+    report = portability.import_file(file, chosen.storage_dir, agent_id=chosen.agent_id,
+                                     settings=load_settings())
+
+    def render() -> None:
+        say(f"Imported agent(s) {', '.join(report.agent_ids)}: {report.blocks} blocks, "
+            f"{report.messages} messages, {report.summaries} summaries, {report.passages} passages.")
+        if report.duplicate_passages:
+            say(f"Skipped {report.duplicate_passages} duplicate passage(s).")
+        if report.vectors_pending:
+            say(f"{report.vectors_pending} passage(s) still wait for vectors; "
+                "'memory-agent doctor' writes them.")
+
+    emit(report, render)

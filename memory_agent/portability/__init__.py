@@ -1,0 +1,35 @@
+"""Moving agents between storage dirs: the project's JSON export and Letta's Agent File (.af)."""
+
+from .files import (
+    ExportFormat,
+    decode_document,
+    export_memory,
+    import_file,
+    import_snapshot,
+    load_document,
+    parse_document,
+    write_export,
+)
+from .letta_af import parse_letta, to_letta
+from .project_json import parse_project, to_project
+from .records import Snapshot
+from .tables import ImportReport, read_snapshot, write_snapshot
+
+__all__ = [
+    "ExportFormat",
+    "ImportReport",
+    "Snapshot",
+    "decode_document",
+    "export_memory",
+    "import_file",
+    "import_snapshot",
+    "load_document",
+    "parse_document",
+    "parse_letta",
+    "parse_project",
+    "read_snapshot",
+    "to_letta",
+    "to_project",
+    "write_export",
+    "write_snapshot",
+]

@@ -1,0 +1,132 @@
+"""Export and import of whole agents, to and from files, in either format.
+
+`export_memory` reads the agents' rows (one consistent read) and renders them as the project's
+JSON or as a Letta `.af`; `write_export` writes that file atomically (a temporary file renamed
+into place), so an interrupted export never leaves a half-written file. `import_file` reads a
+file of either format (the format is recognised from its content; `.af` files stored as a JSON
+string holding the JSON document are accepted too), writes everything in one transaction, makes
+the first imported agent the storage dir's default if it has none, then writes the passages'
+vectors (a failure there leaves them pending for `reconcile`, never undoes the import). Nothing
+here needs a MemoryManager: an import creates agents, it does not act as one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ..admin import default_agent_id, open_database, set_default_agent, storage_path
+from ..archival import ArchivalMemory, VectorConfig
+from ..errors import ConfigurationError, ImportFormatError
+from ..manager import MemoryManager
+from ..settings import Settings
+from .letta_af import is_letta_document, parse_letta, to_letta
+from .project_json import is_project_document, parse_project, to_project
+from .records import Snapshot
+from .tables import ImportReport, read_snapshot, write_snapshot
+
+__all__ = [
+    "ExportFormat",
+    "decode_document",
+    "export_memory",
+    "import_file",
+    "import_snapshot",
+    "load_document",
+    "parse_document",
+    "write_export",
+]
+
+ExportFormat = Literal["json", "af"]
+FORMATS: tuple[str, ...] = ("json", "af")
+
+
+def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = None,
+                  format: ExportFormat = "json") -> dict[str, Any]:
+    """The agents' memory (default: the manager's agent) as a document of the given format."""
+    if format not in FORMATS:
+        raise ConfigurationError(f"Unknown export format '{format}'; use one of: {', '.join(FORMATS)}.")
+    snapshot = read_snapshot(memory.db, list(agent_ids or [memory.agent_id]))
+    return to_project(snapshot) if format == "json" else to_letta(snapshot)
+
+
+def write_export(document: dict[str, Any], path: str | Path) -> Path:
+    """Write the document as JSON to `path` atomically; returns the path written."""
+    target = Path(path).expanduser()
+    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    temporary: str | None = None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+    except OSError as error:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+        raise ConfigurationError(f"Cannot write the export to {target}: {error.strerror or error}.") from error
+    return target
+
+
+def load_document(path: str | Path) -> Any:
+    """The JSON document in a file; an unreadable or non-JSON file is an ImportFormatError."""
+    source = Path(path).expanduser()
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise ImportFormatError(f"Cannot read {source}: {reason}.") from error
+    return decode_document(text, str(source))
+
+
+def decode_document(text: str, name: str = "the document") -> Any:
+    """Parse JSON, and once more if it is a JSON string holding JSON (double-encoded `.af`)."""
+    try:
+        document = json.loads(text)
+        if isinstance(document, str):
+            document = json.loads(document)
+    except ValueError as error:
+        raise ImportFormatError(f"{name} is not valid JSON: {error}.") from None
+    return document
+
+
+def parse_document(document: Any, *, default_limit: int) -> Snapshot:
+    """The snapshot in a document of either format (recognised from its content)."""
+    if is_project_document(document):
+        return parse_project(document)
+    if is_letta_document(document):
+        return parse_letta(document, default_limit=default_limit)
+    raise ImportFormatError(
+        "Not an export this memory-agent reads: expected a memory-agent JSON export "
+        "(with \"format\": \"memory-agent\") or a Letta agent file (with an \"agents\" list).")
+
+
+def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *,
+                    agent_id: str | None = None, settings: Settings | None = None,
+                    embedding_function: Any = None) -> ImportReport:
+    """Write a snapshot into a storage dir (created if needed) as new agents; see the module doc.
+
+    `embedding_function` is the one the storage dir's agents use (default: offline MiniLM).
+    """
+    settings = settings or Settings.from_env()
+    directory = storage_path(storage_dir, settings)
+    with open_database(directory, create=True) as db:
+        report = write_snapshot(db, snapshot, agent_id=agent_id)
+        if default_agent_id(db) is None:
+            set_default_agent(db, report.agent_ids[0])
+        if report.passages:
+            archival = ArchivalMemory(db, VectorConfig.from_settings(settings, directory), embedding_function)
+            report.vectors_pending = sum(archival.reconcile(imported).still_pending
+                                         for imported in report.agent_ids)
+    return report
+
+
+def import_file(path: str | Path, storage_dir: str | Path | None = None, *, agent_id: str | None = None,
+                settings: Settings | None = None, embedding_function: Any = None) -> ImportReport:
+    """Import a memory-agent JSON export or a Letta `.af` file into a storage dir."""
+    settings = settings or Settings.from_env()
+    snapshot = parse_document(load_document(path), default_limit=settings.default_block_limit)
+    return import_snapshot(snapshot, storage_dir, agent_id=agent_id, settings=settings,
+                           embedding_function=embedding_function)

@@ -1,0 +1,137 @@
+"""The format-neutral form of exported memory: one record type per table, a Snapshot of them all.
+
+Both file formats (the project's JSON, Letta's `.af`) are translations of a `Snapshot`, so reading
+the database and writing it back is written once. Ids in a snapshot are the source's ids: they
+tie records together (a message to its agent, a summary to the messages it covers) and are mapped
+to fresh ids on import wherever the target database already uses them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AgentRecord",
+    "AttachmentRecord",
+    "BlockRecord",
+    "BlockVersionRecord",
+    "JournalRecord",
+    "MessageRecord",
+    "PassageRecord",
+    "Snapshot",
+    "SummaryRecord",
+]
+
+
+@dataclass(frozen=True)
+class AgentRecord:
+    agent_id: str
+    name: str | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class BlockRecord:
+    block_id: str
+    label: str
+    value: str
+    limit: int
+    description: str | None
+    read_only: bool
+    is_shared: bool
+    owner_agent_id: str | None
+    version: int
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class BlockVersionRecord:
+    block_id: str
+    version: int
+    value: str
+    description: str | None
+    limit: int
+    read_only: bool
+    agent_id: str | None
+    action: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class AttachmentRecord:
+    """A block attached to an agent; `read_only` is this agent's own flag on the attachment."""
+
+    agent_id: str
+    block_id: str
+    label: str
+    read_only: bool
+    attached_at: str
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    message_id: int | str
+    agent_id: str
+    role: str
+    message_type: str
+    content: str | list[dict[str, Any]]
+    created_at: str
+    in_context: bool = True
+    session_id: str | None = None
+    turn_id: str | None = None
+    sdk_uuid: str | None = None
+    token_count: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    summary_id: int | str | None
+    agent_id: str
+    summary: str
+    first_message_id: int | str | None
+    last_message_id: int | str | None
+    model: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    is_fallback: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class PassageRecord:
+    passage_id: str
+    agent_id: str
+    content: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    created_at: str
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    agent_id: str | None
+    action: str
+    target_type: str
+    target_id: str | None
+    label: str | None
+    old_value: str | None
+    new_value: str | None
+    detail: dict[str, Any]
+    created_at: str
+
+
+@dataclass
+class Snapshot:
+    """The memory of one or more agents: every table's rows that belong to them."""
+
+    agents: list[AgentRecord] = field(default_factory=list)
+    blocks: list[BlockRecord] = field(default_factory=list)
+    block_history: list[BlockVersionRecord] = field(default_factory=list)
+    attachments: list[AttachmentRecord] = field(default_factory=list)
+    messages: list[MessageRecord] = field(default_factory=list)
+    summaries: list[SummaryRecord] = field(default_factory=list)
+    passages: list[PassageRecord] = field(default_factory=list)
+    journal: list[JournalRecord] = field(default_factory=list)

@@ -1,0 +1,388 @@
+"""Reading a Snapshot out of the database, and writing one into it in a single transaction.
+
+An import is all or nothing: every record is checked before the transaction starts (labels,
+limits, references between records), and the rows are written in one transaction, so a bad file
+or a conflict leaves the storage dir exactly as it was. Values, limits, versions and timestamps are
+kept as they are in the snapshot; ids are kept where the target database does not already use
+them. Message and summary ids are the database's own (integers), so they are always new and the
+summaries' message ranges are mapped to the new ids. Imported passages are 'pending' until their
+vectors are written (see `import_into`), so keyword search finds them at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..archival.passages import NewPassage, PreparedPassage, prepare
+from ..blocks import validate_label
+from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
+from ..recall import content_text
+from ..store import journal
+from ..store.database import Database, utc_now
+from .records import (
+    AgentRecord,
+    AttachmentRecord,
+    BlockRecord,
+    BlockVersionRecord,
+    JournalRecord,
+    MessageRecord,
+    PassageRecord,
+    Snapshot,
+    SummaryRecord,
+)
+
+__all__ = ["ImportReport", "read_snapshot", "validate_snapshot", "write_snapshot"]
+
+
+@dataclass
+class ImportReport:
+    """What an import wrote; `renamed_ids` counts blocks and passages given fresh ids."""
+
+    agent_ids: list[str] = field(default_factory=list)
+    blocks: int = 0
+    messages: int = 0
+    summaries: int = 0
+    passages: int = 0
+    journal_entries: int = 0
+    duplicate_passages: int = 0
+    """Passages skipped because the same agent already had the same text in the file."""
+    renamed_ids: int = 0
+    vectors_pending: int = 0
+    """Passages whose vectors could not be written yet (keyword search finds them already)."""
+
+
+# ----- reading ------------------------------------------------------------------------------
+
+@contextmanager
+def _consistent_read(db: Database) -> Iterator[sqlite3.Connection]:
+    """One read transaction, so every table is read at the same commit."""
+    with db.reading() as conn:
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+
+def read_snapshot(db: Database, agent_ids: Sequence[str]) -> Snapshot:
+    """The named agents' memory, with every block attached to any of them."""
+    with _consistent_read(db) as conn:
+        for agent_id in agent_ids:
+            if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
+                raise AgentNotFoundError(agent_id)
+        marks = ", ".join("?" for _ in agent_ids)
+        ids = tuple(agent_ids)
+        attachments = [_attachment(r) for r in conn.execute(
+            f"SELECT * FROM agent_blocks WHERE agent_id IN ({marks}) ORDER BY attached_at", ids)]
+        block_ids = tuple(dict.fromkeys(a.block_id for a in attachments))
+        block_marks = ", ".join("?" for _ in block_ids) or "NULL"
+        return Snapshot(
+            agents=[_agent(r) for r in conn.execute(
+                f"SELECT * FROM agents WHERE agent_id IN ({marks}) ORDER BY created_at", ids)],
+            blocks=[_block(r) for r in conn.execute(
+                f"SELECT * FROM blocks WHERE block_id IN ({block_marks}) ORDER BY created_at", block_ids)],
+            block_history=[_version(r) for r in conn.execute(
+                f"SELECT * FROM block_history WHERE block_id IN ({block_marks}) ORDER BY history_id",
+                block_ids)],
+            attachments=attachments,
+            messages=[_message(r) for r in conn.execute(
+                f"SELECT * FROM messages WHERE agent_id IN ({marks}) ORDER BY message_id", ids)],
+            summaries=[_summary(r) for r in conn.execute(
+                f"SELECT * FROM summaries WHERE agent_id IN ({marks}) ORDER BY summary_id", ids)],
+            passages=[_passage(r) for r in conn.execute(
+                f"SELECT * FROM passages WHERE agent_id IN ({marks}) ORDER BY passage_rowid", ids)],
+            journal=[_journal(r) for r in conn.execute(
+                f"SELECT * FROM journal WHERE agent_id IN ({marks}) ORDER BY entry_id", ids)],
+        )
+
+
+def _agent(row: sqlite3.Row) -> AgentRecord:
+    return AgentRecord(row["agent_id"], row["name"], row["created_at"])
+
+
+def _block(row: sqlite3.Row) -> BlockRecord:
+    return BlockRecord(
+        block_id=row["block_id"], label=row["label"], value=row["value"], limit=row["char_limit"],
+        description=row["description"], read_only=bool(row["read_only"]),
+        is_shared=bool(row["is_shared"]), owner_agent_id=row["owner_agent_id"],
+        version=row["version"], created_at=row["created_at"], updated_at=row["updated_at"],
+    )
+
+
+def _version(row: sqlite3.Row) -> BlockVersionRecord:
+    return BlockVersionRecord(
+        block_id=row["block_id"], version=row["version"], value=row["value"],
+        description=row["description"], limit=row["char_limit"], read_only=bool(row["read_only"]),
+        agent_id=row["agent_id"], action=row["action"], created_at=row["created_at"],
+    )
+
+
+def _attachment(row: sqlite3.Row) -> AttachmentRecord:
+    return AttachmentRecord(row["agent_id"], row["block_id"], row["label"], bool(row["read_only"]),
+                            row["attached_at"])
+
+
+def _message(row: sqlite3.Row) -> MessageRecord:
+    return MessageRecord(
+        message_id=row["message_id"], agent_id=row["agent_id"], role=row["role"],
+        message_type=row["message_type"], content=json.loads(row["content"]),
+        created_at=row["created_at"], in_context=bool(row["in_context"]),
+        session_id=row["session_id"], turn_id=row["turn_id"], sdk_uuid=row["sdk_uuid"],
+        token_count=row["token_count"], metadata=json.loads(row["metadata"]),
+    )
+
+
+def _summary(row: sqlite3.Row) -> SummaryRecord:
+    return SummaryRecord(
+        summary_id=row["summary_id"], agent_id=row["agent_id"], summary=row["summary"],
+        first_message_id=row["first_message_id"], last_message_id=row["last_message_id"],
+        model=row["model"], tokens_before=row["tokens_before"], tokens_after=row["tokens_after"],
+        is_fallback=bool(row["is_fallback"]), created_at=row["created_at"],
+    )
+
+
+def _passage(row: sqlite3.Row) -> PassageRecord:
+    return PassageRecord(row["passage_id"], row["agent_id"], row["content"], json.loads(row["tags"]),
+                         json.loads(row["metadata"]), row["created_at"])
+
+
+def _journal(row: sqlite3.Row) -> JournalRecord:
+    return JournalRecord(
+        agent_id=row["agent_id"], action=row["action"], target_type=row["target_type"],
+        target_id=row["target_id"], label=row["label"], old_value=row["old_value"],
+        new_value=row["new_value"], detail=json.loads(row["detail"]), created_at=row["created_at"],
+    )
+
+
+# ----- checking -----------------------------------------------------------------------------
+
+def validate_snapshot(snapshot: Snapshot) -> None:
+    """Refuse a snapshot that could not be written whole; says which record and why."""
+    agents = {agent.agent_id for agent in snapshot.agents}
+    if not snapshot.agents:
+        raise ImportFormatError("The file holds no agent; there is nothing to import.")
+    if len(agents) != len(snapshot.agents) or not all(a.strip() for a in agents):
+        raise ImportFormatError("The file's agent ids must be unique and not empty.")
+    blocks = {block.block_id: block for block in snapshot.blocks}
+    for block in snapshot.blocks:
+        _check_block(block)
+    labels: set[tuple[str, str]] = set()
+    for link in snapshot.attachments:
+        if link.agent_id not in agents or link.block_id not in blocks:
+            raise ImportFormatError(
+                f"Attachment of block '{link.block_id}' to agent '{link.agent_id}' names a block "
+                "or agent the file does not hold.")
+        if (link.agent_id, link.label) in labels:
+            raise ImportFormatError(f"Agent '{link.agent_id}' has two blocks labelled '{link.label}'.")
+        labels.add((link.agent_id, link.label))
+    owners: list[MessageRecord | SummaryRecord | PassageRecord] = [
+        *snapshot.messages, *snapshot.summaries, *snapshot.passages]
+    for record in owners:
+        if record.agent_id not in agents:
+            raise ImportFormatError(f"A {type(record).__name__} names agent '{record.agent_id}', "
+                                    "which the file does not hold.")
+    for message in snapshot.messages:
+        if not isinstance(message.content, (str, list)):
+            raise ImportFormatError(f"Message {message.message_id} has content that is neither text "
+                                    "nor a list of content blocks.")
+
+
+def _check_block(block: BlockRecord) -> None:
+    try:
+        validate_label(block.label)
+    except MemoryAgentError as error:
+        raise ImportFormatError(f"Block '{block.block_id}': {error}") from None
+    if not isinstance(block.limit, int) or block.limit <= 0:
+        raise ImportFormatError(f"Block '{block.label}' has limit {block.limit!r}; a limit is a "
+                                "positive number of characters.")
+    if len(block.value) > block.limit:
+        raise ImportFormatError(f"Block '{block.label}' holds {len(block.value)} characters, over "
+                                f"its limit of {block.limit}; fix the file before importing it.")
+
+
+# ----- writing ------------------------------------------------------------------------------
+
+@dataclass
+class _IdMaps:
+    agents: dict[str, str]
+    blocks: dict[str, str] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)
+    summaries: dict[str, int] = field(default_factory=dict)
+    passages: dict[str, str] = field(default_factory=dict)
+
+    def target(self, target_type: str, target_id: str | None) -> str | None:
+        """The new id of a journal entry's target (unchanged when it was not imported)."""
+        if target_id is None:
+            return None
+        tables: dict[str, Mapping[str, object]] = {"agent": self.agents, "block": self.blocks,
+                                                   "passage": self.passages, "summary": self.summaries}
+        return str(tables.get(target_type, {}).get(target_id, target_id))
+
+
+def write_snapshot(db: Database, snapshot: Snapshot, *, agent_id: str | None = None) -> ImportReport:
+    """Write the snapshot as new agents; `agent_id` renames the file's only agent.
+
+    Refuses (writing nothing) when an agent id is already used in this storage dir.
+    """
+    validate_snapshot(snapshot)
+    passages = _prepared_passages(snapshot)
+    maps = _IdMaps(_agent_targets(snapshot, agent_id))
+    report = ImportReport(agent_ids=list(maps.agents.values()))
+    now = utc_now()
+    with db.transaction() as conn:
+        _insert_agents(conn, snapshot, maps)
+        _insert_blocks(conn, snapshot, maps, report)
+        _insert_messages(conn, snapshot, maps, report)
+        _insert_summaries(conn, snapshot, maps, report)
+        _insert_passages(conn, passages, maps, report, now)
+        _insert_journal(conn, snapshot, maps, report, now)
+    return report
+
+
+def _agent_targets(snapshot: Snapshot, agent_id: str | None) -> dict[str, str]:
+    if agent_id is None:
+        return {agent.agent_id: agent.agent_id for agent in snapshot.agents}
+    if len(snapshot.agents) != 1:
+        raise ConfigurationError(f"The file holds {len(snapshot.agents)} agents; an agent id can only "
+                                 "be chosen when it holds one. Import it without one.")
+    return {snapshot.agents[0].agent_id: agent_id}
+
+
+def _insert_agents(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
+    for agent in snapshot.agents:
+        target = maps.agents[agent.agent_id]
+        if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (target,)).fetchone():
+            raise ConfigurationError(
+                f"Agent '{target}' already exists in this storage dir; nothing was imported. "
+                "Import under another id (--agent NEW_ID) or into another storage dir.")
+        conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
+                     (target, agent.name, agent.created_at))
+
+
+def _free_id(conn: sqlite3.Connection, table: str, column: str, wanted: str,
+             fresh: Callable[[], str], report: ImportReport) -> str:
+    """`wanted` if the table does not use it yet, else a fresh id."""
+    if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (wanted,)).fetchone() is None:
+        return wanted
+    report.renamed_ids += 1
+    return fresh()
+
+
+def _insert_blocks(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport) -> None:
+    for block in snapshot.blocks:
+        new_id = _free_id(conn, "blocks", "block_id", block.block_id,
+                          lambda: f"block-{uuid.uuid4().hex}", report)
+        maps.blocks[block.block_id] = new_id
+        conn.execute(
+            "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only, is_shared,"
+            " owner_agent_id, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (new_id, block.label, block.value, block.description, block.limit, int(block.read_only),
+             int(block.is_shared), maps.agents.get(block.owner_agent_id or ""), block.version,
+             block.created_at, block.updated_at))
+        report.blocks += 1
+    _insert_history(conn, snapshot, maps)
+    for link in snapshot.attachments:
+        conn.execute(
+            "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at) VALUES (?, ?, ?, ?, ?)",
+            (maps.agents[link.agent_id], maps.blocks[link.block_id], link.label, int(link.read_only),
+             link.attached_at))
+
+
+def _insert_history(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
+    """The versions in the file, and the current one when the file has no row for it (so that
+    history and undo work on imported blocks)."""
+    known = {(v.block_id, v.version) for v in snapshot.block_history}
+    current = [BlockVersionRecord(b.block_id, b.version, b.value, b.description, b.limit, b.read_only,
+                                  b.owner_agent_id, "import", b.updated_at)
+               for b in snapshot.blocks if (b.block_id, b.version) not in known]
+    for version in [*snapshot.block_history, *current]:
+        if version.block_id not in maps.blocks:
+            continue
+        conn.execute(
+            "INSERT INTO block_history (block_id, version, value, description, char_limit, read_only,"
+            " agent_id, action, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (maps.blocks[version.block_id], version.version, version.value, version.description,
+             version.limit, int(version.read_only), maps.agents.get(version.agent_id or "", version.agent_id),
+             version.action, version.created_at))
+
+
+def _insert_messages(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport) -> None:
+    for message in snapshot.messages:
+        cursor = conn.execute(
+            "INSERT INTO messages (agent_id, role, message_type, content, text, session_id, turn_id,"
+            " sdk_uuid, token_count, metadata, in_context, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (maps.agents[message.agent_id], message.role, message.message_type,
+             json.dumps(message.content, ensure_ascii=False), content_text(message.content),
+             message.session_id, message.turn_id, message.sdk_uuid, message.token_count,
+             json.dumps(message.metadata, ensure_ascii=False, default=str), int(message.in_context),
+             message.created_at))
+        maps.messages[str(message.message_id)] = int(cursor.lastrowid or 0)
+        report.messages += 1
+
+
+def _insert_summaries(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport) -> None:
+    for summary in snapshot.summaries:
+        first = maps.messages.get(str(summary.first_message_id))
+        last = maps.messages.get(str(summary.last_message_id))
+        cursor = conn.execute(
+            "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
+            " tokens_before, tokens_after, is_fallback, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (maps.agents[summary.agent_id], summary.summary, first, last, summary.model,
+             summary.tokens_before, summary.tokens_after, int(summary.is_fallback), summary.created_at))
+        if summary.summary_id is not None:
+            maps.summaries[str(summary.summary_id)] = int(cursor.lastrowid or 0)
+        report.summaries += 1
+
+
+def _prepared_passages(snapshot: Snapshot) -> list[tuple[PassageRecord, PreparedPassage]]:
+    """Every passage checked by archival memory's own rules, before anything is written."""
+    prepared = []
+    for index, passage in enumerate(snapshot.passages):
+        try:
+            prepared.append((passage, prepare(NewPassage(passage.content, passage.tags, passage.metadata,
+                                                         passage.created_at))))
+        except MemoryAgentError as error:
+            raise ImportFormatError(f"passages[{index}] ({passage.passage_id}): {error}") from None
+    return prepared
+
+
+def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecord, PreparedPassage]],
+                     maps: _IdMaps, report: ImportReport, now: str) -> None:
+    seen: set[tuple[str, str]] = set()
+    for passage, item in passages:
+        agent_id = maps.agents[passage.agent_id]
+        if (agent_id, item.content_hash) in seen:
+            report.duplicate_passages += 1
+            continue
+        seen.add((agent_id, item.content_hash))
+        new_id = _free_id(conn, "passages", "passage_id", passage.passage_id,
+                          lambda: f"passage-{uuid.uuid4()}", report)
+        maps.passages[passage.passage_id] = new_id
+        cursor = conn.execute(
+            "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
+            " vector_state) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
+            (new_id, agent_id, item.content, item.content_hash, json.dumps(list(item.tags), ensure_ascii=False),
+             item.metadata_json, item.created_at or now))
+        conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
+                         [(cursor.lastrowid, tag) for tag in item.tags])
+        report.passages += 1
+
+
+def _insert_journal(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport,
+                    now: str) -> None:
+    for entry in snapshot.journal:
+        journal.record(conn, agent_id=maps.agents.get(entry.agent_id or "", entry.agent_id),
+                       action=entry.action, target_type=entry.target_type,
+                       target_id=maps.target(entry.target_type, entry.target_id), label=entry.label,
+                       old_value=entry.old_value, new_value=entry.new_value, detail=entry.detail,
+                       created_at=entry.created_at)
+        report.journal_entries += 1
+    for source, target in maps.agents.items():
+        journal.record(conn, agent_id=target, action="import_agent", target_type="agent", target_id=target,
+                       created_at=now, detail={"source_agent_id": source})
