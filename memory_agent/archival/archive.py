@@ -153,7 +153,7 @@ class ArchivalMemory:
 
     def count(self, agent_id: str) -> int:
         with self.db.reading() as conn:
-            return sum(passage_table.state_counts(conn, agent_id).values())
+            return passage_table.passage_count(conn, agent_id)
 
     def search(
         self,
@@ -193,4 +193,4 @@ class ArchivalMemory:
     def pending_count(self, agent_id: str | None = None) -> int:
         """Passages still waiting for their vectors."""
         with self.db.reading() as conn:
-            return passage_table.state_counts(conn, agent_id)["pending"]
+            return passage_table.pending_count(conn, agent_id)

@@ -41,6 +41,12 @@ def bundled_model_path() -> Path:
     return Path(get_model_path())
 
 
+_LOADED_MODELS: dict[tuple[str, str | None], Any] = {}
+"""Models already loaded in this process, by (path, device): several managers (an Agent College
+in one process, a CLI run) share one copy instead of loading ~90 MB each time."""
+_LOAD_LOCK = threading.Lock()
+
+
 class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
     """all-MiniLM-L6-v2 sentence embeddings (384 dimensions, unit length), loaded lazily once."""
 
@@ -74,7 +80,11 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    self._model = self._load_model()
+                    key = (str(self.model_path or bundled_model_path()), self.device)
+                    with _LOAD_LOCK:
+                        if key not in _LOADED_MODELS:
+                            _LOADED_MODELS[key] = self._load_model()
+                        self._model = _LOADED_MODELS[key]
         return self._model
 
     def _load_model(self) -> Any:

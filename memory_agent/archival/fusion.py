@@ -9,7 +9,7 @@ weighted sum of its two normalised scores, 0 for a list it is not in, with equal
 
 Why the score fusion: on LoCoMo (dev conversations, evidence recall@10, categories 1-4) plain
 RRF (k=60, top 50 each) scores 0.603, below BM25 alone at 0.624, while the equal-weight score
-fusion scores 0.676 (@5: 0.578 against 0.532 for BM25 and 0.493 for RRF). RRF throws away how
+fusion scores 0.679 (@5: 0.578 against 0.532 for BM25 and 0.493 for RRF). RRF throws away how
 strongly each index matched: with k = 60 the rank term differs by only a quarter between rank 1
 and rank 20, so a passage ranked 15th by both indexes beats one that BM25 ranks first by a wide
 margin. That rewards agreement between two mediocre matches over one decisive match, which is

@@ -9,13 +9,17 @@ recall@10 goes from 0.581 with every word to 0.624 without stop words).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 
 from ..store.fts import fts_query
 from .filters import PassageFilter
+from .timestamps import to_epoch
 
-__all__ = ["KeywordMatch", "keyword_search"]
+__all__ = ["HEAD_FACTOR", "KeywordMatch", "keyword_search"]
+
+HEAD_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -26,10 +30,52 @@ class KeywordMatch:
 
 
 def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
-    """The `limit` best bm25 matches for `text` among the filtered passages, best first."""
+    """The `limit` best bm25 matches for `text` among the filtered passages, best first.
+
+    FTS5 scores every row that shares a word with the query, and joining each of those rows to
+    `passages` to check the filter costs as much again (a third of the time at 100,000 passages,
+    where a common name can match 30,000 rows). So the FTS5 ranking alone is read first, HEAD_FACTOR
+    times deeper than needed, and the filter is applied to that head. The answer is exact either
+    way: if `limit` rows of the head pass, no row outside the head can outrank them; otherwise
+    (another agent's rows fill the head, or a selective filter) the joined query runs instead.
+    """
     match = fts_query(text, drop_stop_words=True)
     if match is None or limit <= 0:
         return []
+    depth = limit * HEAD_FACTOR
+    head = conn.execute(
+        "SELECT rowid, bm25(passages_fts) AS rank FROM passages_fts WHERE passages_fts MATCH ?"
+        " ORDER BY rank, rowid LIMIT ?",
+        (match, depth),
+    ).fetchall()
+    kept = _passing(conn, head, where)
+    if len(kept) >= limit or len(head) < depth:
+        return kept[:limit]
+    return _joined(conn, match, where, limit)
+
+
+def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFilter) -> list[KeywordMatch]:
+    """The head's rows that pass the filter, in the head's order.
+
+    Rows are fetched by rowid alone and filtered here: with an `agent_id = ?` condition in the
+    same query, SQLite's planner (without statistics) walks the agent index instead.
+    """
+    if not head:
+        return []
+    marks = ", ".join("?" for _ in head)
+    rows = conn.execute(
+        f"SELECT passage_rowid, passage_id, agent_id, tags, created_at FROM passages"
+        f" WHERE passage_rowid IN ({marks})",
+        [row[0] for row in head],
+    ).fetchall()
+    passing = {
+        row[0]: row[1] for row in rows
+        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4]))
+    }
+    return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]
+
+
+def _joined(conn: sqlite3.Connection, match: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
     clause, params = where.sql("p")
     rows = conn.execute(
         "SELECT p.passage_id, bm25(passages_fts) AS rank FROM passages_fts"

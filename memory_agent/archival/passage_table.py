@@ -26,6 +26,8 @@ __all__ = [
     "list_rows",
     "mark_indexed",
     "mark_pending",
+    "passage_count",
+    "pending_count",
     "pending_rows",
     "require_agent",
     "state_counts",
@@ -113,19 +115,25 @@ def pending_rows(conn: sqlite3.Connection, agent_id: str | None, limit: int) -> 
     return [passage_from_row(row) for row in rows]
 
 
-def state_counts(conn: sqlite3.Connection, agent_id: str | None = None) -> dict[str, int]:
-    """How many passages are 'indexed' and 'pending' (of one agent, or of all).
-
-    Two counts that indexes answer (the partial index of pending rows, and the agent index or
-    the table's smallest index), so checking an up-to-date store stays cheap at any size.
-    """
+def pending_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
+    """Passages whose embedding is owed (answered from the partial index of pending rows)."""
     agent_clause = "" if agent_id is None else "AND agent_id = ?"
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
-    total = conn.execute(f"SELECT COUNT(*) FROM passages WHERE 1 {agent_clause}", params).fetchone()[0]
-    pending = conn.execute(
+    return int(conn.execute(
         f"SELECT COUNT(*) FROM passages WHERE vector_state = 'pending' {agent_clause}", params
-    ).fetchone()[0]
-    return {"indexed": int(total) - int(pending), "pending": int(pending)}
+    ).fetchone()[0])
+
+
+def passage_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
+    agent_clause = "" if agent_id is None else "WHERE agent_id = ?"
+    params: tuple[object, ...] = () if agent_id is None else (agent_id,)
+    return int(conn.execute(f"SELECT COUNT(*) FROM passages {agent_clause}", params).fetchone()[0])
+
+
+def state_counts(conn: sqlite3.Connection, agent_id: str | None = None) -> dict[str, int]:
+    """How many passages are 'indexed' and 'pending' (of one agent, or of all)."""
+    pending = pending_count(conn, agent_id)
+    return {"indexed": passage_count(conn, agent_id) - pending, "pending": pending}
 
 
 def indexed_ids(conn: sqlite3.Connection, agent_id: str) -> set[str]:
@@ -143,7 +151,13 @@ def known_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str
 
 
 def agents_with_passages(conn: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM passages")}
+    """One index probe per agent, rather than a scan of every passage."""
+    return {
+        row[0]
+        for row in conn.execute(
+            "SELECT agent_id FROM agents a WHERE EXISTS (SELECT 1 FROM passages p WHERE p.agent_id = a.agent_id)"
+        )
+    }
 
 
 def mark_indexed(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:

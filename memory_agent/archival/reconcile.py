@@ -71,14 +71,14 @@ def reconcile(
         except Exception as error:  # the store could not be listed or counted
             report.errors.append(f"{type(error).__name__}: {error}")
     with db.reading() as conn:
-        report.still_pending = passage_table.state_counts(conn, agent_id)["pending"]
+        report.still_pending = passage_table.pending_count(conn, agent_id)
     return report
 
 
 def _embed_pending(db: Database, index: VectorIndex, agent_id: str | None,
                    progress: Progress | None, report: ReconcileReport) -> None:
     with db.reading() as conn:
-        total = passage_table.state_counts(conn, agent_id)["pending"]
+        total = passage_table.pending_count(conn, agent_id)
     done = 0
     while done < total:
         with db.reading() as conn:

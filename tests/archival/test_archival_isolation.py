@@ -49,3 +49,12 @@ def test_reconcile_of_one_agent_leaves_the_other_alone(archival: ArchivalMemory,
     assert archival.index.store.ids("bob") == set()
     assert archival.reconcile().missing_vectors == 1
     assert archival.index.store.ids("bob") == {two_agents["bob"]}
+
+
+def test_another_agents_many_better_matches_do_not_hide_ones_own(hashed: ArchivalMemory) -> None:
+    # Bob's passages outrank Alice's for the query and fill the head of the FTS5 ranking.
+    hashed.insert_many("bob", [f"saffron saffron saffron note {n}" for n in range(60)])
+    mine = hashed.insert("alice", "a long note that mentions saffron once among many other words here")
+    for mode in ("keyword", "hybrid", "vector"):
+        hits = hashed.search("alice", "saffron", limit=5, mode=mode)  # type: ignore[arg-type]
+        assert [hit.passage_id for hit in hits] == [mine]

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from archival_helpers import FlakyVectorStore, HashEmbedding
-from archival_manager_wiring import WiredManager
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, ChromaVectorStore, VectorConfig
@@ -16,8 +15,8 @@ from memory_agent.archival.tool_specs import ARCHIVAL_TOOLS, format_archival_hit
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[MemoryManager]:
-    manager = WiredManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store"),
-                           embedding_function=HashEmbedding())  # type: ignore[call-arg]
+    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store"),
+                           embedding_function=HashEmbedding())
     yield manager
     manager.close()
 
@@ -48,7 +47,7 @@ def test_insert_then_search(memory: MemoryManager) -> None:
 
 def test_search_pages(memory: MemoryManager) -> None:
     for n in range(7):
-        memory.archival_memory_insert(f"meeting note number {n}")  # type: ignore[attr-defined]
+        memory.archival_memory_insert(f"meeting note number {n}")
     first = run(memory, "archival_memory_search", query="meeting note", limit=5)
     second = run(memory, "archival_memory_search", query="meeting note", limit=5, page=1)
     assert "(1-5, page 0)" in first and "page=1" in first
@@ -91,26 +90,26 @@ def test_conversation_search_finds_compacted_messages_too(memory: MemoryManager)
 
 def test_manager_opens_archival_lazily_and_reconciles_on_first_use(tmp_path: Path) -> None:
     settings = Settings(persist_directory=tmp_path / "store")
-    with WiredManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:  # type: ignore[call-arg]
+    with MemoryManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:
         # A previous run whose vector writes all failed left pending passages behind.
         config = VectorConfig.from_settings(settings)
         down = FlakyVectorStore(ChromaVectorStore(config, "unused"), failing=["upsert"])
         ArchivalMemory(memory.db, config, HashEmbedding(), vector_store=down).insert("alice", "left pending")
         assert not config.path.exists()
-        assert memory.archival.pending_count() == 0  # type: ignore[attr-defined]
-        assert memory.search_archival_hybrid("left pending")[0].content == "left pending"  # type: ignore[attr-defined]
+        assert memory.archival.pending_count() == 0
+        assert memory.search_archival_hybrid("left pending")[0].content == "left pending"
 
 
 def test_hybrid_setting_off_means_keyword_search(tmp_path: Path) -> None:
     settings = Settings(persist_directory=tmp_path / "store", memory_hybrid_search=False)
-    with WiredManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:  # type: ignore[call-arg]
-        memory.archival_memory_insert("keyword only please")  # type: ignore[attr-defined]
-        hit = memory.archival_memory_search("keyword")[0]  # type: ignore[attr-defined]
+    with MemoryManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:
+        memory.archival_memory_insert("keyword only please")
+        hit = memory.archival_memory_search("keyword")[0]
         assert hit.keyword_rank == 1 and hit.vector_rank is None
 
 
 def test_long_passages_are_clipped_in_results(memory: MemoryManager) -> None:
-    memory.archival_memory_insert("start " + "x" * 5000)  # type: ignore[attr-defined]
-    hits = memory.archival_memory_search("start")  # type: ignore[attr-defined]
+    memory.archival_memory_insert("start " + "x" * 5000)
+    hits = memory.archival_memory_search("start")
     text = format_archival_hits("start", hits)
     assert "[clipped, 5006 characters in all]" in text and len(text) < 2500
