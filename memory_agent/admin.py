@@ -21,7 +21,7 @@ from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
 from .store import journal
-from .store.database import Database, utc_now
+from .store.database import DATABASE_FILENAME, Database, utc_now
 
 __all__ = [
     "AgentInfo",
@@ -37,9 +37,6 @@ __all__ = [
     "set_default_agent",
     "storage_path",
 ]
-
-DATABASE_FILENAME = "memory.db"
-
 
 @dataclass(frozen=True)
 class AgentInfo:

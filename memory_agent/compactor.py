@@ -114,9 +114,6 @@ class Compactor:
     def should_compact(self, agent_id: str, fixed_tokens: int) -> bool:
         return self.settings.enabled and self.budget(agent_id, fixed_tokens).should_compact()
 
-    def tokens(self, agent_id: str, fixed_tokens: int) -> int:
-        return self.budget(agent_id, fixed_tokens).total_tokens
-
     async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it."""
         messages = [to_record(m) for m in self.recall.in_context(agent_id)]

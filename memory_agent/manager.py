@@ -32,7 +32,7 @@ from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
-from .store.database import Database
+from .store.database import DATABASE_FILENAME, Database
 from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
@@ -76,7 +76,7 @@ class MemoryManager:
         else:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
-        self.db = Database(self.storage_dir / "memory.db")
+        self.db = Database(self.storage_dir / DATABASE_FILENAME)
         self.core = CoreMemory(self.db)
         self.recall = RecallMemory(self.db)
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,

@@ -153,13 +153,15 @@ class RecallMemory:
             token_count=token_count, in_context=in_context, metadata=dict(meta),
         )
 
-    def in_context(self, agent_id: str, *, after_id: int = 0) -> list[StoredMessage]:
-        """Messages still in the context window, oldest first (optionally only newer than an id)."""
+    def in_context(self, agent_id: str, *, after_id: int = 0, up_to_id: int | None = None) -> list[StoredMessage]:
+        """Messages still in the context window, oldest first, optionally only ids in (after, up_to]."""
+        bound = "" if up_to_id is None else "AND message_id <= ?"
+        params: tuple[object, ...] = (agent_id, after_id) if up_to_id is None else (agent_id, after_id, up_to_id)
         with self._db.reading() as conn:
             rows = conn.execute(
                 "SELECT * FROM messages WHERE agent_id = ? AND in_context = 1 AND message_id > ?"
-                " ORDER BY message_id",
-                (agent_id, after_id),
+                f" {bound} ORDER BY message_id",
+                params,
             ).fetchall()
         return [_message_from_row(row) for row in rows]
 

@@ -49,11 +49,10 @@ from claude_agent_sdk import (
 
 from .errors import ConfigurationError
 from .store import Database
+from .store.database import DATABASE_FILENAME
 
 __all__ = ["DATABASE_FILENAME", "SQLiteSessionStore"]
 
-DATABASE_FILENAME = "memory.db"
-"""The file `SQLiteSessionStore.open(storage_dir)` opens, the same one `MemoryManager` uses."""
 
 MAIN_SUBPATH = ""
 """How the main transcript's (absent) subpath is stored."""

@@ -73,10 +73,6 @@ class Settings:
         if not 0 < self.chroma_port < 65536:
             raise ConfigurationError(f"CHROMA_PORT must be a TCP port, got {self.chroma_port}.")
 
-    @property
-    def database_path(self) -> Path:
-        return self.persist_directory / "memory.db"
-
     def block_limit_for(self, label: str) -> int:
         """The limit a new block with this label gets when the caller names none."""
         return self.memory_character_limits.get(label, self.default_block_limit)

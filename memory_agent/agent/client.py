@@ -41,7 +41,7 @@ from ..manager import MemoryManager
 from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
-from .options import compose_system_prompt, merge_options
+from .options import compose_system_prompt, merge_options, user_system_text
 from .recorder import message_fields
 from .turn import TurnResult
 
@@ -244,8 +244,10 @@ class MemoryAwareAgent:
             self._needs_new_process = False
             self.reconnects += 1
         self._connected_fingerprint = fingerprint
-        self._fixed_tokens = self.compactor.count_text(memory_text) + self.compactor.count_text(
-            str(self.memory.get_tools_definitions()))
+        # The request outside the conversation. The summary and the carried messages are left
+        # out: the budget counts them as the summary and as in-context messages.
+        own_prompt = user_system_text(self.options.system_prompt) or ""
+        self._fixed_tokens = self.compactor.count_text(own_prompt) + self.memory.memory_tokens(agent_id=self.agent_id)
 
     async def _refresh_live(self, memory_text: str) -> bool:
         """Give the running CLI process the new system prompt, keeping process and session.
@@ -272,7 +274,8 @@ class MemoryAwareAgent:
         return True
 
     def _memory_text(self) -> str:
-        """Rendered memory, plus the messages carried over from before the last compaction."""
+        """Rendered memory, plus the in-context messages this session carries in its prompt
+        (those from before it started, which its SDK transcript does not hold)."""
         text = self.memory.get_system_prompt_addition(agent_id=self.agent_id)
         carried = self._carried_messages()
         if carried:
@@ -285,7 +288,7 @@ class MemoryAwareAgent:
         carried_through = state.get(_CARRY_KEY)
         if not carried_through:
             return []
-        return [m for m in self.memory.recall.in_context(self.agent_id) if m.message_id <= carried_through]
+        return self.memory.recall.in_context(self.agent_id, up_to_id=carried_through)
 
     def _resumable(self) -> bool:
         """Whether the current session can be resumed from the store, seen from this cwd.

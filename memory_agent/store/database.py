@@ -25,7 +25,10 @@ from tenacity import (
 from ..errors import StorageError
 from .migrations import migrate
 
-__all__ = ["Database", "utc_now"]
+__all__ = ["DATABASE_FILENAME", "Database", "utc_now"]
+
+DATABASE_FILENAME = "memory.db"
+"""The database file inside a storage dir."""
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_RETRY_ATTEMPTS = 8
