@@ -90,8 +90,11 @@ def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
     for letta_id, block in letta_blocks.items():
         if letta_id not in block_ids:
             _add_block(snapshot, block_ids, snapshot.agents[0].agent_id, block, default_limit, created)
-            snapshot.notes.unattached_blocks.append(snapshot.blocks[-1].label)
     add_groups(snapshot, document.get("groups"), agent_ids, block_ids, created)
+    in_file = {block_ids[letta_id]: position for position, letta_id in enumerate(letta_blocks)}
+    snapshot.blocks.sort(key=lambda b: in_file.get(b.block_id, len(in_file)))  # the file's order, then inline
+    attached = {link.block_id for link in snapshot.attachments}
+    snapshot.notes.unattached_blocks = [b.label for b in snapshot.blocks if b.block_id not in attached]
     note_not_imported(snapshot.notes, document)
     return snapshot
 
