@@ -66,6 +66,8 @@ def import_(file: Path) -> None:
         if report.unattached_blocks:
             say(f"{len(report.unattached_blocks)} block(s) no agent had attached were imported unattached: "
                 f"{', '.join(report.unattached_blocks)}.")
+        if report.tools_provided:
+            say(f"Tools the memory tools provide here: {', '.join(report.tools_provided)}.")
         for kind, names in report.not_imported.items():
             say(f"Not imported (no counterpart here), {kind.replace('_', ' ')}: {', '.join(names)}.")
 

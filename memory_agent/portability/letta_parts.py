@@ -4,7 +4,9 @@ Kept (in the agent's state, for a later Letta export): the agent's type, model a
 configs, description, and the groups it belongs to. A group's agents share its shared blocks, so
 those are attached to every agent of the group; a block that several agents name is one shared
 block already. What nothing here can run (tools, tool rules, skills, files, sources, MCP servers,
-a group's manager) is listed by name in `Snapshot.notes`, so the import report names it.
+a group's manager) is listed by name in `Snapshot.notes`, so the import report names it; tools
+the memory tools provide under the same name (`memory_insert`, `conversation_search`, ...) are
+listed apart.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ..archival.tool_specs import ARCHIVAL_TOOLS
+from ..tool_specs import CORE_MEMORY_TOOLS
 from .records import AttachmentRecord, ImportNotes, Snapshot
 
 __all__ = ["OUR_AGENT_ID_KEY", "OUR_CREATED_AT_KEY", "add_groups", "agent_details", "attach_block", "note_not_imported"]
@@ -25,6 +29,7 @@ OUR_CREATED_AT_KEY = "memory_agent_created_at"
 """Key of an exported agent's `metadata` holding when it was created here."""
 
 _KEPT_CONFIGS = ("llm_config", "embedding_config")
+_OUR_TOOLS = frozenset(spec.name for spec in CORE_MEMORY_TOOLS + ARCHIVAL_TOOLS)
 
 
 def agent_details(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,7 +89,9 @@ def _holds_other_block_labelled(snapshot: Snapshot, agent_id: str, block_id: str
 
 def note_not_imported(notes: ImportNotes, document: Mapping[str, Any]) -> None:
     """Name everything in the file that has no counterpart here."""
-    notes.skip("tools", _names(document.get("tools"), "name"))
+    tools = _names(document.get("tools"), "name")
+    notes.tools_provided = [name for name in tools if name in _OUR_TOOLS]
+    notes.skip("tools", [name for name in tools if name not in _OUR_TOOLS])
     notes.skip("skills", _names(document.get("skills"), "name"))
     notes.skip("files", _names(document.get("files"), "file_name"))
     notes.skip("sources", _names(document.get("sources"), "name"))

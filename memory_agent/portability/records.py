@@ -139,6 +139,8 @@ class ImportNotes:
     """Labels of blocks no agent of the file had attached (imported unattached)."""
     not_imported: dict[str, list[str]] = field(default_factory=dict)
     """What has no counterpart here, by kind ("tools", "tool_rules", "skills", ...)."""
+    tools_provided: list[str] = field(default_factory=list)
+    """The file's tools that the memory tools provide here under the same name."""
 
     def skip(self, kind: str, names: list[str]) -> None:
         if names:

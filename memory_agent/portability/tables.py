@@ -69,6 +69,8 @@ class ImportReport:
     """Agents imported with a base system prompt of their own."""
     not_imported: dict[str, list[str]] = field(default_factory=dict)
     """What the file held that has no counterpart here, by kind (tools, tool_rules, skills, ...)."""
+    tools_provided: list[str] = field(default_factory=list)
+    """The file's tools that this project's memory tools provide under the same name."""
 
 
 # ----- reading ------------------------------------------------------------------------------
@@ -261,7 +263,8 @@ def write_snapshot(db: Database, snapshot: Snapshot, *, agent_id: str | None = N
     notes = snapshot.notes
     report = ImportReport(agent_ids=list(maps.agents.values()), limits_raised=list(notes.limits_raised),
                           unattached_blocks=list(notes.unattached_blocks),
-                          not_imported={kind: list(names) for kind, names in notes.not_imported.items()})
+                          not_imported={kind: list(names) for kind, names in notes.not_imported.items()},
+                          tools_provided=list(notes.tools_provided))
     now = utc_now()
     with db.transaction() as conn:
         _insert_agents(conn, snapshot, maps)

@@ -86,7 +86,8 @@ def _letta_file() -> dict[str, Any]:
                     "manager_config": {"manager_type": "sleeptime", "manager_agent_id": "agent-0",
                                        "sleeptime_agent_frequency": 5}}],
         "blocks": blocks,
-        "tools": [{"id": "tool-0", "name": "send_message"}, {"id": "tool-1", "name": "web_search"}],
+        "tools": [{"id": "tool-0", "name": "send_message"}, {"id": "tool-1", "name": "web_search"},
+                  {"id": "tool-2", "name": "conversation_search"}],
         "skills": [{"name": "slack", "source_url": "letta:slack"}],
         "files": [{"id": "file-0", "file_name": "handbook.pdf", "source_id": "source-0"}],
         "sources": [{"id": "source-0", "name": "docs"}],
@@ -125,6 +126,7 @@ def test_a_current_letta_file_imports_whole_and_names_what_it_leaves(tmp_path: P
     assert report["limits_raised"] == [{"label": "system/active-issues", "limit": 5000, "raised_to": 7000}]
     assert report["unattached_blocks"] == ["reference/old-faq"]
     assert report["system_prompts"] == 2
+    assert report["tools_provided"] == ["conversation_search"]
     assert report["not_imported"] == {
         "group_managers": ["group-0: sleeptime manager of Sam, Sam-sleeptime (kept for export; not run here)"],
         "tools": ["send_message", "web_search"], "skills": ["slack"], "files": ["handbook.pdf"],
@@ -161,6 +163,7 @@ def test_the_text_report_says_the_same(tmp_path: Path, run: Run) -> None:
     assert "Block 'system/active-issues' holds 7000 characters, over its limit of 5000" in out
     assert "imported unattached: reference/old-faq" in out
     assert "Kept the system prompt of 2 agent(s)" in out
+    assert "Tools the memory tools provide here: conversation_search." in out
     for line in ("tools: send_message, web_search", "tool rules: Sam: exit_loop on send_message", "skills: slack",
                  "files: handbook.pdf", "sources: docs", "mcp servers: github", "group managers: group-0"):
         assert f"Not imported (no counterpart here), {line}" in out
