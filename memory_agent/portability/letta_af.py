@@ -74,8 +74,7 @@ def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
         agent_id = _agent_id(raw, index, {a.agent_id for a in snapshot.agents})
         agent_ids[str(raw.get("id", f"agents[{index}]"))] = agent_id
         system = raw.get("system") if isinstance(raw.get("system"), str) else None
-        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
-        born = _timestamp(metadata.get(OUR_CREATED_AT_KEY), created, f"agents[{index}].metadata")
+        born = _timestamp(_metadata(raw).get(OUR_CREATED_AT_KEY), created, f"agents[{index}].metadata")
         snapshot.agents.append(AgentRecord(agent_id, _text(raw.get("name")) or None, born,
                                            system or None, agent_details(raw)))
         for block in _agent_blocks(raw, letta_blocks, index):
@@ -107,8 +106,7 @@ def _is_base_prompt(message: Any, system: str | None) -> bool:
 
 def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -> list[PassageRecord]:
     """Archival passages an export of ours carried in the agent's metadata (`letta_export`)."""
-    metadata = raw.get("metadata")
-    items = metadata.get(PASSAGES_KEY) if isinstance(metadata, Mapping) else None
+    items = _metadata(raw).get(PASSAGES_KEY)
     if items is None:
         return []
     if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
@@ -129,14 +127,19 @@ def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:
 
 def _agent_id(raw: Mapping[str, Any], index: int, taken: set[str]) -> str:
     """Our id of an exported agent of ours (kept in its metadata), else its name or Letta id."""
-    metadata = raw.get("metadata")
-    ours = metadata.get(OUR_AGENT_ID_KEY) if isinstance(metadata, Mapping) else None
+    ours = _metadata(raw).get(OUR_AGENT_ID_KEY)
     base = (_text(ours).strip() if isinstance(ours, str) else "") or _text(raw.get("name")).strip() \
         or _text(raw.get("id")).strip() or f"letta-agent-{index}"
     candidate, suffix = base, 2
     while candidate in taken:
         candidate, suffix = f"{base}-{suffix}", suffix + 1
     return candidate
+
+
+def _metadata(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An agent's `metadata`, where an export of ours keeps its id, creation time and passages."""
+    metadata = raw.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
 
 
 def _agent_blocks(raw: Mapping[str, Any], letta_blocks: Mapping[str, Mapping[str, Any]],

@@ -76,8 +76,8 @@ def add_groups(snapshot: Snapshot, groups: Any, agent_ids: Mapping[str, str], bl
                     attach_block(snapshot, agent_id, block_id, created)
         kind = config.get("manager_type") or "round_robin"
         who = ", ".join(participants) or "no agent"
-        snapshot.notes.skip("group_managers", [f"{raw.get('id', 'group')}: {kind} manager of {who} "
-                                               "(kept for export; not run here)"])
+        note = f"{raw.get('id', 'group')}: {kind} manager of {who} (kept for export; not run here)"
+        snapshot.notes.skip("group_managers", [note])
 
 
 def _holds_other_block_labelled(snapshot: Snapshot, agent_id: str, block_id: str) -> bool:

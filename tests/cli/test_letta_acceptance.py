@@ -18,7 +18,7 @@ from memory_agent.portability import export_memory, import_file
 pytestmark = pytest.mark.letta
 pytest.importorskip("letta", reason="Letta is not installed here (use a separate venv)")
 
-from letta_dry_import import letta_import_errors  # noqa: E402 - needs letta
+from letta_dry_import import letta_import_errors
 
 
 @pytest.mark.parametrize("name", ["memgpt_agent.af", "memgpt_agent_with_convo.af"])

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromadb import Documents, EmbeddingFunction, Embeddings
 from click.testing import Result
 from letta_af_rules import letta_errors
-
-from chromadb import Documents, EmbeddingFunction, Embeddings
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.portability import export_memory, import_file, parse_letta, to_letta

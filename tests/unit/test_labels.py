@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_agent import InvalidLabelError, MemoryManager
-from memory_agent.labels import MAX_LABEL_LENGTH, is_path_label, label_segments, validate_label
+from memory_agent.labels import (
+    MAX_LABEL_LENGTH,
+    is_path_label,
+    label_segments,
+    validate_label,
+)
 from memory_agent.rendering import MemoryMetadata, block_tags, render_memory
 
 METADATA = MemoryMetadata(current_time="now", last_modified=None, recall_messages=0, archival_passages=0)
