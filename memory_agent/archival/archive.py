@@ -14,6 +14,7 @@ is stored once: the second insert returns the first one's id.
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,8 @@ from .vector_index import VectorIndex
 from .vector_store import VectorStore
 
 __all__ = ["INSERT_CHUNK", "ArchivalMemory"]
+
+log = logging.getLogger(__name__)
 
 INSERT_CHUNK = 1000
 """insert_many commits and indexes this many passages at a time, bounding memory and the work
@@ -189,6 +192,19 @@ class ArchivalMemory:
                   full: bool = False) -> ReconcileReport:
         """Re-embed pending passages and drop orphan vectors; cheap when nothing is owed."""
         return reconcile(self.db, self.index, agent_id, progress, full=full)
+
+    def reconcile_on_open(self) -> ReconcileReport:
+        """What opening archival memory owes: pending passages are embedded now (a SQLite count
+        when there are none), and the vector store is checked against SQLite when it is first
+        opened, so commands that never touch vectors never load chromadb."""
+        report = reconcile(self.db, self.index, pending_only=True)
+        self.index.when_opened(self._check_vectors)
+        return report
+
+    def _check_vectors(self) -> None:
+        report = self.reconcile()
+        if report.errors:
+            log.warning("archival reconcile left work for later: %s", report.errors)
 
     def pending_count(self, agent_id: str | None = None) -> int:
         """Passages still waiting for their vectors."""
