@@ -42,6 +42,7 @@ from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from .options import compose_system_prompt, merge_options, user_system_text
+from .model_errors import raise_for_authentication_failure
 from .recorder import message_fields
 from .turn import TurnResult
 
@@ -198,9 +199,13 @@ class MemoryAwareAgent:
     # ----- the main-loop surface ----------------------------------------------------------
 
     async def process_turn(self, user_message: str) -> TurnResult:
-        """Send one message and collect the whole turn (for a main loop)."""
+        """Send one message and collect the whole turn (for a main loop).
+
+        Raises `ModelAuthenticationError` when the model API has no credentials or refuses them.
+        """
         await self.query(user_message)
         messages = [message async for message in self.receive_response()]
+        raise_for_authentication_failure(messages)  # one clear error, not a stored "Not logged in" answer
         return TurnResult.from_messages(messages)
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:

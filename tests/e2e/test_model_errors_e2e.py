@@ -1,0 +1,54 @@
+"""The model API without credentials, or refusing them: one clear error, nothing of the CLI's
+"Not logged in" / "Failed to authenticate" reply stored as the agent's answer or kept in context."""
+
+from __future__ import annotations
+
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions
+
+from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError
+from memory_agent.testing import ScriptedMessagesServer, error_response, text_response
+
+pytestmark = pytest.mark.e2e
+
+_CLI_WORDING = ("Not logged in", "Failed to authenticate", "Please run /login")
+
+
+def _assert_nothing_of_it_kept(memory: MemoryManager, agent_id: str) -> None:
+    stored = memory.recall.all_messages(agent_id)
+    assert not [m for m in stored if m.role == "assistant"], [m.content for m in stored]
+    in_context = " ".join(str(m.content) for m in stored if m.in_context)
+    assert not any(phrase in in_context for phrase in _CLI_WORDING)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_refused_key_raises_one_clear_error_and_stores_no_answer(
+    status: int, server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    server.enqueue(error_response(status, should_retry=False))
+    server.enqueue(text_response("Hello again."))
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+        with pytest.raises(ModelAuthenticationError) as raised:
+            await agent.process_turn("Hi, I am Ada.")
+        assert raised.value.status == status
+        assert "ANTHROPIC_API_KEY" in str(raised.value) and "\n" not in str(raised.value)
+        _assert_nothing_of_it_kept(agent_memory, agent.agent_id)
+
+        # With the key working again, the next request carries none of the failed reply.
+        second = await agent.process_turn("Are you there?")
+        assert second.text == "Hello again."
+    last = server.message_requests()[-1]
+    assert not any(phrase in str(last.messages) + last.system_text for phrase in _CLI_WORDING)
+
+
+async def test_no_key_at_all_is_not_logged_in_and_names_the_variable(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    """ANTHROPIC_BASE_URL without a key: the CLI answers "Not logged in" without a request."""
+    no_key = ClaudeAgentOptions(env={**server.env(), "ANTHROPIC_API_KEY": ""}, tools=[], cwd=options.cwd)
+    async with MemoryAwareAgent(no_key, memory=agent_memory) as agent:
+        with pytest.raises(ModelAuthenticationError, match="not logged in.*Set ANTHROPIC_API_KEY") as raised:
+            await agent.process_turn("Hello?")
+    assert raised.value.status is None
+    _assert_nothing_of_it_kept(agent_memory, "e2e-agent")
+    assert server.turn_requests() == []
