@@ -91,6 +91,11 @@ class VectorIndex:
                 callback()
         return self._store
 
+    @property
+    def is_open(self) -> bool:
+        """Whether the vector store has been created (never opens it)."""
+        return self._store is not None
+
     def when_opened(self, callback: Callable[[], None]) -> None:
         """Run `callback` once, right after the vector store is first opened (now if it is open).
 
