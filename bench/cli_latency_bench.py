@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cli-latency-") as scratch:
         env = {**os.environ, "PERSIST_DIRECTORY": str(Path(scratch) / "store"), "HOME": scratch,
                "ANONYMIZED_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
-        for name in ("AGENT_ID", "CHROMA_HOST", "MEMORY_HYBRID_SEARCH"):
+        # PYTHONDONTWRITEBYTECODE (set on some CI machines) would recompile every module on every
+        # start; a user's installed package has its bytecode cached.
+        for name in ("AGENT_ID", "CHROMA_HOST", "MEMORY_HYBRID_SEARCH", "PYTHONDONTWRITEBYTECODE"):
             env.pop(name, None)
         seed(env)
         export_file = Path(scratch) / "export.json"
