@@ -70,6 +70,7 @@ def seed(env: dict[str, str]) -> None:
     """An agent with blocks, some messages, and two passages (with vectors)."""
     for argv in (["init", "--agent", "ada"],
                  ["blocks", "set", "human", "Name: Ada. Sails a blue sloop called Petrel."],
+                 ["blocks", "create", "notes", "First note."],
                  ["remember", "Ada's sister lives in Lisbon and teaches piano.", "--tag", "family"],
                  ["remember", "The Petrel's mainsail was replaced in March 2024.", "--tag", "boat"]):
         run(argv, env)
