@@ -76,6 +76,10 @@ def compact() -> None:
                  lambda: say(f"Nothing to compact: {in_context} message(s) in context, and compaction "
                              f"always keeps the newest {keep} (COMPACTION_MIN_KEPT_MESSAGES)."))
             return
+        if not (memory.settings.anthropic_api_key or memory.settings.anthropic_base_url):
+            raise click.ClickException(
+                "compact needs the summariser's model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for "
+                "a compatible server), in the environment or in .env.")
         outcome = memory.compact_history()
     data = {"status": outcome.status, "evicted": len(outcome.evicted), "kept": len(outcome.kept),
             "model": outcome.model, "tokens_before": outcome.tokens_before,

@@ -98,26 +98,23 @@ def test_a_broken_model_file_is_one_clear_error(tmp_path: Path) -> None:
         MiniLMEmbeddingFunction(broken)(["anything"])
 
 
+def _heavy_modules_after(code: str) -> list[str]:
+    """Which heavy packages a fresh interpreter has imported after running `code`."""
+    probe = (f"import sys\n{code}\n"
+             "print(','.join(m for m in ('chromadb', 'torch', 'sentence_transformers', 'onnxruntime', "
+             "'tokenizers') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return [name for name in result.stdout.strip().split(",") if name]
+
+
 def test_importing_archival_memory_imports_no_heavy_package() -> None:
-    code = (
-        "import sys, memory_agent.archival, memory_agent.archival.embeddings\n"
-        "heavy = [m for m in ('chromadb', 'torch', 'sentence_transformers', 'onnxruntime', 'tokenizers')"
-        " if m in sys.modules]\n"
-        "print(','.join(heavy))"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == ""
+    assert _heavy_modules_after("import memory_agent.archival, memory_agent.archival.embeddings") == []
 
 
 def test_embedding_needs_neither_torch_nor_chromadb() -> None:
-    code = (
-        "import sys\n"
-        "from memory_agent.archival.embeddings import MiniLMEmbeddingFunction\n"
-        "vector = MiniLMEmbeddingFunction()(['hello'])[0]\n"
-        "print(len(vector), [m for m in ('torch', 'sentence_transformers', 'chromadb') if m in sys.modules])"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "384 []"
+    loaded = _heavy_modules_after("from memory_agent.archival.embeddings import MiniLMEmbeddingFunction\n"
+                                  "assert len(MiniLMEmbeddingFunction()(['hello'])[0]) == 384")
+    assert loaded == ["onnxruntime", "tokenizers"]
 
 
 def test_constructing_archival_memory_opens_nothing(db, chroma_config) -> None:  # type: ignore[no-untyped-def]

@@ -64,3 +64,13 @@ def test_empty_states_explain_themselves(initialised: Run, open_store: Callable[
     result = initialised("compact")
     assert result.exit_code == 0
     assert "Nothing to compact: 2 message(s) in context" in result.stdout and "newest 4" in result.stdout
+
+
+def test_compact_without_a_model_says_which_variable_to_set(
+        initialised: Run, open_store: Callable[[str], MemoryManager]) -> None:
+    with open_store("ada") as memory:
+        _conversation(memory, 10)
+    result = initialised("compact")
+    assert result.exit_code == 1 and "ANTHROPIC_API_KEY" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert json.loads(initialised("--json", "summary").stdout) is None
