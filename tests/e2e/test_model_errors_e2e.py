@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
@@ -52,3 +54,19 @@ async def test_no_key_at_all_is_not_logged_in_and_names_the_variable(
     assert raised.value.status is None
     _assert_nothing_of_it_kept(agent_memory, "e2e-agent")
     assert server.turn_requests() == []
+
+
+async def test_the_agent_creates_its_storage_dir_and_agent_on_first_use(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No init step: a MemoryAwareAgent in a fresh home creates ~/.memory_agent and its agent."""
+    home = tmp_path / "fresh-home"
+    monkeypatch.setenv("HOME", str(home))
+    server.enqueue(text_response("Hi."))
+    async with MemoryAwareAgent(options) as agent:
+        assert (await agent.process_turn("Hello")).text == "Hi."
+        storage = agent.memory.storage_dir
+    assert storage == home / ".memory_agent" and (storage / "memory.db").is_file()
+    with MemoryManager(storage) as reopened:
+        assert reopened.agent_id == agent.agent_id  # the default agent, reused by the next run
+        assert [m.role for m in reopened.recall.all_messages(agent.agent_id) if m.in_context] == ["user", "assistant"]
