@@ -41,8 +41,8 @@ from ..manager import MemoryManager
 from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
-from .options import compose_system_prompt, merge_options, user_system_text
 from .model_errors import raise_for_authentication_failure
+from .options import compose_system_prompt, merge_options, user_system_text
 from .recorder import message_fields
 from .turn import TurnResult
 

@@ -40,7 +40,7 @@ def test_commands_without_vectors_import_no_heavy_package(tmp_path: Path) -> Non
     ]
     env = {**os.environ, "PERSIST_DIRECTORY": str(storage), "AGENT_ID": "ada", "ANONYMIZED_TELEMETRY": "False"}
     result = subprocess.run([sys.executable, "-c", _RUN_COMMANDS, json.dumps(commands), json.dumps(HEAVY)],
-                            env=env, capture_output=True, text=True)
+                            env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
     assert "Forgot" in result.stdout or gone in result.stdout
