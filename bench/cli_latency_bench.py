@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,13 +58,20 @@ def commands(export_file: Path) -> list[tuple[str, str, list[str]]]:
     ]
 
 
-def run(argv: list[str], env: dict[str, str]) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one command in a new process."""
+    cpu = _children_cpu()
     started = time.perf_counter()
     result = subprocess.run([*ENTRY, *argv], env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if result.returncode != 0 and not (argv == ["compact"] and "ANTHROPIC_API_KEY" in result.stderr):
         raise SystemExit(f"memory-agent {' '.join(argv)} failed ({result.returncode}): {result.stderr.strip()}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
 
 
 def seed(env: dict[str, str]) -> None:
@@ -107,16 +115,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         run(["export", "-o", str(export_file)], env)
         chosen = [c for c in commands(export_file) if not args.quick or c[1].split(" (")[0] in QUICK
                   or " ".join(c[2]).startswith(QUICK[2])]
-        print(f"{runs} cold runs per command (new process each; seconds, min / median / max)")
-        print(f"{'group':<24}{'command':<28}{'min':>7}{'median':>8}{'max':>7}")
+        print(f"{runs} cold runs per command (new process each; wall seconds min / median / max, and the "
+              f"median CPU seconds, user + system, which load from other processes inflates less)")
+        print(f"{'group':<24}{'command':<28}{'min':>7}{'median':>8}{'max':>7}{'cpu':>7}")
         for group, label, template in chosen:
-            times = []
+            times, cpus = [], []
             for n in range(runs):
                 fields = {"n": str(n), "fresh": str(Path(scratch) / f"fresh{n}")}
                 if "{passage}" in template:
                     fields["passage"] = passage_to_forget(env, n)
-                times.append(run([part.format(**fields) for part in template], env))
-            print(f"{group:<24}{label:<28}{min(times):7.2f}{statistics.median(times):8.2f}{max(times):7.2f}")
+                wall, cpu = run([part.format(**fields) for part in template], env)
+                times.append(wall)
+                cpus.append(cpu)
+            print(f"{group:<24}{label:<28}{min(times):7.2f}{statistics.median(times):8.2f}{max(times):7.2f}"
+                  f"{statistics.median(cpus):7.2f}")
     return 0
 
 
