@@ -313,7 +313,8 @@ class MemoryManager:
         """Archival memory, opened on first use (Chroma and the embedding model load lazily).
 
         Opening reconciles once: passages whose vectors were never written (a crash, a Chroma
-        outage) are embedded now, and vectors whose passage is gone are removed.
+        outage) are embedded now; vectors whose passage is gone are removed, and lost ones
+        re-embedded, when the vector store is first opened.
         """
         if self._archival is None:
             with self._archival_lock:
@@ -322,7 +323,7 @@ class MemoryManager:
                         self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
                         self._embedding_function, vector_store=self._vector_store,
                     )
-                    report = archival.reconcile()
+                    report = archival.reconcile_on_open()
                     if report.errors:
                         logger.warning("archival reconcile on open left work for later: %s", report.errors)
                     self._archival = archival

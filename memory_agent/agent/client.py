@@ -41,6 +41,7 @@ from ..manager import MemoryManager
 from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
+from .model_errors import raise_for_authentication_failure
 from .options import compose_system_prompt, merge_options, user_system_text, with_base_prompt
 from .recorder import message_fields
 from .turn import TurnResult
@@ -199,9 +200,13 @@ class MemoryAwareAgent:
     # ----- the main-loop surface ----------------------------------------------------------
 
     async def process_turn(self, user_message: str) -> TurnResult:
-        """Send one message and collect the whole turn (for a main loop)."""
+        """Send one message and collect the whole turn (for a main loop).
+
+        Raises `ModelAuthenticationError` when the model API has no credentials or refuses them.
+        """
         await self.query(user_message)
         messages = [message async for message in self.receive_response()]
+        raise_for_authentication_failure(messages)  # one clear error, not a stored "Not logged in" answer
         return TurnResult.from_messages(messages)
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:

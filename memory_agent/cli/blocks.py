@@ -76,17 +76,20 @@ def show_block(label: str) -> None:
 @blocks.command("create")
 @shared_options
 @click.argument("label")
-@click.option("--value", default="", help="Its first value.")
+@click.argument("value", required=False)
+@click.option("--value", "value_option", help="Its first value (the same as VALUE).")
 @click.option("--limit", type=click.IntRange(min=1), help="Its character limit (default: DEFAULT_BLOCK_LIMIT).")
 @click.option("--description", help="What the block is for (shown to the model).")
 @click.option("--read-only", is_flag=True, help="Protect it from the agent's memory tools.")
 @click.option("--shared", is_flag=True, help="Mark it as shared (other agents may attach it).")
-def create_block(label: str, value: str, limit: int | None, description: str | None, read_only: bool,
-                 shared: bool) -> None:
-    """Create a block and attach it to the agent."""
+def create_block(label: str, value: str | None, value_option: str | None, limit: int | None,
+                 description: str | None, read_only: bool, shared: bool) -> None:
+    """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the agent."""
+    if value is not None and value_option is not None:
+        raise click.UsageError("Give the value as an argument or with --value, not both.")
     with open_memory() as memory:
-        memory.create_block(label, value, description=description, limit=limit, read_only=read_only,
-                            is_shared=shared)
+        memory.create_block(label, value or value_option or "", description=description, limit=limit,
+                            read_only=read_only, is_shared=shared)
         _show(memory, label, f"Created block '{label}'.")
 
 

@@ -150,3 +150,14 @@ def test_edit_over_the_limit_keeps_the_text(initialised: Run, editor: Callable[[
     assert "over its limit of 10" in line
     assert saved.read_text(encoding="utf-8") == "far too long for ten characters"
     saved.unlink()
+
+
+def test_create_takes_the_value_positionally_like_set(initialised: Run, error_of: ErrorOf) -> None:
+    run = initialised
+    assert run("blocks", "create", "notes", "some notes").exit_code == 0
+    assert _block(run, "notes")["value"] == "some notes"
+    assert run("blocks", "create", "todo", "--value", "ship it").exit_code == 0
+    assert _block(run, "todo")["value"] == "ship it"
+    both = run("blocks", "create", "other", "a", "--value", "b")
+    assert both.exit_code == 2 and "not both" in both.stderr
+    assert "No block 'other'" in error_of(run("blocks", "show", "other"))

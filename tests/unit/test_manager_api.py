@@ -130,7 +130,8 @@ def test_public_names_are_pinned() -> None:
         "BlockExistsError", "BlockNotAttachedError", "BlockLimitExceededError",
         "ReadOnlyBlockError", "ContentNotFoundError", "AmbiguousContentError", "StaleBlockError",
         "NothingToUndoError", "StorageError", "ArchivalError", "MessageNotFoundError",
-        "ImportFormatError", "MemoryAwareAgent", "TurnResult", "SQLiteSessionStore", "CollegeSession",
+        "ImportFormatError", "ModelAuthenticationError", "MemoryAwareAgent", "TurnResult",
+        "SQLiteSessionStore", "CollegeSession",
     }
     assert expected <= set(memory_agent.__all__)
     for name in memory_agent.__all__:
