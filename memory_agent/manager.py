@@ -27,13 +27,14 @@ from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import MemoryAgentError
+from .errors import ConfigurationError, MemoryAgentError
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
 from .store.database import DATABASE_FILENAME, Database
-from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
+from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
+from .validation import check_text, checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
 
@@ -51,11 +52,15 @@ class ToolOutcome:
     is_error: bool = False
 
 
+@checked_methods(exclude=("execute_tool",))
 class MemoryManager:
     """The memory of one agent (by default) in one storage dir.
 
     Every mutating method takes a keyword-only `agent_id=` to act as another agent of the same
-    storage dir, which is how multi-agent code shares one manager.
+    storage dir, which is how multi-agent code shares one manager. Every public method checks its
+    arguments against its annotations before anything runs (see `validation`): a wrong type, an
+    int past SQLite's range or text with a lone surrogate is a ConfigurationError, and nothing
+    is written.
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class MemoryManager:
 
     def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
         """Create the agent with its default blocks if it is new; returns True when created."""
+        if not agent_id.strip():
+            raise ConfigurationError("An agent id must not be empty or blank.")
         if self.core.agent_exists(agent_id):
             return False
         created = self.core.create_agent(agent_id)
@@ -277,16 +284,23 @@ class MemoryManager:
         return [spec.definition() for spec in self.tool_specs()]
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
-        """Run a memory tool for the model: errors come back as error outcomes, never raised."""
-        spec = next((s for s in self.tool_specs() if s.name == name), None)
-        if spec is None:
-            known = ", ".join(s.name for s in self.tool_specs())
-            return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
+        """Run a memory tool for the model: every failure comes back as an error outcome, never
+        raised, because an exception here would end the model's turn instead of informing it."""
         try:
+            check_text("tool name", name)
+            spec = next((s for s in self.tool_specs() if s.name == name), None)
+            if spec is None:
+                known = ", ".join(s.name for s in self.tool_specs())
+                return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
             clean = validate_arguments(spec, arguments)
-            return ToolOutcome(spec.run(self, clean, agent_id or self.agent_id))
-        except (MemoryAgentError, ToolArgumentError) as error:
+            target = check_text("agent_id", agent_id, optional=True) or self.agent_id
+            return ToolOutcome(spec.run(self, clean, target))
+        except MemoryAgentError as error:
             return ToolOutcome(f"Error: {error}", is_error=True)
+        except Exception as error:  # a defect of ours: the model still gets an answer, we get the log
+            logger.exception("memory tool %r failed unexpectedly", name)
+            return ToolOutcome(f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
+                               "nothing was changed. Try again, or use another tool.", is_error=True)
 
     # ----- archival memory ----------------------------------------------------------------
 

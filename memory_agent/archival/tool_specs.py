@@ -38,7 +38,9 @@ _DATE = {
 }
 _LIMIT = {"type": "integer", "description": f"Results per page, 1-{MAX_TOOL_RESULTS} (default 5).", "minimum": 1,
           "maximum": MAX_TOOL_RESULTS}
-_PAGE = {"type": "integer", "description": "Page of results, starting at 0 (default 0).", "minimum": 0}
+MAX_PAGE = 10_000
+_PAGE = {"type": "integer", "description": "Page of results, starting at 0 (default 0).", "minimum": 0,
+         "maximum": MAX_PAGE}
 _TAGS = {"type": "array", "items": {"type": "string"}}
 
 
