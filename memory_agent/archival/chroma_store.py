@@ -78,6 +78,25 @@ class ChromaVectorStore:
         with self._lock:
             return self._collections.setdefault(agent_id, collection)
 
+    def drop_collections(self) -> int:
+        """Delete every collection of this prefix (a rebuild of a Chroma server); returns how many."""
+        client = self._connected()
+        names = [c.name for c in client.list_collections() if c.name.startswith(f"{self.prefix}-")]
+        for name in names:
+            client.delete_collection(name)
+        with self._lock:
+            self._collections.clear()
+        return len(names)
+
+    def close(self) -> None:
+        """Release the client, so that an embedded store's directory can be moved (a rebuild)."""
+        with self._lock:
+            client, self._client = self._client, None
+            self._collections.clear()
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
+
     # ----- the VectorStore protocol -------------------------------------------------------------
 
     def upsert(self, records: Sequence[VectorRecord]) -> None:

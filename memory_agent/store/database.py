@@ -22,7 +22,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from ..errors import StorageError
+from ..errors import ConfigurationError, StorageError
 from .migrations import migrate
 
 __all__ = ["DATABASE_FILENAME", "VECTORS_DIRNAME", "Database", "check_not_orphaned", "storage_error", "utc_now"]
@@ -65,6 +65,20 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
     storage = StorageError(message)
     storage.path = path  # type: ignore[attr-defined]
     return storage
+
+
+def _translated(path: Path, error: BaseException) -> BaseException:
+    """Our error for a failure inside a transaction or read: SQLite's become StorageErrors, text
+    SQLite could not encode (a lone surrogate that slipped past the checks) a ConfigurationError."""
+    if isinstance(error, sqlite3.Error):
+        return storage_error(path, error)
+    if isinstance(error, UnicodeEncodeError):
+        return ConfigurationError(f"Text sent to {path} is not valid Unicode ({error.reason}); nothing "
+                                  "was written. Send valid UTF-8 text.")
+    if isinstance(error, OverflowError):
+        return ConfigurationError(f"A number sent to {path} is too large ({error}); SQLite holds whole "
+                                  f"numbers up to {2**63 - 1}. Nothing was written.")
+    return error
 
 
 def check_not_orphaned(path: Path) -> None:
@@ -195,9 +209,7 @@ class Database:
                 self._conn.execute("COMMIT")
             except BaseException as error:
                 self._rollback()
-                if isinstance(error, sqlite3.Error):
-                    raise storage_error(self.path, error) from error
-                raise
+                raise _translated(self.path, error) from error
             finally:
                 self._depth = 0
 
@@ -218,8 +230,8 @@ class Database:
         with self._lock:
             try:
                 yield self._conn
-            except sqlite3.Error as error:
-                raise storage_error(self.path, error) from error
+            except (sqlite3.Error, UnicodeEncodeError, OverflowError) as error:
+                raise _translated(self.path, error) from error
 
     def close(self) -> None:
         with self._lock:
