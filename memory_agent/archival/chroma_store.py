@@ -20,6 +20,7 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from .config import VectorConfig
@@ -96,6 +97,8 @@ class ChromaVectorStore:
         close = getattr(client, "close", None)
         if callable(close):
             close()
+        if self.config.host is None:
+            _forget_embedded_system(self.config.path)
 
     # ----- the VectorStore protocol -------------------------------------------------------------
 
@@ -213,6 +216,28 @@ def _open_client(config: VectorConfig) -> Any:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
     config.path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+
+
+def _forget_embedded_system(path: Path) -> None:
+    """Drop chromadb's process-wide cached system for this directory.
+
+    chromadb caches one system per path (`SharedSystemClient`, not public API) and keeps it even
+    when opening the client failed (a corrupt chroma.sqlite3), so a new client on the same path,
+    after the directory was moved aside, would get the broken one. Only this path's entry is
+    removed; other storage dirs' clients in the process keep theirs.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # a chromadb without this cache has nothing to forget
+        return
+    identifier = str(path)
+    system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+    SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:  # a system that failed to start may fail to stop; it is dropped either way
+            pass
 
 
 def _metadata(record: VectorRecord) -> dict[str, Any]:

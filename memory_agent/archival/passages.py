@@ -91,6 +91,9 @@ class SearchHit:
     """-bm25 of the keyword match (higher is better)."""
     vector_similarity: float | None = None
     """Cosine similarity of the query and passage embeddings."""
+    degraded: bool = False
+    """True when a vector or hybrid search fell back to keywords only (the vector side failed;
+    `memory-agent doctor` says why and `--repair` rebuilds it)."""
 
     @property
     def passage_id(self) -> str:

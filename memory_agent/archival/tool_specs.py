@@ -158,6 +158,8 @@ def format_archival_hits(query: str, hits: Sequence[SearchHit], *, page: int = 0
         return f"No passages {where} match {_quoted(query)}."
     first = page * limit + 1
     lines = [f"Archival memory results for {_quoted(query)} ({first}-{first + len(hits) - 1}, page {page}):"]
+    if any(hit.degraded for hit in hits):
+        lines.append("(Search by meaning is unavailable right now: these results matched keywords only.)")
     for number, hit in enumerate(hits, start=first):
         passage = hit.passage
         tags = f", tags: {', '.join(passage.tags)}" if passage.tags else ""
