@@ -9,8 +9,9 @@ Then it starts a new child from the first batch not acknowledged. At the end it 
 acknowledged writes, passages lost (acknowledged but absent from SQLite or from Chroma after
 reconcile/repair), duplicated (two rows or two vectors for one text) and repairs needed.
 
-The embedding is the tests' hashing one (no model: the campaign is about storage, and a fast
-embedding makes Chroma's writes, where a kill can land, the bulk of the time).
+The embedding is by default the tests' hashing one widened to 384 dimensions (no model: the
+campaign is about storage, and a fast embedding makes Chroma's writes, where a kill can land, the
+bulk of the time); `--embedding default` uses the manager's own model instead.
 
     python bench/archival_kill_campaign.py [--kills 40] [--passages 10000] [--batch 100] [--seed 11]
     python bench/archival_kill_campaign.py --quick      # 5 kills, 1,000 passages
@@ -30,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -45,15 +48,33 @@ from memory_agent.store.database import Database  # noqa: E402
 AGENT = "writer"
 
 
+class WideHashEmbedding(HashEmbedding):
+    """The tests' hashing embedding repeated to MiniLM's 384 dimensions (HNSW work of a real size)."""
+
+    def __call__(self, input: Any) -> Any:
+        return [vector * 6 for vector in super().__call__(input)]
+
+    @staticmethod
+    def name() -> str:
+        return "test-hash-384"
+
+
+EMBEDDINGS: dict[str, Callable[[], Any]] = {
+    "hash384": WideHashEmbedding,
+    "hash": HashEmbedding,
+    "default": lambda: None,  # the manager's own default embedding function (a real model)
+}
+
+
 def content(number: int) -> str:
     return f"kill campaign passage {number} about topic {number % 97} and place {number % 13}"
 
 
 # ----- the child: inserts until killed -------------------------------------------------------
 
-def child(storage: Path, start: int, total: int, batch: int) -> None:
+def child(storage: Path, start: int, total: int, batch: int, embedding: str) -> None:
     settings = Settings(persist_directory=storage, agent_id=AGENT)
-    with MemoryManager(agent_id=AGENT, settings=settings, embedding_function=HashEmbedding()) as memory:
+    with MemoryManager(agent_id=AGENT, settings=settings, embedding_function=EMBEDDINGS[embedding]()) as memory:
         memory.archival  # open (and reconcile) before reporting ready
         print("ready", flush=True)
         for first in range(start, total, batch):
@@ -76,11 +97,11 @@ class Tally:
 
 
 def run_child(storage: Path, start: int, total: int, batch: int, kill_after: float | None,
-              tally: Tally) -> bool:
+              tally: Tally, embedding: str) -> bool:
     """One child run; returns True if it finished on its own (not killed)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     process = subprocess.Popen([sys.executable, __file__, "--child", str(storage), str(start), str(total),
-                                str(batch)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                                str(batch), embedding], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     lines: queue.Queue[str | None] = queue.Queue()
     reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
     reader.start()
@@ -116,16 +137,16 @@ def _read_lines(process: subprocess.Popen[str], lines: queue.Queue[str | None]) 
     lines.put(None)
 
 
-def verify(storage: Path, tally: Tally) -> None:
+def verify(storage: Path, tally: Tally, embedding: str) -> None:
     """Reopen as a restarted agent would; repair if reconcile cannot make the stores agree."""
     with Database(storage / "memory.db") as db:
-        archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), HashEmbedding())
+        archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]())
         try:
             healthy = _reconciled(archival, tally)
             if not healthy:
                 tally.repairs += 1
                 rebuilt = rebuild_vectors(archival, None)
-                archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), HashEmbedding())
+                archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]())
                 if not rebuilt.reconcile.ok or not _reconciled(archival, tally):
                     raise SystemExit(f"repair failed: {rebuilt}")
             _count_losses(archival, tally)
@@ -160,7 +181,7 @@ def _count_losses(archival: ArchivalMemory, tally: Tally) -> None:
                   if by_id.get(passage_id) != content(number) or passage_id not in vectors}
 
 
-def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path) -> Tally:
+def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, embedding: str) -> Tally:
     """Kill at random moments spread so that the kills cover the whole run of `passages`."""
     rng = random.Random(seed)
     tally = Tally()
@@ -173,16 +194,16 @@ def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path) ->
         window = (passages - start) / (kills - tally.kills) / rate
         kill_after = rng.uniform(0.0, window)
         before = len(tally.acknowledged)
-        run_child(storage, start, passages, batch, kill_after, tally)
+        run_child(storage, start, passages, batch, kill_after, tally, embedding)
         if kill_after > 0.2 and len(tally.acknowledged) > before:
             rate = 0.5 * rate + 0.5 * (len(tally.acknowledged) - before) / kill_after
-        verify(storage, tally)
+        verify(storage, tally, embedding)
         print(f"kill {tally.kills:3d} at {kill_after:5.2f} s: {len(tally.acknowledged):6d} acknowledged, "
               f"lost {len(tally.lost)}, repairs {tally.repairs}  ({time.monotonic() - started:.0f} s)", flush=True)
     start = _first_unacknowledged(tally, batch, passages)
     if start < passages:  # finish the job without killing, then check once more
-        run_child(storage, start, passages, batch, None, tally)
-        verify(storage, tally)
+        run_child(storage, start, passages, batch, None, tally, embedding)
+        verify(storage, tally, embedding)
     return tally
 
 
@@ -195,20 +216,22 @@ def _first_unacknowledged(tally: Tally, batch: int, passages: int) -> int:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+        child(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--passages", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--embedding", choices=sorted(EMBEDDINGS), default="hash384",
+                        help="hash384 (default): fast hashing, 384 dimensions; default: the manager's own model")
     parser.add_argument("--quick", action="store_true", help="5 kills, 1,000 passages")
     args = parser.parse_args()
     kills, passages = (5, 1000) if args.quick else (args.kills, args.passages)
     with tempfile.TemporaryDirectory(prefix="kill-campaign-") as directory:
         storage = Path(directory) / "store"
         started = time.monotonic()
-        tally = campaign(kills, passages, args.batch, args.seed, storage)
+        tally = campaign(kills, passages, args.batch, args.seed, storage, args.embedding)
         elapsed = time.monotonic() - started
     print()
     print(f"kills:                 {tally.kills}")

@@ -81,10 +81,6 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
         is_bool_as_number = isinstance(value, bool) and expected in {"integer", "number"}
         if not isinstance(value, allowed) or is_bool_as_number:
             raise ToolArgumentError(f"{spec.name}: '{name}' must be a {expected}.")
-        item_type = schema.get("items", {}).get("type")
-        if expected == "array" and item_type and not all(
-                isinstance(item, _PYTHON_TYPES.get(item_type, (object,))) for item in value):
-            raise ToolArgumentError(f"{spec.name}: '{name}' must be a list of {item_type}s.")
         if expected in {"integer", "number"} and not schema.get("minimum", value) <= value <= schema.get(
                 "maximum", value):
             raise ToolArgumentError(f"{spec.name}: '{name}' must be from {schema.get('minimum', '-inf')} to "

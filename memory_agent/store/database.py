@@ -70,6 +70,8 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
 def _translated(path: Path, error: BaseException) -> BaseException:
     """Our error for a failure inside a transaction or read: SQLite's become StorageErrors, text
     SQLite could not encode (a lone surrogate that slipped past the checks) a ConfigurationError."""
+    if isinstance(error, (sqlite3.ProgrammingError, sqlite3.InterfaceError)):
+        return error  # misuse of the connection (e.g. used after close): a defect to see as it is
     if isinstance(error, sqlite3.Error):
         return storage_error(path, error)
     if isinstance(error, UnicodeEncodeError):
