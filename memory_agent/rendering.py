@@ -2,7 +2,8 @@
 
 Block values and descriptions are escaped (`&`, `<`, `>`), so text stored in a block can never
 close its own tag or forge another section of the prompt. Labels are validated identifiers and are
-written as they are.
+written as they are. In the markdown form, whose sections are `## [LABEL]` headings, a line of
+stored text that starts with `#` is escaped with a backslash, so it can never open a section.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from html import escape
 
 from .blocks import Block
 
-__all__ = ["MemoryMetadata", "escape_text", "render_memory", "render_recent_conversation"]
+__all__ = ["MemoryMetadata", "escape_markdown", "escape_text", "render_memory", "render_recent_conversation"]
 
 _XML_INTRO = "The following memory blocks are currently engaged in your core memory unit:"
 
@@ -43,6 +44,11 @@ def escape_text(value: str) -> str:
 
 
 _text = escape_text
+
+
+def escape_markdown(value: str) -> str:
+    """Backslash-escape every line that would start a markdown heading (leading spaces allowed)."""
+    return "\n".join(f"\\{line}" if line.lstrip(" ").startswith("#") else line for line in value.split("\n"))
 
 
 def render_recent_conversation(transcript: str) -> str:
@@ -84,11 +90,11 @@ def _render_markdown(blocks: Sequence[Block], metadata: MemoryMetadata) -> str:
         flags = ", read-only" if block.read_only else ""
         parts += [f"## [{block.label.upper()}] ({block.chars_current}/{block.limit} chars{flags})"]
         if block.description:
-            parts += [f"_{block.description}_"]
-        parts += [block.value, ""]
+            parts += [f"_{escape_markdown(block.description)}_"]
+        parts += [escape_markdown(block.value), ""]
     parts += ["## [MEMORY METADATA]", *_metadata_lines(metadata)]
     if metadata.summary:
-        parts += ["", "## [CONVERSATION SUMMARY]", metadata.summary]
+        parts += ["", "## [CONVERSATION SUMMARY]", escape_markdown(metadata.summary)]
     return "\n".join(parts)
 
 
