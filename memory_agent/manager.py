@@ -375,8 +375,12 @@ class MemoryManager:
     def get_summary_record(self, *, agent_id: str | None = None) -> StoredSummary | None:
         return self.recall.latest_summary(agent_id or self.agent_id)
 
-    def search_messages(self, query: str, *, agent_id: str | None = None, **filters: Any) -> list[StoredMessage]:
-        return self.recall.search(agent_id or self.agent_id, query, **filters)
+    def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
+                        start_date: str | None = None, end_date: str | None = None, limit: int = 10,
+                        offset: int = 0) -> list[StoredMessage]:
+        """Full-text search of the agent's messages, evicted ones included (see RecallMemory.search)."""
+        return self.recall.search(agent_id or self.agent_id, query, roles=roles, start_date=start_date,
+                                  end_date=end_date, limit=limit, offset=offset)
 
     def memory_fingerprint(self, *, agent_id: str | None = None) -> str:
         """A cheap value that changes whenever the rendered memory of the agent would change

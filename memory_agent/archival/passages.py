@@ -149,6 +149,8 @@ def normalise_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         tags = [tags]
+    if not isinstance(tags, Iterable) or isinstance(tags, (bytes, Mapping)):
+        raise ArchivalError(f"Tags must be a list of strings, got {type(tags).__name__}.")
     clean: dict[str, None] = {}
     for tag in tags:
         if not isinstance(tag, str):

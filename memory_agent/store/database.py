@@ -71,6 +71,9 @@ def _translated(path: Path, error: BaseException) -> BaseException:
     """Our error for a failure inside a transaction or read: SQLite's become StorageErrors, text
     SQLite could not encode (a lone surrogate that slipped past the checks) a ConfigurationError."""
     if isinstance(error, (sqlite3.ProgrammingError, sqlite3.InterfaceError)):
+        if "binding parameter" in str(error) or "unsupported type" in str(error):
+            return ConfigurationError(f"A value sent to {path} has a type SQLite cannot store ({error}); "
+                                      "nothing was written.")
         return error  # misuse of the connection (e.g. used after close): a defect to see as it is
     if isinstance(error, sqlite3.Error):
         return storage_error(path, error)
