@@ -23,7 +23,7 @@ from .archival import ArchivalMemory
 from .archival.passage_table import agents_with_passages, state_counts
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
-from .store.database import VECTORS_DIRNAME, Database
+from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
 
 __all__ = [
     "FTS_TABLES",
@@ -80,7 +80,9 @@ def check_sqlite(path: Path) -> list[Check]:
         finally:
             conn.close()
     except sqlite3.Error as error:
-        return [Check("sqlite integrity", "fail", f"{error}: {_DAMAGED}")]
+        if is_damage(error):
+            return [Check("sqlite integrity", "fail", f"{error}: {_DAMAGED}")]
+        return [Check("sqlite integrity", "fail", f"cannot be checked: {storage_error(path, error)}")]
     integrity = (Check("sqlite integrity", "ok", "ok") if problems == ["ok"]
                  else Check("sqlite integrity", "fail", "; ".join(problems[:3]) + f": {_DAMAGED}"))
     keys = (Check("foreign keys", "ok", "every reference resolves") if not orphans

@@ -8,6 +8,7 @@ and lose an update), retried a bounded number of times if the lock stays busy pa
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -25,7 +26,15 @@ from tenacity import (
 from ..errors import ConfigurationError, StorageError
 from .migrations import migrate
 
-__all__ = ["DATABASE_FILENAME", "VECTORS_DIRNAME", "Database", "check_not_orphaned", "storage_error", "utc_now"]
+__all__ = [
+    "DATABASE_FILENAME",
+    "VECTORS_DIRNAME",
+    "Database",
+    "check_not_orphaned",
+    "is_damage",
+    "storage_error",
+    "utc_now",
+]
 
 DATABASE_FILENAME = "memory.db"
 """The database file inside a storage dir."""
@@ -51,10 +60,14 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
     elif code == sqlite3.SQLITE_READONLY or "readonly" in text:
         message = (f"{path} is read-only ({text}); nothing was written. Make the file, its -wal and -shm "
                    "files and the storage dir writable by this user.")
-    elif code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "malformed" in text or "not a database" in text:
+    elif is_damage(error):
         message = (f"{path} is damaged or is not a memory-agent database ({text}). Nothing was changed. "
                    "Run 'memory-agent doctor' for a report; restore the file from a backup or an export, "
                    "or move it aside to start an empty store.")
+    elif (code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text) and not _writable(path.parent):
+        message = (f"Cannot open {path} ({text}): its directory is read-only (a read-only file system, "
+                   "or no write permission). SQLite needs to write beside the database even to read it "
+                   "in WAL mode; make the storage dir writable by this user.")
     elif code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
         message = f"Cannot open {path} ({text}). Check that the storage dir exists and is writable."
     elif code == sqlite3.SQLITE_IOERR or "disk I/O error" in text:
@@ -65,6 +78,17 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
     storage = StorageError(message)
     storage.path = path  # type: ignore[attr-defined]
     return storage
+
+
+def _writable(directory: Path) -> bool:
+    return not directory.exists() or os.access(directory, os.W_OK)
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """Whether SQLite says the file itself is corrupt or not a database (not merely unusable)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or any(
+        phrase in str(error) for phrase in ("malformed", "not a database"))
 
 
 def _translated(path: Path, error: BaseException) -> BaseException:
