@@ -29,21 +29,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "archival"))
 
-from archival_helpers import HashEmbedding  # noqa: E402
+from archival_helpers import HashEmbedding
 
-from memory_agent import MemoryManager, Settings  # noqa: E402
-from memory_agent.archival import ArchivalMemory, VectorConfig  # noqa: E402
-from memory_agent.archival.rebuild import rebuild_vectors  # noqa: E402
-from memory_agent.store.database import Database  # noqa: E402
+from memory_agent import MemoryManager, Settings
+from memory_agent.archival import ArchivalMemory, VectorConfig
+from memory_agent.archival.rebuild import rebuild_vectors
+from memory_agent.store.database import Database
 
 AGENT = "writer"
 
@@ -75,7 +75,7 @@ def content(number: int) -> str:
 def child(storage: Path, start: int, total: int, batch: int, embedding: str) -> None:
     settings = Settings(persist_directory=storage, agent_id=AGENT)
     with MemoryManager(agent_id=AGENT, settings=settings, embedding_function=EMBEDDINGS[embedding]()) as memory:
-        memory.archival  # open (and reconcile) before reporting ready
+        memory.reconcile_archival()  # open (and reconcile) before reporting ready
         print("ready", flush=True)
         for first in range(start, total, batch):
             numbers = range(first, min(first + batch, total))

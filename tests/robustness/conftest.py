@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from robustness_helpers import database_state  # noqa: E402
+from robustness_helpers import database_state
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "archival"))
 
-from archival_helpers import HashEmbedding  # noqa: E402
+from archival_helpers import HashEmbedding
 
 __all__ = ["HashEmbedding", "database_state"]
 

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 from robustness_helpers import HashEmbedding, database_state
 
-from memory_agent import MemoryManager, Settings, StorageError
+from memory_agent import MemoryManager, StorageError
 from memory_agent.cli import cli
 
 PAGE = 4096

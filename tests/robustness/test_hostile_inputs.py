@@ -20,11 +20,11 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from robustness_helpers import HashEmbedding, database_state
 
 from memory_agent import MemoryAgentError, MemoryManager, Settings
 from memory_agent.cli import cli
 from memory_agent.portability import export_memory, import_file
-from robustness_helpers import HashEmbedding, database_state
 
 FAST, SLOW = 100, 1500
 EXAMPLES = [FAST, pytest.param(SLOW, marks=pytest.mark.slow)]
