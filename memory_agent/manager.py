@@ -22,6 +22,7 @@ from typing import Any
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
 from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.search import SearchMode
 from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
@@ -314,10 +315,7 @@ class MemoryManager:
         if self._archival is None:
             with self._archival_lock:
                 if self._archival is None:
-                    archival = ArchivalMemory(
-                        self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
-                        self._embedding_function, vector_store=self._vector_store,
-                    )
+                    archival = self._open_archival()
                     report = archival.reconcile()
                     if report.errors:
                         logger.warning("archival reconcile on open left work for later: %s", report.errors)
@@ -357,6 +355,17 @@ class MemoryManager:
                            full: bool = False) -> ReconcileReport:
         """Re-embed pending passages and drop orphan vectors (also done when archival opens)."""
         return self.archival.reconcile(agent_id, progress, full=full)
+
+    def rebuild_archival_vectors(self, progress: Any = None) -> RebuildReport:
+        """Replace a damaged vector store: the old one is kept as a backup (embedded Chroma) and
+        every passage is re-embedded with this manager's embedding function (`doctor --repair`)."""
+        with self._archival_lock:
+            archival, self._archival = self._archival or self._open_archival(), None
+        return rebuild_vectors(archival, progress)
+
+    def _open_archival(self) -> ArchivalMemory:
+        return ArchivalMemory(self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
+                              self._embedding_function, vector_store=self._vector_store)
 
     # ----- recall memory ------------------------------------------------------------------
 
@@ -448,6 +457,10 @@ class MemoryManager:
     # ----- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the database and release archival memory's vector store client."""
+        if self._archival is not None:
+            self._archival.close()
+            self._archival = None
         self.db.close()
 
     def __enter__(self) -> MemoryManager:

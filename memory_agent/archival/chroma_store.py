@@ -27,7 +27,7 @@ from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
 
-__all__ = ["ChromaVectorStore", "chroma_where", "collection_name"]
+__all__ = ["ChromaVectorStore", "chroma_where", "collection_name", "release_embedded_store"]
 
 DEFAULT_PREFIX = "archival"
 OVERFETCH = 10
@@ -218,19 +218,27 @@ def _open_client(config: VectorConfig) -> Any:
     return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
 
 
-def _forget_embedded_system(path: Path) -> None:
+def release_embedded_store(path: Path) -> None:
+    """Forget this process's Chroma system for `path` even if clients still hold it: the
+    directory is about to be moved aside (a rebuild), so every such client is stale anyway."""
+    _forget_embedded_system(path, force=True)
+
+
+def _forget_embedded_system(path: Path, *, force: bool = False) -> None:
     """Drop chromadb's process-wide cached system for this directory.
 
     chromadb caches one system per path (`SharedSystemClient`, not public API) and keeps it even
     when opening the client failed (a corrupt chroma.sqlite3), so a new client on the same path,
     after the directory was moved aside, would get the broken one. Only this path's entry is
-    removed; other storage dirs' clients in the process keep theirs.
+    removed, and only when no other client of the process still holds it.
     """
     try:
         from chromadb.api.shared_system_client import SharedSystemClient
     except ImportError:  # a chromadb without this cache has nothing to forget
         return
     identifier = str(path)
+    if not force and SharedSystemClient._identifier_to_refcount.get(identifier, 0) > 0:
+        return  # another client of this process still uses it (closing ours released our share)
     system = SharedSystemClient._identifier_to_system.pop(identifier, None)
     SharedSystemClient._identifier_to_refcount.pop(identifier, None)
     if system is not None:

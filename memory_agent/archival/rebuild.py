@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..store.database import Database
 from .archive import ArchivalMemory
+from .chroma_store import release_embedded_store
 from .reconcile import Progress, ReconcileReport
 
 __all__ = ["RebuildReport", "move_aside", "rebuild_vectors"]
@@ -52,6 +53,7 @@ def rebuild_vectors(archival: ArchivalMemory, progress: Progress | None = None) 
     backup, dropped = None, 0
     if config.host is None:
         archival.close()
+        release_embedded_store(config.path)
         backup = move_aside(config.path)
     else:
         dropped = archival.index.store.drop_collections()  # type: ignore[attr-defined]

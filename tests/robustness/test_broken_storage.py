@@ -20,7 +20,8 @@ import pytest
 from click.testing import CliRunner, Result
 from robustness_helpers import HashEmbedding, database_state
 
-from memory_agent import MemoryManager, StorageError
+from memory_agent import MemoryManager, StorageError, health
+from memory_agent.archival import ArchivalMemory, VectorConfig
 from memory_agent.cli import cli
 
 PAGE = 4096
@@ -267,3 +268,27 @@ def test_a_drifted_full_text_index_is_rebuilt(store: Path) -> None:
     assert failed["status"] == "fail" and "--repair rebuilds it" in failed["detail"]
     assert run(store, "doctor", "--repair").exit_code == 0
     assert run(store, "doctor").exit_code == 0
+
+
+def test_a_damaged_hnsw_segment_is_found_and_rebuilt_with_the_managers_embedding(tmp_path: Path) -> None:
+    """The state one kill -9 left behind in an earlier campaign: Chroma's HNSW files unreadable."""
+    with MemoryManager(tmp_path / "store", agent_id="ada", embedding_function=HashEmbedding()) as memory:
+        memory.archival_memory_insert_many([f"passage {n} about topic {n % 37}" for n in range(3000)])
+    segments = [p for p in (tmp_path / "store" / "chroma").iterdir() if p.is_dir()]
+    assert segments, "Chroma wrote no HNSW segment to damage"
+    for segment in segments:
+        (segment / "header.bin").write_bytes(b"\0" * 10)
+        (segment / "link_lists.bin").write_bytes(b"garbage")
+
+    with MemoryManager(tmp_path / "store", agent_id="ada", embedding_function=HashEmbedding()) as memory:
+        hits = memory.archival_memory_search("topic 3", mode="vector", limit=3)
+        assert hits and all(hit.degraded for hit in hits)
+        checked = ArchivalMemory(memory.db, VectorConfig(path=tmp_path / "store" / "chroma"), HashEmbedding())
+        found = health.check_archival(checked)
+        checked.close()
+        assert found[0].status == "fail" and "re-embeds all 3000 passages" in found[0].detail
+        report = memory.rebuild_archival_vectors()
+        assert report.reconcile.ok and report.reconcile.embedded == 3000 and report.backup is not None
+        hits = memory.archival_memory_search("topic 3", mode="vector", limit=3)
+        assert hits and not any(hit.degraded for hit in hits) and hits[0].vector_rank == 1
+        assert memory.archival.index.store.count("ada") == 3000
