@@ -108,10 +108,9 @@ def test_a_damaged_database_is_named_reported_and_left_alone(store: Path, damage
         if result.exit_code != 0:  # garbage in the middle may spare the pages a command reads
             error = one_line_error(result)
             assert str(path) in error and ("damaged" in error or "doctor" in error), error
-    with pytest.raises(StorageError, match="memory.db"):
-        with MemoryManager(store, agent_id="ada") as memory:
-            memory.get_recent_messages(100)
-            memory.search_messages("filler", limit=50)
+    with pytest.raises(StorageError, match="memory.db"), MemoryManager(store, agent_id="ada") as memory:
+        memory.get_recent_messages(100)
+        memory.search_messages("filler", limit=50)
 
     report = run(store, "--json", "doctor")
     assert report.exit_code == 1
@@ -168,7 +167,7 @@ def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
@@ -195,20 +194,19 @@ def test_a_read_only_storage_dir_is_named(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(tmp_path: Path) -> None:
-    with small_tmpfs(tmp_path / "full", "3m") as mount:
-        with MemoryManager(mount / "store", agent_id="ada") as memory:
-            memory.create_block("big", "", limit=10**7)
-            before = database_state(memory.db.path)
-            filler = mount / "filler"
-            with filler.open("wb") as handle, contextlib.suppress(OSError):
-                while True:
-                    handle.write(b"x" * 65536)
-                    handle.flush()
-            with pytest.raises(StorageError, match="disk full"):
-                memory.update_block("big", value="y" * 500_000)
-            assert database_state(memory.db.path) == before
-            filler.unlink()
-            assert memory.update_block("big", value="y" * 500_000).version == 2
+    with small_tmpfs(tmp_path / "full", "3m") as mount, MemoryManager(mount / "store", agent_id="ada") as memory:
+        memory.create_block("big", "", limit=10**7)
+        before = database_state(memory.db.path)
+        filler = mount / "filler"
+        with filler.open("wb") as handle, contextlib.suppress(OSError):
+            while True:
+                handle.write(b"x" * 65536)
+                handle.flush()
+        with pytest.raises(StorageError, match="disk full"):
+            memory.update_block("big", value="y" * 500_000)
+        assert database_state(memory.db.path) == before
+        filler.unlink()
+        assert memory.update_block("big", value="y" * 500_000).version == 2
 
 
 def test_sqlite_full_is_disk_full_too(tmp_path: Path) -> None:
