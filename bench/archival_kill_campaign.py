@@ -191,7 +191,7 @@ def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, em
         start = _first_unacknowledged(tally, batch, passages)
         if start >= passages:
             break
-        window = (passages - start) / (kills - tally.kills) / rate
+        window = 0.8 * (passages - start) / (kills - tally.kills) / rate
         kill_after = rng.uniform(0.0, window)
         before = len(tally.acknowledged)
         run_child(storage, start, passages, batch, kill_after, tally, embedding)

@@ -18,10 +18,21 @@ from claude_agent_sdk.types import McpSdkServerConfig
 
 from ..errors import ConfigurationError
 
-__all__ = ["CLI_COMPACTION_ENV", "compose_system_prompt", "merge_options", "user_system_text"]
+__all__ = ["CLI_COMPACTION_ENV", "compose_system_prompt", "merge_options", "user_system_text", "with_base_prompt"]
 
 CLI_COMPACTION_ENV = {"DISABLE_AUTO_COMPACT": "1"}
 """Turns off the Claude Code CLI's own auto-compaction, so only ours summarises the context."""
+
+
+def with_base_prompt(options: ClaudeAgentOptions, base_prompt: str | None) -> ClaudeAgentOptions:
+    """The options with the agent's own base prompt when the user named no system prompt.
+
+    An agent imported from Letta keeps its `system` prompt; the user's own prompt, if any,
+    always wins.
+    """
+    if options.system_prompt is not None or not base_prompt:
+        return options
+    return dataclasses.replace(options, system_prompt=base_prompt)
 
 
 def user_system_text(system_prompt: Any) -> str | None:
