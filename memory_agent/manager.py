@@ -22,6 +22,7 @@ from typing import Any
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
 from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.search import SearchMode
 from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
@@ -35,7 +36,8 @@ from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.database import DATABASE_FILENAME, Database
-from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
+from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
+from .validation import check_text, checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
 
@@ -53,11 +55,15 @@ class ToolOutcome:
     is_error: bool = False
 
 
+@checked_methods(exclude=("execute_tool",))
 class MemoryManager:
     """The memory of one agent (by default) in one storage dir.
 
     Every mutating method takes a keyword-only `agent_id=` to act as another agent of the same
-    storage dir, which is how multi-agent code shares one manager.
+    storage dir, which is how multi-agent code shares one manager. Every public method checks its
+    arguments against its annotations before anything runs (see `validation`): a wrong type, an
+    int past SQLite's range or text with a lone surrogate is a ConfigurationError, and nothing
+    is written.
     """
 
     def __init__(
@@ -107,6 +113,8 @@ class MemoryManager:
 
     def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
         """Create the agent with its default blocks if it is new; returns True when created."""
+        if not agent_id.strip():
+            raise ConfigurationError("An agent id must not be empty or blank.")
         if self.core.agent_exists(agent_id):
             return False
         created = self.core.create_agent(agent_id)
@@ -295,16 +303,23 @@ class MemoryManager:
         return [spec.definition() for spec in self.tool_specs()]
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
-        """Run a memory tool for the model: errors come back as error outcomes, never raised."""
-        spec = next((s for s in self.tool_specs() if s.name == name), None)
-        if spec is None:
-            known = ", ".join(s.name for s in self.tool_specs())
-            return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
+        """Run a memory tool for the model: every failure comes back as an error outcome, never
+        raised, because an exception here would end the model's turn instead of informing it."""
         try:
+            check_text("tool name", name)
+            spec = next((s for s in self.tool_specs() if s.name == name), None)
+            if spec is None:
+                known = ", ".join(s.name for s in self.tool_specs())
+                return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
             clean = validate_arguments(spec, arguments)
-            return ToolOutcome(spec.run(self, clean, agent_id or self.agent_id))
-        except (MemoryAgentError, ToolArgumentError) as error:
+            target = check_text("agent_id", agent_id, optional=True) or self.agent_id
+            return ToolOutcome(spec.run(self, clean, target))
+        except MemoryAgentError as error:
             return ToolOutcome(f"Error: {error}", is_error=True)
+        except Exception as error:  # a defect of ours: the model still gets an answer, we get the log
+            logger.exception("memory tool %r failed unexpectedly", name)
+            return ToolOutcome(f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
+                               "nothing was changed. Try again, or use another tool.", is_error=True)
 
     # ----- archival memory ----------------------------------------------------------------
 
@@ -319,10 +334,7 @@ class MemoryManager:
         if self._archival is None:
             with self._archival_lock:
                 if self._archival is None:
-                    archival = ArchivalMemory(
-                        self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
-                        self._embedding_function, vector_store=self._vector_store,
-                    )
+                    archival = self._open_archival()
                     report = archival.reconcile_on_open()
                     if report.errors:
                         logger.warning("archival reconcile on open left work for later: %s", report.errors)
@@ -363,6 +375,17 @@ class MemoryManager:
         """Re-embed pending passages and drop orphan vectors (also done when archival opens)."""
         return self.archival.reconcile(agent_id, progress, full=full)
 
+    def rebuild_archival_vectors(self, progress: Any = None) -> RebuildReport:
+        """Replace a damaged vector store: the old one is kept as a backup (embedded Chroma) and
+        every passage is re-embedded with this manager's embedding function (`doctor --repair`)."""
+        with self._archival_lock:
+            archival, self._archival = self._archival or self._open_archival(), None
+        return rebuild_vectors(archival, progress)
+
+    def _open_archival(self) -> ArchivalMemory:
+        return ArchivalMemory(self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
+                              self._embedding_function, vector_store=self._vector_store)
+
     # ----- recall memory ------------------------------------------------------------------
 
     def store_message(self, role: str, content: MessageContent, *, agent_id: str | None = None,
@@ -380,8 +403,12 @@ class MemoryManager:
     def get_summary_record(self, *, agent_id: str | None = None) -> StoredSummary | None:
         return self.recall.latest_summary(agent_id or self.agent_id)
 
-    def search_messages(self, query: str, *, agent_id: str | None = None, **filters: Any) -> list[StoredMessage]:
-        return self.recall.search(agent_id or self.agent_id, query, **filters)
+    def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
+                        start_date: str | None = None, end_date: str | None = None, limit: int = 10,
+                        offset: int = 0) -> list[StoredMessage]:
+        """Full-text search of the agent's messages, evicted ones included (see RecallMemory.search)."""
+        return self.recall.search(agent_id or self.agent_id, query, roles=roles, start_date=start_date,
+                                  end_date=end_date, limit=limit, offset=offset)
 
     def memory_fingerprint(self, *, agent_id: str | None = None) -> str:
         """A cheap value that changes whenever the rendered memory of the agent would change
@@ -449,6 +476,10 @@ class MemoryManager:
     # ----- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the database and release archival memory's vector store client."""
+        if self._archival is not None:
+            self._archival.close()
+            self._archival = None
         self.db.close()
 
     def __enter__(self) -> MemoryManager:

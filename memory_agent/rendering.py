@@ -9,6 +9,8 @@ and a label that is one of this layout's own tag names (`value`, `memory_blocks`
 as `<block label="system/human/family">` ... `</block>`: `/` cannot appear in a tag name, and a
 block named like a section would otherwise open a second one. Labels are validated
 (`labels.validate_label`) and the attribute is escaped all the same.
+In the markdown form, whose sections are `## [LABEL]` headings, a line of stored text that
+starts with `#` is escaped with a backslash, so it can never open a section.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from html import escape
 
 from .blocks import Block
 
-__all__ = ["MemoryMetadata", "block_tags", "escape_text", "render_memory", "render_recent_conversation"]
+__all__ = [
+    "MemoryMetadata",
+    "block_tags",
+    "escape_markdown",
+    "escape_text",
+    "render_memory",
+    "render_recent_conversation",
+]
 
 _XML_INTRO = "The following memory blocks are currently engaged in your core memory unit:"
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -55,6 +64,11 @@ def escape_text(value: str) -> str:
 
 
 _text = escape_text
+
+
+def escape_markdown(value: str) -> str:
+    """Backslash-escape every line that would start a markdown heading (leading spaces allowed)."""
+    return "\n".join(f"\\{line}" if line.lstrip(" ").startswith("#") else line for line in value.split("\n"))
 
 
 def render_recent_conversation(transcript: str) -> str:
@@ -104,11 +118,11 @@ def _render_markdown(blocks: Sequence[Block], metadata: MemoryMetadata) -> str:
         flags = ", read-only" if block.read_only else ""
         parts += [f"## [{block.label.upper()}] ({block.chars_current}/{block.limit} chars{flags})"]
         if block.description:
-            parts += [f"_{block.description}_"]
-        parts += [block.value, ""]
+            parts += [f"_{escape_markdown(block.description)}_"]
+        parts += [escape_markdown(block.value), ""]
     parts += ["## [MEMORY METADATA]", *_metadata_lines(metadata)]
     if metadata.summary:
-        parts += ["", "## [CONVERSATION SUMMARY]", metadata.summary]
+        parts += ["", "## [CONVERSATION SUMMARY]", escape_markdown(metadata.summary)]
     return "\n".join(parts)
 
 

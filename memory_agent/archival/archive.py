@@ -214,6 +214,13 @@ class ArchivalMemory:
         if report.errors:
             log.warning("archival reconcile left work for later: %s", report.errors)
 
+    def close(self) -> None:
+        """Release the vector store's client and the search threads (the database stays open)."""
+        self.index.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
     def pending_count(self, agent_id: str | None = None) -> int:
         """Passages still waiting for their vectors."""
         with self.db.reading() as conn:

@@ -58,6 +58,7 @@ class VectorIndex:
         self.config = config
         self._embedding_function = embedding_function
         self._store = vector_store
+        self._vector_store_is_ours = vector_store is None
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._on_open: list[Callable[[], None]] = []
@@ -110,6 +111,15 @@ class VectorIndex:
                     self._on_open.append(callback)
                     return
             callback()
+
+    def close(self) -> None:
+        """Release the vector store's client if it was opened and can be closed."""
+        store = self._store
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+            if self._vector_store_is_ours:
+                self._store = None
 
     def embed_documents(self, texts: Sequence[str]) -> list[Sequence[float]]:
         return list(self.embedding_function(list(texts)))

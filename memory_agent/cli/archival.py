@@ -23,7 +23,7 @@ def _passage_data(passage: Passage) -> dict[str, object]:
 def _hit_data(hit: SearchHit) -> dict[str, object]:
     return {**_passage_data(hit.passage), "score": hit.score, "keyword_rank": hit.keyword_rank,
             "vector_rank": hit.vector_rank, "keyword_score": hit.keyword_score,
-            "vector_similarity": hit.vector_similarity}
+            "vector_similarity": hit.vector_similarity, "degraded": hit.degraded}
 
 
 @click.command()
@@ -60,6 +60,9 @@ def recall(query: str, mode: SearchMode | None, limit: int, tags: tuple[str, ...
     def render() -> None:
         if not hits:
             say("Nothing found.")
+        elif any(hit.degraded for hit in hits):
+            say("Search by meaning failed, so these results matched keywords only; "
+                "'memory-agent doctor' says why.", style="yellow")
         for rank, hit in enumerate(hits, 1):
             console().print(Text.assemble((f"#{rank}  score {hit.score:.3g}", "bold"), f"  ({_ranks(hit)})"))
             _print_passage(hit.passage)
