@@ -21,6 +21,7 @@ as a tool error and to people in the CLI.
     ├── StorageError                the database could not be opened, migrated or written
     ├── ArchivalError               archival memory refused an operation
     ├── MessageNotFoundError        no stored message with that id
+    ├── MemoryToolError             a memory-tool command (view, create, ...) refused its path
     └── ImportFormatError           an export file could not be read
 """
 
@@ -40,6 +41,7 @@ __all__ = [
     "ImportFormatError",
     "InvalidLabelError",
     "MemoryAgentError",
+    "MemoryToolError",
     "MessageNotFoundError",
     "NothingToUndoError",
     "ReadOnlyBlockError",
@@ -187,6 +189,19 @@ class MessageNotFoundError(MemoryAgentError):
     def __init__(self, message_id: int) -> None:
         self.message_id = message_id
         super().__init__(f"No stored message with id {message_id}.")
+
+
+class MemoryToolError(MemoryAgentError):
+    """A memory-tool command refused: a path outside /memories or unsafe, a missing file, ...
+
+    The message is the exact text the model gets; where Anthropic's local-filesystem memory tool
+    has a message for the same case, it is that message, word for word. `path` is the path the
+    command named (as given, possibly hostile: never a file name on disk).
+    """
+
+    def __init__(self, message: str, path: object = None) -> None:
+        self.path = path
+        super().__init__(message)
 
 
 class ImportFormatError(MemoryAgentError):

@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -184,12 +184,14 @@ class MemoryManager:
         is_shared: bool = False,
         *,
         agent_id: str | None = None,
+        in_prompt: bool = True,
     ) -> Block:
+        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not rendered)."""
         label = validate_label(label)
         return self.core.create_block(
             agent_id or self.agent_id, label, value,
             limit=limit if limit is not None else self.settings.block_limit_for(label),
-            description=description, read_only=read_only, is_shared=is_shared,
+            description=description, read_only=read_only, is_shared=is_shared, in_prompt=in_prompt,
         )
 
     def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
@@ -218,11 +220,29 @@ class MemoryManager:
         description: str | None = None,
         limit: int | None = None,
         read_only: bool | None = None,
+        in_prompt: bool | None = None,
         agent_id: str | None = None,
     ) -> Block:
-        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold."""
+        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold.
+
+        `in_prompt` switches a block between always in the prompt and on demand.
+        """
         return self.core.update_block(agent_id or self.agent_id, label, value=value,
-                                      description=description, limit=limit, read_only=read_only)
+                                      description=description, limit=limit, read_only=read_only,
+                                      in_prompt=in_prompt)
+
+    def rename_block(self, label: str, new_label: str, *, agent_id: str | None = None) -> Block:
+        """Relabel a block for every agent it is attached to (refused on read-only blocks and
+        where any of them already has `new_label`); journalled, the version stays."""
+        return self.core.rename_block(agent_id or self.agent_id, label, new_label)
+
+    def view_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        """The block as the model reads it with a tool: records that the agent has now seen this
+        version, so its next edit is not refused as stale."""
+        target = agent_id or self.agent_id
+        block = self.core.get_block(target, label)
+        self.core.mark_seen(target, [block])
+        return block
 
     def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]:
         return self.core.history(agent_id or self.agent_id, label)
@@ -262,15 +282,26 @@ class MemoryManager:
                                         tags=["memory_update", "reasoning", label], agent_id=target)
         return _edit_result("Rewrote", block)
 
+    def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
+                   check_stale: bool = True, agent_id: str | None = None) -> Block:
+        """A model-facing edit whose new value `compute` derives from the block (the memory
+        tool's `str_replace` and `insert`). Read-only, stale-write refusal, the limit, history and
+        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes."""
+        return self.core.edit(agent_id or self.agent_id, label, Edit(action, compute, check_stale=check_stale))
+
     # ----- the model's view ---------------------------------------------------------------
 
     def get_system_prompt_addition(self, use_xml_format: bool = True, *, agent_id: str | None = None,
                                    mark_seen: bool = True) -> str:
-        """The rendered memory for the system prompt; marks these versions as seen by the agent."""
+        """The rendered memory for the system prompt; marks the rendered versions as seen.
+
+        On-demand blocks are listed with their paths and sizes, not rendered, so they are not
+        marked: the agent sees one when it views it with the memory tool.
+        """
         target = agent_id or self.agent_id
         blocks = self.core.list_blocks(target)
         if mark_seen:
-            self.core.mark_seen(target, blocks)
+            self.core.mark_seen(target, [block for block in blocks if block.in_prompt])
         return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
 
     def _metadata(self, agent_id: str, blocks: list[Block], *, with_summary: bool = True) -> MemoryMetadata:
