@@ -29,6 +29,7 @@ from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
 from .errors import ConfigurationError, MemoryAgentError
 from .labels import validate_label
+from .memory_tool import MEMORY_TOOL
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
@@ -319,7 +320,9 @@ class MemoryManager:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
-        return CORE_MEMORY_TOOLS + ARCHIVAL_TOOLS
+        """Every model-facing memory tool: Letta's block tools, Anthropic's `memory` tool (the
+        `/memories` command set over the same blocks) and the archival tools."""
+        return CORE_MEMORY_TOOLS + (MEMORY_TOOL,) + ARCHIVAL_TOOLS
 
     def get_tools_definitions(self) -> list[dict[str, Any]]:
         """Anthropic tool schemas for every model-facing memory operation."""
