@@ -80,7 +80,7 @@ class InvalidLabelError(BlockError):
         super().__init__(
             f"{_preview(repr(label))} is not a valid block label. Use a name of 1-64 letters, "
             "digits, '_', '-' or '.', or a path of such names joined by '/' (e.g. "
-            "'system/human/family'; no empty, '.' or '..' segment, at most 16 segments and 100 "
+            "'system/human/family'; no '.' or '..' segment, at most 16 segments and 100 "
             "characters).",
             label,
         )

@@ -5,9 +5,11 @@ A label is a plain name (`human`, `persona`) or a path of such names joined by `
 
 - each segment holds 1-64 of the characters `A-Z a-z 0-9 _ - .`, and is neither `.` nor `..`;
 - at most 16 segments and 100 characters in all (a rewrite's reason is archived with the label
-  as a tag, and tags hold 100 characters); no empty segment (`a//b`, a trailing `/`);
-- one leading `/` is dropped (`/note_directory` is the label `note_directory`), so an absolute
-  path and the relative one name the same block; nothing else is rewritten.
+  as a tag, and tags hold 100 characters);
+- the normal form has no empty segment: leading, trailing and repeated `/` are dropped
+  (`/note_directory` is the label `note_directory`, `system//references/x` is
+  `system/references/x`; Letta writes both), so every spelling of a path names one block; nothing
+  else is rewritten, and a label of slashes only is refused.
 
 The rule keeps labels safe wherever they travel: no character that could open or close an XML
 tag, quote an attribute, start a shell option of its own (`-` alone is still a valid segment, but
@@ -38,11 +40,11 @@ _SEGMENT = re.compile(rf"[A-Za-z0-9_.\-]{{1,{MAX_SEGMENT_LENGTH}}}")
 
 
 def validate_label(label: object) -> str:
-    """The label in its normal form (one leading `/` dropped); refuses anything else."""
+    """The label in its normal form (empty segments dropped); refuses anything else."""
     if not isinstance(label, str):
         raise InvalidLabelError(str(label))
-    normal = label[1:] if label.startswith("/") else label
-    segments = normal.split("/")
+    segments = [segment for segment in label.split("/") if segment]
+    normal = "/".join(segments)
     if (
         not normal
         or len(normal) > MAX_LABEL_LENGTH

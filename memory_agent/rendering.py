@@ -108,7 +108,7 @@ def _render_xml(blocks: Sequence[Block], files: list[str], metadata: MemoryMetad
             parts += ["<description>", _text(block.description), "</description>"]
         parts += [
             "<metadata>",
-            *([f"- read_only=true"] if block.read_only else []),
+            *(["- read_only=true"] if block.read_only else []),
             f"- chars_current={block.chars_current}",
             f"- chars_limit={block.limit}",
             "</metadata>",
