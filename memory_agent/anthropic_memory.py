@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
+from anthropic.lib.tools import (
+    BetaAbstractMemoryTool,
+    BetaAsyncAbstractMemoryTool,
+    ToolError,
+)
 from anthropic.types.beta import (
     BetaCacheControlEphemeralParam,
     BetaMemoryTool20250818CreateCommand,
@@ -56,7 +60,7 @@ class ManagedMemoryTool(BetaAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self.files = MemoryFiles(memory, agent_id)
 
-    def call(self, input: object) -> str:  # noqa: A002 - the base class's name
+    def call(self, input: object) -> str:
         """Checks the call's arguments itself, so a malformed call gets a clear error."""
         return _run(self.files, input)
 
@@ -87,7 +91,7 @@ class AsyncManagedMemoryTool(BetaAsyncAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self.files = MemoryFiles(memory, agent_id)
 
-    async def call(self, input: object) -> str:  # noqa: A002 - the base class's name
+    async def call(self, input: object) -> str:
         return await run_sync(_run, self.files, input)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:

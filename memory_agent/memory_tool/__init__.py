@@ -2,7 +2,14 @@
 `/memories` paths) over our blocks: the commands (`MemoryFiles`), their texts and the tool spec."""
 
 from .commands import COMMANDS, MemoryFiles
-from .spec import DEFAULT_TOOL_SET, MEMORY_TOOL, MEMORY_TOOL_NAME, TOOL_SETS, ToolSet, specs_for_tool_set
+from .spec import (
+    DEFAULT_TOOL_SET,
+    MEMORY_TOOL,
+    MEMORY_TOOL_NAME,
+    TOOL_SETS,
+    ToolSet,
+    specs_for_tool_set,
+)
 
 __all__ = [
     "COMMANDS",

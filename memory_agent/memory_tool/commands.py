@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 from ..blocks import Block
 from ..errors import InvalidLabelError, MemoryToolError, ReadOnlyBlockError
 from ..labels import validate_label
-from ..memory_paths import MEMORY_ROOT, MemoryPath, default_in_prompt, memory_path, parse_memory_path, path_preview
+from ..memory_paths import (
+    MEMORY_ROOT,
+    MemoryPath,
+    default_in_prompt,
+    memory_path,
+    parse_memory_path,
+    path_preview,
+)
 from .views import directory_view, file_view, insert_lines, replace_once
 
 if TYPE_CHECKING:
@@ -64,7 +71,7 @@ class MemoryFiles:
         if not isinstance(command, str) or command not in COMMANDS:
             raise MemoryToolError(f"Unknown memory command {path_preview(command)}. "
                                   f"Use one of: {', '.join(COMMANDS)}.")
-        values = {name: arguments.get(name) for name in COMMANDS[command]}
+        values: dict[str, Any] = {name: arguments.get(name) for name in COMMANDS[command]}
         for name, value in values.items():
             if value is None:
                 raise MemoryToolError(f"The {command} command needs '{name}'.")

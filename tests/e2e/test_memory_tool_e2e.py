@@ -13,7 +13,11 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import ConfigurationError, MemoryAwareAgent, MemoryManager
-from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
+from memory_agent.testing import (
+    ScriptedMessagesServer,
+    text_response,
+    tool_use_response,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -14,11 +14,19 @@ from typing import Any
 
 import anthropic
 import pytest
-from anthropic.tools import BetaAsyncLocalFilesystemMemoryTool, BetaLocalFilesystemMemoryTool
+from anthropic.tools import (
+    BetaAsyncLocalFilesystemMemoryTool,
+    BetaLocalFilesystemMemoryTool,
+)
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.anthropic_memory import AsyncManagedMemoryTool, ManagedMemoryTool
-from memory_agent.testing import DUMMY_API_KEY, ScriptedMessagesServer, text_response, tool_use_response
+from memory_agent.testing import (
+    DUMMY_API_KEY,
+    ScriptedMessagesServer,
+    text_response,
+    tool_use_response,
+)
 
 NOTES = "/memories/project/notes.md"
 MODEL = "claude-sonnet-5-5"  # any name: the scripted server answers every model

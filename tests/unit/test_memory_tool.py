@@ -11,8 +11,18 @@ from typing import Any
 import pytest
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.errors import BlockExistsError, ConfigurationError, MemoryToolError, StaleBlockError
-from memory_agent.memory_paths import default_in_prompt, format_size, memory_path, parse_memory_path
+from memory_agent.errors import (
+    BlockExistsError,
+    ConfigurationError,
+    MemoryToolError,
+    StaleBlockError,
+)
+from memory_agent.memory_paths import (
+    default_in_prompt,
+    format_size,
+    memory_path,
+    parse_memory_path,
+)
 from memory_agent.memory_tool import MemoryFiles, specs_for_tool_set
 from memory_agent.rendering import MAX_LISTED_FILES
 
