@@ -6,6 +6,8 @@ Real SQLite files through `MemoryManager`; the commands are called as the model 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,3 +228,16 @@ def test_paths_and_labels_map_both_ways() -> None:
     assert parse_memory_path("/memories//project/notes.md/").label == "project/notes.md"
     assert parse_memory_path("/memories").is_root and parse_memory_path("/memories/").is_root
     assert memory_path("project/notes.md") == "/memories/project/notes.md"
+
+
+def test_an_export_and_import_keep_on_demand_blocks_on_demand(memory: MemoryManager, tmp_path: Path) -> None:
+    from memory_agent.portability import export_memory, import_file
+
+    MemoryFiles(memory).create("/memories/project/notes.md", "on demand")
+    document = export_memory(memory)
+    (tmp_path / "export.json").write_text(json.dumps(document), encoding="utf-8")
+    target = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "other")}, env_file=None)
+    import_file(tmp_path / "export.json", tmp_path / "other", settings=target)
+    with MemoryManager(agent_id="agent-a", settings=target) as imported:
+        assert not imported.get_block("project/notes.md").in_prompt
+        assert imported.get_block("human").in_prompt
