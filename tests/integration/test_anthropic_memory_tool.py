@@ -81,19 +81,25 @@ EXTENDED = {
 """Paths the filesystem tool resolves and we refuse outright: our message starts with its sentence."""
 
 
-def _run(server: ScriptedMessagesServer, tool: Any, script: list[dict[str, Any]]) -> list[tuple[str, bool]]:
-    """Drive `tool` through the real tool runner; the tool results the model received, in order."""
+def _script(server: ScriptedMessagesServer, script: list[dict[str, Any]]) -> int:
+    """Script one `memory` call per command, then a final answer; the index of the run's first request."""
     server.clear()
-    first = len(server.message_requests())
     for arguments in script:
         server.enqueue(tool_use_response("memory", arguments))
     server.enqueue(text_response("Done."))
+    return len(server.message_requests())
+
+
+def _runner_arguments(tool: Any) -> dict[str, Any]:
+    return {"model": MODEL, "max_tokens": 1024, "tools": [tool],
+            "messages": [{"role": "user", "content": "Keep notes."}]}
+
+
+def _run(server: ScriptedMessagesServer, tool: Any, script: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    """Drive `tool` through the real tool runner; the tool results the model received, in order."""
+    first = _script(server, script)
     client = anthropic.Anthropic(base_url=server.url, api_key=DUMMY_API_KEY, max_retries=0)
-    runner = client.beta.messages.tool_runner(
-        model=MODEL, max_tokens=1024, tools=[tool],
-        messages=[{"role": "user", "content": "Keep notes."}],
-    )
-    final = runner.until_done()
+    final = client.beta.messages.tool_runner(**_runner_arguments(tool)).until_done()
     assert final.content[0].text == "Done."
     # The first request carries Anthropic's memory tool type, not a custom tool.
     assert server.message_requests()[first].tool_definitions == [{"type": "memory_20250818", "name": "memory"}]
@@ -180,17 +186,10 @@ async def test_the_async_tool_matches_the_async_filesystem_tool(
     script = SCRIPT[:12]
 
     async def drive(tool: Any) -> list[tuple[str, bool]]:
-        server.clear()
-        first = len(server.message_requests())
-        for arguments in script:
-            server.enqueue(tool_use_response("memory", arguments))
-        server.enqueue(text_response("Done."))
+        first = _script(server, script)
         client = anthropic.AsyncAnthropic(base_url=server.url, api_key=DUMMY_API_KEY, max_retries=0)
-        runner = client.beta.messages.tool_runner(
-            model=MODEL, max_tokens=1024, tools=[tool],
-            messages=[{"role": "user", "content": "Keep notes."}],
-        )
-        await runner.until_done()
+        final = await client.beta.messages.tool_runner(**_runner_arguments(tool)).until_done()
+        assert final.content[0].text == "Done."
         return _results(server.message_requests()[first + 1:], len(script))
 
     memory.ensure_agent("async-agent")
