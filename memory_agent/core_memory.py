@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .blocks import Block, BlockVersion, validate_label
+from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
     BlockExistsError,
@@ -30,6 +30,7 @@ from .errors import (
     ReadOnlyBlockError,
     StaleBlockError,
 )
+from .labels import validate_label
 from .store import journal
 from .store.database import Database, utc_now
 

@@ -20,13 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..archival.passages import NewPassage, PreparedPassage, prepare
-from ..blocks import validate_label
-from ..errors import (
-    AgentNotFoundError,
-    ConfigurationError,
-    ImportFormatError,
-    MemoryAgentError,
-)
+from ..labels import validate_label
+from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..recall import content_text
 from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
@@ -225,7 +220,7 @@ def _check_block(block: BlockRecord) -> None:
         raise ImportFormatError(f"Block '{block.block_id}': {error}") from None
     if normal != block.label:
         raise ImportFormatError(f"Block '{block.block_id}' has label '{block.label}'; write it as "
-                                f"'{normal}' (labels are stored without a leading '/').")
+                                f"'{normal}' (labels are stored in their normal form, without empty segments).")
     if not isinstance(block.limit, int) or block.limit <= 0:
         raise ImportFormatError(f"Block '{block.label}' has limit {block.limit!r}; a limit is a "
                                 "positive number of characters.")

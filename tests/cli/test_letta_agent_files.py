@@ -272,3 +272,15 @@ def test_a_bad_path_label_in_a_letta_file_is_refused_with_the_block_named(tmp_pa
     document["blocks"][0]["label"] = "system/../persona"
     error = error_of(run("import", str(_write(tmp_path, document))))
     assert "Block 'block-0'" in error and "not a valid block label" in error
+
+
+def test_the_projects_json_format_keeps_the_base_prompt_and_the_letta_details(tmp_path: Path, run: Run,
+                                                                              storage: Path) -> None:
+    assert run("import", str(_write(tmp_path, _letta_file()))).exit_code == 0
+    exported = tmp_path / "sam.json"
+    assert run("export", "--all", "-o", str(exported)).exit_code == 0
+    target = tmp_path / "from-json"
+    assert run("import", str(exported), storage_dir=target).exit_code == 0
+    with MemoryManager(agent_id="Sam", settings=_settings(target)) as memory:
+        assert memory.get_base_system_prompt() == SYSTEM
+    assert _without_time(_export(target)) == _without_time(_export(storage))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_agent import InvalidLabelError, MemoryManager
+from memory_agent.archival.passages import MAX_TAG_LENGTH
 from memory_agent.labels import (
     MAX_LABEL_LENGTH,
     is_path_label,
@@ -53,6 +54,11 @@ def test_the_error_says_what_a_label_may_be() -> None:
         validate_label("a b")
 
 
+def test_any_label_fits_an_archival_tag() -> None:
+    """A rewrite's reason is archived tagged with the label, so no label may be longer than a tag."""
+    assert MAX_LABEL_LENGTH <= MAX_TAG_LENGTH
+
+
 def test_segments_and_paths() -> None:
     assert label_segments("/system/human/family") == ["system", "human", "family"]
     assert is_path_label("system/human") and not is_path_label("human")
@@ -91,7 +97,7 @@ def test_path_labels_work_through_the_api_the_tools_and_every_spelling(memory: M
     assert memory.get_block("system//human/family/").block_id == created.block_id
     outcome = memory.execute_tool("core_memory_append", {"label": "/system/human/family", "content": "A brother"})
     assert not outcome.is_error, outcome.text
-    memory.memory_rethink("system/human/family", "Two sisters and a brother", reasoning="merged")
+    memory.memory_rethink("system/human/family", "Two sisters and a brother")
     assert memory.get_block("system/human/family").value == "Two sisters and a brother"
     assert [v.action for v in memory.block_history("/system/human/family")][-1] == "memory_rethink"
     bad = memory.execute_tool("core_memory_append", {"label": "system/../persona", "content": "x"})
