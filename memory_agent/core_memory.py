@@ -13,6 +13,7 @@ Invariants, whatever the write path:
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -270,7 +271,52 @@ class CoreMemory:
                 conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
             journal.record(conn, agent_id=agent_id, action="delete_block", target_type="block",
                            target_id=block_id, label=label, old_value=row["value"], created_at=now,
-                           detail={"deleted": not still_used})
+                           detail={"deleted": not still_used, "limit": row["char_limit"],
+                                   "description": row["description"], "read_only": bool(row["block_read_only"]),
+                                   "link_read_only": bool(row["link_read_only"]),
+                                   "is_shared": bool(row["is_shared"]), "in_prompt": bool(row["in_prompt"])})
+
+    def restore_deleted(self, agent_id: str, label: str) -> Block:
+        """Undo this agent's latest delete of `label`.
+
+        A block other agents still hold is attached again, history intact. A block that was
+        deleted outright is created again from the journal (its last value, limit, description
+        and flags), with a history that starts at a `restore` version. Refused (NothingToUndoError)
+        when the agent never deleted a block with that label, or (BlockExistsError) has one again.
+        """
+        label = validate_label(label)
+        now = utc_now()
+        with self._db.transaction() as conn:
+            self._require_agent(conn, agent_id)
+            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)).fetchone():
+                raise BlockExistsError(label, agent_id)
+            entry = conn.execute(
+                "SELECT entry_id, target_id, old_value, detail FROM journal WHERE agent_id = ?"
+                " AND action = 'delete_block' AND label = ? ORDER BY entry_id DESC LIMIT 1",
+                (agent_id, label),
+            ).fetchone()
+            if entry is None or entry["old_value"] is None:
+                raise NothingToUndoError(label)
+            detail = json.loads(entry["detail"])
+            block_id = entry["target_id"]
+            kept = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
+            if kept is None or kept["label"] != label:
+                block_id = f"block-{uuid.uuid4().hex}"
+                conn.execute(
+                    "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
+                    " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    (block_id, label, entry["old_value"], detail.get("description"),
+                     max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
+                     int(bool(detail.get("read_only"))), int(bool(detail.get("is_shared"))),
+                     int(detail.get("in_prompt", True)), agent_id, now, now),
+                )
+                self._save_version(conn, block_id, agent_id, "restore", now)
+            self._link(conn, agent_id, block_id, label, read_only=bool(detail.get("link_read_only")), now=now)
+            journal.record(conn, agent_id=agent_id, action="restore_block", target_type="block",
+                           target_id=block_id, label=label, new_value=entry["old_value"], created_at=now,
+                           detail={"undoes_entry": entry["entry_id"], "recreated": block_id != entry["target_id"]})
+            return _block_from_row(self._attached_row(conn, agent_id, label))
 
     def rename_block(self, agent_id: str, label: str, new_label: str) -> Block:
         """Give a block a new label, for every agent it is attached to (a shared block moves for

@@ -27,7 +27,7 @@ from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import ConfigurationError, MemoryAgentError
+from .errors import BlockNotFoundError, ConfigurationError, MemoryAgentError, NothingToUndoError
 from .labels import validate_label
 from .memory_tool import MEMORY_TOOL
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
@@ -249,7 +249,16 @@ class MemoryManager:
         return self.core.history(agent_id or self.agent_id, label)
 
     def undo_block(self, label: str, *, agent_id: str | None = None) -> Block:
-        return self.core.undo(agent_id or self.agent_id, label)
+        """Restore the block's previous version; for a block this agent deleted (with the memory
+        tool's `delete`, the CLI or `delete_block`), bring the block back."""
+        target = agent_id or self.agent_id
+        try:
+            return self.core.undo(target, label)
+        except BlockNotFoundError as missing:
+            try:
+                return self.core.restore_deleted(target, label)
+            except NothingToUndoError:
+                raise missing from None
 
     # ----- model-facing edits -------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import pytest
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import (
     BlockExistsError,
+    BlockNotFoundError,
     ConfigurationError,
     MemoryToolError,
     StaleBlockError,
@@ -241,3 +242,31 @@ def test_an_export_and_import_keep_on_demand_blocks_on_demand(memory: MemoryMana
     with MemoryManager(agent_id="agent-a", settings=target) as imported:
         assert not imported.get_block("project/notes.md").in_prompt
         assert imported.get_block("human").in_prompt
+
+
+def test_undo_brings_back_what_delete_removed(settings: Settings) -> None:
+    with MemoryManager(agent_id="alice", settings=settings) as memory:
+        files = MemoryFiles(memory)
+        files.create("/memories/proj/a.md", "alpha")
+        files.insert("/memories/proj/a.md", 1, "more")
+        memory.update_block("proj/a.md", limit=50, description="A file")
+        files.create("/memories/proj/b.md", "beta")
+        files.delete("/memories/proj")
+        restored = memory.undo_block("proj/a.md")
+        assert (restored.value, restored.limit, restored.description, restored.in_prompt) == (
+            "alpha\nmore\n", 50, "A file", False)
+        assert [v.action for v in memory.block_history("proj/a.md")] == ["restore"]
+        assert "alpha" in files.view("/memories/proj/a.md") and "b.md" not in files.view("/memories")
+        with pytest.raises(BlockExistsError):
+            memory.core.restore_deleted("alice", "proj/a.md")
+        # A shared block another agent still holds comes back as itself, history intact.
+        memory.ensure_agent("bob")
+        shared = memory.create_block("team.md", "v1", is_shared=True)
+        memory.attach_block("bob", shared.block_id)
+        memory.core_memory_append("team.md", "v2")
+        files.delete("/memories/team.md")
+        back = memory.undo_block("team.md")
+        assert back.block_id == shared.block_id and len(memory.block_history("team.md")) == 2
+        assert memory.journal(agent_id="alice", limit=1)[0].action == "restore_block"
+        with pytest.raises(BlockNotFoundError, match="No block 'never.md'"):
+            memory.undo_block("never.md")
