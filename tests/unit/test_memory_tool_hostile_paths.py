@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 from anthropic.lib.tools import ToolError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_agent import MemoryManager
 from memory_agent.anthropic_memory import ManagedMemoryTool
-from memory_agent.errors import MemoryAgentError
+from memory_agent.errors import MemoryAgentError, MemoryToolError
+from memory_agent.labels import validate_label
+from memory_agent.memory_paths import memory_path, parse_memory_path
 from memory_agent.memory_tool import MemoryFiles
 
 HOSTILE_PATHS: dict[str, object] = {
@@ -146,3 +150,23 @@ def test_a_refused_operation_changes_nothing(seeded: MemoryManager, arguments: d
     assert seeded.execute_tool("memory", arguments).is_error
     assert _snapshot(seeded) == before
 
+
+
+_PATH_TEXT = st.text(alphabet=st.sampled_from(list("/.%2eE\\\x00\n ab-_~é")), max_size=24)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tail=_PATH_TEXT, prefix=st.sampled_from(["/memories", "/memories/", "", "/", "memories/", "/memoriesX"]))
+def test_any_path_is_refused_cleanly_or_names_a_label_that_maps_back(prefix: str, tail: str) -> None:
+    path = prefix + tail
+    try:
+        parsed = parse_memory_path(path)
+    except MemoryToolError as error:
+        assert "\x00" not in str(error) and "\n" not in str(error)
+        return
+    assert path.startswith("/memories")
+    if parsed.is_root:
+        return
+    assert validate_label(parsed.label) == parsed.label
+    assert ".." not in parsed.label.split("/") and "%" not in parsed.label and "\\" not in parsed.label
+    assert parse_memory_path(memory_path(parsed.label)).label == parsed.label
