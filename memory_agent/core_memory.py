@@ -110,6 +110,14 @@ class CoreMemory:
             ).fetchall()
         return [_block_from_row(row) for row in rows]
 
+    def block_sizes(self, agent_id: str) -> dict[str, int]:
+        """Each attached block's label and its size in UTF-8 bytes, without reading the values
+        into Python (a directory view of thousands of blocks stays cheap)."""
+        with self._db.reading() as conn:
+            return {row[0]: int(row[1]) for row in conn.execute(
+                "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN blocks b"
+                " USING (block_id) WHERE ab.agent_id = ?", (agent_id,))}
+
     def get_block(self, agent_id: str, label: str) -> Block:
         label = validate_label(label)
         with self._db.reading() as conn:

@@ -204,6 +204,10 @@ class MemoryManager:
     def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
         return self.core.list_blocks(agent_id or self.agent_id)
 
+    def block_sizes(self, *, agent_id: str | None = None) -> dict[str, int]:
+        """The attached blocks' labels and sizes in UTF-8 bytes (what a directory view shows)."""
+        return self.core.block_sizes(agent_id or self.agent_id)
+
     def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
         self.core.delete_block(agent_id or self.agent_id, label)
 

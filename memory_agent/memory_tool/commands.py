@@ -16,7 +16,7 @@ a limit, an unsafe path) carry our own message. Every refusal is a `MemoryAgentE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -86,26 +86,24 @@ class MemoryFiles:
     def view(self, path: str, view_range: list[int] | None = None) -> str:
         """A file with line numbers, or a directory two levels deep with sizes."""
         target = parse_memory_path(path)
-        blocks = self._blocks()
-        if target.label in blocks:
+        sizes = self._sizes()
+        if target.label in sizes:
             block = self.memory.view_block(target.label, agent_id=self.agent_id)
             return file_view(path, block.value, view_range)
-        if not self._is_directory(target, blocks):
+        if not self._is_directory(target, sizes):
             raise _missing(path)
         cut = len(target.label) + 1 if target.label else 0
-        files = {label[cut:]: len(b.value.encode("utf-8")) for label, b in blocks.items()
-                 if _under(label, target.label)}
-        return directory_view(path, files)
+        return directory_view(path, {label[cut:]: size for label, size in sizes.items() if _under(label, target.label)})
 
     def create(self, path: str, file_text: str) -> str:
         """A new file: an on-demand block, or one in the prompt under `system/` (see
         `memory_paths.default_in_prompt`); refused where the path exists."""
         target = parse_memory_path(path)
         with self._transaction():
-            blocks = self._blocks()
-            if target.is_root or target.label in blocks or self._is_directory(target, blocks):
+            sizes = self._sizes()
+            if target.is_root or target.label in sizes or self._is_directory(target, sizes):
                 raise MemoryToolError(f"File {path} already exists", path)
-            self._refuse_file_parent(path, target.label, blocks)
+            self._refuse_file_parent(path, target.label, sizes)
             self.memory.create_block(target.label, file_text, agent_id=self.agent_id,
                                      in_prompt=default_in_prompt(target.label))
         return f"File created successfully at: {path}"
@@ -139,18 +137,18 @@ class MemoryFiles:
         if target.is_root:
             raise MemoryToolError(f"Cannot delete the {MEMORY_ROOT} directory itself", path)
         with self._transaction():
-            blocks = self._blocks()
-            if target.label in blocks:
-                doomed = [blocks[target.label]]
-            elif self._is_directory(target, blocks):
-                doomed = [b for label, b in blocks.items() if _under(label, target.label)]
+            sizes = self._sizes()
+            if target.label in sizes:
+                doomed = [target.label]
+            elif self._is_directory(target, sizes):
+                doomed = [label for label in sizes if _under(label, target.label)]
             else:
                 raise MemoryToolError(f"The path {path} does not exist", path)
-            for block in doomed:
-                if block.read_only:
-                    raise ReadOnlyBlockError(block.label)
-            for block in doomed:
-                self.memory.delete_block(block.label, agent_id=self.agent_id)
+            for label in doomed:
+                if self.memory.get_block(label, agent_id=self.agent_id).read_only:
+                    raise ReadOnlyBlockError(label)
+            for label in doomed:
+                self.memory.delete_block(label, agent_id=self.agent_id)
         return f"Successfully deleted {path}"
 
     def rename(self, old_path: str, new_path: str) -> str:
@@ -159,18 +157,18 @@ class MemoryFiles:
         if old.is_root:
             raise MemoryToolError(f"Cannot rename the {MEMORY_ROOT} directory itself", old_path)
         with self._transaction():
-            blocks = self._blocks()
-            if new.is_root or new.label in blocks or self._is_directory(new, blocks):
+            sizes = self._sizes()
+            if new.is_root or new.label in sizes or self._is_directory(new, sizes):
                 raise MemoryToolError(f"The destination {new_path} already exists", new_path)
-            if old.label in blocks:
+            if old.label in sizes:
                 moves = {old.label: new.label}
-            elif self._is_directory(old, blocks):
+            elif self._is_directory(old, sizes):
                 if _under(new.label, old.label):
                     raise MemoryToolError(f"Cannot move {old_path} into itself ({new_path}).", new_path)
-                moves = {label: new.label + label[len(old.label):] for label in blocks if _under(label, old.label)}
+                moves = {label: new.label + label[len(old.label):] for label in sizes if _under(label, old.label)}
             else:
                 raise MemoryToolError(f"The path {old_path} does not exist", old_path)
-            self._refuse_file_parent(new_path, new.label, {k: v for k, v in blocks.items() if k not in moves})
+            self._refuse_file_parent(new_path, new.label, [label for label in sizes if label not in moves])
             targets = {label: _moved_label(moved, new_path) for label, moved in moves.items()}
             for label, moved in targets.items():
                 self.memory.rename_block(label, moved, agent_id=self.agent_id)
@@ -181,29 +179,30 @@ class MemoryFiles:
     def _transaction(self) -> AbstractContextManager[Any]:
         return self.memory.db.transaction()
 
-    def _blocks(self) -> dict[str, Block]:
-        return {block.label: block for block in self.memory.list_blocks(agent_id=self.agent_id)}
+    def _sizes(self) -> dict[str, int]:
+        """The agent's labels and their sizes: the tree every command looks paths up in."""
+        return self.memory.block_sizes(agent_id=self.agent_id)
 
     @staticmethod
-    def _is_directory(target: MemoryPath, blocks: Mapping[str, Block]) -> bool:
-        return target.is_root or any(_under(label, target.label) for label in blocks)
+    def _is_directory(target: MemoryPath, labels: Iterable[str]) -> bool:
+        return target.is_root or any(_under(label, target.label) for label in labels)
 
     def _existing_file(self, path: str) -> MemoryPath:
         target = parse_memory_path(path)
-        blocks = self._blocks()
-        if target.label in blocks:
+        sizes = self._sizes()
+        if target.label in sizes:
             return target
-        if self._is_directory(target, blocks):
+        if self._is_directory(target, sizes):
             raise MemoryToolError(f"The path {path} is not a file.", path)
         raise _missing(path)
 
     @staticmethod
-    def _refuse_file_parent(path: str, label: str, blocks: Mapping[str, Block]) -> None:
+    def _refuse_file_parent(path: str, label: str, labels: Iterable[str]) -> None:
         """A file cannot also be a directory: refuse a path below an existing file."""
-        parts = label.split("/")
+        parts, existing = label.split("/"), set(labels)
         for depth in range(1, len(parts)):
             parent = "/".join(parts[:depth])
-            if parent in blocks:
+            if parent in existing:
                 raise MemoryToolError(
                     f"Cannot write {path}: {memory_path(parent)} is a file, not a directory.", path)
 
