@@ -30,9 +30,9 @@ MEMORY_TOOL = ToolSpec(
     description=(
         f"Your memory directory {MEMORY_ROOT}, kept across conversations and sessions. Every memory "
         f"block is a file: the block labelled 'human' is {MEMORY_ROOT}/human, 'project/notes.md' is "
-        f"{MEMORY_ROOT}/project/notes.md. Files under {MEMORY_ROOT}/system/ (and persona, human) are "
-        "always shown in your system prompt; other files are listed there with their sizes, and you "
-        "read them with view. Commands: view (a directory two levels deep, or a file with line "
+        f"{MEMORY_ROOT}/project/notes.md. Some files are always shown in your system prompt (a new "
+        f"file is when it is persona, human or under {MEMORY_ROOT}/system/); the others are listed there "
+        "with their sizes, and you read them with view. Commands: view (a directory two levels deep, or a file with line "
         "numbers; view_range [first, last] picks lines), create (a new file with file_text), "
         "str_replace (old_str must occur exactly once), insert (insert_text after line insert_line, "
         "0 = at the top), delete (a file or a directory), rename (old_path to new_path). Names use "
