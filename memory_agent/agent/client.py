@@ -38,7 +38,7 @@ from compaction import CompactionOutcome, CompactionSettings, MessageRecord, mes
 from ..compactor import to_record
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
-from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, specs_for_tool_set
+from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
@@ -81,8 +81,7 @@ class MemoryAwareAgent:
         refresh_mode: RefreshMode = "live",
         memory_tools: ToolSet = DEFAULT_TOOL_SET,
     ) -> None:
-        specs_for_tool_set((), memory_tools)  # an unknown set is refused before anything starts
-        self.memory_tools: ToolSet = memory_tools
+        self.memory_tools: ToolSet = check_tool_set(memory_tools)
         if refresh_mode not in ("live", "reconnect"):
             raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
         self.refresh_mode: RefreshMode = refresh_mode

@@ -8,6 +8,7 @@ from .spec import (
     MEMORY_TOOL_NAME,
     TOOL_SETS,
     ToolSet,
+    check_tool_set,
     specs_for_tool_set,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "TOOL_SETS",
     "MemoryFiles",
     "ToolSet",
+    "check_tool_set",
     "specs_for_tool_set",
 ]

@@ -16,7 +16,15 @@ from ..memory_paths import MEMORY_ROOT
 from ..tool_specs import CORE_MEMORY_TOOLS, ToolSpec
 from .commands import COMMANDS, MemoryFiles
 
-__all__ = ["DEFAULT_TOOL_SET", "MEMORY_TOOL", "MEMORY_TOOL_NAME", "TOOL_SETS", "ToolSet", "specs_for_tool_set"]
+__all__ = [
+    "DEFAULT_TOOL_SET",
+    "MEMORY_TOOL",
+    "MEMORY_TOOL_NAME",
+    "TOOL_SETS",
+    "ToolSet",
+    "check_tool_set",
+    "specs_for_tool_set",
+]
 
 MEMORY_TOOL_NAME = "memory"
 
@@ -70,13 +78,18 @@ written for this library (and for Letta) call, and `memory` is the command set C
 on and the only way to read on-demand blocks. The cost is one more tool definition."""
 
 
-def specs_for_tool_set(specs: Sequence[ToolSpec], tool_set: str) -> tuple[ToolSpec, ...]:
-    """The specs of one tool set, in their order; an unknown set is a ConfigurationError."""
+def check_tool_set(tool_set: object) -> ToolSet:
+    """The tool set, if it is one; an unknown set is a ConfigurationError."""
     if tool_set not in TOOL_SETS:
         raise ConfigurationError(f"Unknown memory tool set {tool_set!r}; use one of: {', '.join(TOOL_SETS)}.")
+    return tool_set  # type: ignore[return-value]
+
+
+def specs_for_tool_set(specs: Sequence[ToolSpec], tool_set: str) -> tuple[ToolSpec, ...]:
+    """The specs of one tool set, in their order; an unknown set is a ConfigurationError."""
     left_out = {
         "letta": {MEMORY_TOOL_NAME},
         "anthropic": {spec.name for spec in CORE_MEMORY_TOOLS},
         "both": set(),
-    }[tool_set]
+    }[check_tool_set(tool_set)]
     return tuple(spec for spec in specs if spec.name not in left_out)

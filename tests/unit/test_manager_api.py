@@ -140,13 +140,12 @@ def test_public_names_are_pinned() -> None:
 
 
 def test_memory_tool_public_names_are_pinned() -> None:
-    import memory_agent.anthropic_memory as anthropic_memory
-    import memory_agent.memory_paths as memory_paths
-    import memory_agent.memory_tool as memory_tool
+    from memory_agent import anthropic_memory, memory_paths, memory_tool
 
     assert set(anthropic_memory.__all__) == {"AsyncManagedMemoryTool", "ManagedMemoryTool"}
     assert set(memory_tool.__all__) == {"COMMANDS", "DEFAULT_TOOL_SET", "MEMORY_TOOL", "MEMORY_TOOL_NAME",
-                                        "TOOL_SETS", "MemoryFiles", "ToolSet", "specs_for_tool_set"}
+                                        "TOOL_SETS", "MemoryFiles", "ToolSet", "check_tool_set",
+                                        "specs_for_tool_set"}
     assert {"MEMORY_ROOT", "memory_path", "parse_memory_path", "default_in_prompt"} <= set(memory_paths.__all__)
     for module in (anthropic_memory, memory_paths, memory_tool):
         for name in module.__all__:
