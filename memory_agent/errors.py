@@ -22,6 +22,7 @@ as a tool error and to people in the CLI.
     ├── ArchivalError               archival memory refused an operation
     ├── MessageNotFoundError        no stored message with that id
     ├── ImportFormatError           an export file could not be read
+    ├── MemoryToolError             a memory-tool command (view, create, ...) refused its path
     └── ModelAuthenticationError    the model API has no credentials or refused them
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "ImportFormatError",
     "InvalidLabelError",
     "MemoryAgentError",
+    "MemoryToolError",
     "MessageNotFoundError",
     "ModelAuthenticationError",
     "NothingToUndoError",
@@ -189,6 +191,19 @@ class MessageNotFoundError(MemoryAgentError):
     def __init__(self, message_id: int) -> None:
         self.message_id = message_id
         super().__init__(f"No stored message with id {message_id}.")
+
+
+class MemoryToolError(MemoryAgentError):
+    """A memory-tool command refused: a path outside /memories or unsafe, a missing file, ...
+
+    The message is the exact text the model gets; where Anthropic's local-filesystem memory tool
+    has a message for the same case, it is that message, word for word. `path` is the path the
+    command named (as given, possibly hostile: never a file name on disk).
+    """
+
+    def __init__(self, message: str, path: object = None) -> None:
+        self.path = path
+        super().__init__(message)
 
 
 class ImportFormatError(MemoryAgentError):

@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,8 +28,9 @@ from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import ConfigurationError, MemoryAgentError
+from .errors import BlockNotFoundError, ConfigurationError, MemoryAgentError, NothingToUndoError
 from .labels import validate_label
+from .memory_tool import MEMORY_TOOL
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
@@ -192,12 +193,14 @@ class MemoryManager:
         is_shared: bool = False,
         *,
         agent_id: str | None = None,
+        in_prompt: bool = True,
     ) -> Block:
+        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not rendered)."""
         label = validate_label(label)
         return self.core.create_block(
             agent_id or self.agent_id, label, value,
             limit=limit if limit is not None else self.settings.block_limit_for(label),
-            description=description, read_only=read_only, is_shared=is_shared,
+            description=description, read_only=read_only, is_shared=is_shared, in_prompt=in_prompt,
         )
 
     def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
@@ -208,6 +211,10 @@ class MemoryManager:
 
     def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
         return self.core.list_blocks(agent_id or self.agent_id)
+
+    def block_sizes(self, *, agent_id: str | None = None) -> dict[str, int]:
+        """The attached blocks' labels and sizes in UTF-8 bytes (what a directory view shows)."""
+        return self.core.block_sizes(agent_id or self.agent_id)
 
     def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
         self.core.delete_block(agent_id or self.agent_id, label)
@@ -226,17 +233,44 @@ class MemoryManager:
         description: str | None = None,
         limit: int | None = None,
         read_only: bool | None = None,
+        in_prompt: bool | None = None,
         agent_id: str | None = None,
     ) -> Block:
-        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold."""
+        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold.
+
+        `in_prompt` switches a block between always in the prompt and on demand.
+        """
         return self.core.update_block(agent_id or self.agent_id, label, value=value,
-                                      description=description, limit=limit, read_only=read_only)
+                                      description=description, limit=limit, read_only=read_only,
+                                      in_prompt=in_prompt)
+
+    def rename_block(self, label: str, new_label: str, *, agent_id: str | None = None) -> Block:
+        """Relabel a block for every agent it is attached to (refused on read-only blocks and
+        where any of them already has `new_label`); journalled, the version stays."""
+        return self.core.rename_block(agent_id or self.agent_id, label, new_label)
+
+    def view_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        """The block as the model reads it with a tool: records that the agent has now seen this
+        version, so its next edit is not refused as stale."""
+        target = agent_id or self.agent_id
+        block = self.core.get_block(target, label)
+        self.core.mark_seen(target, [block])
+        return block
 
     def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]:
         return self.core.history(agent_id or self.agent_id, label)
 
     def undo_block(self, label: str, *, agent_id: str | None = None) -> Block:
-        return self.core.undo(agent_id or self.agent_id, label)
+        """Restore the block's previous version; for a block this agent deleted (with the memory
+        tool's `delete`, the CLI or `delete_block`), bring the block back."""
+        target = agent_id or self.agent_id
+        try:
+            return self.core.undo(target, label)
+        except BlockNotFoundError as missing:
+            try:
+                return self.core.restore_deleted(target, label)
+            except NothingToUndoError:
+                raise missing from None
 
     # ----- model-facing edits -------------------------------------------------------------
 
@@ -270,15 +304,26 @@ class MemoryManager:
                                         tags=["memory_update", "reasoning", label], agent_id=target)
         return _edit_result("Rewrote", block)
 
+    def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
+                   check_stale: bool = True, agent_id: str | None = None) -> Block:
+        """A model-facing edit whose new value `compute` derives from the block (the memory
+        tool's `str_replace` and `insert`). Read-only, stale-write refusal, the limit, history and
+        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes."""
+        return self.core.edit(agent_id or self.agent_id, label, Edit(action, compute, check_stale=check_stale))
+
     # ----- the model's view ---------------------------------------------------------------
 
     def get_system_prompt_addition(self, use_xml_format: bool = True, *, agent_id: str | None = None,
                                    mark_seen: bool = True) -> str:
-        """The rendered memory for the system prompt; marks these versions as seen by the agent."""
+        """The rendered memory for the system prompt; marks the rendered versions as seen.
+
+        On-demand blocks are listed with their paths and sizes, not rendered, so they are not
+        marked: the agent sees one when it views it with the memory tool.
+        """
         target = agent_id or self.agent_id
         blocks = self.core.list_blocks(target)
         if mark_seen:
-            self.core.mark_seen(target, blocks)
+            self.core.mark_seen(target, [block for block in blocks if block.in_prompt])
         return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
 
     def _metadata(self, agent_id: str, blocks: list[Block], *, with_summary: bool = True) -> MemoryMetadata:
@@ -296,7 +341,9 @@ class MemoryManager:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
-        return CORE_MEMORY_TOOLS + ARCHIVAL_TOOLS
+        """Every model-facing memory tool: Letta's block tools, Anthropic's `memory` tool (the
+        `/memories` command set over the same blocks) and the archival tools."""
+        return CORE_MEMORY_TOOLS + (MEMORY_TOOL,) + ARCHIVAL_TOOLS
 
     def get_tools_definitions(self) -> list[dict[str, Any]]:
         """Anthropic tool schemas for every model-facing memory operation."""

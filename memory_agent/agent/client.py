@@ -38,6 +38,7 @@ from compaction import CompactionOutcome, CompactionSettings, MessageRecord, mes
 from ..compactor import to_record
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
+from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
@@ -67,6 +68,8 @@ class MemoryAwareAgent:
         compaction_settings: Overrides the memory's compaction settings for this agent.
         refresh_mode: "live" (default) hands changed memory to the running CLI process;
             "reconnect" starts a new process that resumes the session instead.
+        memory_tools: Which memory tools the model gets: "letta" (the block tools), "anthropic"
+            (the `memory` tool on /memories paths) or "both" (default; see `memory_tool.ToolSet`).
     """
 
     def __init__(
@@ -77,7 +80,9 @@ class MemoryAwareAgent:
         agent_id: str | None = None,
         compaction_settings: CompactionSettings | None = None,
         refresh_mode: RefreshMode = "live",
+        memory_tools: ToolSet = DEFAULT_TOOL_SET,
     ) -> None:
+        self.memory_tools: ToolSet = check_tool_set(memory_tools)
         if refresh_mode not in ("live", "reconnect"):
             raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
         self.refresh_mode: RefreshMode = refresh_mode
@@ -330,8 +335,8 @@ class MemoryAwareAgent:
             self.options,
             memory_text=memory_text,
             memory_server_name=MEMORY_SERVER_NAME,
-            memory_server=build_memory_server(self.memory, self.agent_id),
-            memory_tools=memory_tool_names(self.memory),
+            memory_server=build_memory_server(self.memory, self.agent_id, tool_set=self.memory_tools),
+            memory_tools=memory_tool_names(self.memory, tool_set=self.memory_tools),
             resume=resume,
             session_id=new_id,
             session_store=self.session_store,

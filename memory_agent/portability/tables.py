@@ -135,6 +135,7 @@ def _block(row: sqlite3.Row) -> BlockRecord:
         description=row["description"], read_only=bool(row["read_only"]),
         is_shared=bool(row["is_shared"]), owner_agent_id=row["owner_agent_id"],
         version=row["version"], created_at=row["created_at"], updated_at=row["updated_at"],
+        in_prompt=bool(row["in_prompt"]),
     )
 
 
@@ -386,10 +387,11 @@ def _insert_blocks(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, 
         maps.blocks[block.block_id] = new_id
         conn.execute(
             "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only, is_shared,"
-            " owner_agent_id, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " owner_agent_id, version, created_at, updated_at, in_prompt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (new_id, block.label, block.value, block.description, block.limit, int(block.read_only),
              int(block.is_shared), maps.agents.get(block.owner_agent_id or ""), block.version,
-             block.created_at, block.updated_at))
+             block.created_at, block.updated_at, int(block.in_prompt)))
         report.blocks += 1
     _insert_history(conn, snapshot, maps)
     for link in snapshot.attachments:

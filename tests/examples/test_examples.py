@@ -49,3 +49,17 @@ def test_universal_agent_main_loop_offline_and_after_a_restart(tmp_path: Path) -
     second = _run("universal_agent.py", tmp_path / "store", "Remind me\n")
     assert second.returncode == 0, second.stderr
     assert second.stdout.count("Working on: the memory-agent launch.") == 1  # kept, not inserted again
+
+
+def test_anthropic_memory_tool_offline_twice(tmp_path: Path) -> None:
+    first = _run("anthropic_memory_tool.py", tmp_path / "store")
+    assert first.returncode == 0, first.stderr
+    assert "Claude: Noted: tea, no sugar." in first.stdout
+    assert "Drinks: tea, no sugar." in first.stdout and "create_block" in first.stdout
+    second = _run("anthropic_memory_tool.py", tmp_path / "store")
+    assert second.returncode == 0, second.stderr
+    # The file from the first run is there: the scripted create is refused and nothing is lost.
+    assert "error: File /memories/preferences.md already exists" in second.stdout
+    assert "result: File created successfully" in first.stdout
+    journal = [line for line in second.stdout.splitlines() if line.startswith("Journal:")]
+    assert journal == [line for line in first.stdout.splitlines() if line.startswith("Journal:")]
