@@ -22,7 +22,7 @@ from ..archival.passages import NewPassage, PreparedPassage, prepare
 from ..blocks import validate_label
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..recall import content_text
-from ..store import journal
+from ..store import journal, passage_fts
 from ..store.database import Database, utc_now
 from .records import (
     AgentRecord,
@@ -371,6 +371,7 @@ def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecor
              item.metadata_json, item.created_at or now))
         conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
                          [(cursor.lastrowid, tag) for tag in item.tags])
+        passage_fts.index_rows(conn, agent_id, [(int(cursor.lastrowid or 0), item.content)])
         report.passages += 1
 
 
