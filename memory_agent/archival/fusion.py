@@ -28,7 +28,7 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 
-__all__ = ["FusedCandidate", "FusionConfig", "fuse", "min_max", "reciprocal_rank"]
+__all__ = ["FusedCandidate", "FusionConfig", "fuse", "min_max", "reciprocal_rank", "z_score"]
 
 Ranking = Sequence[tuple[str, float]]
 """(passage id, score) pairs, best first; higher scores are better."""
@@ -38,8 +38,10 @@ Ranking = Sequence[tuple[str, float]]
 class FusionConfig:
     """How hybrid search combines its two candidate lists."""
 
-    method: Literal["score", "rrf"] = "score"
-    """'score': weighted sum of min-max normalised scores; 'rrf': Reciprocal Rank Fusion."""
+    method: Literal["score", "zscore", "rrf"] = "score"
+    """'score': weighted sum of min-max normalised scores; 'zscore': of standardised scores (a
+    passage missing from a list counts as that list's worst candidate); 'rrf': Reciprocal Rank
+    Fusion."""
     keyword_weight: float = 0.5
     vector_weight: float = 0.5
     keyword_depth: int = 50
@@ -50,8 +52,8 @@ class FusionConfig:
     """The RRF constant (method 'rrf' only)."""
 
     def __post_init__(self) -> None:
-        if self.method not in ("score", "rrf"):
-            raise ConfigurationError(f"Fusion method must be 'score' or 'rrf', got '{self.method}'.")
+        if self.method not in ("score", "zscore", "rrf"):
+            raise ConfigurationError(f"Fusion method must be 'score', 'zscore' or 'rrf', got '{self.method}'.")
         if min(self.keyword_weight, self.vector_weight) < 0 or self.keyword_weight + self.vector_weight <= 0:
             raise ConfigurationError("Fusion weights must be non-negative and not both zero.")
         if min(self.keyword_depth, self.vector_depth) < 1 or self.k < 1:
@@ -70,13 +72,17 @@ def fuse(keyword: Ranking, vector: Ranking, config: FusionConfig) -> list[FusedC
     """One ranking from both lists, best first; ties go to the better single-list rank."""
     if config.method == "rrf":
         keyword_part, vector_part = reciprocal_rank(keyword, config.k), reciprocal_rank(vector, config.k)
+    elif config.method == "zscore":
+        keyword_part, vector_part = z_score(keyword), z_score(vector)
     else:
         keyword_part, vector_part = min_max(keyword), min_max(vector)
     keyword_rank = {passage_id: rank for rank, (passage_id, _) in enumerate(keyword, start=1)}
     vector_rank = {passage_id: rank for rank, (passage_id, _) in enumerate(vector, start=1)}
+    keyword_floor = min(keyword_part.values(), default=0.0) if config.method == "zscore" else 0.0
+    vector_floor = min(vector_part.values(), default=0.0) if config.method == "zscore" else 0.0
     scores = {
-        passage_id: config.keyword_weight * keyword_part.get(passage_id, 0.0)
-        + config.vector_weight * vector_part.get(passage_id, 0.0)
+        passage_id: config.keyword_weight * keyword_part.get(passage_id, keyword_floor)
+        + config.vector_weight * vector_part.get(passage_id, vector_floor)
         for passage_id in keyword_rank.keys() | vector_rank.keys()
     }
 
@@ -98,6 +104,16 @@ def min_max(ranking: Ranking) -> Mapping[str, float]:
     low, high = min(values), max(values)
     span = high - low
     return {passage_id: (score - low) / span if span > 0 else 1.0 for passage_id, score in ranking}
+
+
+def z_score(ranking: Ranking) -> Mapping[str, float]:
+    """(score - mean) / standard deviation within the list (all 0.0 when they are equal)."""
+    if not ranking:
+        return {}
+    values = [score for _, score in ranking]
+    mean = sum(values) / len(values)
+    spread = (sum((value - mean) ** 2 for value in values) / len(values)) ** 0.5
+    return {passage_id: (score - mean) / spread if spread > 0 else 0.0 for passage_id, score in ranking}
 
 
 def reciprocal_rank(ranking: Ranking, k: int) -> Mapping[str, float]:
