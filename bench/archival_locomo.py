@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import random
 import re
 import sys
@@ -57,6 +58,7 @@ DEPTH = 100
 """Candidates read from each index per question; settings use a prefix of these lists."""
 _EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 HEADLINE = "1-4 (all)"
+QUICK_TURNS = 40
 
 
 # ----- data ----------------------------------------------------------------------------------
@@ -284,10 +286,14 @@ class Setting:
     """One way to run hybrid search: how passages are written, and how the lists are fused."""
 
     format: str
-    fusion: FusionConfig
+    fusion: FusionConfig = FusionConfig()
+    single: str | None = None
+    """'keyword' or 'vector' for one index alone (the fusion is then unused)."""
 
     @property
     def label(self) -> str:
+        if self.single is not None:
+            return f"{self.format}, {self.single} only"
         f = self.fusion
         how = f"rrf k={f.k}" if f.method == "rrf" else f"{f.method} w_kw={f.keyword_weight:.1f}"
         return f"{self.format}, {how}, depth {f.keyword_depth}"
@@ -331,35 +337,45 @@ def objective(results: Iterable[Result]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def leave_one_out(names: Sequence[str], grid: Sequence[Setting],
-                  found: dict[tuple[str, str], list[Candidates]]) -> tuple[dict[str, list[Result]], list[str]]:
+def leave_one_out(names: Sequence[str], grid: Sequence[Setting], results: Callable[[Setting, str], list[Result]],
+                  ) -> tuple[dict[str, list[Result]], list[str]]:
     """For each conversation: the setting best on the others, scored on it; and what was chosen."""
+    held_out: dict[str, list[Result]] = {}
+    notes = []
+
+    def best_on(train: Sequence[str]) -> Setting:
+        return max(grid, key=lambda s: (objective(r for n in train for r in results(s, n)), -grid.index(s)))
+
+    for name in names:
+        train = [other for other in names if other != name]
+        best = best_on(train)
+        held_out[name] = results(best, name)
+        notes.append(f"held out {name}: [{best.label}] (train {objective(r for n in train for r in results(best, n)):.3f},"
+                     f" held-out {objective(held_out[name]):.3f})")
+    notes.append(f"chosen on all conversations: [{best_on(names).label}]")
+    return held_out, notes
+
+
+def scorer(found: dict[tuple[str, str], list[Candidates]]) -> Callable[[Setting, str], list[Result]]:
+    """Results of a setting on a conversation, computed once."""
     cache: dict[tuple[Setting, str], list[Result]] = {}
 
     def results(setting: Setting, name: str) -> list[Result]:
         if (setting, name) not in cache:
-            cache[(setting, name)] = score(setting, found[(name, setting.format)])
+            rows = found[(name, setting.format)]
+            if setting.single is not None:
+                cache[(setting, name)] = [(c.question.category, recall([pid for pid, _ in getattr(c, setting.single)],
+                                                                        c.question.evidence)) for c in rows]
+            else:
+                cache[(setting, name)] = score(setting, rows)
         return cache[(setting, name)]
 
-    held_out: dict[str, list[Result]] = {}
-    notes = []
-    for name in names:
-        train = [other for other in names if other != name]
-        best = max(grid, key=lambda s: (objective(r for other in train for r in results(s, other)), -grid.index(s)))
-        train_value = objective(r for other in train for r in results(best, other))
-        held_out[name] = results(best, name)
-        notes.append(f"held out {name}: chose [{best.label}] on {'+'.join(train)} "
-                     f"(train {train_value:.3f}, held-out {objective(held_out[name]):.3f})")
-    everywhere = max(grid, key=lambda s: (objective(r for n in names for r in results(s, n)), -grid.index(s)))
-    notes.append(f"chosen on all conversations (what a default would be): [{everywhere.label}]")
-    return held_out, notes
+    return results
 
 
-def single_list(found: dict[tuple[str, str], list[Candidates]], name: str, side: str) -> list[Result]:
-    rows = found[(name, "plain")]
-    if side == "default":
-        return [(c.question.category, recall(c.default_hybrid, c.question.evidence)) for c in rows]
-    return [(c.question.category, recall([pid for pid, _ in getattr(c, side)], c.question.evidence)) for c in rows]
+def live_default(found: dict[tuple[str, str], list[Candidates]], name: str) -> list[Result]:
+    """The shipped default, as `ArchivalMemory.search(mode='hybrid')` answered it (plain format)."""
+    return [(c.question.category, recall(c.default_hybrid, c.question.evidence)) for c in found[(name, "plain")]]
 
 
 # ----- statistics and report ---------------------------------------------------------------
@@ -423,26 +439,44 @@ def conversation_table(modes: dict[str, dict[str, list[Result]]]) -> str:
     return "\n".join(lines)
 
 
-def report(names: Sequence[str], found: dict[tuple[str, str], list[Candidates]], grid: Sequence[Setting],
-           rounds: int) -> str:
-    held_out, notes = leave_one_out(names, grid, found)
-    keyword = {n: single_list(found, n, "keyword") for n in names}
-    vector = {n: single_list(found, n, "vector") for n in names}
-    default = {n: single_list(found, n, "default") for n in names}
-    offline_default = {n: score(Setting("plain", FusionConfig()), found[(n, "plain")]) for n in names}
-    agree = sum(a == b for n in names for a, b in zip(default[n], offline_default[n], strict=True))
-    total = sum(len(default[n]) for n in names)
-    modes = {"keyword": keyword, "vector": vector, "hybrid (LOO)": held_out, "hybrid (default)": default}
-    lines = ["Leave-one-conversation-out (settings chosen on the other conversations):", *notes,
-             f"settings tried per fold: {len(grid)}; live hybrid search agrees with offline fusion of the "
-             f"default on {agree}/{total} questions", "",
-             "Recall of evidence turns by category (all conversations pooled):", category_table(modes), "",
-             "Per conversation (categories 1-4):", conversation_table(modes), "",
-             f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
-    for other, label in ((keyword, "keyword"), (vector, "vector")):
+def format_table(names: Sequence[str], formats: Sequence[str], results: Callable[[Setting, str], list[Result]],
+                 ) -> str:
+    """Each single index on each passage format, pooled over conversations (categories 1-4)."""
+    lines = [f"| format | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
+             "|---|" + "---:|" * (2 * len(KS))]
+    for name in formats:
+        cells = []
+        for side in ("keyword", "vector"):
+            pooled = [r for n in names for r in results(Setting(name, single=side), n) if r[0] != 5]
+            cells += [f"{mean_recall(pooled, k):.3f}" for k in KS]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, str], list[Candidates]],
+           grid: Sequence[Setting], rounds: int) -> str:
+    results = scorer(found)
+    lines = ["Leave-one-conversation-out: every mode's settings (passage format; for hybrid also the fusion)",
+             "are chosen on the other conversations, by the mean of R@5, R@10, R@20 over categories 1-4."]
+    modes: dict[str, dict[str, list[Result]]] = {}
+    for mode, family in (("keyword", [Setting(f, single="keyword") for f in formats]),
+                         ("vector", [Setting(f, single="vector") for f in formats]),
+                         ("hybrid", list(grid))):
+        modes[mode], notes = leave_one_out(names, family, results)
+        lines += [f"{mode} ({len(family)} settings):"] + [f"  {note}" for note in notes]
+    modes["hybrid (default)"] = {n: live_default(found, n) for n in names}
+    offline = {n: results(Setting("plain", FusionConfig()), n) for n in names}
+    agree = sum(a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True))
+    total = sum(len(offline[n]) for n in names)
+    lines += [f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
+              "", "Single indexes by passage format (in sample, categories 1-4):", format_table(names, formats, results),
+              "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
+              category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
+              "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
+    for other in ("keyword", "vector"):
         for k in KS:
-            diff, low, high = paired_bootstrap(held_out, other, k, rounds)
-            lines.append(f"  hybrid (LOO) - {label} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
+            diff, low, high = paired_bootstrap(modes["hybrid"], modes[other], k, rounds)
+            lines.append(f"  hybrid - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
     return "\n".join(lines)
 
 
@@ -451,7 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--formats", default=",".join(FORMATS), help="passage formats to try (comma-separated)")
-    parser.add_argument("--quick", action="store_true", help="first 60 turns of each conversation, few settings")
+    parser.add_argument("--embedding-cache", type=Path,
+                        help="pickle file of text vectors, reused across runs (created if missing)")
+    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_TURNS} turns of each conversation, few settings")
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
     if len(files) < 2:
@@ -465,18 +501,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     for conversation in conversations:
         skipped.add(conversation.skipped)
     if args.quick:
-        conversations = [truncated(c, 60) for c in conversations]
+        conversations = [truncated(c, QUICK_TURNS) for c in conversations]
     from memory_agent.archival import MiniLMEmbeddingFunction
 
     embedding = CachedEmbedding(MiniLMEmbeddingFunction())
+    if args.embedding_cache is not None and args.embedding_cache.is_file():
+        embedding.cache.update(pickle.loads(args.embedding_cache.read_bytes()))
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
         found = index_and_read(conversations, formats, embedding, Path(scratch))
+    if args.embedding_cache is not None:
+        args.embedding_cache.write_bytes(pickle.dumps(embedding.cache))
     names = [c.name for c in conversations]
     print(f"LoCoMo evidence recall, {len(names)} conversations ({', '.join(names)}), "
           f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}")
     print(f"skipped: {skipped.unparsable} unparsable evidence ids, {skipped.unknown_ids} ids not in "
           f"their conversation, {skipped.no_evidence} questions without usable evidence")
-    print(report(names, found, settings_grid(formats, args.quick), 200 if args.quick else args.bootstrap))
+    print(report(names, formats, found, settings_grid(formats, args.quick), 200 if args.quick else args.bootstrap))
     return 0
 
 
