@@ -22,6 +22,7 @@ from typing import Any
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
 from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
 from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
@@ -303,12 +304,21 @@ class MemoryManager:
                     archival = ArchivalMemory(
                         self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
                         self._embedding_function, vector_store=self._vector_store,
+                        reranker=self._reranker(),
                     )
                     report = archival.reconcile()
                     if report.errors:
                         logger.warning("archival reconcile on open left work for later: %s", report.errors)
                     self._archival = archival
         return self._archival
+
+    def _reranker(self) -> AnthropicReranker | None:
+        """The optional rerank stage of hybrid search (ARCHIVAL_RERANK_MODEL), off when unset."""
+        model = self.settings.archival_rerank_model
+        if model is None:
+            return None
+        return AnthropicReranker(model, api_key=self.settings.anthropic_api_key,
+                                 base_url=self.settings.anthropic_base_url)
 
     def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
                                metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None) -> str:
