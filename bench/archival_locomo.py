@@ -187,8 +187,16 @@ def _previous(turns: Sequence[Turn], index: int) -> str:
     return turn.text
 
 
+def _window(turns: Sequence[Turn], index: int) -> str:
+    """The turn with the one it answers and the one that answers it (same session)."""
+    text = _previous(turns, index)
+    if index + 1 < len(turns) and turns[index + 1].when - turns[index].when < timedelta(hours=1):
+        text += f" (answered by {turns[index + 1].text})"
+    return text
+
+
 FORMATS: dict[str, Callable[[Sequence[Turn], int], str]] = {
-    "plain": _plain, "dated": _dated, "previous": _previous,
+    "plain": _plain, "dated": _dated, "previous": _previous, "window": _window,
 }
 
 
@@ -290,6 +298,7 @@ class Setting:
     single: str | None = None
     """'keyword' or 'vector' for one index alone (the fusion is then unused)."""
 
+
     @property
     def label(self) -> str:
         if self.single is not None:
@@ -307,7 +316,8 @@ def settings_grid(formats: Sequence[str], quick: bool) -> list[Setting]:
         for depth in depths:
             for method in ("score", "zscore"):
                 grid += [Setting(name, FusionConfig(method=method, keyword_weight=w, vector_weight=1 - w,  # type: ignore[arg-type]
-                                                    keyword_depth=depth, vector_depth=depth)) for w in weights]
+                                                    keyword_depth=depth, vector_depth=depth))
+                         for w in weights]
             grid += [Setting(name, FusionConfig(method="rrf", k=k, keyword_depth=depth, vector_depth=depth))
                      for k in ((60,) if quick else (10, 60))]
     return grid
@@ -456,12 +466,17 @@ def format_table(names: Sequence[str], formats: Sequence[str], results: Callable
 def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, str], list[Candidates]],
            grid: Sequence[Setting], rounds: int) -> str:
     results = scorer(found)
-    lines = ["Leave-one-conversation-out: every mode's settings (passage format; for hybrid also the fusion)",
-             "are chosen on the other conversations, by the mean of R@5, R@10, R@20 over categories 1-4."]
+    lines = ["Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
+             "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
+             "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also chooses the",
+             f"passage format ({', '.join(formats)})."]
     modes: dict[str, dict[str, list[Result]]] = {}
-    for mode, family in (("keyword", [Setting(f, single="keyword") for f in formats]),
-                         ("vector", [Setting(f, single="vector") for f in formats]),
-                         ("hybrid", list(grid))):
+    for mode, family in (("keyword", [Setting("plain", single="keyword")]),
+                         ("vector", [Setting("plain", single="vector")]),
+                         ("hybrid", [s for s in grid if s.format == "plain"]),
+                         ("keyword*", [Setting(f, single="keyword") for f in formats]),
+                         ("vector*", [Setting(f, single="vector") for f in formats]),
+                         ("hybrid*", list(grid))):
         modes[mode], notes = leave_one_out(names, family, results)
         lines += [f"{mode} ({len(family)} settings):"] + [f"  {note}" for note in notes]
     modes["hybrid (default)"] = {n: live_default(found, n) for n in names}
@@ -473,10 +488,10 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
               "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
               category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
               "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
-    for other in ("keyword", "vector"):
+    for mode, other in (("hybrid", "keyword"), ("hybrid", "vector"), ("hybrid*", "keyword*"), ("hybrid*", "vector*")):
         for k in KS:
-            diff, low, high = paired_bootstrap(modes["hybrid"], modes[other], k, rounds)
-            lines.append(f"  hybrid - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
+            diff, low, high = paired_bootstrap(modes[mode], modes[other], k, rounds)
+            lines.append(f"  {mode} - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
     return "\n".join(lines)
 
 
