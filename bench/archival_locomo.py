@@ -218,7 +218,7 @@ class CachedEmbedding(EmbeddingFunction[Documents]):
     def embed_query(self, input: Documents) -> Embeddings:
         return self(input)
 
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]  # the wrapped function's name, so per instance
         return str(self.inner.name())
 
     def get_config(self) -> dict[str, Any]:
