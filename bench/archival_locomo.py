@@ -1,19 +1,23 @@
 """Retrieval quality of archival search on LoCoMo, measured out of sample (leave one conversation out).
 
 Each conversation's turns are stored as the passages of its own agent (so each conversation is
-ranked with its own keyword statistics), dated by their session. For every question the harness
-reads the keyword ranking and the vector ranking once through `ArchivalMemory.search`, then fuses
-them with `memory_agent.archival.fusion.fuse` under every candidate setting (passage format,
-fusion method, weights, candidate depth). Recall@k is the share of a question's evidence turns
-in the top k.
+ranked with its own keyword statistics), dated by their session, once per passage format
+('plain' "Speaker: text" as stored by default; 'dated' with the session date; 'previous' with
+the turn it replies to; 'window' with that turn and the reply to it). For every question the
+harness reads the keyword ranking and the vector ranking once through `ArchivalMemory.search`,
+then fuses them with `memory_agent.archival.fusion.fuse` under every candidate setting (fusion
+method, weights, candidate depth). Recall@k is the share of a question's evidence turns in the
+top k.
 
-Nothing is chosen on the conversation it is scored on: for each conversation, the setting with
-the best mean of R@5, R@10 and R@20 on the *other* conversations (categories 1-4) is scored on it
-("hybrid (LOO)"). The report gives pooled and per-conversation figures, a per-category table,
-and paired bootstrap 95% intervals (questions resampled within each conversation) for
-hybrid (LOO) - keyword and hybrid (LOO) - vector. "hybrid (default)" is the shipped default
-searched through `ArchivalMemory.search(mode="hybrid")`, which also checks that the offline
-fusion matches the live search. Category 5 (adversarial) is reported apart and never tuned on.
+Nothing is chosen on the conversation it is scored on: for each conversation, each mode's
+setting with the best mean of R@5, R@10 and R@20 on the *other* conversations (categories 1-4)
+is scored on it. 'keyword', 'vector' and 'hybrid' use the plain passages (hybrid chooses its
+fusion); 'keyword*', 'vector*' and 'hybrid*' also choose the passage format. The report gives
+pooled and per-conversation figures, a per-category table, and paired bootstrap 95% intervals
+(questions resampled within each conversation) for hybrid - keyword and hybrid - vector.
+"hybrid (default)" is the shipped default searched through `ArchivalMemory.search(mode="hybrid")`
+(in sample), which also checks that the offline fusion matches the live search. Category 5
+(adversarial) is reported apart and never tuned on.
 
 Malformed evidence ids are normalised where possible ('D8:6; D9:17' is two ids, 'D:11:26' is
 D11:26, 'D30:05' is D30:5); what cannot be parsed, ids missing from the conversation, and
