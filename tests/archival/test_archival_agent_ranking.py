@@ -11,7 +11,7 @@ from archival_helpers import HashEmbedding
 from memory_agent import MemoryManager, Settings
 from memory_agent.admin import delete_agent
 from memory_agent.archival import ArchivalMemory, InMemoryVectorStore, NewPassage
-from memory_agent.health import check_fts
+from memory_agent.health import check_fts, rebuild_fts
 from memory_agent.store.migrations import MIGRATIONS
 from memory_agent.store.passage_fts import agent_fts_table, all_fts_tables
 
@@ -89,3 +89,17 @@ def test_version_3_passages_move_into_per_agent_indexes(tmp_path: Path) -> None:
         assert [hit.passage_id for hit in archival.search("ada", "keeps", mode="keyword")] == ["ada-0"]
         assert [hit.passage_id for hit in archival.search("bo", "keeps", mode="keyword")] == ["bo-0"]
         assert all(check.ok for check in check_fts(memory.db))
+
+
+def test_a_drifted_agent_index_is_found_and_rebuilt(manager: MemoryManager) -> None:
+    archival = ArchivalMemory(manager.db, embedding_function=HashEmbedding(), vector_store=InMemoryVectorStore())
+    kept = archival.insert("alice", "The lighthouse keeper paints gulls")
+    archival.insert("bob", "Bob's lighthouse has a red lamp")
+    with manager.db.transaction() as conn:
+        table = agent_fts_table(conn, "alice")
+        conn.execute(f"INSERT INTO {table}(rowid, content) VALUES (4242, 'ghost lighthouse')")
+    checks = {check.name: check for check in check_fts(manager.db)}
+    assert not checks["passages_fts index"].ok and checks["messages_fts index"].ok
+    assert all(check.ok for check in rebuild_fts(manager.db, ("passages_fts",)))
+    assert all(check.ok for check in check_fts(manager.db))
+    assert [hit.passage_id for hit in archival.search("alice", "lighthouse", mode="keyword")] == [kept]
