@@ -1,52 +1,78 @@
-"""Retrieval quality of archival search on LoCoMo: evidence-turn recall@5, @10 and @20 per mode.
+"""Retrieval quality of archival search on LoCoMo, measured out of sample (leave one conversation out).
 
-Each conversation's turns are inserted as the passages of one agent ("Speaker: text", plus the
-caption of a shared image), dated by their session. Every question is searched in keyword,
-vector and hybrid mode (and, for reference, hybrid with plain RRF), and recall@k is the share of the question's evidence turns found in the
-top k, averaged over questions. Categories 1-4 make the headline figure; category 5 (adversarial:
-the answer is not in the conversation) is reported apart.
+Each conversation's turns are stored as the passages of its own agent (so each conversation is
+ranked with its own keyword statistics), dated by their session, once per passage format
+('plain' "Speaker: text" as stored by default; 'dated' with the session date; 'previous' with
+the turn it replies to; 'window' with that turn and the reply to it). For every question the
+harness reads the keyword ranking and the vector ranking once through `ArchivalMemory.search`,
+then fuses them with `memory_agent.archival.fusion.fuse` under every candidate setting (fusion
+method, weights, candidate depth). Recall@k is the share of a question's evidence turns in the
+top k.
+
+Nothing is chosen on the conversation it is scored on: for each conversation, each mode's
+setting with the best mean of R@5, R@10 and R@20 on the *other* conversations (categories 1-4)
+is scored on it. 'keyword', 'vector' and 'hybrid' use the plain passages (hybrid chooses its
+fusion); 'keyword*', 'vector*' and 'hybrid*' also choose the passage format. The report gives
+pooled and per-conversation figures, a per-category table, and paired bootstrap 95% intervals
+(questions resampled within each conversation) for hybrid - keyword and hybrid - vector.
+"hybrid (default)" is the shipped default searched through `ArchivalMemory.search(mode="hybrid")`
+(in sample), which also checks that the offline fusion matches the live search. Category 5
+(adversarial) is reported apart and never tuned on.
 
 Malformed evidence ids are normalised where possible ('D8:6; D9:17' is two ids, 'D:11:26' is
 D11:26, 'D30:05' is D30:5); what cannot be parsed, ids missing from the conversation, and
 questions left without evidence are skipped and counted.
 
-    /work/venv/bin/python bench/archival_locomo.py [--data DIR] [--modes keyword,vector,hybrid,rrf]
+    /work/venv/bin/python bench/archival_locomo.py [--data DIR] [--bootstrap 2000] [--quick]
 
 The dev data (three conversations) lives in ../shared/data/locomo-dev; point --data at another
-directory of LoCoMo conversation files to run the held-out ones.
+directory of LoCoMo conversation files to run other ones. `--quick` runs a small slice (the first
+turns of each conversation, a handful of settings) in seconds, for tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
+import random
 import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa: E402
+
 from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, VectorConfig  # noqa: E402
+from memory_agent.archival.fusion import fuse  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
-MODES = ("keyword", "vector", "hybrid", "rrf")
-"""'rrf' is hybrid search with plain Reciprocal Rank Fusion (k=60, top 50 each), for reference."""
 KS = (5, 10, 20)
+DEPTH = 100
+"""Candidates read from each index per question; settings use a prefix of these lists."""
 _EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+HEADLINE = "1-4 (all)"
+QUICK_TURNS = 30
 
+
+# ----- data ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Turn:
     dia_id: str
+    speaker: str
     text: str
+    """The turn as stored by default: "Speaker: words [shares an image: caption]"."""
     when: datetime
 
 
@@ -63,6 +89,11 @@ class Skipped:
     unknown_ids: int = 0
     no_evidence: int = 0
 
+    def add(self, other: Skipped) -> None:
+        self.unparsable += other.unparsable
+        self.unknown_ids += other.unknown_ids
+        self.no_evidence += other.no_evidence
+
 
 @dataclass
 class Conversation:
@@ -76,7 +107,7 @@ def load_conversation(path: Path) -> Conversation:
     document = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(document, str):  # some exports are double-encoded
         document = json.loads(document)
-    turns = list(_turns(document))
+    turns = _turns(document)
     known = {turn.dia_id for turn in turns}
     conversation = Conversation(path.stem, turns, [])
     for item in document.get("qa", []):
@@ -88,7 +119,7 @@ def load_conversation(path: Path) -> Conversation:
     return conversation
 
 
-def _turns(document: dict) -> list[Turn]:
+def _turns(document: dict[str, Any]) -> list[Turn]:
     turns = []
     for key, value in document.items():
         match = re.fullmatch(r"session_(\d+)", key)
@@ -99,7 +130,8 @@ def _turns(document: dict) -> list[Turn]:
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" [shares an image: {turn['blip_caption']}]"
-            turns.append(Turn(_canonical(turn["dia_id"]) or turn["dia_id"], text, start + timedelta(seconds=offset)))
+            dia_id = _canonical(turn["dia_id"]) or turn["dia_id"]
+            turns.append(Turn(dia_id, turn["speaker"], text, start + timedelta(seconds=offset)))
     return turns
 
 
@@ -132,88 +164,380 @@ def normalise_evidence(raw: Sequence[str], known: set[str], skipped: Skipped) ->
     return frozenset(found)
 
 
-def index_conversation(archival: ArchivalMemory, agent_id: str, conversation: Conversation) -> None:
-    archival.insert_many(agent_id, [
-        NewPassage(turn.text, metadata={"dia_id": turn.dia_id}, created_at=turn.when)
-        for turn in conversation.turns
-    ])
+def truncated(conversation: Conversation, turns: int) -> Conversation:
+    """The first `turns` turns and the questions whose evidence lies entirely among them."""
+    kept = conversation.turns[:turns]
+    known = {turn.dia_id for turn in kept}
+    questions = [q for q in conversation.questions if q.evidence <= known]
+    return Conversation(conversation.name, kept, questions, conversation.skipped)
 
 
-def searchers(archival: ArchivalMemory) -> dict[str, tuple[ArchivalMemory, str]]:
-    """Each benchmark mode as (archival memory, search mode); 'rrf' shares the same indexes."""
-    rrf = ArchivalMemory(archival.db, archival.config, archival.index.embedding_function,
-                         vector_store=archival.index.store, fusion=FusionConfig(method="rrf"))
-    return {"keyword": (archival, "keyword"), "vector": (archival, "vector"),
-            "hybrid": (archival, "hybrid"), "rrf": (rrf, "hybrid")}
+# ----- passage formats: what text a turn is stored as -----------------------------------------
+
+def _plain(turns: Sequence[Turn], index: int) -> str:
+    return turns[index].text
 
 
-def evaluate(archival: ArchivalMemory, agent_id: str, conversation: Conversation,
-             modes: Sequence[str]) -> list[tuple[int, str, dict[int, float]]]:
-    """(category, mode, {k: recall@k}) for every question and mode."""
-    rows = []
-    by_mode = searchers(archival)
-    for question in conversation.questions:
-        for mode in modes:
-            memory, search_mode = by_mode[mode]
-            hits = memory.search(agent_id, question.text, limit=max(KS), mode=search_mode)  # type: ignore[arg-type]
-            found = [hit.passage.metadata.get("dia_id") for hit in hits]
-            recall = {k: len(question.evidence & set(found[:k])) / len(question.evidence) for k in KS}
-            rows.append((question.category, mode, recall))
-    return rows
+def _dated(turns: Sequence[Turn], index: int) -> str:
+    when = turns[index].when
+    return f"[{when.day} {when:%B %Y}] {turns[index].text}"
 
 
-def summarise(rows: list[tuple[int, str, dict[int, float]]], modes: Sequence[str]) -> str:
-    groups: dict[tuple[str, str], list[dict[int, float]]] = defaultdict(list)
-    for category, mode, recall in rows:
-        groups[("1-4 (all)" if category != 5 else "5 (adversarial)", mode)].append(recall)
-        groups[(f"{category}", mode)].append(recall)
-    order = ["1-4 (all)", "1", "2", "3", "4", "5 (adversarial)"]
-    lines = [f"{'category':<16}{'n':>5}  " + "  ".join("".join(f"{m + f' @{k}':>12}" for k in KS) for m in modes)]
-    for name in order:
-        if (name, modes[0]) not in groups:
-            continue
+def _previous(turns: Sequence[Turn], index: int) -> str:
+    """The turn, then the turn it answers (same session: turns are seconds apart)."""
+    turn = turns[index]
+    if index and turn.when - turns[index - 1].when < timedelta(hours=1):
+        return f"{turn.text} (replying to {turns[index - 1].text})"
+    return turn.text
+
+
+def _window(turns: Sequence[Turn], index: int) -> str:
+    """The turn with the one it answers and the one that answers it (same session)."""
+    text = _previous(turns, index)
+    if index + 1 < len(turns) and turns[index + 1].when - turns[index].when < timedelta(hours=1):
+        text += f" (answered by {turns[index + 1].text})"
+    return text
+
+
+FORMATS: dict[str, Callable[[Sequence[Turn], int], str]] = {
+    "plain": _plain, "dated": _dated, "previous": _previous, "window": _window,
+}
+
+
+# ----- indexing and reading candidates once ----------------------------------------------------
+
+class CachedEmbedding(EmbeddingFunction[Documents]):
+    """Wraps an embedding function and remembers every text's vector (formats share turns)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cache: dict[str, Any] = {}
+
+    def __call__(self, input: Documents) -> Embeddings:
+        missing = [text for text in dict.fromkeys(input) if text not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self.inner(missing), strict=True))
+        return [self.cache[text] for text in input]
+
+    def embed_query(self, input: Documents) -> Embeddings:
+        return self(input)
+
+    def name(self) -> str:  # type: ignore[override]  # the wrapped function's name, so per instance
+        return str(self.inner.name())
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> CachedEmbedding:
+        raise NotImplementedError("a benchmark wrapper, never rebuilt from a config")
+
+
+Ranking = list[tuple[str, float]]
+"""(dia_id, score) pairs, best first."""
+
+
+@dataclass
+class Candidates:
+    """Both indexes' rankings of one question, read once and fused many times."""
+
+    question: Question
+    keyword: Ranking
+    vector: Ranking
+    default_hybrid: list[str] = field(default_factory=list)
+
+
+def read_candidates(archival: ArchivalMemory, agent_id: str, questions: Sequence[Question],
+                    default: bool) -> list[Candidates]:
+    """Keyword and vector rankings (DEPTH deep) per question; with `default`, the live hybrid too."""
+    found = []
+    for question in questions:
+        keyword = archival.search(agent_id, question.text, limit=DEPTH, mode="keyword")
+        vector = archival.search(agent_id, question.text, limit=DEPTH, mode="vector")
+        candidate = Candidates(
+            question,
+            [(hit.passage.metadata["dia_id"], float(hit.keyword_score or 0.0)) for hit in keyword],
+            [(hit.passage.metadata["dia_id"], float(hit.vector_similarity or 0.0)) for hit in vector],
+        )
+        if default:
+            live = archival.search(agent_id, question.text, limit=max(KS), mode="hybrid")
+            candidate.default_hybrid = [hit.passage.metadata["dia_id"] for hit in live]
+        found.append(candidate)
+    return found
+
+
+def index_and_read(conversations: Sequence[Conversation], formats: Sequence[str],
+                   embedding: CachedEmbedding, scratch: Path) -> dict[tuple[str, str], list[Candidates]]:
+    """Every (conversation, format) as its own agent of one storage dir; candidates per question."""
+    found: dict[tuple[str, str], list[Candidates]] = {}
+    settings = Settings(persist_directory=scratch)
+    with MemoryManager(agent_id="bench", settings=settings) as memory:
+        archival = ArchivalMemory(memory.db, VectorConfig(path=scratch / "chroma"), embedding)
+        for conversation in conversations:
+            for name in formats:
+                agent_id = f"locomo-{conversation.name}-{name}"
+                memory.ensure_agent(agent_id)
+                started = time.perf_counter()
+                archival.insert_many(agent_id, [
+                    NewPassage(FORMATS[name](conversation.turns, i), metadata={"dia_id": turn.dia_id},
+                               created_at=turn.when)
+                    for i, turn in enumerate(conversation.turns)
+                ])
+                indexed = time.perf_counter() - started
+                found[(conversation.name, name)] = read_candidates(
+                    archival, agent_id, conversation.questions, default=name == "plain")
+                print(f"  {conversation.name} [{name}]: {len(conversation.turns)} turns indexed in {indexed:.1f} s,"
+                      f" {len(conversation.questions)} questions read", file=sys.stderr)
+    return found
+
+
+# ----- settings, scoring, leave-one-out --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to run hybrid search: how passages are written, and how the lists are fused."""
+
+    format: str
+    fusion: FusionConfig = FusionConfig()
+    single: str | None = None
+    """'keyword' or 'vector' for one index alone (the fusion is then unused)."""
+
+
+    @property
+    def label(self) -> str:
+        if self.single is not None:
+            return f"{self.format}, {self.single} only"
+        f = self.fusion
+        how = f"rrf k={f.k}" if f.method == "rrf" else f"{f.method} w_kw={f.keyword_weight:.1f}"
+        return f"{self.format}, {how}, depth {f.keyword_depth}"
+
+
+def settings_grid(formats: Sequence[str], quick: bool) -> list[Setting]:
+    weights = (0.4, 0.6) if quick else (0.3, 0.4, 0.5, 0.6, 0.7)
+    depths = (50,) if quick else (20, 50, 100)
+    grid = []
+    for name in formats:
+        for depth in depths:
+            for method in ("score", "zscore"):
+                grid += [Setting(name, FusionConfig(method=method, keyword_weight=w, vector_weight=1 - w,  # type: ignore[arg-type]
+                                                    keyword_depth=depth, vector_depth=depth))
+                         for w in weights]
+            grid += [Setting(name, FusionConfig(method="rrf", k=k, keyword_depth=depth, vector_depth=depth))
+                     for k in ((60,) if quick else (10, 60))]
+    return grid
+
+
+Result = tuple[int, dict[int, float]]
+"""(category, {k: recall@k}) of one question."""
+
+
+def recall(found: Sequence[str], evidence: frozenset[str]) -> dict[int, float]:
+    return {k: len(evidence & set(found[:k])) / len(evidence) for k in KS}
+
+
+def fused_ids(candidates: Candidates, config: FusionConfig) -> list[str]:
+    keyword = candidates.keyword[: config.keyword_depth]
+    vector = candidates.vector[: config.vector_depth]
+    return [c.passage_id for c in fuse(keyword, vector, config)][: max(KS)]
+
+
+def score(setting: Setting, rows: Sequence[Candidates]) -> list[Result]:
+    return [(c.question.category, recall(fused_ids(c, setting.fusion), c.question.evidence)) for c in rows]
+
+
+def objective(results: Iterable[Result]) -> float:
+    """What settings are chosen by: mean of R@5, R@10, R@20 over categories 1-4."""
+    values = [sum(r.values()) / len(r) for category, r in results if category != 5]
+    return sum(values) / len(values) if values else 0.0
+
+
+def leave_one_out(names: Sequence[str], grid: Sequence[Setting], results: Callable[[Setting, str], list[Result]],
+                  ) -> tuple[dict[str, list[Result]], list[str]]:
+    """For each conversation: the setting best on the others, scored on it; and what was chosen."""
+    held_out: dict[str, list[Result]] = {}
+    notes = []
+
+    def best_on(train: Sequence[str]) -> Setting:
+        return max(grid, key=lambda s: (objective(r for n in train for r in results(s, n)), -grid.index(s)))
+
+    for name in names:
+        train = [other for other in names if other != name]
+        best = best_on(train)
+        held_out[name] = results(best, name)
+        notes.append(f"held out {name}: [{best.label}] (train {objective(r for n in train for r in results(best, n)):.3f},"
+                     f" held-out {objective(held_out[name]):.3f})")
+    notes.append(f"chosen on all conversations: [{best_on(names).label}]")
+    return held_out, notes
+
+
+def scorer(found: dict[tuple[str, str], list[Candidates]]) -> Callable[[Setting, str], list[Result]]:
+    """Results of a setting on a conversation, computed once."""
+    cache: dict[tuple[Setting, str], list[Result]] = {}
+
+    def results(setting: Setting, name: str) -> list[Result]:
+        if (setting, name) not in cache:
+            rows = found[(name, setting.format)]
+            if setting.single is not None:
+                cache[(setting, name)] = [(c.question.category, recall([pid for pid, _ in getattr(c, setting.single)],
+                                                                        c.question.evidence)) for c in rows]
+            else:
+                cache[(setting, name)] = score(setting, rows)
+        return cache[(setting, name)]
+
+    return results
+
+
+def live_default(found: dict[tuple[str, str], list[Candidates]], name: str) -> list[Result]:
+    """The shipped default, as `ArchivalMemory.search(mode='hybrid')` answered it (plain format)."""
+    return [(c.question.category, recall(c.default_hybrid, c.question.evidence)) for c in found[(name, "plain")]]
+
+
+# ----- statistics and report ---------------------------------------------------------------
+
+def mean_recall(results: Sequence[Result], k: int) -> float:
+    return sum(r[k] for _, r in results) / len(results) if results else float("nan")
+
+
+def paired_bootstrap(a: dict[str, list[Result]], b: dict[str, list[Result]], k: int, rounds: int,
+                     seed: int = 20240501) -> tuple[float, float, float]:
+    """Mean difference a - b at k (categories 1-4) and its 95% interval, questions resampled
+    within each conversation (both modes see the same resample)."""
+    rng = random.Random(seed)
+    diffs = {name: [ra[k] - rb[k] for (ca, ra), (_, rb) in zip(a[name], b[name], strict=True) if ca != 5]
+             for name in a}
+    total = sum(len(values) for values in diffs.values())
+    observed = sum(sum(values) for values in diffs.values()) / total
+    samples = []
+    for _ in range(rounds):
+        drawn = 0.0
+        for values in diffs.values():
+            drawn += sum(rng.choice(values) for _ in values)
+        samples.append(drawn / total)
+    samples.sort()
+    return observed, samples[int(0.025 * rounds)], samples[min(rounds - 1, int(0.975 * rounds))]
+
+
+def category_of(category: int) -> list[str]:
+    return [HEADLINE, str(category)] if category != 5 else ["5 (adversarial)"]
+
+
+def category_table(modes: dict[str, dict[str, list[Result]]]) -> str:
+    groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
+    for mode, per_conversation in modes.items():
+        for results in per_conversation.values():
+            for result in results:
+                for group in category_of(result[0]):
+                    groups[(group, mode)].append(result)
+    order = [HEADLINE, "1", "2", "3", "4", "5 (adversarial)"]
+    first = next(iter(modes))
+    lines = [f"| category | n | {' | '.join(f'{m} @{k}' for m in modes for k in KS)} |",
+             "|---|---:|" + "---:|" * (len(modes) * len(KS))]
+    for group in order:
+        if (group, first) in groups:
+            cells = [f"{mean_recall(groups[(group, mode)], k):.3f}" for mode in modes for k in KS]
+            lines.append(f"| {group} | {len(groups[(group, first)])} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def conversation_table(modes: dict[str, dict[str, list[Result]]]) -> str:
+    names = list(next(iter(modes.values())))
+    lines = [f"| conversation | n | {' | '.join(f'{m} @{k}' for m in modes for k in KS)} |",
+             "|---|---:|" + "---:|" * (len(modes) * len(KS))]
+    for name in names:
         cells = []
         for mode in modes:
-            recalls = groups[(name, mode)]
-            cells.append("".join(f"{sum(r[k] for r in recalls) / len(recalls):>12.3f}" for k in KS))
-        lines.append(f"{name:<16}{len(groups[(name, modes[0])]):>5}  " + "  ".join(cells))
+            results = [r for r in modes[mode][name] if r[0] != 5]
+            cells += [f"{mean_recall(results, k):.3f}" for k in KS]
+        count = sum(1 for r in modes[next(iter(modes))][name] if r[0] != 5)
+        lines.append(f"| {name} | {count} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def format_table(names: Sequence[str], formats: Sequence[str], results: Callable[[Setting, str], list[Result]],
+                 ) -> str:
+    """Each single index on each passage format, pooled over conversations (categories 1-4)."""
+    lines = [f"| format | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
+             "|---|" + "---:|" * (2 * len(KS))]
+    for name in formats:
+        cells = []
+        for side in ("keyword", "vector"):
+            pooled = [r for n in names for r in results(Setting(name, single=side), n) if r[0] != 5]
+            cells += [f"{mean_recall(pooled, k):.3f}" for k in KS]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, str], list[Candidates]],
+           grid: Sequence[Setting], rounds: int) -> str:
+    results = scorer(found)
+    lines = ["Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
+             "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
+             "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also chooses the",
+             f"passage format ({', '.join(formats)})."]
+    modes: dict[str, dict[str, list[Result]]] = {}
+    families = [("keyword", [Setting("plain", single="keyword")]), ("vector", [Setting("plain", single="vector")]),
+                ("hybrid", [s for s in grid if s.format == "plain"])]
+    if len(formats) > 1:
+        families += [("keyword*", [Setting(f, single="keyword") for f in formats]),
+                     ("vector*", [Setting(f, single="vector") for f in formats]), ("hybrid*", list(grid))]
+    for mode, family in families:
+        modes[mode], notes = leave_one_out(names, family, results)
+        lines += [f"{mode} ({len(family)} settings):"] + [f"  {note}" for note in notes]
+    modes["hybrid (default)"] = {n: live_default(found, n) for n in names}
+    offline = {n: results(Setting("plain", FusionConfig()), n) for n in names}
+    agree = sum(a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True))
+    total = sum(len(offline[n]) for n in names)
+    lines += [f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
+              "", "Single indexes by passage format (in sample, categories 1-4):", format_table(names, formats, results),
+              "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
+              category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
+              "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
+    pairs = [("hybrid", "keyword"), ("hybrid", "vector")]
+    pairs += [("hybrid*", "keyword*"), ("hybrid*", "vector*")] if len(formats) > 1 else []
+    for mode, other in pairs:
+        for k in KS:
+            diff, low, high = paired_bootstrap(modes[mode], modes[other], k, rounds)
+            lines.append(f"  {mode} - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated search modes")
+    parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="passage formats to try (comma-separated)")
+    parser.add_argument("--embedding-cache", type=Path,
+                        help="pickle file of text vectors, reused across runs (created if missing)")
+    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_TURNS} turns of each conversation, few settings")
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
-    if not files:
-        print(f"SKIPPED: no LoCoMo conversations found in {args.data}", file=sys.stderr)
+    if len(files) < 2:
+        print(f"SKIPPED: leave-one-out needs at least two LoCoMo conversations in {args.data}", file=sys.stderr)
         return 0
-    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
-    if unknown := set(modes) - set(MODES):
-        parser.error(f"unknown mode(s) {', '.join(sorted(unknown))}; choose from {', '.join(MODES)}")
-    rows: list[tuple[int, str, dict[int, float]]] = []
+    formats = ["plain"] if args.quick else [f.strip() for f in args.formats.split(",") if f.strip()]
+    if unknown := set(formats) - set(FORMATS) or ("plain" not in formats and {"plain"}):
+        parser.error(f"formats must include 'plain' and come from {', '.join(FORMATS)}; got {sorted(unknown)}")
+    conversations = [load_conversation(path) for path in files]
     skipped = Skipped()
+    for conversation in conversations:
+        skipped.add(conversation.skipped)
+    if args.quick:
+        conversations = [truncated(c, QUICK_TURNS) for c in conversations]
+    from memory_agent.archival import MiniLMEmbeddingFunction
+
+    embedding = CachedEmbedding(MiniLMEmbeddingFunction())
+    if args.embedding_cache is not None and args.embedding_cache.is_file():
+        embedding.cache.update(pickle.loads(args.embedding_cache.read_bytes()))
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
-        settings = Settings(persist_directory=Path(scratch))
-        with MemoryManager(agent_id="bench", settings=settings) as memory:
-            archival = ArchivalMemory(memory.db, VectorConfig(path=Path(scratch) / "chroma"))
-            for path in files:
-                conversation = load_conversation(path)
-                for name in ("unparsable", "unknown_ids", "no_evidence"):
-                    setattr(skipped, name, getattr(skipped, name) + getattr(conversation.skipped, name))
-                agent_id = f"locomo-{conversation.name}"
-                memory.ensure_agent(agent_id)
-                started = time.perf_counter()
-                index_conversation(archival, agent_id, conversation)
-                indexed = time.perf_counter() - started
-                rows.extend(evaluate(archival, agent_id, conversation, modes))
-                print(f"{path.name}: {len(conversation.turns)} turns indexed in {indexed:.1f}s, "
-                      f"{len(conversation.questions)} questions", file=sys.stderr)
-    print(f"LoCoMo evidence recall ({len(files)} conversations: {', '.join(p.stem for p in files)})")
+        found = index_and_read(conversations, formats, embedding, Path(scratch))
+    if args.embedding_cache is not None:
+        args.embedding_cache.write_bytes(pickle.dumps(embedding.cache))
+    names = [c.name for c in conversations]
+    print(f"LoCoMo evidence recall, {len(names)} conversations ({', '.join(names)}), "
+          f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}")
     print(f"skipped: {skipped.unparsable} unparsable evidence ids, {skipped.unknown_ids} ids not in "
           f"their conversation, {skipped.no_evidence} questions without usable evidence")
-    print(summarise(rows, modes))
+    print(report(names, formats, found, settings_grid(formats, args.quick), 200 if args.quick else args.bootstrap))
     return 0
 
 

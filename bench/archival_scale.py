@@ -11,14 +11,22 @@ warm-up, over questions built from the same vocabulary.
 
     /work/venv/bin/python bench/archival_scale.py [--passages 100000] [--queries 200] [--keep DIR]
     /work/venv/bin/python bench/archival_scale.py --keep DIR --search-only   # re-measure searches
+    /work/venv/bin/python bench/archival_scale.py --cheap-embedding   # storage and keyword paths only
+    /work/venv/bin/python bench/archival_scale.py --quick             # 5,000 passages, seconds
 
 Embedding 100,000 passages takes about 8 minutes on 2 cores; run it on a quiet machine.
+`--cheap-embedding` replaces the model with hashed bag-of-words vectors (384 dimensions, no
+model): insert throughput without embedding and keyword latency are the real figures, vector and
+hybrid latency then leave out query encoding (printed apart when the model is used).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
+import re
+import zlib
 import statistics
 import sys
 import tempfile
@@ -99,7 +107,9 @@ class PrecomputedEmbedding(EmbeddingFunction[Documents]):
 
     @staticmethod
     def name() -> str:
-        return MiniLMEmbeddingFunction.name()  # same vector space, same collection
+        return PrecomputedEmbedding.space  # the same collection as the model's
+
+    space = MiniLMEmbeddingFunction.name()
 
     def get_config(self) -> dict[str, Any]:
         return {}
@@ -109,7 +119,38 @@ class PrecomputedEmbedding(EmbeddingFunction[Documents]):
         return PrecomputedEmbedding({})
 
 
-def timed_embedding(model: MiniLMEmbeddingFunction, texts: Sequence[str], batch: int = 512) -> tuple[dict[str, Any], float]:
+class HashedWords(EmbeddingFunction[Documents]):
+    """A cheap stand-in for the model: hashed bag of words, 384 dimensions, unit length."""
+
+    def __init__(self) -> None:
+        pass
+
+    def __call__(self, input: Documents) -> Embeddings:
+        vectors = []
+        for text in input:
+            vector = [0.0] * 384
+            for word in re.findall(r"\w+", text.lower()):
+                vector[zlib.crc32(word.encode()) % 384] += 1.0
+            norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+            vectors.append([x / norm for x in vector])
+        return vectors  # type: ignore[return-value]
+
+    def embed_query(self, input: Documents) -> Embeddings:
+        return self(input)
+
+    @staticmethod
+    def name() -> str:
+        return "bench-hashed-words"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> HashedWords:
+        return HashedWords()
+
+
+def timed_embedding(model: Any, texts: Sequence[str], batch: int = 512) -> tuple[dict[str, Any], float]:
     started = time.perf_counter()
     vectors: dict[str, Any] = {}
     for start in range(0, len(texts), batch):
@@ -146,7 +187,7 @@ def percentile(samples: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def build(storage: Path, model: MiniLMEmbeddingFunction, passages_count: int, sample: int) -> None:
+def build(storage: Path, model: Any, passages_count: int, sample: int) -> None:
     """Embed, then insert, the synthetic passages; prints the insert figures."""
     passages = synthetic_passages(passages_count)
     vectors, embed_seconds = timed_embedding(model, [p.content for p in passages])
@@ -175,7 +216,7 @@ def build(storage: Path, model: MiniLMEmbeddingFunction, passages_count: int, sa
               f"p95 {percentile(singles, 0.95):.1f} ms")
 
 
-def measure_search(storage: Path, model: MiniLMEmbeddingFunction, queries: int) -> None:
+def measure_search(storage: Path, model: Any, queries: int) -> None:
     """Search latency per mode over the stored passages, model loaded, after a warm-up."""
     with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage)) as memory:
         archival = ArchivalMemory(memory.db, VectorConfig(path=storage / "chroma"), model)
@@ -201,10 +242,14 @@ def measure_search(storage: Path, model: MiniLMEmbeddingFunction, queries: int) 
 
 
 def run(storage: Path, args: argparse.Namespace) -> None:
-    model = MiniLMEmbeddingFunction()
+    model: Any = HashedWords() if args.cheap_embedding else MiniLMEmbeddingFunction()
+    PrecomputedEmbedding.space = model.name()
     started = time.perf_counter()
-    model.load()
-    print(f"model load: {time.perf_counter() - started:.1f} s")
+    if not args.cheap_embedding:
+        model.load()
+    print(f"model load: {time.perf_counter() - started:.1f} s"
+          + (" (cheap hashed embedding: vector/hybrid figures leave out real query encoding)"
+             if args.cheap_embedding else ""))
     if not args.search_only:
         build(storage, model, args.passages, args.sample)
     measure_search(storage, model, args.queries)
@@ -218,7 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="storage dir to keep (default: a temporary one)")
     parser.add_argument("--search-only", action="store_true",
                         help="only measure search latency over the passages already in --keep")
+    parser.add_argument("--cheap-embedding", action="store_true",
+                        help="hashed bag-of-words vectors instead of the model (storage and keyword paths)")
+    parser.add_argument("--quick", action="store_true", help="5,000 passages, 50 queries, 100 live inserts")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.passages, args.queries, args.sample = min(args.passages, 5000), min(args.queries, 50), 100
     if args.search_only and args.keep is None:
         parser.error("--search-only needs --keep DIR holding a previous run's storage")
     print(f"archival scale benchmark: {args.passages} passages, {args.queries} queries")

@@ -20,7 +20,7 @@ from pathlib import Path
 from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
-from .store import journal
+from .store import journal, passage_fts
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 
 __all__ = [
@@ -204,7 +204,9 @@ def delete_agent(db: Database, agent_id: str) -> AgentInfo:
     with db.transaction() as conn:
         block_ids = [r[0] for r in conn.execute(
             "SELECT block_id FROM agent_blocks WHERE agent_id = ?", (agent_id,))]
-        # Cascades: attachments, messages, summaries, passages (their FTS rows by trigger).
+        # Cascades: attachments, messages (their FTS rows by trigger), summaries, passages; the
+        # agent's own passage index is dropped whole.
+        passage_fts.drop_agent_index(conn, agent_id)
         conn.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))
         orphans = [block_id for block_id in block_ids if conn.execute(
             "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (block_id,)).fetchone() is None]

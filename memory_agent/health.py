@@ -2,7 +2,7 @@
 
 Three layers, each able to go wrong on its own:
 - the SQLite file (`PRAGMA integrity_check`, `PRAGMA foreign_key_check`);
-- the FTS5 mirrors of messages and passages, kept by triggers: FTS5's 'integrity-check' command
+- the FTS5 mirrors of messages and of each agent's passages: FTS5's 'integrity-check' command
   (with rank 1, which also compares the index with its content table) finds an index that has
   drifted from its table, and 'rebuild' repairs it from the table;
 - the vector store, which may lag SQLite (passages 'pending') or hold vectors of deleted passages;
@@ -24,6 +24,7 @@ from .archival.passage_table import agents_with_passages, state_counts
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
+from .store.passage_fts import all_fts_tables
 
 __all__ = [
     "FTS_TABLES",
@@ -91,26 +92,38 @@ def check_sqlite(path: Path) -> list[Check]:
 
 
 def check_fts(db: Database) -> list[Check]:
-    """Each FTS5 index against its content table."""
-    return [_check_one_fts(db, table) for table in FTS_TABLES]
+    """Each FTS5 index against its content ('passages_fts': every agent's passage index)."""
+    return [_check_one_fts(db, name) for name in FTS_TABLES]
 
 
-def _check_one_fts(db: Database, table: str) -> Check:
+def _physical_tables(db: Database, name: str) -> list[str]:
+    """The FTS5 tables behind a name of FTS_TABLES (one per agent for 'passages_fts')."""
+    if name != "passages_fts":
+        return [name]
+    with db.reading() as conn:
+        return all_fts_tables(conn)
+
+
+def _check_one_fts(db: Database, name: str) -> Check:
     try:
+        tables = _physical_tables(db, name)
         with db.transaction() as conn:
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+            for table in tables:
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     except (sqlite3.DatabaseError, MemoryAgentError) as error:
-        return Check(f"{table} index", "fail",
+        return Check(f"{name} index", "fail",
                      f"out of step with its table ({error}); --repair rebuilds it from the table")
-    return Check(f"{table} index", "ok", "matches its table")
+    detail = "matches its table" if name != "passages_fts" else f"{len(tables)} agent index(es) match their passages"
+    return Check(f"{name} index", "ok", detail)
 
 
 def rebuild_fts(db: Database, tables: tuple[str, ...] = FTS_TABLES) -> list[Check]:
     """Rebuild FTS5 indexes from their tables (the repair for a failed FTS check)."""
+    physical = [table for name in tables for table in _physical_tables(db, name)]
     with db.transaction() as conn:
-        for table in tables:
+        for table in physical:
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
-    return [Check(f"{table} index", "ok", "rebuilt from its table") for table in tables]
+    return [Check(f"{name} index", "ok", "rebuilt from its table") for name in tables]
 
 
 def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *,

@@ -23,6 +23,7 @@ from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenC
 
 from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
 from .archival.rebuild import RebuildReport, rebuild_vectors
+from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
 from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
@@ -388,6 +389,14 @@ class MemoryManager:
                     self._archival = archival
         return self._archival
 
+    def _reranker(self) -> AnthropicReranker | None:
+        """The optional rerank stage of hybrid search (ARCHIVAL_RERANK_MODEL), off when unset."""
+        model = self.settings.archival_rerank_model
+        if model is None:
+            return None
+        return AnthropicReranker(model, api_key=self.settings.anthropic_api_key,
+                                 base_url=self.settings.anthropic_base_url)
+
     def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
                                metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None) -> str:
         """Store a passage; identical content from the same agent returns the existing id."""
@@ -431,7 +440,8 @@ class MemoryManager:
 
     def _open_archival(self) -> ArchivalMemory:
         return ArchivalMemory(self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
-                              self._embedding_function, vector_store=self._vector_store)
+                              self._embedding_function, vector_store=self._vector_store,
+                              reranker=self._reranker())
 
     # ----- recall memory ------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ class Settings:
     """Labels created as shared blocks by default (MEMORY_SHARED_BLOCKS, comma separated)."""
     memory_hybrid_search: bool = True
     """Default archival search mode: hybrid when true, keyword only when false."""
+    archival_rerank_model: str | None = None
+    """Cheap model that reorders the top hybrid hits (ARCHIVAL_RERANK_MODEL); unset: no rerank."""
     default_persona: str = DEFAULT_PERSONA
     """Initial value of a new agent's persona block (MEMORY_PERSONA)."""
     default_human: str = DEFAULT_HUMAN
@@ -107,6 +109,7 @@ class Settings:
             "agent_instance_id": text("AGENT_INSTANCE_ID"),
             "model_name": text("MODEL_NAME"),
             "chroma_host": text("CHROMA_HOST"),
+            "archival_rerank_model": text("ARCHIVAL_RERANK_MODEL"),
             "anthropic_api_key": text("ANTHROPIC_API_KEY"),
             "anthropic_base_url": text("ANTHROPIC_BASE_URL"),
             "memory_character_limits": _parse_limits(text("MEMORY_CHARACTER_LIMITS")),

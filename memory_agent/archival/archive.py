@@ -29,6 +29,7 @@ from .filters import PassageFilter, TagMode
 from .fusion import FusionConfig
 from .passages import NewPassage, Passage, PreparedPassage, SearchHit, prepare
 from .reconcile import Progress, ReconcileReport, reconcile
+from .rerank import Reranker
 from .search import SearchMode, search_passages
 from .timestamps import Timestamp
 from .vector_index import VectorIndex
@@ -52,6 +53,7 @@ class ArchivalMemory:
         embedding_function: Any Chroma embedding function; default: offline all-MiniLM-L6-v2.
         vector_store: A `VectorStore` to use instead of Chroma (tests, other backends).
         fusion: How hybrid search fuses keyword and vector rankings.
+        reranker: An optional last stage of hybrid search (e.g. `AnthropicReranker`); off by default.
     """
 
     def __init__(
@@ -62,10 +64,12 @@ class ArchivalMemory:
         *,
         vector_store: VectorStore | None = None,
         fusion: FusionConfig | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.db = db
         self.config = config or VectorConfig(path=db.path.parent / "chroma")
         self.fusion = fusion or FusionConfig()
+        self.reranker = reranker
         self.index = VectorIndex(db, self.config, embedding_function, vector_store)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -182,7 +186,8 @@ class ArchivalMemory:
         newest passages. If the vector side fails, the keyword ranking is returned instead.
         """
         where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date)
-        return search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor())
+        return search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
+                               self.reranker)
 
     def _search_executor(self) -> ThreadPoolExecutor:
         """Threads for the vector half of hybrid searches (created on the first search)."""

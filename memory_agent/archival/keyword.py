@@ -1,5 +1,9 @@
 """Keyword search over passages: FTS5 with bm25 ranking, restricted by the passage filter.
 
+Each agent's passages have their own FTS5 table (`store.passage_fts`), so bm25's statistics
+(how many passages hold a word, their average length) are the searching agent's alone: another
+agent storing passages in the same storage dir never changes this agent's scores or ranks.
+
 The query text is turned into quoted OR-ed tokens by `store.fts` (no user text is ever FTS5
 syntax), with stop words dropped. In an OR query a stop word matches almost every passage, so
 FTS5 would score every one of those rows; and in short passages bm25 still gives "did" or "what"
@@ -14,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from ..store.fts import fts_query
+from ..store.passage_fts import agent_fts_table
 from .filters import PassageFilter
 from .timestamps import to_epoch
 
@@ -37,21 +42,21 @@ def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, li
     where a common name can match 30,000 rows). So the FTS5 ranking alone is read first, HEAD_FACTOR
     times deeper than needed, and the filter is applied to that head. The answer is exact either
     way: if `limit` rows of the head pass, no row outside the head can outrank them; otherwise
-    (another agent's rows fill the head, or a selective filter) the joined query runs instead.
+    (a selective tag or date filter) the joined query runs instead.
     """
     match = fts_query(text, drop_stop_words=True)
-    if match is None or limit <= 0:
+    table = agent_fts_table(conn, where.agent_id)
+    if match is None or limit <= 0 or table is None:
         return []
     depth = limit * HEAD_FACTOR
     head = conn.execute(
-        "SELECT rowid, bm25(passages_fts) AS rank FROM passages_fts WHERE passages_fts MATCH ?"
-        " ORDER BY rank, rowid LIMIT ?",
+        f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
         (match, depth),
     ).fetchall()
     kept = _passing(conn, head, where)
     if len(kept) >= limit or len(head) < depth:
         return kept[:limit]
-    return _joined(conn, match, where, limit)
+    return _joined(conn, table, match, where, limit)
 
 
 def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFilter) -> list[KeywordMatch]:
@@ -75,12 +80,13 @@ def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFi
     return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]
 
 
-def _joined(conn: sqlite3.Connection, match: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
+def _joined(conn: sqlite3.Connection, table: str, match: str, where: PassageFilter,
+            limit: int) -> list[KeywordMatch]:
     clause, params = where.sql("p")
     rows = conn.execute(
-        "SELECT p.passage_id, bm25(passages_fts) AS rank FROM passages_fts"
-        " JOIN passages p ON p.passage_rowid = passages_fts.rowid"
-        f" WHERE passages_fts MATCH ? AND {clause}"
+        f"SELECT p.passage_id, bm25({table}) AS rank FROM {table}"
+        f" JOIN passages p ON p.passage_rowid = {table}.rowid"
+        f" WHERE {table} MATCH ? AND {clause}"
         " ORDER BY rank, p.passage_rowid LIMIT ?",
         (match, *params, limit),
     ).fetchall()

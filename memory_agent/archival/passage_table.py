@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 
 from ..errors import AgentNotFoundError
+from ..store import passage_fts
 from .filters import PassageFilter
 from .passages import Passage, PreparedPassage, passage_from_row
 
@@ -54,6 +55,8 @@ def insert_or_get(conn: sqlite3.Connection, agent_id: str, item: PreparedPassage
     row = conn.execute(
         "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?", (agent_id, item.content_hash)
     ).fetchone()
+    if created:
+        passage_fts.index_rows(conn, agent_id, [(row["passage_rowid"], row["content"])])
     if created and item.tags:
         conn.executemany(
             "INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
@@ -96,7 +99,7 @@ def list_rows(conn: sqlite3.Connection, where: PassageFilter, limit: int, offset
 
 
 def delete_row(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
-    """Delete the passage (its tags and FTS row follow by cascade and trigger)."""
+    """Delete the passage (its tags and keyword-index row follow by cascade and trigger)."""
     passage = fetch_one(conn, agent_id, passage_id)
     if passage is not None:
         conn.execute("DELETE FROM passages WHERE passage_id = ?", (passage_id,))

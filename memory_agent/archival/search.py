@@ -24,6 +24,7 @@ from .filters import PassageFilter
 from .fusion import FusionConfig, fuse
 from .keyword import KeywordMatch, keyword_search
 from .passages import Passage, SearchHit
+from .rerank import Reranker, apply_order
 from .vector_index import VectorIndex
 from .vector_store import VectorMatch
 
@@ -46,11 +47,13 @@ def search_passages(
     mode: SearchMode,
     fusion: FusionConfig,
     executor: Executor | None = None,
+    reranker: Reranker | None = None,
 ) -> list[SearchHit]:
     """The best `limit` passages for `query` in `mode`, best first.
 
     In hybrid mode the vector side runs on `executor` (when given) while the keyword side runs
     here: the two indexes are independent, so the search takes the longer of the two, not the sum.
+    A `reranker` (hybrid mode only) reorders the fused head before it is cut to `limit`.
     """
     _check(query, limit, mode)
     if not query.strip():
@@ -75,8 +78,12 @@ def search_passages(
     if vector is None:
         return _degraded(_keyword_only(keyword, db, where, limit))
     fused = fuse([(m.passage_id, m.score) for m in keyword], [(m.passage_id, m.similarity) for m in vector], fusion)
-    head = [(candidate.passage_id, candidate.score) for candidate in fused[:wanted]]
-    return _hydrate(db, where, head, keyword, vector)[:limit]
+    head_size = wanted if reranker is None else max(wanted, reranker.depth + ORPHAN_SLACK)
+    head = [(candidate.passage_id, candidate.score) for candidate in fused[:head_size]]
+    hits = _hydrate(db, where, head, keyword, vector)
+    if reranker is not None:
+        hits = apply_order(reranker, query, hits, [hit.content for hit in hits])
+    return hits[:limit]
 
 
 def _keyword_only(keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:

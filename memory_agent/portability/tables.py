@@ -26,7 +26,7 @@ from ..archival.timestamps import to_utc_iso
 from ..labels import validate_label
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..recall import content_text
-from ..store import journal
+from ..store import journal, passage_fts
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
 from ..validation import check_json
@@ -479,6 +479,7 @@ def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecor
              item.metadata_json, item.created_at or now))
         conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
                          [(cursor.lastrowid, tag) for tag in item.tags])
+        passage_fts.index_rows(conn, agent_id, [(int(cursor.lastrowid or 0), item.content)])
         report.passages += 1
 
 

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ..errors import StorageError
+from . import passage_fts
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "run_script", "schema_version"]
 
@@ -247,6 +248,33 @@ def m004_issue16_on_demand_blocks(conn: sqlite3.Connection) -> None:
     if "in_prompt" not in columns:
         conn.execute("ALTER TABLE blocks ADD COLUMN in_prompt INTEGER NOT NULL DEFAULT 1"
                      " CHECK (in_prompt IN (0, 1))")
+
+
+@_migration
+def m005_issue14_per_agent_passage_fts(conn: sqlite3.Connection) -> None:
+    """One FTS5 index per agent (see `store.passage_fts`) instead of one for every agent's passages.
+
+    bm25's statistics are per table, so with a shared table an agent's keyword ranking changed
+    when another agent stored passages. Existing passages are indexed into their agent's table;
+    the shared table and its triggers go (passage writers now index explicitly).
+    """
+    run_script(
+        conn,
+        """
+        CREATE TABLE passage_fts_tables (
+            agent_id TEXT PRIMARY KEY REFERENCES agents(agent_id) ON DELETE CASCADE,
+            fts_id INTEGER NOT NULL UNIQUE
+        );
+        DROP TRIGGER passages_fts_insert;
+        DROP TRIGGER passages_fts_delete;
+        DROP TRIGGER passages_fts_update;
+        DROP TABLE passages_fts;
+        """
+    )
+    agents = [row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM passages ORDER BY agent_id")]
+    for agent_id in agents:
+        table = passage_fts.ensure_agent_index(conn, agent_id)
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -37,3 +38,27 @@ def test_dev_conversations_load(bench: ModuleType, shared_data: Path) -> None:
     assert len(conversation.turns) == 419 and conversation.turns[0].text.startswith("Caroline: ")
     assert conversation.skipped.no_evidence == 2
     assert all(q.evidence for q in conversation.questions)
+
+
+def test_quick_leave_one_out_run_reports_every_figure(bench: ModuleType, shared_data: Path, minilm,  # type: ignore[no-untyped-def]
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--quick", "--data", str(shared_data / "locomo-dev")]) == 0
+    out = capsys.readouterr().out
+    for name in ("26", "30", "41"):
+        assert out.count(f"held out {name}: [") == 3  # keyword, vector and hybrid each choose
+        assert f"| {name} |" in out
+    agreement = re.search(r"agrees with offline fusion on (\d+)/(\d+) questions", out)
+    assert agreement is not None and agreement.group(1) == agreement.group(2) != "0"
+    for mode in ("keyword", "vector"):
+        for k in (5, 10, 20):
+            assert re.search(rf"hybrid - {mode} @{k}: [+-]\d\.\d{{3}}  95% CI \[[+-]\d\.\d{{3}}, [+-]\d\.\d{{3}}\]", out)
+    assert re.search(r"\| 1-4 \(all\) \| \d+ \|( \d\.\d{3} \|){12}", out)
+
+
+def test_bootstrap_interval_brackets_the_observed_difference(bench: ModuleType) -> None:
+    better = {"a": [(1, {5: 1.0, 10: 1.0, 20: 1.0})] * 30 + [(1, {5: 0.0, 10: 0.0, 20: 0.0})] * 10}
+    worse = {"a": [(1, {5: 0.0, 10: 0.0, 20: 0.0})] * 40}
+    diff, low, high = bench.paired_bootstrap(better, worse, 5, rounds=500)
+    assert diff == 0.75 and low < diff < high and low > 0.5
+    same = bench.paired_bootstrap(worse, worse, 10, rounds=100)
+    assert same == (0.0, 0.0, 0.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent.archival.fusion import FusionConfig, fuse, min_max, reciprocal_rank
+from memory_agent.archival.fusion import FusionConfig, fuse, min_max, reciprocal_rank, z_score
 from memory_agent.errors import ConfigurationError
 
 
@@ -34,7 +34,7 @@ def test_fused_candidates_record_both_ranks() -> None:
     assert (by_id["a"].keyword_rank, by_id["a"].vector_rank) == (1, None)
     assert (by_id["b"].keyword_rank, by_id["b"].vector_rank) == (2, 1)
     assert (by_id["c"].keyword_rank, by_id["c"].vector_rank) == (None, 2)
-    assert by_id["b"].score == pytest.approx(0.5)
+    assert by_id["b"].score == pytest.approx(0.4)  # keyword weight 0.6 x its minimum 0 + vector 0.4 x 1
 
 
 def test_one_empty_list_leaves_the_other_in_order() -> None:
@@ -44,9 +44,18 @@ def test_one_empty_list_leaves_the_other_in_order() -> None:
 
 
 def test_ties_go_to_the_better_single_rank() -> None:
-    fused = fuse([("k", 5.0)], [("v", 0.7)], FusionConfig())
+    fused = fuse([("k", 5.0)], [("v", 0.7)], FusionConfig(keyword_weight=0.5, vector_weight=0.5))
     assert fused[0].score == fused[1].score
     assert [c.passage_id for c in fused] == ["k", "v"]
+
+
+def test_z_score_fusion_standardises_and_floors_missing_candidates() -> None:
+    assert z_score([("a", 3.0), ("b", 1.0)]) == {"a": 1.0, "b": -1.0}
+    assert z_score([("a", 2.0), ("b", 2.0)]) == {"a": 0.0, "b": 0.0}
+    config = FusionConfig(method="zscore", keyword_weight=0.5, vector_weight=0.5)
+    fused = {c.passage_id: c.score for c in fuse([("a", 9.0), ("b", 1.0)], [("b", 0.8), ("c", 0.2)], config)}
+    # a: keyword z 1, vector missing -> the vector list's worst (-1); c: the reverse of that.
+    assert fused == {"a": pytest.approx(0.0), "b": pytest.approx(0.0), "c": pytest.approx(-1.0)}
 
 
 @pytest.mark.parametrize(

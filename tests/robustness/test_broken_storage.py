@@ -23,6 +23,7 @@ from robustness_helpers import HashEmbedding, database_state
 from memory_agent import MemoryManager, StorageError, health
 from memory_agent.archival import ArchivalMemory, VectorConfig
 from memory_agent.cli import cli
+from memory_agent.store import passage_fts
 
 PAGE = 4096
 
@@ -198,7 +199,7 @@ def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(tmp_path: Pa
         memory.create_block("big", "", limit=10**7)
         before = database_state(memory.db.path)
         filler = mount / "filler"
-        with filler.open("wb") as handle, contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), filler.open("wb") as handle:
             while True:
                 handle.write(b"x" * 65536)
                 handle.flush()
@@ -261,7 +262,8 @@ def test_a_damaged_chroma_is_reported_searched_around_and_rebuilt(store_with_mod
 
 def test_a_drifted_full_text_index_is_rebuilt(store: Path) -> None:
     with MemoryManager(store, agent_id="ada") as memory, memory.db.transaction() as conn:
-        conn.execute("INSERT INTO passages_fts(rowid, content) VALUES (999, 'ghost passage')")
+        table = passage_fts.ensure_agent_index(conn, "ada")
+        conn.execute(f"INSERT INTO {table}(rowid, content) VALUES (999, 'ghost passage')")
     failed = checks(run(store, "--json", "doctor"))["passages_fts index"]
     assert failed["status"] == "fail" and "--repair rebuilds it" in failed["detail"]
     assert run(store, "doctor", "--repair").exit_code == 0

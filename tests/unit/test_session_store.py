@@ -25,7 +25,7 @@ import memory_agent.session_store as session_store_module
 from memory_agent.errors import ConfigurationError
 from memory_agent.session_store import SQLiteSessionStore
 from memory_agent.store.database import Database
-from memory_agent.store.migrations import SCHEMA_VERSION, schema_version
+from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 
@@ -271,14 +271,15 @@ def test_open_owns_its_database_and_a_passed_database_stays_open(tmp_path: Path)
 
 
 def test_migration_upgrades_a_version_2_database(db_path: Path) -> None:
-    # Build a database as the previous release left it: the m003 tables absent, version 2.
-    with Database(db_path) as db:
-        with db.transaction() as conn:
-            for table in ("session_summaries", "session_entries", "session_transcripts"):
-                conn.execute(f"DROP TABLE {table}")
-            conn.execute("PRAGMA user_version = 2")
-        with db.reading() as conn:
-            assert schema_version(conn) == 2
+    # Build a database as the release before m003 left it: migrations 1 and 2 only, version 2.
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS[:2]:
+        migration(conn)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("COMMIT")
+    conn.close()
 
     with Database(db_path) as db:
         with db.reading() as conn:

@@ -1,0 +1,102 @@
+"""Each agent's own FTS5 index of its passages, so that its keyword ranking is its own.
+
+FTS5's bm25 weighs a word by how many rows of the *table* hold it and normalises by the table's
+average row length. With one table for every agent of a storage dir, one agent's ranking moved
+whenever another agent stored passages (measured on LoCoMo: three conversations as agents of one
+dir ranked differently from each on its own). So each agent that has passages gets its own FTS5
+table, `passages_fts_<n>`, an external-content index over a view of that agent's rows
+(`agent_passages_<n>`); the registry `passage_fts_tables` maps agents to `n`. Because the content
+is a view of exactly the agent's passages, FTS5's own 'integrity-check' and 'rebuild' work on it.
+
+A trigger cannot pick its table per row. Inserts are indexed by the passage writers, which call
+`index_rows` in the same transaction as the insert (no trigger runs on the insert path, which
+bulk imports take). Deletes are caught by one trigger per agent (`WHEN old.agent_id = ...`), so
+a passage deleted any way (by id, by cascade, by hand) leaves its agent's index too; deleting an
+agent calls `drop_agent_index` first, so its cascade runs no trigger of its own. The price is
+one `WHEN` test per agent with passages on every passage delete: about 1 ms per delete with
+1,000 such agents (measured on 2 busy cores), nothing on inserts or searches.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+__all__ = [
+    "REGISTRY_TABLE",
+    "agent_fts_table",
+    "all_fts_tables",
+    "drop_agent_index",
+    "ensure_agent_index",
+    "index_rows",
+]
+
+REGISTRY_TABLE = "passage_fts_tables"
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def _names(fts_id: int) -> tuple[str, str, str]:
+    """The agent's FTS5 table, its content view and its delete trigger."""
+    return f"passages_fts_{fts_id}", f"agent_passages_{fts_id}", f"passages_fts_{fts_id}_on_delete"
+
+
+def _sql_text(value: str) -> str:
+    """A string literal (a view's WHERE cannot take a bound parameter)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def agent_fts_table(conn: sqlite3.Connection, agent_id: str) -> str | None:
+    """The name of the agent's FTS5 table, or None when the agent has never had passages."""
+    row = conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)).fetchone()
+    return None if row is None else _names(int(row[0]))[0]
+
+
+def all_fts_tables(conn: sqlite3.Connection) -> list[str]:
+    """Every agent's FTS5 table, in registry order (for health checks and repairs)."""
+    return [_names(int(row[0]))[0] for row in conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} ORDER BY fts_id")]
+
+
+def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
+    """The agent's FTS5 table, created (empty) with its content view if it does not exist yet."""
+    existing = agent_fts_table(conn, agent_id)
+    if existing is not None:
+        return existing
+    fts_id = int(conn.execute(f"SELECT COALESCE(MAX(fts_id), 0) + 1 FROM {REGISTRY_TABLE}").fetchone()[0])
+    table, view, trigger = _names(fts_id)
+    _drop(conn, fts_id)  # what an agent deleted outside `drop_agent_index` left behind
+    agent = _sql_text(agent_id)
+    conn.execute(f"CREATE VIEW {view} AS SELECT passage_rowid, content FROM passages WHERE agent_id = {agent}")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{view}', content_rowid='passage_rowid',"
+        f" tokenize='{TOKENIZER}')"
+    )
+    conn.execute(
+        f"CREATE TRIGGER {trigger} AFTER DELETE ON passages WHEN old.agent_id = {agent} BEGIN"
+        f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid, old.content);"
+        " END"
+    )
+    conn.execute(f"INSERT INTO {REGISTRY_TABLE} (agent_id, fts_id) VALUES (?, ?)", (agent_id, fts_id))
+    return table
+
+
+def index_rows(conn: sqlite3.Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
+    """Add (passage_rowid, content) rows of the agent to its index (creating the index if needed)."""
+    if not rows:
+        return
+    table = ensure_agent_index(conn, agent_id)
+    conn.executemany(f"INSERT INTO {table} (rowid, content) VALUES (?, ?)", rows)
+
+
+def drop_agent_index(conn: sqlite3.Connection, agent_id: str) -> None:
+    """Drop the agent's index, view, trigger and registry row (before the agent is deleted)."""
+    row = conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)).fetchone()
+    if row is not None:
+        _drop(conn, int(row[0]))
+        conn.execute(f"DELETE FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,))
+
+
+def _drop(conn: sqlite3.Connection, fts_id: int) -> None:
+    table, view, trigger = _names(fts_id)
+    conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"DROP VIEW IF EXISTS {view}")
