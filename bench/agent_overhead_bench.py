@@ -25,7 +25,7 @@ from pathlib import Path
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
-from memory_agent.agent.options import merge_options
+from memory_agent.agent.options import compose_system_text, merge_options
 from memory_agent.testing import ScriptedMessagesServer
 from memory_agent.tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 
@@ -51,8 +51,10 @@ async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, 
     options = ClaudeAgentOptions(env=server.env(), system_prompt="You are terse.", tools=[], cwd=str(project))
     with MemoryManager(agent_id="bench", settings=settings) as memory:
         populate(memory, stored)
+        prompt_path = directory / "system-prompt.md"
+        prompt_path.write_text(compose_system_text(options.system_prompt, memory.get_system_prompt_addition()))
         same_request = merge_options(
-            options, memory_text=memory.get_system_prompt_addition(), memory_server_name=MEMORY_SERVER_NAME,
+            options, system_prompt_path=prompt_path, memory_server_name=MEMORY_SERVER_NAME,
             memory_server=build_memory_server(memory, "bench"), memory_tools=memory_tool_names(memory),
             resume=None, session_id=None, session_store=None, model=None,
         )

@@ -13,7 +13,7 @@ from html import escape
 
 from .blocks import Block
 
-__all__ = ["MemoryMetadata", "escape_text", "render_memory", "render_recent_conversation"]
+__all__ = ["MemoryMetadata", "escape_text", "render_memory"]
 
 _XML_INTRO = "The following memory blocks are currently engaged in your core memory unit:"
 
@@ -43,15 +43,6 @@ def escape_text(value: str) -> str:
 
 
 _text = escape_text
-
-
-def render_recent_conversation(transcript: str) -> str:
-    """Messages carried into a fresh session after a compaction, as an escaped transcript."""
-    return (
-        "<recent_conversation>\nThe most recent messages before this session, verbatim "
-        "(older ones are in the conversation summary):\n"
-        f"{escape_text(transcript)}\n</recent_conversation>"
-    )
 
 
 def _render_xml(blocks: Sequence[Block], metadata: MemoryMetadata) -> str:
