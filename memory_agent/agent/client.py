@@ -37,8 +37,14 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 from claude_agent_sdk.types import PermissionMode
+from typing_extensions import Self
 
-from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
+from compaction import (
+    CompactionOutcome,
+    CompactionSettings,
+    MessageRecord,
+    message_tokens,
+)
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
@@ -49,6 +55,7 @@ from .prompt_file import PromptFile
 from .recorder import message_fields
 from .session_seed import seed_lines
 from .turn import TurnResult
+from .turn_growth import TurnGrowth
 
 __all__ = ["MemoryAwareAgent", "RefreshMode"]
 
@@ -107,6 +114,7 @@ class MemoryAwareAgent:
         self._last_request_through: int | None = None
         self._last_stored_id: int | None = None
         self._compaction_due = False
+        self._growth = TurnGrowth()
         self.last_compaction: CompactionOutcome | None = None
         self._needs_new_process = False
         self.reconnects = 0
@@ -130,6 +138,7 @@ class MemoryAwareAgent:
         client = self._require_client()
         self._turn_id = uuid.uuid4().hex
         self._turn_open = True
+        self._growth.start(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
         if isinstance(prompt, str):
             self._store_prompt(prompt)
             await client.query(prompt, session_id=session_id)
@@ -189,7 +198,7 @@ class MemoryAwareAgent:
             self._connected_fingerprint = None
             await client.disconnect()
 
-    async def __aenter__(self) -> MemoryAwareAgent:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
@@ -401,8 +410,11 @@ class MemoryAwareAgent:
                 self.session_id = result.session_id
                 self._session_started = True
                 self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
-        self._compaction_due = self.compactor.observe_turn(
+        self.compactor.observe_turn(
             self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
+        self._growth.finish(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self._compaction_due = self.compactor.should_compact(
+            self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None
 
     def _estimate(self, role: str, content: Any) -> int:
