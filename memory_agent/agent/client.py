@@ -37,14 +37,8 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 from claude_agent_sdk.types import PermissionMode
-from typing_extensions import Self
 
-from compaction import (
-    CompactionOutcome,
-    CompactionSettings,
-    MessageRecord,
-    message_tokens,
-)
+from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
@@ -198,7 +192,7 @@ class MemoryAwareAgent:
             self._connected_fingerprint = None
             await client.disconnect()
 
-    async def __aenter__(self) -> Self:
+    async def __aenter__(self) -> MemoryAwareAgent:
         await self.connect()
         return self
 

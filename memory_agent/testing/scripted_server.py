@@ -33,17 +33,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from typing_extensions import Self
-
 from . import wire
 from .recorded import RecordedRequest, RequestKind
-from .responses import (
-    ScriptedError,
-    ScriptedMessage,
-    ScriptedResponse,
-    ToolUseBlock,
-    text_response,
-)
+from .responses import ScriptedError, ScriptedMessage, ScriptedResponse, ToolUseBlock, text_response
 
 __all__ = [
     "COMPACTION_MARKERS",
@@ -168,7 +160,7 @@ class ScriptedMessagesServer:
         if thread is not None:
             thread.join(timeout=5)
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> ScriptedMessagesServer:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
