@@ -233,7 +233,9 @@ class MemoryAwareAgent:
             self._compaction_due = self.compactor.should_compact(self.agent_id, self._request_fixed_tokens())
         if self._compaction_due:
             self._compaction_due = False
-            outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens())
+            # Forced: the running budget, calibrated on reported usage, already decided; the
+            # engine's own check would re-estimate the messages uncalibrated and could skip.
+            outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=True)
             self._after_compaction(outcome)
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
         if self._client is not None and fingerprint == self._connected_fingerprint:

@@ -22,6 +22,8 @@ import json
 import os
 import random
 import resource
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -352,20 +354,16 @@ async def _open_agent(server: ScriptedMessagesServer, config: SoakConfig, conver
 
 
 def _export_and_import(storage: Path, agent_id: str) -> Path:
-    """`memory-agent export` the agent, `memory-agent import` it into a new storage dir."""
-    from ..cli import (
-        main as cli_main,  # the faces import the library, never the other way
-    )
-
+    """`memory-agent export` the agent, then `memory-agent import` it into a new storage dir
+    (the command line itself, in a child process, as a user would run it)."""
     target = storage.parent / f"{storage.name}-imported"
     exported = storage.parent / f"{storage.name}-export.json"
+    command = [sys.executable, "-c", "from memory_agent.cli import main; main()"]
     for arguments in (["--storage-dir", str(storage), "--agent", agent_id, "export", "-o", str(exported)],
                       ["--storage-dir", str(target), "import", str(exported)]):
-        try:
-            cli_main(arguments, standalone_mode=False)
-        except SystemExit as stop:
-            if stop.code:
-                raise RuntimeError(f"memory-agent {' '.join(arguments)} failed with exit code {stop.code}") from None
+        done = subprocess.run([*command, *arguments], capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(f"memory-agent {' '.join(arguments)} failed: {done.stderr.strip()}")
     return target
 
 
