@@ -94,10 +94,14 @@ async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 3 turns, 0 and 1,000 stored messages")
     args = parser.parse_args()
+    sizes = (0, 1_000) if args.quick else (0, 10_000)
+    if args.quick:
+        args.turns = 3
     print(f"{args.turns} alternating turns per client, unchanged memory; medians")
     with ScriptedMessagesServer() as server:
-        for stored in (0, 10_000):
+        for stored in sizes:
             with tempfile.TemporaryDirectory() as directory:
                 await compare(server, Path(directory), stored, args.turns)
 

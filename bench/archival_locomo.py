@@ -184,8 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated search modes")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: one conversation, keyword search only")
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
+    if args.quick:
+        files, args.modes = files[:1], "keyword"
     if not files:
         print(f"SKIPPED: no LoCoMo conversations found in {args.data}", file=sys.stderr)
         return 0

@@ -167,7 +167,7 @@ def build(storage: Path, model: MiniLMEmbeddingFunction, passages_count: int, sa
         print(f"insert_many with live embedding, {sample} more passages: "
               f"{sample / (time.perf_counter() - started):.0f} passages/s")
         singles = []
-        for n in range(100):
+        for n in range(min(100, passages_count)):
             started = time.perf_counter()
             archival.insert(AGENT, f"single insert {n}: {passages[n].content}")
             singles.append((time.perf_counter() - started) * 1000)
@@ -218,7 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="storage dir to keep (default: a temporary one)")
     parser.add_argument("--search-only", action="store_true",
                         help="only measure search latency over the passages already in --keep")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 100 passages, 10 queries")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.passages, args.queries, args.sample = 100, 10, 10
     if args.search_only and args.keep is None:
         parser.error("--search-only needs --keep DIR holding a previous run's storage")
     print(f"archival scale benchmark: {args.passages} passages, {args.queries} queries")

@@ -113,6 +113,7 @@ class MemoryAwareAgent:
         self._needs_new_process = False
         self.reconnects = 0
         self.live_refreshes = 0
+        self._growth.seed(self._recent_turn_sizes())
         state = self.memory.get_agent_state(agent_id=self.agent_id)
         self.session_id: str | None = state.get(_SESSION_KEY) or self.options.resume
         self._session_started = self.session_id is not None
@@ -361,6 +362,14 @@ class MemoryAwareAgent:
         self.session_id = None
         self._session_started = False
         self._needs_new_process = True
+
+    def _recent_turn_sizes(self, messages: int = 200) -> list[int]:
+        """Estimated tokens of each of the last turns still in context (by stored turn id)."""
+        sizes: dict[str, int] = {}
+        for message in self.memory.recall.recent(self.agent_id, messages):
+            if message.turn_id:
+                sizes[message.turn_id] = sizes.get(message.turn_id, 0) + (message.token_count or 0)
+        return list(sizes.values())
 
     # ----- recording ----------------------------------------------------------------------
 

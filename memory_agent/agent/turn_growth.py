@@ -21,6 +21,10 @@ class TurnGrowth:
         self._recent: deque[int] = deque(maxlen=window)
         self._start: int | None = None
 
+    def seed(self, turn_sizes: list[int]) -> None:
+        """Recent turns' sizes from storage, so a reopened agent keeps its headroom."""
+        self._recent.extend(max(size, 0) for size in turn_sizes)
+
     def start(self, tokens: int) -> None:
         """The context's size before the turn's prompt is added."""
         self._start = tokens

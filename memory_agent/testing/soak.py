@@ -328,7 +328,11 @@ def _check_compaction(memory: MemoryManager, agent_id: str, turn: int, request: 
     evicted = [m for m in memory.recall.all_messages(agent_id)
                if m.message_type == "user" and m.text and summary.last_message_id is not None
                and m.message_id <= summary.last_message_id]
-    floor = sum(len(m.text) for m in kept) // 4
+    # What the first request of this turn must carry: the kept messages from before the turn,
+    # and the turn's prompt (its tool results and answer came after that request).
+    prompt = next((m for m in reversed(kept) if m.message_type == "user"), None)
+    before = [m for m in kept if prompt is None or m.turn_id != prompt.turn_id]
+    floor = (sum(len(m.text) for m in before) + (len(prompt.text) if prompt else 0)) // 4
     return CompactionCheck(
         turn=turn, request_tokens=estimate_input_tokens(request.body), floor_tokens=floor,
         kept_first_present=bool(first_kept) and json.dumps(first_kept, ensure_ascii=False)[1:-1] in sent,

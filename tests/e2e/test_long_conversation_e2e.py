@@ -142,3 +142,22 @@ async def test_a_block_larger_than_one_argument_reaches_the_model_and_refreshes_
         first, second = server.message_requests("opus")[-2:]
         assert big[-200:] in first.system_text and len(first.system_text) > 300_000
         assert "NEW-RUNBOOK" in second.system_text and "NEW-RUNBOOK" not in first.system_text
+
+
+@pytest.mark.slow
+@pytest.mark.soak
+@pytest.mark.timeout(1800)
+async def test_soak_of_a_thousand_turns(server: ScriptedMessagesServer, tmp_path: Path) -> None:
+    """Issue 10's soak: 1,000 turns of chat, 10-20 kB pastes and 8-16 kB tool results at the
+    default window, reopened in the same cwd, another cwd and after import along the way.
+    `python bench/soak_bench.py` runs the same conversation and prints its figures."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    config = SoakConfig(turns=1000, storage_dir=tmp_path / "store", project_dir=tmp_path / "project",
+                        other_dir=tmp_path / "elsewhere",
+                        restarts={250: "same-cwd", 500: "other-cwd", 750: "import"})
+    result = await run_soak(server, config)
+    assert_soak_holds(result, min_compactions=5)
+    assert result.fds[-1][1] <= result.fds[0][1] + 10
+    after_warm_up = dict(result.rss_kb)[100]
+    assert result.rss_kb[-1][1] - after_warm_up < 150 * 1024  # kB: no growth without bound
