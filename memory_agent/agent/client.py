@@ -129,6 +129,12 @@ class MemoryAwareAgent:
     async def query(self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default") -> None:
         """Store the prompt and send it, after bringing the session's memory up to date."""
         if not self._turn_open:
+            if isinstance(prompt, str) and self._client is not None and not self._compaction_due:
+                # The prompt is known now: if it would carry the request over the trigger,
+                # compact first (kept in context, it is sent after the compaction).
+                headroom = max(self._growth.headroom, self._estimate("user", prompt))
+                self._compaction_due = self.compactor.should_compact(
+                    self.agent_id, self._fixed_tokens, headroom=headroom)
             await self._settle_session()
         client = self._require_client()
         self._turn_id = uuid.uuid4().hex
