@@ -45,7 +45,8 @@ def populate(memory: MemoryManager, count: int) -> None:
 
 
 async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, turns: int) -> None:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(directory)}, env_file=None)
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(directory), "ANTHROPIC_BASE_URL": server.url,
+                                  "ANTHROPIC_API_KEY": "bench-key"}, env_file=None)
     project = directory / "project"
     project.mkdir()
     options = ClaudeAgentOptions(env=server.env(), system_prompt="You are terse.", tools=[], cwd=str(project))

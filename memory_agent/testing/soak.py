@@ -60,7 +60,7 @@ MAIN_MODEL = "claude-sonnet-4-5"
 
 LOG_TOOL = "mcp__logs__read_log"
 Restart = Literal["same-cwd", "other-cwd", "import"]
-TurnKind = Literal["chat", "paste", "tool", "recall"]
+TurnKind = Literal["chat", "paste", "tool", "edit", "recall"]
 
 
 def pasted_log(rng: random.Random, size: int) -> str:
@@ -91,6 +91,8 @@ class SoakConfig:
         restarts: Turn numbers before which the agent is closed and reopened, and how.
         paste_every: Every n-th turn pastes 10-20 kB (0: never).
         tool_every: Every n-th turn calls the log tool, whose result is 8-16 kB (0: never).
+        edit_every: Every n-th turn the model edits its memory (`core_memory_append`), so the
+            next request carries a new system prompt (0: never).
         context_window: The compaction window in tokens (default: the settings' default).
         seed: Makes the conversation reproducible.
     """
@@ -102,6 +104,7 @@ class SoakConfig:
     restarts: dict[int, Restart] = field(default_factory=dict)
     paste_every: int = 3
     tool_every: int = 5
+    edit_every: int = 50
     context_window: int | None = None
     seed: int = 7
 
@@ -139,6 +142,7 @@ class SoakResult:
     request_turns: list[int] = field(default_factory=list)
     carried_chars: list[int] = field(default_factory=list)
     prefix_shares: list[float] = field(default_factory=list)
+    prefix_shares_after_edit: list[float] = field(default_factory=list)
     compactions: list[CompactionCheck] = field(default_factory=list)
     trigger_tokens: int = 0
     rss_kb: list[tuple[int, int]] = field(default_factory=list)
@@ -155,8 +159,9 @@ class SoakResult:
 
 
 def stable_prefix_share(previous: dict[str, Any], current: dict[str, Any]) -> float:
-    """Share of `previous` (by characters of its system, tools and messages) that `current`
-    repeats verbatim from its start: equal system and tools, then the leading equal messages.
+    """Share of `previous` (by characters of its tools, system and messages, the prompt cache's
+    order) that `current` repeats verbatim from its start: equal tools and system, then the
+    leading equal messages.
     1.0 means the new request is the previous one plus new messages, so a prompt cache of the
     previous request is reused whole. `cache_control` markers are ignored (the CLI moves them to
     the newest message on purpose)."""
@@ -174,7 +179,8 @@ def stable_prefix_share(previous: dict[str, Any], current: dict[str, Any]) -> fl
 def _request_parts(body: dict[str, Any]) -> list[str]:
     def canonical(value: Any) -> str:
         return json.dumps(_without_cache_control(value), sort_keys=True, ensure_ascii=False)
-    return [canonical(body.get("system")), canonical(body.get("tools")),
+    # The prompt cache's own order: tools, then system, then messages.
+    return [canonical(body.get("tools")), canonical(body.get("system")),
             *(canonical(message) for message in body.get("messages") or [])]
 
 
@@ -221,6 +227,8 @@ class _Conversation:
     def kind(self, number: int) -> TurnKind:
         if number == 0:
             return "chat"
+        if self.config.edit_every and number % self.config.edit_every == 0:
+            return "edit"
         if self.config.tool_every and number % self.config.tool_every == 0:
             return "tool"
         if self.config.paste_every and number % self.config.paste_every == 0:
@@ -233,6 +241,8 @@ class _Conversation:
         if kind == "paste":
             size = self.rng.randint(10_000, 20_000)
             return f"Turn {number}: here is the log from the failing run:\n{pasted_log(self.rng, size)}"
+        if kind == "edit":
+            return f"Turn {number}: please remember that deploy {number} went out on a Tuesday."
         if kind == "recall":
             return f"Turn {number}: what did I say my boat is called, at the very start?"
         if kind == "tool":
@@ -242,6 +252,10 @@ class _Conversation:
     def script(self, server: ScriptedMessagesServer, number: int, kind: TurnKind) -> None:
         if kind == "recall":
             server.enqueue(tool_use_response("mcp__memory__conversation_search", {"query": f"Petrel-{self.config.seed}"}),
+                           model=MAIN_MODEL)
+        if kind == "edit":
+            server.enqueue(tool_use_response("mcp__memory__core_memory_append",
+                                             {"label": "human", "content": f"Deploy {number}: Tuesday."}),
                            model=MAIN_MODEL)
         if kind == "tool":
             server.enqueue(tool_use_response(LOG_TOOL, {"chars": self.rng.randint(8_000, 16_000)}),
@@ -295,7 +309,9 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                 result.request_turns.append(number)
                 result.carried_chars.append(carried_chars(request))
                 if previous is not None and not (index == 0 and breaks_session):
-                    result.prefix_shares.append(stable_prefix_share(previous.body, request.body))
+                    share = stable_prefix_share(previous.body, request.body)
+                    changed = previous.body.get("system") != request.body.get("system")
+                    (result.prefix_shares_after_edit if changed else result.prefix_shares).append(share)
                 previous = request
             if kind == "recall" and requests:
                 result.first_text_recalled = conversation.first_text in json.dumps(
@@ -404,7 +420,9 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
         f"open fds {result.fds[0][1]} at start, {result.fds[-1][1]} at end (max {max(f for _, f in result.fds)})",
         (f"stable-prefix share of consecutive requests (share of the previous request repeated "
         f"verbatim): median {median(shares):.3f}, mean {mean(shares):.3f}, "
-        f"1.0 in {sum(s >= 0.9999 for s in shares)}/{len(shares)} pairs"),
+        f"1.0 in {sum(s >= 0.9999 for s in shares)}/{len(shares)} pairs; after a memory edit (new "
+        f"system prompt): {len(result.prefix_shares_after_edit)} pairs, median "
+        f"{median(result.prefix_shares_after_edit):.3f} (the tool definitions only)"),
         f"first turn's text found by conversation_search at the end: {result.first_text_recalled}",
     ]
 
