@@ -290,6 +290,7 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                     elif config.restarts[number] == "import":
                         storage = _export_and_import(storage, result.agent_id)
                 memory, agent = await _open_agent(server, config, conversation, storage, cwd, result)
+            assert memory is not None and agent is not None
             kind: TurnKind = "recall" if number == config.turns - 1 and number > 0 else conversation.kind(number)
             prompt = conversation.prompt(number, kind)
             conversation.script(server, number, kind)
