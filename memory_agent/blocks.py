@@ -1,4 +1,4 @@
-"""Core-memory blocks: the record, label rules, and the pure text edits the tools perform.
+"""Core-memory blocks: the record, and the pure text edits the tools perform.
 
 The edits are plain functions from an old value to a new one, so every write path (model tools,
 CLI, Python API) shares one definition of what "append" or "replace" means; the store then checks
@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import AmbiguousContentError, ContentNotFoundError, InvalidLabelError
+from .errors import AmbiguousContentError, ContentNotFoundError
+from .labels import validate_label
 
 __all__ = [
     "Block",
@@ -20,16 +21,6 @@ __all__ = [
     "replace_text",
     "validate_label",
 ]
-
-_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-
-
-def validate_label(label: object) -> str:
-    """Return the label if it is a plain identifier; refuse paths, SQL and empty strings."""
-    if not isinstance(label, str) or not _LABEL.fullmatch(label):
-        raise InvalidLabelError(str(label))
-    return label
-
 
 @dataclass(frozen=True)
 class Block:

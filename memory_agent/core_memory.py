@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .blocks import Block, BlockVersion, validate_label
+from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
     BlockExistsError,
@@ -30,6 +30,7 @@ from .errors import (
     ReadOnlyBlockError,
     StaleBlockError,
 )
+from .labels import validate_label
 from .store import journal
 from .store.database import Database, utc_now
 
@@ -108,7 +109,7 @@ class CoreMemory:
         return [_block_from_row(row) for row in rows]
 
     def get_block(self, agent_id: str, label: str) -> Block:
-        validate_label(label)
+        label = validate_label(label)
         with self._db.reading() as conn:
             return _block_from_row(self._attached_row(conn, agent_id, label))
 
@@ -141,7 +142,7 @@ class CoreMemory:
 
     def find_shared_block(self, label: str) -> Block | None:
         """The oldest shared block with this label, if any (used to join shared state)."""
-        validate_label(label)
+        label = validate_label(label)
         with self._db.reading() as conn:
             row = conn.execute(
                 "SELECT b.*, b.read_only AS block_read_only, 0 AS link_read_only, NULL AS seen_version"
@@ -152,7 +153,7 @@ class CoreMemory:
 
     def history(self, agent_id: str, label: str) -> list[BlockVersion]:
         """Every version of the block, oldest first, with the agent that wrote each."""
-        validate_label(label)
+        label = validate_label(label)
         with self._db.reading() as conn:
             block_id = self._attached_row(conn, agent_id, label)["block_id"]
             rows = conn.execute(
@@ -184,7 +185,7 @@ class CoreMemory:
         is_shared: bool = False,
     ) -> Block:
         """Create a block owned by `agent_id` and attach it to that agent."""
-        validate_label(label)
+        label = validate_label(label)
         if limit <= 0:
             raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
         if len(value) > limit:
@@ -253,7 +254,7 @@ class CoreMemory:
 
     def delete_block(self, agent_id: str, label: str) -> None:
         """Detach the block from this agent, and delete it once no agent has it attached."""
-        validate_label(label)
+        label = validate_label(label)
         now = utc_now()
         with self._db.transaction() as conn:
             row = self._attached_row(conn, agent_id, label)
@@ -280,7 +281,7 @@ class CoreMemory:
 
     def edit(self, agent_id: str, label: str, edit: Edit) -> Block:
         """Apply a model-facing edit: read-only, staleness and the limit are all enforced."""
-        validate_label(label)
+        label = validate_label(label)
         stale: StaleBlockError | None = None
         with self._db.transaction() as conn:
             row = self._attached_row(conn, agent_id, label)
@@ -322,7 +323,7 @@ class CoreMemory:
         read_only: bool | None = None,
     ) -> Block:
         """The owner's explicit change: may edit read-only blocks; the limit still holds."""
-        validate_label(label)
+        label = validate_label(label)
         if limit is not None and limit <= 0:
             raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
         with self._db.transaction() as conn:
@@ -343,7 +344,7 @@ class CoreMemory:
 
     def undo(self, agent_id: str, label: str) -> Block:
         """Restore the version before the current one (repeated undos walk further back)."""
-        validate_label(label)
+        label = validate_label(label)
         with self._db.transaction() as conn:
             block = _block_from_row(self._attached_row(conn, agent_id, label))
             current = conn.execute(

@@ -8,7 +8,7 @@ as a tool error and to people in the CLI.
     ├── ConfigurationError          a setting or argument has a value we cannot use
     ├── AgentNotFoundError          no agent with that id in this storage dir
     ├── BlockError                  a core-memory block refused an operation
-    │   ├── InvalidLabelError       the label is not a plain identifier
+    │   ├── InvalidLabelError       the label is not a name or a path of names
     │   ├── BlockNotFoundError      no block with that label is attached to the agent
     │   ├── BlockExistsError        the agent already has a block with that label
     │   ├── BlockNotAttachedError   the block id exists but is not attached to that agent
@@ -76,8 +76,10 @@ class BlockError(MemoryAgentError):
 class InvalidLabelError(BlockError):
     def __init__(self, label: str) -> None:
         super().__init__(
-            f"{_preview(repr(label))} is not a valid block label. Use 1-64 letters, digits, '_' or "
-            "'-', starting with a letter or '_'.",
+            f"{_preview(repr(label))} is not a valid block label. Use a name of 1-64 letters, "
+            "digits, '_', '-' or '.', or a path of such names joined by '/' (e.g. "
+            "'system/human/family'; no '.' or '..' segment, at most 16 segments and 100 "
+            "characters).",
             label,
         )
 

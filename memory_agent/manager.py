@@ -27,11 +27,13 @@ from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import MemoryAgentError
+from .errors import ConfigurationError, MemoryAgentError
+from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
+from .store.agent_state import BASE_PROMPT_KEY
 from .store.database import DATABASE_FILENAME, Database
 from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
 
@@ -152,6 +154,20 @@ class MemoryManager:
         with self.db.transaction() as conn:
             agent_state.write_state(conn, agent_id or self.agent_id, updates)
 
+    def get_base_system_prompt(self, *, agent_id: str | None = None) -> str | None:
+        """The agent's own base system prompt (e.g. the `system` of an imported Letta agent).
+
+        `MemoryAwareAgent` uses it when the caller's options name no system prompt.
+        """
+        prompt = self.get_agent_state(agent_id=agent_id).get(BASE_PROMPT_KEY)
+        return prompt if isinstance(prompt, str) and prompt else None
+
+    def set_base_system_prompt(self, prompt: str | None, *, agent_id: str | None = None) -> None:
+        """Set (or, with None or "", clear) the agent's base system prompt."""
+        if prompt is not None and not isinstance(prompt, str):
+            raise ConfigurationError(f"A system prompt is text, got {type(prompt).__name__}.")
+        self.set_agent_state({BASE_PROMPT_KEY: prompt or None}, agent_id=agent_id)
+
     def list_agents(self) -> list[str]:
         with self.db.reading() as conn:
             return [row[0] for row in conn.execute("SELECT agent_id FROM agents ORDER BY created_at")]
@@ -169,6 +185,7 @@ class MemoryManager:
         *,
         agent_id: str | None = None,
     ) -> Block:
+        label = validate_label(label)
         return self.core.create_block(
             agent_id or self.agent_id, label, value,
             limit=limit if limit is not None else self.settings.block_limit_for(label),
@@ -236,6 +253,7 @@ class MemoryManager:
     def memory_rethink(self, label: str, new_value: str, reasoning: str | None = None, *,
                        agent_id: str | None = None) -> str:
         target = agent_id or self.agent_id
+        label = validate_label(label)
         block = self.core.edit(target, label, Edit(
             "memory_rethink", lambda b: new_value, check_stale=True, reasoning=reasoning))
         if reasoning:

@@ -79,7 +79,8 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
     return clean
 
 
-_LABEL = {"type": "string", "description": "Label of the memory block, e.g. 'human' or 'persona'."}
+_LABEL = {"type": "string", "description": (
+    "Label of the memory block, e.g. 'human', 'persona' or a path such as 'system/human/family'.")}
 
 CORE_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(

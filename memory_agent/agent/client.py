@@ -44,7 +44,7 @@ from ..errors import ConfigurationError
 from ..manager import MemoryManager
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
-from .options import compose_system_text, is_preset, merge_options, user_system_text
+from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
 from .recorder import message_fields
 from .session_seed import seed_lines
@@ -90,6 +90,7 @@ class MemoryAwareAgent:
         self.memory = memory or MemoryManager(agent_id=agent_id, compaction_settings=compaction_settings)
         self.agent_id = agent_id or self.memory.agent_id
         self.memory.ensure_agent(self.agent_id)
+        self.options = with_base_prompt(self.options, self.memory.get_base_system_prompt(agent_id=self.agent_id))
         self.compactor = (
             self.memory.make_compactor(compaction_settings, counter=self.memory.compactor.counter)
             if compaction_settings is not None and memory is not None

@@ -20,7 +20,7 @@ from claude_agent_sdk.types import McpSdkServerConfig
 from ..errors import ConfigurationError
 
 __all__ = ["CLI_COMPACTION_ENV", "SNAPSHOT_OFF", "compose_system_text", "file_system_prompt", "is_preset",
-           "merge_options", "user_system_text"]
+           "merge_options", "user_system_text", "with_base_prompt"]
 
 CLI_COMPACTION_ENV = {"DISABLE_AUTO_COMPACT": "1"}
 """Turns off the Claude Code CLI's own auto-compaction, so only ours summarises the context."""
@@ -29,6 +29,17 @@ SNAPSHOT_OFF = {"system-prompt-snapshot": "off"}
 """CLI flag: rebuild the system prompt on every request instead of replaying the one recorded on
 the session's first request, so a resumed session sees the current memory. The SDK sets the same
 through `snapshot: False` for custom and preset prompts, but not for a file prompt."""
+
+
+def with_base_prompt(options: ClaudeAgentOptions, base_prompt: str | None) -> ClaudeAgentOptions:
+    """The options with the agent's own base prompt when the user named no system prompt.
+
+    An agent imported from Letta keeps its `system` prompt; the user's own prompt, if any,
+    always wins.
+    """
+    if options.system_prompt is not None or not base_prompt:
+        return options
+    return dataclasses.replace(options, system_prompt=base_prompt)
 
 
 def user_system_text(system_prompt: Any) -> str | None:

@@ -18,7 +18,8 @@ __all__ = ["export", "import_"]
 @click.command()
 @shared_options
 @click.option("--format", "format_", type=click.Choice(["json", "af"]), default="json", show_default=True,
-              help="json: this project's format (everything). af: a Letta Agent File (blocks, messages).")
+              help="json: this project's format (everything). af: a Letta Agent File that Letta imports "
+                   "(blocks, messages, system prompt, groups; passages in agent metadata).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (atomically) instead of stdout.")
 @click.option("--all", "all_agents", is_flag=True, help="Export every agent of the storage dir.")
@@ -42,7 +43,8 @@ def import_(file: Path) -> None:
     """Import a memory-agent JSON export or a Letta Agent File (.af) as new agent(s).
 
     The format is recognised from the content. With --agent, the file's only agent is imported
-    under that id. All or nothing: a bad file or an existing agent id changes nothing.
+    under that id. All or nothing: a bad file or an existing agent id changes nothing. The report
+    names everything a Letta file held that is not carried over (tools, tool rules, skills, ...).
     """
     chosen = state()
     report = portability.import_file(file, chosen.storage_dir, agent_id=chosen.agent_id,
@@ -56,5 +58,17 @@ def import_(file: Path) -> None:
         if report.vectors_pending:
             say(f"{report.vectors_pending} passage(s) still wait for vectors; "
                 "'memory-agent doctor' writes them.")
+        if report.system_prompts:
+            say(f"Kept the system prompt of {report.system_prompts} agent(s) as their base prompt.")
+        for raised in report.limits_raised:
+            say(f"Block '{raised['label']}' holds {raised['raised_to']} characters, over its limit of "
+                f"{raised['limit']}: imported whole, limit raised to {raised['raised_to']}.")
+        if report.unattached_blocks:
+            say(f"{len(report.unattached_blocks)} block(s) no agent had attached were imported unattached: "
+                f"{', '.join(report.unattached_blocks)}.")
+        if report.tools_provided:
+            say(f"Tools the memory tools provide here: {', '.join(report.tools_provided)}.")
+        for kind, names in report.not_imported.items():
+            say(f"Not imported (no counterpart here), {kind.replace('_', ' ')}: {', '.join(names)}.")
 
     emit(report, render)

@@ -10,7 +10,8 @@ from .files import (
     parse_document,
     write_export,
 )
-from .letta_af import parse_letta, to_letta
+from .letta_af import parse_letta
+from .letta_export import to_letta
 from .project_json import parse_project, to_project
 from .records import Snapshot
 from .tables import ImportReport, read_snapshot, write_snapshot

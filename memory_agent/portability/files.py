@@ -24,7 +24,8 @@ from ..archival import ArchivalMemory, VectorConfig
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
 from ..settings import Settings
-from .letta_af import is_letta_document, parse_letta, to_letta
+from .letta_af import is_letta_document, parse_letta
+from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
 from .records import Snapshot
 from .tables import ImportReport, read_snapshot, write_snapshot
@@ -46,11 +47,19 @@ FORMATS: tuple[str, ...] = ("json", "af")
 
 def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = None,
                   format: ExportFormat = "json") -> dict[str, Any]:
-    """The agents' memory (default: the manager's agent) as a document of the given format."""
+    """The agents' memory (default: the manager's agent) as a document of the given format.
+
+    The manager's agent comes first: an import makes the first agent the default of a storage
+    dir that has none, so the default survives a round trip.
+    """
     if format not in FORMATS:
         raise ConfigurationError(f"Unknown export format '{format}'; use one of: {', '.join(FORMATS)}.")
-    snapshot = read_snapshot(memory.db, list(agent_ids or [memory.agent_id]))
-    return to_project(snapshot) if format == "json" else to_letta(snapshot)
+    wanted = list(dict.fromkeys(agent_ids or [memory.agent_id]))
+    if memory.agent_id in wanted:  # first, so that it is the default again after an import
+        wanted.remove(memory.agent_id)
+        wanted.insert(0, memory.agent_id)
+    snapshot = read_snapshot(memory.db, wanted)
+    return to_project(snapshot) if format == "json" else to_letta(snapshot, model=memory.settings.model_name)
 
 
 def write_export(document: dict[str, Any], path: str | Path) -> Path:

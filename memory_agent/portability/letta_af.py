@@ -1,35 +1,54 @@
-"""Letta Agent File (`.af`): reading Letta's agent exports, and writing ours in its shape.
+"""Reading Letta Agent Files (`.af`): every agent, block and message, and a note of the rest.
 
 An `.af` document has top-level `agents`, `blocks`, `tools`, `groups`, `files`, `sources`,
-`mcp_servers` and `metadata`; an agent names its blocks by id (`block_ids`) and carries its
-messages. Letta's ids ("agent-0", "block-0") are local to the file, so blocks get fresh ids here,
-and agents get their name as id. Block labels, values, limits, descriptions and read-only flags
-are taken as they are (a Letta block's limit is often 20000, above our default).
+`mcp_servers`, `skills` and `metadata`; an agent names its blocks by id (`block_ids`) and carries
+its messages. Letta's ids ("agent-0", "block-0") are local to the file, so blocks get fresh ids
+here, and agents get their name as id (or, for a file we exported, the id they had here).
 
-Messages map onto ours as follows (both ways):
-- `user` text -> a user message; `assistant` text and `tool_calls` -> an assistant message with
-  text and `tool_use` blocks (arguments parsed from their JSON text);
+- Blocks: labels (path labels too, `/x` stored as `x`), values, limits, descriptions and read-only
+  flags as they are; a value longer than its limit is kept whole and the limit raised to fit
+  (noted). Blocks no agent names are imported unattached, owned by the file's first agent (noted).
+- The agent's `system` prompt becomes its base system prompt (`MemoryAwareAgent` uses it when the
+  caller sets none); its model configs and type are kept for a later Letta export.
+- Groups: their agents keep them (for export); a group's shared blocks are attached to all its
+  agents, and a block several agents name is one shared block (`letta_parts`).
+- Tools, tool rules, skills, files, sources, MCP servers and group managers have no counterpart
+  here: they are listed in the import report, by name.
+
+Messages map onto ours as follows (`letta_export` writes the reverse):
+- `user` text -> a user message; `assistant` text, reasoning and `tool_calls` -> an assistant
+  message with text, `thinking` and `tool_use` blocks (arguments parsed from their JSON text);
 - `tool` (with `tool_call_id`, or `tool_returns`) -> a user message of `tool_result` blocks;
 - `system` (Letta's rendered system prompt) -> kept for the record, out of context, like the SDK's
-  system messages; the messages not in `in_context_message_ids` are imported out of context.
-Tools, groups, files, sources and model configs have no counterpart here and are not imported;
-the `.af` we write carries blocks and messages only (no archival passages: the format has none).
+  system messages; the messages not in `in_context_message_ids` are imported out of context. A
+  system message that is exactly the agent's `system` (our own exports write one) is not stored
+  twice: it is the base prompt.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..archival.timestamps import to_utc_iso
 from ..errors import ImportFormatError, MemoryAgentError
+from ..labels import validate_label
 from ..store.database import utc_now
-from .records import AgentRecord, AttachmentRecord, BlockRecord, MessageRecord, Snapshot
+from .letta_export import PASSAGES_KEY
+from .letta_parts import (
+    OUR_AGENT_ID_KEY,
+    OUR_CREATED_AT_KEY,
+    add_groups,
+    agent_details,
+    attach_block,
+    note_not_imported,
+)
+from .records import AgentRecord, BlockRecord, MessageRecord, PassageRecord, Snapshot
 
-__all__ = ["is_letta_document", "parse_letta", "to_letta"]
+__all__ = ["is_letta_document", "parse_letta"]
+
 
 def is_letta_document(document: Any) -> bool:
     return isinstance(document, Mapping) and isinstance(document.get("agents"), list)
@@ -38,25 +57,64 @@ def is_letta_document(document: Any) -> bool:
 # ----- reading ------------------------------------------------------------------------------
 
 def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
-    """The agents, blocks and messages of an `.af` document, as a snapshot to import."""
+    """Every agent, block and message of an `.af` document, as a snapshot to import.
+
+    What has no counterpart here is listed in `snapshot.notes` (see `letta_parts`).
+    """
     if not is_letta_document(document) or not document["agents"]:
         raise ImportFormatError("Not a Letta agent file: it has no 'agents' list, or the list is empty.")
     created = _timestamp(document.get("created_at"), utc_now(), "the file's created_at")
     letta_blocks = _letta_blocks(document.get("blocks"))
     snapshot = Snapshot()
     block_ids: dict[str, str] = {}
+    agent_ids: dict[str, str] = {}
     for index, raw in enumerate(document["agents"]):
         if not isinstance(raw, Mapping):
             raise ImportFormatError(f"agents[{index}] must be an object.")
         agent_id = _agent_id(raw, index, {a.agent_id for a in snapshot.agents})
-        snapshot.agents.append(AgentRecord(agent_id, _text(raw.get("name")) or None, created))
+        agent_ids[str(raw.get("id", f"agents[{index}]"))] = agent_id
+        system = raw.get("system") if isinstance(raw.get("system"), str) else None
+        born = _timestamp(_metadata(raw).get(OUR_CREATED_AT_KEY), created, f"agents[{index}].metadata")
+        snapshot.agents.append(AgentRecord(agent_id, _text(raw.get("name")) or None, born,
+                                           system or None, agent_details(raw)))
         for block in _agent_blocks(raw, letta_blocks, index):
             _attach(snapshot, block_ids, agent_id, block, default_limit, created)
         in_context = raw.get("in_context_message_ids")
         for position, message in enumerate(raw.get("messages") or []):
+            if _is_base_prompt(message, system):
+                continue  # the agent's `system` itself, kept as its base prompt (an export of ours)
             snapshot.messages.extend(_messages(message, agent_id, f"agents[{index}].messages[{position}]",
                                                in_context, created))
+        snapshot.passages.extend(_passages(raw, agent_id, index, created))
+    for letta_id, block in letta_blocks.items():
+        if letta_id not in block_ids:
+            _add_block(snapshot, block_ids, snapshot.agents[0].agent_id, block, default_limit, created)
+    add_groups(snapshot, document.get("groups"), agent_ids, block_ids, created)
+    in_file = {block_ids[letta_id]: position for position, letta_id in enumerate(letta_blocks)}
+    snapshot.blocks.sort(key=lambda b: in_file.get(b.block_id, len(in_file)))  # the file's order, then inline
+    attached = {link.block_id for link in snapshot.attachments}
+    snapshot.notes.unattached_blocks = [b.label for b in snapshot.blocks if b.block_id not in attached]
+    note_not_imported(snapshot.notes, document)
     return snapshot
+
+
+def _is_base_prompt(message: Any, system: str | None) -> bool:
+    if not isinstance(message, Mapping) or message.get("role") != "system":
+        return False
+    return "\n".join(p.get("text", "") for p in _parts(message) if p["type"] == "text") == (system or "")
+
+
+def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -> list[PassageRecord]:
+    """Archival passages an export of ours carried in the agent's metadata (`letta_export`)."""
+    items = _metadata(raw).get(PASSAGES_KEY)
+    if items is None:
+        return []
+    if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
+        raise ImportFormatError(f"agents[{index}].metadata.{PASSAGES_KEY} must be a list of objects.")
+    return [PassageRecord(f"passage-{uuid.uuid4()}", agent_id, _text(item.get("content")),
+                          item.get("tags") or [], item.get("metadata") or {},
+                          _timestamp(item.get("created_at"), created, f"agents[{index}] passage {position}"))
+            for position, item in enumerate(items)]
 
 
 def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:
@@ -68,11 +126,20 @@ def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:
 
 
 def _agent_id(raw: Mapping[str, Any], index: int, taken: set[str]) -> str:
-    base = _text(raw.get("name")).strip() or _text(raw.get("id")).strip() or f"letta-agent-{index}"
+    """Our id of an exported agent of ours (kept in its metadata), else its name or Letta id."""
+    ours = _metadata(raw).get(OUR_AGENT_ID_KEY)
+    base = (_text(ours).strip() if isinstance(ours, str) else "") or _text(raw.get("name")).strip() \
+        or _text(raw.get("id")).strip() or f"letta-agent-{index}"
     candidate, suffix = base, 2
     while candidate in taken:
         candidate, suffix = f"{base}-{suffix}", suffix + 1
     return candidate
+
+
+def _metadata(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An agent's `metadata`, where an export of ours keeps its id, creation time and passages."""
+    metadata = raw.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
 
 
 def _agent_blocks(raw: Mapping[str, Any], letta_blocks: Mapping[str, Mapping[str, Any]],
@@ -94,18 +161,31 @@ def _attach(snapshot: Snapshot, block_ids: dict[str, str], agent_id: str, block:
             default_limit: int, created: str) -> None:
     """Add the block (once, however many agents name it) and attach it to the agent."""
     letta_id = str(block.get("id") or uuid.uuid4())
-    label = _text(block.get("label"))
     if letta_id not in block_ids:
-        block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
-        snapshot.blocks.append(BlockRecord(
-            block_id=block_ids[letta_id], label=label, value=_text(block.get("value")),
-            limit=_limit(block.get("limit"), default_limit, label), description=block.get("description"),
-            read_only=bool(block.get("read_only", False)), is_shared=False, owner_agent_id=agent_id,
-            version=1, created_at=created, updated_at=created))
-    else:  # a second agent names it: it is shared
-        position = next(i for i, b in enumerate(snapshot.blocks) if b.block_id == block_ids[letta_id])
-        snapshot.blocks[position] = dataclasses.replace(snapshot.blocks[position], is_shared=True)
-    snapshot.attachments.append(AttachmentRecord(agent_id, block_ids[letta_id], label, False, created))
+        _add_block(snapshot, block_ids, agent_id, block, default_limit, created, letta_id)
+    attach_block(snapshot, agent_id, block_ids[letta_id], created)
+
+
+def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block: Mapping[str, Any],
+               default_limit: int, created: str, letta_id: str | None = None) -> None:
+    """The block as ours: its label in normal form, its limit raised (and noted) if its value is
+    longer, so that nothing of it is cut."""
+    letta_id = letta_id or str(block.get("id"))
+    raw_label = _text(block.get("label"))
+    try:
+        label = validate_label(raw_label)
+    except MemoryAgentError as error:
+        raise ImportFormatError(f"Block '{letta_id}': {error}") from None
+    value = _text(block.get("value"))
+    limit = _limit(block.get("limit"), default_limit, label)
+    if len(value) > limit:
+        snapshot.notes.limits_raised.append({"label": label, "limit": limit, "raised_to": len(value)})
+        limit = len(value)
+    block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
+    snapshot.blocks.append(BlockRecord(
+        block_id=block_ids[letta_id], label=label, value=value, limit=limit,
+        description=block.get("description"), read_only=bool(block.get("read_only", False)),
+        is_shared=False, owner_agent_id=owner, version=1, created_at=created, updated_at=created))
 
 
 def _limit(value: Any, default_limit: int, label: str) -> int:
@@ -154,7 +234,10 @@ def _parts(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
         if part.get("type") == "text":
             blocks.append({"type": "text", "text": _text(part.get("text"))})
         elif part.get("type") in ("reasoning", "omitted_reasoning") and part.get("reasoning"):
-            blocks.append({"type": "thinking", "thinking": _text(part.get("reasoning"))})
+            thinking = {"type": "thinking", "thinking": _text(part.get("reasoning"))}
+            if isinstance(part.get("signature"), str):
+                thinking["signature"] = part["signature"]
+            blocks.append(thinking)
     return blocks
 
 
@@ -178,7 +261,8 @@ def _tool_results(raw: Mapping[str, Any], parts: list[dict[str, Any]]) -> list[d
     returns = [r for r in raw.get("tool_returns") or [] if isinstance(r, Mapping)]
     if returns:
         return [{"type": "tool_result", "tool_use_id": _text(r.get("tool_call_id") or raw.get("tool_call_id")),
-                 "content": _text(r.get("func_response"))} for r in returns]
+                 "content": _text(r.get("func_response")), **({"is_error": True} if r.get("status") == "error" else {})}
+                for r in returns]
     text = "\n".join(p.get("text", "") for p in parts if p["type"] == "text")
     return [{"type": "tool_result", "tool_use_id": _text(raw.get("tool_call_id")), "content": text}]
 
@@ -196,77 +280,3 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-# ----- writing ------------------------------------------------------------------------------
-
-def to_letta(snapshot: Snapshot) -> dict[str, Any]:
-    """The snapshot as an `.af` document (blocks and messages; see the module doc)."""
-    agents = []
-    for agent in snapshot.agents:
-        links = [a for a in snapshot.attachments if a.agent_id == agent.agent_id]
-        own = [m for m in snapshot.messages if m.agent_id == agent.agent_id]
-        messages = [letta for source in own for letta in _letta_messages(source)]
-        in_context = {f"message-{m.message_id}" for m in own if m.in_context}
-        agents.append({
-            "name": agent.name or agent.agent_id, "id": agent.agent_id, "description": None,
-            "agent_type": "memgpt_v2_agent", "system": "", "block_ids": [a.block_id for a in links],
-            "memory_blocks": [], "tools": [], "tool_ids": [], "tool_rules": [], "tags": [],
-            "messages": messages, "metadata": {"memory_agent_id": agent.agent_id},
-            "in_context_message_ids": [m["id"] for m in messages if m["id"].split("/")[0] in in_context],
-        })
-    blocks: list[dict[str, Any]] = [{"id": b.block_id, "label": b.label, "value": b.value, "limit": b.limit,
-               "description": b.description, "read_only": b.read_only, "metadata": {}}
-              for b in snapshot.blocks]
-    return {"agents": agents, "groups": [], "blocks": blocks, "files": [], "sources": [], "tools": [],
-            "mcp_servers": [], "metadata": {"exported_by": "memory-agent"}, "created_at": utc_now()}
-
-
-def _letta_messages(message: MessageRecord) -> list[dict[str, Any]]:
-    """One of our messages as Letta messages (a user turn of tool results becomes one per result)."""
-    base = {"type": "message", "created_at": message.created_at}
-    number = f"message-{message.message_id}"
-    blocks = _as_blocks(message.content)
-    if message.role == "assistant":
-        return [{**base, "id": number, "role": "assistant", "content": _letta_parts(blocks),
-                 "tool_calls": _letta_calls(blocks) or None}]
-    if message.role == "system" and message.message_type == "system":
-        return [{**base, "id": number, "role": "system", "content": _letta_parts(blocks)}]
-    if message.role != "user":
-        return []  # the SDK's result and status records have no Letta counterpart
-    results = [b for b in blocks if b.get("type") == "tool_result"]
-    out = [{**base, "id": f"{number}/{i}", "role": "tool", "tool_call_id": r.get("tool_use_id"),
-            "content": [{"type": "text", "text": _result_text(r.get("content"))}]}
-           for i, r in enumerate(results)]
-    parts = _letta_parts(blocks)
-    if parts or not results:
-        out.insert(0, {**base, "id": number, "role": "user", "content": parts})
-    return out
-
-
-def _as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-
-
-def _letta_parts(blocks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for block in blocks:
-        if block.get("type") == "text":
-            parts.append({"type": "text", "text": block.get("text", "")})
-        elif block.get("type") == "thinking":
-            parts.append({"type": "reasoning", "reasoning": block.get("thinking", "")})
-    return parts
-
-
-def _letta_calls(blocks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{"id": b.get("id"), "type": "function",
-             "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input", {}), ensure_ascii=False)}}
-            for b in blocks if b.get("type") == "tool_use"]
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return _text(content)

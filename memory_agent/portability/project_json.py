@@ -85,7 +85,7 @@ def parse_project(document: Mapping[str, Any]) -> Snapshot:
         raise ImportFormatError(
             f"This export is format version {version!r}; this memory-agent reads version "
             f"{FORMAT_VERSION}. Upgrade memory-agent, or export again with this version.")
-    sections: dict[str, list[Any]] = {}
+    sections: dict[str, Any] = {}
     for name, record_type in _SECTIONS.items():
         items = document.get(name, [])
         if not isinstance(items, list):

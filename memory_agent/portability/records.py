@@ -16,6 +16,7 @@ __all__ = [
     "AttachmentRecord",
     "BlockRecord",
     "BlockVersionRecord",
+    "ImportNotes",
     "JournalRecord",
     "MessageRecord",
     "PassageRecord",
@@ -26,9 +27,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AgentRecord:
+    """An agent; `system_prompt` is its own base prompt, `letta` what only a Letta export uses
+    again (model configs, agent type, the groups it belongs to)."""
+
     agent_id: str
     name: str | None
     created_at: str
+    system_prompt: str | None = None
+    letta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,24 @@ class JournalRecord:
 
 
 @dataclass
+class ImportNotes:
+    """What reading a file changed or could not carry over; reported, never written as rows."""
+
+    limits_raised: list[dict[str, Any]] = field(default_factory=list)
+    """Blocks whose value was longer than their limit: `{"label", "limit", "raised_to"}`."""
+    unattached_blocks: list[str] = field(default_factory=list)
+    """Labels of blocks no agent of the file had attached (imported unattached)."""
+    not_imported: dict[str, list[str]] = field(default_factory=dict)
+    """What has no counterpart here, by kind ("tools", "tool_rules", "skills", ...)."""
+    tools_provided: list[str] = field(default_factory=list)
+    """The file's tools that the memory tools provide here under the same name."""
+
+    def skip(self, kind: str, names: list[str]) -> None:
+        if names:
+            self.not_imported.setdefault(kind, []).extend(names)
+
+
+@dataclass
 class Snapshot:
     """The memory of one or more agents: every table's rows that belong to them."""
 
@@ -135,3 +159,4 @@ class Snapshot:
     summaries: list[SummaryRecord] = field(default_factory=list)
     passages: list[PassageRecord] = field(default_factory=list)
     journal: list[JournalRecord] = field(default_factory=list)
+    notes: ImportNotes = field(default_factory=ImportNotes)

@@ -17,12 +17,14 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..archival.passages import NewPassage, PreparedPassage, prepare
-from ..blocks import validate_label
+from ..labels import validate_label
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..recall import content_text
 from ..store import journal
+from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
 from .records import (
     AgentRecord,
@@ -54,6 +56,16 @@ class ImportReport:
     renamed_ids: int = 0
     vectors_pending: int = 0
     """Passages whose vectors could not be written yet (keyword search finds them already)."""
+    limits_raised: list[dict[str, Any]] = field(default_factory=list)
+    """Blocks imported with their limit raised to fit their value: `{"label", "limit", "raised_to"}`."""
+    unattached_blocks: list[str] = field(default_factory=list)
+    """Labels of blocks imported unattached, as the file had them (owned by its first agent)."""
+    system_prompts: int = 0
+    """Agents imported with a base system prompt of their own."""
+    not_imported: dict[str, list[str]] = field(default_factory=dict)
+    """What the file held that has no counterpart here, by kind (tools, tool_rules, skills, ...)."""
+    tools_provided: list[str] = field(default_factory=list)
+    """The file's tools that this project's memory tools provide under the same name."""
 
 
 # ----- reading ------------------------------------------------------------------------------
@@ -70,7 +82,8 @@ def _consistent_read(db: Database) -> Iterator[sqlite3.Connection]:
 
 
 def read_snapshot(db: Database, agent_ids: Sequence[str]) -> Snapshot:
-    """The named agents' memory, with every block attached to any of them."""
+    """The named agents' memory (in the order named), with every block attached to any of them
+    and the unattached blocks they own."""
     with _consistent_read(db) as conn:
         for agent_id in agent_ids:
             if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
@@ -78,14 +91,18 @@ def read_snapshot(db: Database, agent_ids: Sequence[str]) -> Snapshot:
         marks = ", ".join("?" for _ in agent_ids)
         ids = tuple(agent_ids)
         attachments = [_attachment(r) for r in conn.execute(
-            f"SELECT * FROM agent_blocks WHERE agent_id IN ({marks}) ORDER BY attached_at", ids)]
-        block_ids = tuple(dict.fromkeys(a.block_id for a in attachments))
+            f"SELECT * FROM agent_blocks WHERE agent_id IN ({marks}) ORDER BY attached_at, rowid", ids)]
+        blocks = [_block(r) for r in conn.execute(
+            f"SELECT * FROM blocks WHERE block_id IN (SELECT block_id FROM agent_blocks WHERE agent_id IN ({marks}))"
+            f" OR (owner_agent_id IN ({marks}) AND block_id NOT IN (SELECT block_id FROM agent_blocks))"
+            " ORDER BY created_at, rowid", ids + ids)]
+        block_ids = tuple(block.block_id for block in blocks)
         block_marks = ", ".join("?" for _ in block_ids) or "NULL"
+        agents = {r["agent_id"]: _agent(r) for r in conn.execute(
+            f"SELECT * FROM agents WHERE agent_id IN ({marks})", ids)}
         return Snapshot(
-            agents=[_agent(r) for r in conn.execute(
-                f"SELECT * FROM agents WHERE agent_id IN ({marks}) ORDER BY created_at", ids)],
-            blocks=[_block(r) for r in conn.execute(
-                f"SELECT * FROM blocks WHERE block_id IN ({block_marks}) ORDER BY created_at", block_ids)],
+            agents=[agents[agent_id] for agent_id in dict.fromkeys(agent_ids)],
+            blocks=blocks,
             block_history=[_version(r) for r in conn.execute(
                 f"SELECT * FROM block_history WHERE block_id IN ({block_marks}) ORDER BY history_id",
                 block_ids)],
@@ -102,7 +119,10 @@ def read_snapshot(db: Database, agent_ids: Sequence[str]) -> Snapshot:
 
 
 def _agent(row: sqlite3.Row) -> AgentRecord:
-    return AgentRecord(row["agent_id"], row["name"], row["created_at"])
+    state = json.loads(row["metadata"] or "{}")
+    letta = state.get(LETTA_KEY)
+    return AgentRecord(row["agent_id"], row["name"], row["created_at"], state.get(BASE_PROMPT_KEY),
+                       letta if isinstance(letta, dict) else {})
 
 
 def _block(row: sqlite3.Row) -> BlockRecord:
@@ -194,9 +214,12 @@ def validate_snapshot(snapshot: Snapshot) -> None:
 
 def _check_block(block: BlockRecord) -> None:
     try:
-        validate_label(block.label)
+        normal = validate_label(block.label)
     except MemoryAgentError as error:
         raise ImportFormatError(f"Block '{block.block_id}': {error}") from None
+    if normal != block.label:
+        raise ImportFormatError(f"Block '{block.block_id}' has label '{block.label}'; write it as "
+                                f"'{normal}' (labels are stored in their normal form, without empty segments).")
     if not isinstance(block.limit, int) or block.limit <= 0:
         raise ImportFormatError(f"Block '{block.label}' has limit {block.limit!r}; a limit is a "
                                 "positive number of characters.")
@@ -232,11 +255,16 @@ def write_snapshot(db: Database, snapshot: Snapshot, *, agent_id: str | None = N
     validate_snapshot(snapshot)
     passages = _prepared_passages(snapshot)
     maps = _IdMaps(_agent_targets(snapshot, agent_id))
-    report = ImportReport(agent_ids=list(maps.agents.values()))
+    notes = snapshot.notes
+    report = ImportReport(agent_ids=list(maps.agents.values()), limits_raised=list(notes.limits_raised),
+                          unattached_blocks=list(notes.unattached_blocks),
+                          not_imported={kind: list(names) for kind, names in notes.not_imported.items()},
+                          tools_provided=list(notes.tools_provided))
     now = utc_now()
     with db.transaction() as conn:
         _insert_agents(conn, snapshot, maps)
         _insert_blocks(conn, snapshot, maps, report)
+        _write_agent_state(conn, snapshot, maps, report)
         _insert_messages(conn, snapshot, maps, report)
         _insert_summaries(conn, snapshot, maps, report)
         _insert_passages(conn, passages, maps, report, now)
@@ -262,6 +290,30 @@ def _insert_agents(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) 
                 "Import under another id (--agent NEW_ID) or into another storage dir.")
         conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
                      (target, agent.name, agent.created_at))
+
+
+def _write_agent_state(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps,
+                       report: ImportReport) -> None:
+    """Each agent's base prompt and Letta details, with the agent and block ids its groups name
+    mapped to the ones written here."""
+    for agent in snapshot.agents:
+        if not agent.system_prompt and not agent.letta:
+            continue
+        target = maps.agents[agent.agent_id]
+        letta = dict(agent.letta)
+        if isinstance(letta.get("groups"), list):
+            letta["groups"] = [_mapped_group(group, maps) for group in letta["groups"] if isinstance(group, dict)]
+        write_state(conn, target, {BASE_PROMPT_KEY: agent.system_prompt or None, LETTA_KEY: letta or None})
+        report.system_prompts += bool(agent.system_prompt)
+
+
+def _mapped_group(group: dict[str, Any], maps: _IdMaps) -> dict[str, Any]:
+    config = dict(group.get("manager_config") or {})
+    if "manager_agent_id" in config:
+        config["manager_agent_id"] = maps.agents.get(str(config["manager_agent_id"]), config["manager_agent_id"])
+    return {**group, "manager_config": config,
+            "agent_ids": [maps.agents.get(str(a), a) for a in group.get("agent_ids") or []],
+            "shared_block_ids": [maps.blocks.get(str(b), b) for b in group.get("shared_block_ids") or []]}
 
 
 def _free_id(conn: sqlite3.Connection, table: str, column: str, wanted: str,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from letta_af_rules import letta_errors
 from memory_agent import MemoryManager
 
 Run = Callable[..., Result]
@@ -95,14 +96,15 @@ def test_af_export_round_trip(rich_agent: Run, storage: Path, tmp_path: Path) ->
     assert rich_agent("export", "--format", "af", "-o", str(exported)).exit_code == 0
     document = json.loads(exported.read_text(encoding="utf-8"))
     assert {b["label"]: b["limit"] for b in document["blocks"]} == {"persona": 5000, "human": 5000, "notes": 300}
+    assert letta_errors(document) == []
     roles = [m["role"] for m in document["agents"][0]["messages"]]
-    assert roles == ["user", "assistant", "tool", "assistant"]
-    assert document["agents"][0]["messages"][1]["tool_calls"][0]["function"]["name"] == "core_memory_append"
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]  # the system message holds the base prompt
+    assert document["agents"][0]["messages"][2]["tool_calls"][0]["function"]["name"] == "core_memory_append"
     target = tmp_path / "from-af"
     assert rich_agent("import", str(exported), storage_dir=target).exit_code == 0
     before, after = _memory_of(rich_agent, storage), _memory_of(rich_agent, target)
     assert after["blocks"] == before["blocks"]
-    assert [m[:4] for m in after["messages"]] == [m[:4] for m in before["messages"]]
+    assert after["messages"] == before["messages"]
 
 
 @pytest.mark.parametrize("name", AGENT_FILES)
@@ -137,14 +139,21 @@ def test_both_letta_files_into_one_storage_dir_need_distinct_ids(shared_data: Pa
     assert len(json.loads(run("--json", "agents", "list").stdout)) == 2
 
 
+_PROJECT_BLOCK = (
+    '{"format": "memory-agent", "version": 1, "agents": [{"agent_id": "a", "name": null, "created_at": '
+    '"2025-01-01T00:00:00Z"}], "blocks": [{"block_id": "b", "label": "LABEL", "value": "toolong", "limit": 3, '
+    '"description": null, "read_only": false, "is_shared": false, "owner_agent_id": "a", "version": 1, '
+    '"created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}]}')
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ("{not json", "is not valid JSON"),
     ('"{\\"agents\\": ["', "is not valid JSON"),
     ('{"something": "else"}', "Not an export this memory-agent reads"),
     ('{"agents": []}', "no 'agents' list, or the list is empty"),
     ('{"agents": [{"name": "x", "block_ids": ["block-9"]}], "blocks": []}', "names block 'block-9'"),
-    ('{"agents": [{"name": "x", "block_ids": ["b"]}], "blocks": [{"id": "b", "label": "h", "value": "toolong",'
-     ' "limit": 3}]}', "over its limit of 3"),
+    (_PROJECT_BLOCK.replace("LABEL", "h"), "over its limit of 3"),  # a Letta file's limit is raised instead
+    (_PROJECT_BLOCK.replace("LABEL", "/h"), "write it as 'h'"),
     ('{"agents": [{"name": "x", "block_ids": ["b"]}], "blocks": [{"id": "b", "label": "bad label", "value": ""}]}',
      "not a valid block label"),
     ('{"agents": [{"name": "x", "messages": [{"role": "user", "created_at": "yesterday"}]}]}',

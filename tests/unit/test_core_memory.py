@@ -132,7 +132,7 @@ def test_undo_walks_back_through_versions(memory: MemoryManager) -> None:
     assert {v.agent_id for v in history} == {"agent-a"}
 
 
-def test_labels_that_are_paths_or_sql_are_refused(memory: MemoryManager) -> None:
+def test_labels_that_climb_a_path_or_carry_sql_are_refused(memory: MemoryManager) -> None:
     for label in ("../human", "human/../../etc", "x'; DROP TABLE blocks;--", "", "a" * 65, "human persona"):
         with pytest.raises(InvalidLabelError):
             memory.create_block(label, "x")
