@@ -311,7 +311,8 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                 result.carried_chars.append(carried_chars(request))
                 if previous is not None and not (index == 0 and breaks_session):
                     share = stable_prefix_share(previous.body, request.body)
-                    changed = previous.body.get("system") != request.body.get("system")
+                    changed = (_without_cache_control(previous.body.get("system"))
+                               != _without_cache_control(request.body.get("system")))
                     (result.prefix_shares_after_edit if changed else result.prefix_shares).append(share)
                 previous = request
             if kind == "recall" and requests:
