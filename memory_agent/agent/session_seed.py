@@ -13,8 +13,10 @@ The transcript line format is the Claude Code CLI's own (see the lines it writes
 `session_entries` during a normal run): one JSON object per message with `type`
 (`user`/`assistant`), `message` (the Messages API message), `uuid`, `parentUuid` (the previous
 line, making a chain), `sessionId`, `timestamp`, `cwd` and `isSidechain`. It is not public API,
-so this module is the one place that knows it; `tests/e2e/test_session_seed_e2e.py` is its
-contract test against the bundled CLI.
+so this module is the one place that knows it. Its contract tests run the bundled CLI:
+`tests/e2e/test_agent_e2e.py` (a restart elsewhere, a conversation stored without a session)
+checks that the model receives exactly the seeded turns, and
+`tests/e2e/test_long_conversation_e2e.py` does so at 600 kB.
 
 The CLI replays a transcript as it is, so the seeded conversation is made valid first: roles
 other than user/assistant become quoted user text, a `tool_use` whose result is not in the
