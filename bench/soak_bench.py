@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from memory_agent.soak import SoakConfig, TurnRecord, run_soak, summary_lines
 from memory_agent.testing import ScriptedMessagesServer
-from memory_agent.testing.soak import SoakConfig, TurnRecord, run_soak, summary_lines
 
 
 async def main() -> None:

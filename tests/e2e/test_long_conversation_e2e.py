@@ -16,15 +16,15 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
-from memory_agent.store.database import DATABASE_FILENAME
-from memory_agent.testing import ScriptedMessagesServer, text_response
-from memory_agent.testing.soak import (
+from memory_agent.soak import (
     SoakConfig,
     SoakResult,
     pasted_log,
     run_soak,
     summary_lines,
 )
+from memory_agent.store.database import DATABASE_FILENAME
+from memory_agent.testing import ScriptedMessagesServer, text_response
 from memory_agent.testing.wire import estimate_input_tokens
 
 pytestmark = pytest.mark.e2e

@@ -12,8 +12,8 @@ also the usage the agent calibrates on), the compactions, process RSS and open d
 the stable-prefix share of consecutive requests (how much of a request repeats the previous one
 verbatim, which is what a prompt cache can reuse).
 
-Not imported by `memory_agent.testing` (which stays standard-library only): import it as
-`memory_agent.testing.soak`.
+It lives beside `memory_agent.testing` rather than in it, because that package stays
+standard-library only (other packages' tests use it); this module drives the whole agent.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
 
-from ..agent import MemoryAwareAgent
-from ..manager import MemoryManager
-from ..settings import Settings
-from .recorded import RecordedRequest
-from .responses import text_response, tool_use_response
-from .scripted_server import ScriptedMessagesServer
-from .wire import estimate_input_tokens
+from .agent import MemoryAwareAgent
+from .manager import MemoryManager
+from .settings import Settings
+from .testing.recorded import RecordedRequest
+from .testing.responses import text_response, tool_use_response
+from .testing.scripted_server import ScriptedMessagesServer
+from .testing.wire import estimate_input_tokens
 
 __all__ = [
     "MAIN_MODEL",
