@@ -19,11 +19,16 @@ from claude_agent_sdk.types import McpSdkServerConfig
 
 from ..errors import ConfigurationError
 
-__all__ = ["CLI_COMPACTION_ENV", "SNAPSHOT_OFF", "compose_system_text", "file_system_prompt", "is_preset",
+__all__ = ["CLI_COMPACTION_ENV", "READ_BUFFER_BYTES", "SNAPSHOT_OFF", "compose_system_text", "file_system_prompt", "is_preset",
            "merge_options", "user_system_text", "with_base_prompt"]
 
 CLI_COMPACTION_ENV = {"DISABLE_AUTO_COMPACT": "1"}
 """Turns off the Claude Code CLI's own auto-compaction, so only ours summarises the context."""
+
+READ_BUFFER_BYTES = 64 * 1024 * 1024
+"""Largest single message the SDK reads from the CLI. The SDK's default (1 MiB) is below one
+context window of text, and a message the CLI emits can hold a whole resumed conversation or a
+large tool result; a user's own `max_buffer_size` is kept."""
 
 SNAPSHOT_OFF = {"system-prompt-snapshot": "off"}
 """CLI flag: rebuild the system prompt on every request instead of replaying the one recorded on
@@ -134,4 +139,5 @@ def merge_options(
         continue_conversation=False if resume else user.continue_conversation,
         session_store=user.session_store if user.session_store is not None else session_store,
         model=user.model or model,
+        max_buffer_size=user.max_buffer_size or READ_BUFFER_BYTES,
     )
