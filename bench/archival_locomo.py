@@ -1,4 +1,4 @@
-"""Retrieval quality of archival search on LoCoMo: evidence-turn recall@5 and @10 per mode.
+"""Retrieval quality of archival search on LoCoMo: evidence-turn recall@5, @10 and @20 per mode.
 
 Each conversation's turns are inserted as the passages of one agent ("Speaker: text", plus the
 caption of a shared image), dated by their session. Every question is searched in keyword,
@@ -39,7 +39,7 @@ from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, Vect
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 MODES = ("keyword", "vector", "hybrid", "rrf")
 """'rrf' is hybrid search with plain Reciprocal Rank Fusion (k=60, top 50 each), for reference."""
-KS = (5, 10)
+KS = (5, 10, 20)
 _EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
 
@@ -168,14 +168,14 @@ def summarise(rows: list[tuple[int, str, dict[int, float]]], modes: Sequence[str
         groups[("1-4 (all)" if category != 5 else "5 (adversarial)", mode)].append(recall)
         groups[(f"{category}", mode)].append(recall)
     order = ["1-4 (all)", "1", "2", "3", "4", "5 (adversarial)"]
-    lines = [f"{'category':<16}{'n':>5}  " + "  ".join(f"{m + ' @5':>11}{m + ' @10':>12}" for m in modes)]
+    lines = [f"{'category':<16}{'n':>5}  " + "  ".join("".join(f"{m + f' @{k}':>12}" for k in KS) for m in modes)]
     for name in order:
         if (name, modes[0]) not in groups:
             continue
         cells = []
         for mode in modes:
             recalls = groups[(name, mode)]
-            cells.append("".join(f"{sum(r[k] for r in recalls) / len(recalls):>{11 if k == 5 else 12}.3f}" for k in KS))
+            cells.append("".join(f"{sum(r[k] for r in recalls) / len(recalls):>12.3f}" for k in KS))
         lines.append(f"{name:<16}{len(groups[(name, modes[0])]):>5}  " + "  ".join(cells))
     return "\n".join(lines)
 

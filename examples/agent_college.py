@@ -24,7 +24,7 @@ from pathlib import Path
 
 from claude_agent_sdk import ClaudeAgentOptions
 
-from memory_agent import MemoryAwareAgent, MemoryManager, Settings, TurnResult
+from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError, Settings, TurnResult
 from memory_agent.college import COLLEGE_BLOCK_LABEL, COLLEGE_ROLES, CollegeRole, CollegeSession
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
@@ -151,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
                     for role in COLLEGE_ROLES}
         print(f"Agent College '{college.instance_id}' (storage {college.memory.storage_dir})")
         print(f"task: {args.task}")
-        asyncio.run(run_college(college, managers, args.task, rounds, server, Path.cwd()))
+        try:
+            asyncio.run(run_college(college, managers, args.task, rounds, server, Path.cwd()))
+        except ModelAuthenticationError as error:  # a refused key: one line, not a traceback
+            print(f"agent_college: {error}", file=sys.stderr)
+            return 1
         print_shared_block(college)
         if server is not None:
             print_offline_check(server, rounds)

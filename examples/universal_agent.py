@@ -1,8 +1,9 @@
 """Universal agent: a long-running main loop on MemoryAwareAgent.process_turn.
 
 Reads one message per line from standard input and answers each; memory, the conversation and
-its summaries persist in the storage dir (PERSIST_DIRECTORY), so a restart carries on where the
-last run stopped. Compaction keeps the context inside the model's window.
+its summaries persist in the storage dir (PERSIST_DIRECTORY, default ~/.memory_agent; the script
+says where), so a restart carries on where the last run stopped. Compaction keeps the context
+inside the model's window. Offline, the scripted model saves its one fact only once.
 
     python examples/universal_agent.py                 # needs ANTHROPIC_API_KEY
     python examples/universal_agent.py --offline < questions.txt
@@ -16,10 +17,11 @@ import sys
 
 from claude_agent_sdk import ClaudeAgentOptions
 
-from memory_agent import MemoryAwareAgent, MemoryManager
+from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
 SYSTEM_PROMPT = "You are a long-running assistant. Keep your memory blocks accurate and short."
+FACT = "Working on: the memory-agent launch."
 
 
 async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None) -> None:
@@ -38,25 +40,35 @@ async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None)
 
 
 def offline_script(server: ScriptedMessagesServer, count: int) -> None:
-    """The scripted model saves the first message to memory and answers every message."""
-    server.enqueue(tool_use_response("mcp__memory__memory_insert",
-                                     {"label": "human", "text": "Working on: the memory-agent launch."}))
+    """The scripted model saves a fact to memory (unless a previous run did) and answers every message."""
+    with MemoryManager() as memory:
+        noted = FACT in memory.get_block("human").value
+    if not noted:
+        server.enqueue(tool_use_response("mcp__memory__memory_insert", {"label": "human", "text": FACT}))
     for number in range(count):
         server.enqueue(text_response(f"Answer {number + 1}: noted."))
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
-    if not args.offline:
-        asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT)))
-        return
-    lines = sys.stdin.read().splitlines()
-    with ScriptedMessagesServer() as server:
-        offline_script(server, len([line for line in lines if line.strip()]))
-        asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT, env=server.env()), lines))
+    if sys.stdin.isatty():
+        end = "then Ctrl-D to run them" if args.offline else "Ctrl-D to stop"
+        print(f"Type your messages, one per line; {end}.", file=sys.stderr, flush=True)
+    try:
+        if not args.offline:
+            asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT)))
+            return 0
+        lines = sys.stdin.read().splitlines()
+        with ScriptedMessagesServer() as server:
+            offline_script(server, len([line for line in lines if line.strip()]))
+            asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT, env=server.env()), lines))
+    except ModelAuthenticationError as error:
+        print(f"universal_agent: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -21,7 +21,7 @@ from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
 from .store import journal
-from .store.database import DATABASE_FILENAME, Database, utc_now
+from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 
 __all__ = [
     "AgentInfo",
@@ -70,6 +70,7 @@ def storage_path(storage_dir: str | Path | None, settings: Settings) -> Path:
 def open_database(storage_dir: Path, *, create: bool = False) -> Database:
     """The storage dir's database; without `create`, a missing one is an error, not a new file."""
     path = storage_dir / DATABASE_FILENAME
+    check_not_orphaned(path)
     if not create and not path.is_file():
         raise StorageError(
             f"No memory-agent storage at {storage_dir}. Run 'memory-agent init' first, "

@@ -27,6 +27,8 @@ class Block:
     """One core-memory block as one agent sees it.
 
     `read_only` is true when the block itself is read-only or this agent's attachment is.
+    `in_prompt` is false for an on-demand block: listed in the rendered memory with its path and
+    size, not rendered; the model reads it with the memory tool (`memory_paths`).
     """
 
     block_id: str
@@ -39,6 +41,7 @@ class Block:
     version: int = 1
     created_at: str = ""
     updated_at: str = ""
+    in_prompt: bool = True
 
     @property
     def chars_current(self) -> int:

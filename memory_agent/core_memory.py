@@ -13,6 +13,7 @@ Invariants, whatever the write path:
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -38,7 +39,7 @@ __all__ = ["CoreMemory", "Edit"]
 
 _BLOCK_COLUMNS = (
     "b.block_id, b.label, b.value, b.description, b.char_limit, b.is_shared, b.version,"
-    " b.created_at, b.updated_at, b.read_only AS block_read_only,"
+    " b.created_at, b.updated_at, b.in_prompt, b.read_only AS block_read_only,"
     " ab.read_only AS link_read_only, ab.seen_version"
 )
 
@@ -65,6 +66,7 @@ def _block_from_row(row: sqlite3.Row) -> Block:
         version=row["version"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        in_prompt=bool(row["in_prompt"]),
     )
 
 
@@ -108,6 +110,14 @@ class CoreMemory:
             ).fetchall()
         return [_block_from_row(row) for row in rows]
 
+    def block_sizes(self, agent_id: str) -> dict[str, int]:
+        """Each attached block's label and its size in UTF-8 bytes, without reading the values
+        into Python (a directory view of thousands of blocks stays cheap)."""
+        with self._db.reading() as conn:
+            return {row[0]: int(row[1]) for row in conn.execute(
+                "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN blocks b"
+                " USING (block_id) WHERE ab.agent_id = ?", (agent_id,))}
+
     def get_block(self, agent_id: str, label: str) -> Block:
         label = validate_label(label)
         with self._db.reading() as conn:
@@ -134,7 +144,7 @@ class CoreMemory:
         with self._db.reading() as conn:
             row = conn.execute(
                 "SELECT group_concat(part, ',') FROM (SELECT b.block_id || ':' || b.version || ':'"
-                " || (b.read_only | ab.read_only) AS part FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " || (b.read_only | ab.read_only) || ':' || b.in_prompt || ':' || b.label AS part FROM agent_blocks ab JOIN blocks b USING (block_id)"
                 " WHERE ab.agent_id = ? ORDER BY b.block_id)",
                 (agent_id,),
             ).fetchone()
@@ -183,6 +193,7 @@ class CoreMemory:
         description: str | None = None,
         read_only: bool = False,
         is_shared: bool = False,
+        in_prompt: bool = True,
     ) -> Block:
         """Create a block owned by `agent_id` and attach it to that agent."""
         label = validate_label(label)
@@ -200,16 +211,17 @@ class CoreMemory:
                 raise BlockExistsError(label, agent_id)
             conn.execute(
                 "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
-                " is_shared, owner_agent_id, version, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
                 (block_id, label, value, description, limit, int(read_only), int(is_shared),
-                 agent_id, now, now),
+                 int(in_prompt), agent_id, now, now),
             )
             self._save_version(conn, block_id, agent_id, "create", now)
             self._link(conn, agent_id, block_id, label, read_only=False, now=now)
             journal.record(conn, agent_id=agent_id, action="create_block", target_type="block",
                            target_id=block_id, label=label, new_value=value, created_at=now,
-                           detail={"limit": limit, "read_only": read_only, "is_shared": is_shared})
+                           detail={"limit": limit, "read_only": read_only, "is_shared": is_shared,
+                                   "in_prompt": in_prompt})
             return _block_from_row(self._attached_row(conn, agent_id, label))
 
     def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False,
@@ -267,7 +279,79 @@ class CoreMemory:
                 conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
             journal.record(conn, agent_id=agent_id, action="delete_block", target_type="block",
                            target_id=block_id, label=label, old_value=row["value"], created_at=now,
-                           detail={"deleted": not still_used})
+                           detail={"deleted": not still_used, "limit": row["char_limit"],
+                                   "description": row["description"], "read_only": bool(row["block_read_only"]),
+                                   "link_read_only": bool(row["link_read_only"]),
+                                   "is_shared": bool(row["is_shared"]), "in_prompt": bool(row["in_prompt"])})
+
+    def restore_deleted(self, agent_id: str, label: str) -> Block:
+        """Undo this agent's latest delete of `label`.
+
+        A block other agents still hold is attached again, history intact. A block that was
+        deleted outright is created again from the journal (its last value, limit, description
+        and flags), with a history that starts at a `restore` version. Refused (NothingToUndoError)
+        when the agent never deleted a block with that label, or (BlockExistsError) has one again.
+        """
+        label = validate_label(label)
+        now = utc_now()
+        with self._db.transaction() as conn:
+            self._require_agent(conn, agent_id)
+            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)).fetchone():
+                raise BlockExistsError(label, agent_id)
+            entry = conn.execute(
+                "SELECT entry_id, target_id, old_value, detail FROM journal WHERE agent_id = ?"
+                " AND action = 'delete_block' AND label = ? ORDER BY entry_id DESC LIMIT 1",
+                (agent_id, label),
+            ).fetchone()
+            if entry is None or entry["old_value"] is None:
+                raise NothingToUndoError(label)
+            detail = json.loads(entry["detail"])
+            block_id = entry["target_id"]
+            kept = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
+            if kept is None or kept["label"] != label:
+                block_id = f"block-{uuid.uuid4().hex}"
+                conn.execute(
+                    "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
+                    " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    (block_id, label, entry["old_value"], detail.get("description"),
+                     max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
+                     int(bool(detail.get("read_only"))), int(bool(detail.get("is_shared"))),
+                     int(detail.get("in_prompt", True)), agent_id, now, now),
+                )
+                self._save_version(conn, block_id, agent_id, "restore", now)
+            self._link(conn, agent_id, block_id, label, read_only=bool(detail.get("link_read_only")), now=now)
+            journal.record(conn, agent_id=agent_id, action="restore_block", target_type="block",
+                           target_id=block_id, label=label, new_value=entry["old_value"], created_at=now,
+                           detail={"undoes_entry": entry["entry_id"], "recreated": block_id != entry["target_id"]})
+            return _block_from_row(self._attached_row(conn, agent_id, label))
+
+    def rename_block(self, agent_id: str, label: str, new_label: str) -> Block:
+        """Give a block a new label, for every agent it is attached to (a shared block moves for
+        all of them). A model-facing change: read-only refuses it, and so does any of those agents
+        already having a block with the new label. The version stays; the journal records it."""
+        label, new_label = validate_label(label), validate_label(new_label)
+        now = utc_now()
+        with self._db.transaction() as conn:
+            block = _block_from_row(self._attached_row(conn, agent_id, label))
+            if block.read_only:
+                raise ReadOnlyBlockError(label)
+            holders = [r[0] for r in conn.execute(
+                "SELECT agent_id FROM agent_blocks WHERE block_id = ? ORDER BY agent_id", (block.block_id,))]
+            clash = conn.execute(
+                "SELECT agent_id FROM agent_blocks WHERE label = ? AND block_id != ? AND agent_id IN"
+                " (SELECT agent_id FROM agent_blocks WHERE block_id = ?) LIMIT 1",
+                (new_label, block.block_id, block.block_id),
+            ).fetchone()
+            if clash is not None:
+                raise BlockExistsError(new_label, clash[0])
+            conn.execute("UPDATE blocks SET label = ?, updated_at = ? WHERE block_id = ?",
+                         (new_label, now, block.block_id))
+            conn.execute("UPDATE agent_blocks SET label = ? WHERE block_id = ?", (new_label, block.block_id))
+            journal.record(conn, agent_id=agent_id, action="rename_block", target_type="block",
+                           target_id=block.block_id, label=new_label, created_at=now,
+                           detail={"old_label": label, "new_label": new_label, "agents": holders})
+            return _block_from_row(self._attached_row(conn, agent_id, new_label))
 
     def _link(self, conn: sqlite3.Connection, agent_id: str, block_id: str, label: str, *,
               read_only: bool, now: str) -> None:
@@ -321,6 +405,7 @@ class CoreMemory:
         description: str | None = None,
         limit: int | None = None,
         read_only: bool | None = None,
+        in_prompt: bool | None = None,
     ) -> Block:
         """The owner's explicit change: may edit read-only blocks; the limit still holds."""
         label = validate_label(label)
@@ -334,13 +419,14 @@ class CoreMemory:
                 raise BlockLimitExceededError(label, len(block.value), len(new_value), new_limit)
             conn.execute(
                 "UPDATE blocks SET description = COALESCE(?, description), char_limit = ?,"
-                " read_only = COALESCE(?, read_only) WHERE block_id = ?",
-                (description, new_limit, None if read_only is None else int(read_only), block.block_id),
+                " read_only = COALESCE(?, read_only), in_prompt = COALESCE(?, in_prompt) WHERE block_id = ?",
+                (description, new_limit, None if read_only is None else int(read_only),
+                 None if in_prompt is None else int(in_prompt), block.block_id),
             )
             refreshed = _block_from_row(self._attached_row(conn, agent_id, label))
             return self._write(conn, agent_id, refreshed, new_value, "update",
                                detail={"limit": new_limit, "read_only": read_only,
-                                       "description": description})
+                                       "description": description, "in_prompt": in_prompt})
 
     def undo(self, agent_id: str, label: str) -> Block:
         """Restore the version before the current one (repeated undos walk further back)."""

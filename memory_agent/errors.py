@@ -21,7 +21,9 @@ as a tool error and to people in the CLI.
     ├── StorageError                the database could not be opened, migrated or written
     ├── ArchivalError               archival memory refused an operation
     ├── MessageNotFoundError        no stored message with that id
-    └── ImportFormatError           an export file could not be read
+    ├── ImportFormatError           an export file could not be read
+    ├── MemoryToolError             a memory-tool command (view, create, ...) refused its path
+    └── ModelAuthenticationError    the model API has no credentials or refused them
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ __all__ = [
     "ImportFormatError",
     "InvalidLabelError",
     "MemoryAgentError",
+    "MemoryToolError",
     "MessageNotFoundError",
+    "ModelAuthenticationError",
     "NothingToUndoError",
     "ReadOnlyBlockError",
     "StaleBlockError",
@@ -189,9 +193,45 @@ class MessageNotFoundError(MemoryAgentError):
         super().__init__(f"No stored message with id {message_id}.")
 
 
+class MemoryToolError(MemoryAgentError):
+    """A memory-tool command refused: a path outside /memories or unsafe, a missing file, ...
+
+    The message is the exact text the model gets; where Anthropic's local-filesystem memory tool
+    has a message for the same case, it is that message, word for word. `path` is the path the
+    command named (as given, possibly hostile: never a file name on disk).
+    """
+
+    def __init__(self, message: str, path: object = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
 class ImportFormatError(MemoryAgentError):
     """An export file is unreadable or not in a format we know."""
 
 
 def _preview(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ModelAuthenticationError(MemoryAgentError):
+    """The model API has no credentials (the CLI is "not logged in") or answered 401/403.
+
+    `status` is the HTTP status (None when no request was made); `detail` is the SDK's own text.
+    Nothing of the failed reply is stored as an assistant message or kept in context.
+    """
+
+    def __init__(self, status: int | None, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        if status is None:
+            message = ("The model API has no credentials (the Claude CLI says it is not logged in). "
+                       "Set ANTHROPIC_API_KEY, in the environment or in .env; ANTHROPIC_BASE_URL alone "
+                       "is not enough.")
+        elif status == 403:
+            message = ("The model API refused access (HTTP 403). Check that ANTHROPIC_API_KEY holds a "
+                       "key allowed to use this model.")
+        else:
+            message = (f"The model API rejected the credentials (HTTP {status}). Set ANTHROPIC_API_KEY "
+                       "to a valid key, in the environment or in .env.")
+        super().__init__(message)

@@ -7,22 +7,34 @@ Three layers, each able to go wrong on its own:
   drifted from its table, and 'rebuild' repairs it from the table;
 - the vector store, which may lag SQLite (passages 'pending') or hold vectors of deleted passages;
   archival reconcile repairs that, and is what `memory-agent doctor` runs.
-Every check returns a `Check` instead of raising, so one report can show them all.
+Every check returns a `Check` instead of raising, so one report can show them all, and each
+failure says what `memory-agent doctor --repair` will do about it (or, for a damaged database
+file, which SQLite is the truth for and so nothing can rebuild, how to restore it).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from .archival import ArchivalMemory
 from .archival.passage_table import agents_with_passages, state_counts
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
-from .store.database import Database
+from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
 
-__all__ = ["FTS_TABLES", "Check", "CheckStatus", "check_archival", "check_fts", "check_sqlite", "rebuild_fts"]
+__all__ = [
+    "FTS_TABLES",
+    "Check",
+    "CheckStatus",
+    "check_archival",
+    "check_fts",
+    "check_sqlite",
+    "is_orphaned",
+    "rebuild_fts",
+]
 
 CheckStatus = Literal["ok", "warn", "fail"]
 FTS_TABLES: tuple[str, ...] = ("messages_fts", "passages_fts")
@@ -41,15 +53,40 @@ class Check:
         return self.status != "fail"
 
 
-def check_sqlite(db: Database) -> list[Check]:
-    """The database file's own consistency and its foreign keys."""
-    with db.reading() as conn:
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-        orphans = conn.execute("PRAGMA foreign_key_check").fetchall()
+_DAMAGED = ("the database file itself is damaged; --repair cannot rebuild it, because SQLite is the "
+            "source of truth. Restore memory.db from a backup or an export, or salvage its rows with "
+            "the sqlite3 shell ('sqlite3 memory.db .recover | sqlite3 recovered.db')")
+
+
+def is_orphaned(path: Path) -> bool:
+    """Whether the database is missing or empty while vectors exist beside it (see `store.database`)."""
+    vectors = path.parent / VECTORS_DIRNAME
+    empty = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    return empty and vectors.is_dir() and any(vectors.iterdir())
+
+
+def check_sqlite(path: Path) -> list[Check]:
+    """The database file's own consistency and its foreign keys, read without migrating or
+    writing anything, so that it works on a file too damaged to open as a store."""
+    if is_orphaned(path):
+        return [Check("sqlite integrity", "fail",
+                      f"{path} is missing or empty while {path.parent / VECTORS_DIRNAME} holds vectors; "
+                      "--repair moves the vectors aside to a backup and starts an empty database")]
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+            orphans = conn.execute("PRAGMA foreign_key_check").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as error:
+        if is_damage(error):
+            return [Check("sqlite integrity", "fail", f"{error}: {_DAMAGED}")]
+        return [Check("sqlite integrity", "fail", f"cannot be checked: {storage_error(path, error)}")]
     integrity = (Check("sqlite integrity", "ok", "ok") if problems == ["ok"]
-                 else Check("sqlite integrity", "fail", "; ".join(problems[:5])))
+                 else Check("sqlite integrity", "fail", "; ".join(problems[:3]) + f": {_DAMAGED}"))
     keys = (Check("foreign keys", "ok", "every reference resolves") if not orphans
-            else Check("foreign keys", "fail", f"{len(orphans)} row(s) reference missing rows"))
+            else Check("foreign keys", "fail", f"{len(orphans)} row(s) reference missing rows: {_DAMAGED}"))
     return [integrity, keys]
 
 
@@ -62,11 +99,9 @@ def _check_one_fts(db: Database, table: str) -> Check:
     try:
         with db.transaction() as conn:
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
-    except sqlite3.DatabaseError as error:
+    except (sqlite3.DatabaseError, MemoryAgentError) as error:
         return Check(f"{table} index", "fail",
-                     f"out of step with its table ({error}); run 'memory-agent doctor --repair'")
-    except MemoryAgentError as error:
-        return Check(f"{table} index", "fail", str(error))
+                     f"out of step with its table ({error}); --repair rebuilds it from the table")
     return Check(f"{table} index", "ok", "matches its table")
 
 
@@ -80,17 +115,25 @@ def rebuild_fts(db: Database, tables: tuple[str, ...] = FTS_TABLES) -> list[Chec
 
 def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *,
                    full: bool = False) -> list[Check]:
-    """Compare the vector store with SQLite, then reconcile them (every agent's passages)."""
+    """Compare the vector store with SQLite, then reconcile them (every agent's passages).
+
+    A store that cannot be counted, or that refuses the reconcile's writes, is damaged: its
+    check says so, and that --repair rebuilds it (see `archival.rebuild`).
+    """
     with archival.db.reading() as conn:
         counts = state_counts(conn)
         agents = agents_with_passages(conn)
     where = archival.config.location
+    passages = counts["indexed"] + counts["pending"]
+    rebuild = (f"--repair moves the vector store aside to a backup and re-embeds all {passages} passages"
+               if archival.config.host is None else
+               f"--repair drops the server's collections and re-embeds all {passages} passages")
     try:
         store = archival.index.store
         vectors = sum(store.count(agent_id) for agent_id in agents | store.agents())
     except Exception as error:  # any failure to open or count the store is the finding
-        return [Check("vector store", "fail", f"cannot count the vectors at {where}: {error}")]
-    passages = counts["indexed"] + counts["pending"]
+        return [Check("vector store", "fail", f"cannot read the vectors at {where} "
+                      f"({type(error).__name__}: {_first_line(error)}); {rebuild}")]
     agree = vectors == counts["indexed"] and not counts["pending"]
     found = Check("vectors vs passages", "ok" if agree else "warn",
                   f"{passages} passages in SQLite ({counts['pending']} waiting for vectors), "
@@ -99,5 +142,10 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
     done = (f"wrote {report.embedded} vectors ({report.missing_vectors} had gone missing), removed "
             f"{report.removed_vectors} orphan vectors, {report.still_pending} passages still pending")
     if report.errors:
-        done += "; errors: " + "; ".join(report.errors[:3])
+        done += "; errors: " + "; ".join(_first_line(e) for e in report.errors[:3]) + f"; {rebuild}"
     return [found, Check("archival reconcile", "ok" if report.ok else "fail", done)]
+
+
+def _first_line(error: object) -> str:
+    text = str(error).strip()
+    return (text.splitlines() or [""])[0][:300]

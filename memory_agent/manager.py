@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,20 +22,23 @@ from typing import Any
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
 from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.search import SearchMode
 from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import ConfigurationError, MemoryAgentError
+from .errors import BlockNotFoundError, ConfigurationError, MemoryAgentError, NothingToUndoError
 from .labels import validate_label
+from .memory_tool import MEMORY_TOOL
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.database import DATABASE_FILENAME, Database
-from .tool_specs import CORE_MEMORY_TOOLS, ToolArgumentError, ToolSpec, validate_arguments
+from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
+from .validation import check_text, checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
 
@@ -53,11 +56,15 @@ class ToolOutcome:
     is_error: bool = False
 
 
+@checked_methods(exclude=("execute_tool",))
 class MemoryManager:
     """The memory of one agent (by default) in one storage dir.
 
     Every mutating method takes a keyword-only `agent_id=` to act as another agent of the same
-    storage dir, which is how multi-agent code shares one manager.
+    storage dir, which is how multi-agent code shares one manager. Every public method checks its
+    arguments against its annotations before anything runs (see `validation`): a wrong type, an
+    int past SQLite's range or text with a lone surrogate is a ConfigurationError, and nothing
+    is written.
     """
 
     def __init__(
@@ -107,6 +114,8 @@ class MemoryManager:
 
     def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
         """Create the agent with its default blocks if it is new; returns True when created."""
+        if not agent_id.strip():
+            raise ConfigurationError("An agent id must not be empty or blank.")
         if self.core.agent_exists(agent_id):
             return False
         created = self.core.create_agent(agent_id)
@@ -184,12 +193,14 @@ class MemoryManager:
         is_shared: bool = False,
         *,
         agent_id: str | None = None,
+        in_prompt: bool = True,
     ) -> Block:
+        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not rendered)."""
         label = validate_label(label)
         return self.core.create_block(
             agent_id or self.agent_id, label, value,
             limit=limit if limit is not None else self.settings.block_limit_for(label),
-            description=description, read_only=read_only, is_shared=is_shared,
+            description=description, read_only=read_only, is_shared=is_shared, in_prompt=in_prompt,
         )
 
     def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
@@ -200,6 +211,10 @@ class MemoryManager:
 
     def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
         return self.core.list_blocks(agent_id or self.agent_id)
+
+    def block_sizes(self, *, agent_id: str | None = None) -> dict[str, int]:
+        """The attached blocks' labels and sizes in UTF-8 bytes (what a directory view shows)."""
+        return self.core.block_sizes(agent_id or self.agent_id)
 
     def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
         self.core.delete_block(agent_id or self.agent_id, label)
@@ -218,17 +233,44 @@ class MemoryManager:
         description: str | None = None,
         limit: int | None = None,
         read_only: bool | None = None,
+        in_prompt: bool | None = None,
         agent_id: str | None = None,
     ) -> Block:
-        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold."""
+        """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold.
+
+        `in_prompt` switches a block between always in the prompt and on demand.
+        """
         return self.core.update_block(agent_id or self.agent_id, label, value=value,
-                                      description=description, limit=limit, read_only=read_only)
+                                      description=description, limit=limit, read_only=read_only,
+                                      in_prompt=in_prompt)
+
+    def rename_block(self, label: str, new_label: str, *, agent_id: str | None = None) -> Block:
+        """Relabel a block for every agent it is attached to (refused on read-only blocks and
+        where any of them already has `new_label`); journalled, the version stays."""
+        return self.core.rename_block(agent_id or self.agent_id, label, new_label)
+
+    def view_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        """The block as the model reads it with a tool: records that the agent has now seen this
+        version, so its next edit is not refused as stale."""
+        target = agent_id or self.agent_id
+        block = self.core.get_block(target, label)
+        self.core.mark_seen(target, [block])
+        return block
 
     def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]:
         return self.core.history(agent_id or self.agent_id, label)
 
     def undo_block(self, label: str, *, agent_id: str | None = None) -> Block:
-        return self.core.undo(agent_id or self.agent_id, label)
+        """Restore the block's previous version; for a block this agent deleted (with the memory
+        tool's `delete`, the CLI or `delete_block`), bring the block back."""
+        target = agent_id or self.agent_id
+        try:
+            return self.core.undo(target, label)
+        except BlockNotFoundError as missing:
+            try:
+                return self.core.restore_deleted(target, label)
+            except NothingToUndoError:
+                raise missing from None
 
     # ----- model-facing edits -------------------------------------------------------------
 
@@ -262,15 +304,26 @@ class MemoryManager:
                                         tags=["memory_update", "reasoning", label], agent_id=target)
         return _edit_result("Rewrote", block)
 
+    def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
+                   check_stale: bool = True, agent_id: str | None = None) -> Block:
+        """A model-facing edit whose new value `compute` derives from the block (the memory
+        tool's `str_replace` and `insert`). Read-only, stale-write refusal, the limit, history and
+        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes."""
+        return self.core.edit(agent_id or self.agent_id, label, Edit(action, compute, check_stale=check_stale))
+
     # ----- the model's view ---------------------------------------------------------------
 
     def get_system_prompt_addition(self, use_xml_format: bool = True, *, agent_id: str | None = None,
                                    mark_seen: bool = True) -> str:
-        """The rendered memory for the system prompt; marks these versions as seen by the agent."""
+        """The rendered memory for the system prompt; marks the rendered versions as seen.
+
+        On-demand blocks are listed with their paths and sizes, not rendered, so they are not
+        marked: the agent sees one when it views it with the memory tool.
+        """
         target = agent_id or self.agent_id
         blocks = self.core.list_blocks(target)
         if mark_seen:
-            self.core.mark_seen(target, blocks)
+            self.core.mark_seen(target, [block for block in blocks if block.in_prompt])
         return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
 
     def _metadata(self, agent_id: str, blocks: list[Block], *, with_summary: bool = True) -> MemoryMetadata:
@@ -288,23 +341,32 @@ class MemoryManager:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
-        return CORE_MEMORY_TOOLS + ARCHIVAL_TOOLS
+        """Every model-facing memory tool: Letta's block tools, Anthropic's `memory` tool (the
+        `/memories` command set over the same blocks) and the archival tools."""
+        return CORE_MEMORY_TOOLS + (MEMORY_TOOL,) + ARCHIVAL_TOOLS
 
     def get_tools_definitions(self) -> list[dict[str, Any]]:
         """Anthropic tool schemas for every model-facing memory operation."""
         return [spec.definition() for spec in self.tool_specs()]
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
-        """Run a memory tool for the model: errors come back as error outcomes, never raised."""
-        spec = next((s for s in self.tool_specs() if s.name == name), None)
-        if spec is None:
-            known = ", ".join(s.name for s in self.tool_specs())
-            return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
+        """Run a memory tool for the model: every failure comes back as an error outcome, never
+        raised, because an exception here would end the model's turn instead of informing it."""
         try:
+            check_text("tool name", name)
+            spec = next((s for s in self.tool_specs() if s.name == name), None)
+            if spec is None:
+                known = ", ".join(s.name for s in self.tool_specs())
+                return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
             clean = validate_arguments(spec, arguments)
-            return ToolOutcome(spec.run(self, clean, agent_id or self.agent_id))
-        except (MemoryAgentError, ToolArgumentError) as error:
+            target = check_text("agent_id", agent_id, optional=True) or self.agent_id
+            return ToolOutcome(spec.run(self, clean, target))
+        except MemoryAgentError as error:
             return ToolOutcome(f"Error: {error}", is_error=True)
+        except Exception as error:  # a defect of ours: the model still gets an answer, we get the log
+            logger.exception("memory tool %r failed unexpectedly", name)
+            return ToolOutcome(f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
+                               "nothing was changed. Try again, or use another tool.", is_error=True)
 
     # ----- archival memory ----------------------------------------------------------------
 
@@ -313,16 +375,14 @@ class MemoryManager:
         """Archival memory, opened on first use (Chroma and the embedding model load lazily).
 
         Opening reconciles once: passages whose vectors were never written (a crash, a Chroma
-        outage) are embedded now, and vectors whose passage is gone are removed.
+        outage) are embedded now; vectors whose passage is gone are removed, and lost ones
+        re-embedded, when the vector store is first opened.
         """
         if self._archival is None:
             with self._archival_lock:
                 if self._archival is None:
-                    archival = ArchivalMemory(
-                        self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
-                        self._embedding_function, vector_store=self._vector_store,
-                    )
-                    report = archival.reconcile()
+                    archival = self._open_archival()
+                    report = archival.reconcile_on_open()
                     if report.errors:
                         logger.warning("archival reconcile on open left work for later: %s", report.errors)
                     self._archival = archival
@@ -362,6 +422,17 @@ class MemoryManager:
         """Re-embed pending passages and drop orphan vectors (also done when archival opens)."""
         return self.archival.reconcile(agent_id, progress, full=full)
 
+    def rebuild_archival_vectors(self, progress: Any = None) -> RebuildReport:
+        """Replace a damaged vector store: the old one is kept as a backup (embedded Chroma) and
+        every passage is re-embedded with this manager's embedding function (`doctor --repair`)."""
+        with self._archival_lock:
+            archival, self._archival = self._archival or self._open_archival(), None
+        return rebuild_vectors(archival, progress)
+
+    def _open_archival(self) -> ArchivalMemory:
+        return ArchivalMemory(self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
+                              self._embedding_function, vector_store=self._vector_store)
+
     # ----- recall memory ------------------------------------------------------------------
 
     def store_message(self, role: str, content: MessageContent, *, agent_id: str | None = None,
@@ -379,8 +450,12 @@ class MemoryManager:
     def get_summary_record(self, *, agent_id: str | None = None) -> StoredSummary | None:
         return self.recall.latest_summary(agent_id or self.agent_id)
 
-    def search_messages(self, query: str, *, agent_id: str | None = None, **filters: Any) -> list[StoredMessage]:
-        return self.recall.search(agent_id or self.agent_id, query, **filters)
+    def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
+                        start_date: str | None = None, end_date: str | None = None, limit: int = 10,
+                        offset: int = 0) -> list[StoredMessage]:
+        """Full-text search of the agent's messages, evicted ones included (see RecallMemory.search)."""
+        return self.recall.search(agent_id or self.agent_id, query, roles=roles, start_date=start_date,
+                                  end_date=end_date, limit=limit, offset=offset)
 
     def memory_fingerprint(self, *, agent_id: str | None = None) -> str:
         """A cheap value that changes whenever the rendered memory of the agent would change
@@ -448,6 +523,10 @@ class MemoryManager:
     # ----- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the database and release archival memory's vector store client."""
+        if self._archival is not None:
+            self._archival.close()
+            self._archival = None
         self.db.close()
 
     def __enter__(self) -> MemoryManager:

@@ -17,6 +17,7 @@ from .errors import ConfigurationError
 from .store import journal
 from .store.database import Database, utc_now
 from .store.fts import fts_query
+from .validation import checked_methods
 
 __all__ = ["MessageContent", "RecallMemory", "StoredMessage", "StoredSummary", "content_text"]
 
@@ -105,8 +106,13 @@ def _summary_from_row(row: sqlite3.Row) -> StoredSummary:
     )
 
 
+@checked_methods()
 class RecallMemory:
-    """Messages and summaries in one database; every method names the agent it acts for."""
+    """Messages and summaries in one database; every method names the agent it acts for.
+
+    Arguments are checked against the annotations (see `validation`): the manager and the agent
+    both write here, and a value SQLite cannot hold must be refused before the transaction.
+    """
 
     def __init__(self, db: Database) -> None:
         self._db = db

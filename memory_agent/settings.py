@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from compaction import CompactionSettings
@@ -51,8 +51,8 @@ class Settings:
     """Chroma server host; unset means embedded Chroma under the storage dir (CHROMA_HOST)."""
     chroma_port: int = 8000
     """Chroma server port (CHROMA_PORT)."""
-    anthropic_api_key: str | None = None
-    """API key for the summariser and the CLI chat (ANTHROPIC_API_KEY)."""
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    """API key for the summariser and the CLI chat (ANTHROPIC_API_KEY); never shown by repr."""
     anthropic_base_url: str | None = None
     """Messages API base URL, e.g. a local scripted server (ANTHROPIC_BASE_URL)."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
@@ -72,6 +72,12 @@ class Settings:
                 )
         if not 0 < self.chroma_port < 65536:
             raise ConfigurationError(f"CHROMA_PORT must be a TCP port, got {self.chroma_port}.")
+
+    def __repr__(self) -> str:
+        """The dataclass repr, with the API key shown only as set or not: reprs end up in logs."""
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        key = "'***'" if self.anthropic_api_key else "None"
+        return f"{type(self).__name__}({shown}, anthropic_api_key={key})"
 
     def block_limit_for(self, label: str) -> int:
         """The limit a new block with this label gets when the caller names none."""

@@ -11,13 +11,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigurationError
+from .validation import check_json
+
 if TYPE_CHECKING:
     from .manager import MemoryManager
 
 __all__ = ["CORE_MEMORY_TOOLS", "ToolArgumentError", "ToolSpec", "validate_arguments"]
 
 
-class ToolArgumentError(ValueError):
+class ToolArgumentError(ConfigurationError):
     """The model sent arguments that do not match the tool's schema."""
 
 
@@ -55,9 +58,11 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
-    """Check required fields and JSON types; unknown fields are refused so typos surface."""
+    """Check required fields, JSON types and schema bounds; unknown fields are refused so typos
+    surface, and text must be valid Unicode (see `validation`)."""
     if not isinstance(arguments, Mapping):
         raise ToolArgumentError(f"{spec.name} takes an object of arguments.")
+    check_json(f"{spec.name} arguments", arguments)
     missing = [name for name in spec.required if arguments.get(name) is None]
     if missing:
         raise ToolArgumentError(f"{spec.name} is missing required argument(s): {', '.join(missing)}.")
@@ -70,11 +75,16 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
     for name, value in arguments.items():
         if value is None:
             continue
-        expected = spec.properties[name].get("type", "string")
+        schema = spec.properties[name]
+        expected = schema.get("type", "string")
         allowed = _PYTHON_TYPES.get(expected, (object,))
         is_bool_as_number = isinstance(value, bool) and expected in {"integer", "number"}
         if not isinstance(value, allowed) or is_bool_as_number:
             raise ToolArgumentError(f"{spec.name}: '{name}' must be a {expected}.")
+        if expected in {"integer", "number"} and not schema.get("minimum", value) <= value <= schema.get(
+                "maximum", value):
+            raise ToolArgumentError(f"{spec.name}: '{name}' must be from {schema.get('minimum', '-inf')} to "
+                                    f"{schema.get('maximum', 'inf')}, got {value}.")
         clean[name] = value
     return clean
 

@@ -1,6 +1,7 @@
 """The agent wrapper: MemoryAwareAgent and what it returns."""
 
 from .client import MemoryAwareAgent
+from .model_errors import raise_for_authentication_failure
 from .turn import TurnResult
 
-__all__ = ["MemoryAwareAgent", "TurnResult"]
+__all__ = ["MemoryAwareAgent", "TurnResult", "raise_for_authentication_failure"]

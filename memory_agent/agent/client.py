@@ -42,8 +42,10 @@ from compaction import CompactionOutcome, CompactionSettings, MessageRecord, mes
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
+from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
+from .model_errors import raise_for_authentication_failure
 from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
 from .recorder import message_fields
@@ -71,6 +73,8 @@ class MemoryAwareAgent:
         compaction_settings: Overrides the memory's compaction settings for this agent.
         refresh_mode: "live" (default) hands changed memory to the running CLI process;
             "reconnect" starts a new process that resumes the session instead.
+        memory_tools: Which memory tools the model gets: "letta" (the block tools), "anthropic"
+            (the `memory` tool on /memories paths) or "both" (default; see `memory_tool.ToolSet`).
     """
 
     def __init__(
@@ -81,7 +85,9 @@ class MemoryAwareAgent:
         agent_id: str | None = None,
         compaction_settings: CompactionSettings | None = None,
         refresh_mode: RefreshMode = "live",
+        memory_tools: ToolSet = DEFAULT_TOOL_SET,
     ) -> None:
+        self.memory_tools: ToolSet = check_tool_set(memory_tools)
         if refresh_mode not in ("live", "reconnect"):
             raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
         self.refresh_mode: RefreshMode = refresh_mode
@@ -215,9 +221,13 @@ class MemoryAwareAgent:
     # ----- the main-loop surface ----------------------------------------------------------
 
     async def process_turn(self, user_message: str) -> TurnResult:
-        """Send one message and collect the whole turn (for a main loop)."""
+        """Send one message and collect the whole turn (for a main loop).
+
+        Raises `ModelAuthenticationError` when the model API has no credentials or refuses them.
+        """
         await self.query(user_message)
         messages = [message async for message in self.receive_response()]
+        raise_for_authentication_failure(messages)  # one clear error, not a stored "Not logged in" answer
         return TurnResult.from_messages(messages)
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:
@@ -352,8 +362,8 @@ class MemoryAwareAgent:
             self.options,
             system_prompt_path=prompt_path,
             memory_server_name=MEMORY_SERVER_NAME,
-            memory_server=build_memory_server(self.memory, self.agent_id),
-            memory_tools=memory_tool_names(self.memory),
+            memory_server=build_memory_server(self.memory, self.agent_id, tool_set=self.memory_tools),
+            memory_tools=memory_tool_names(self.memory, tool_set=self.memory_tools),
             resume=resume,
             session_id=new_id,
             session_store=self.session_store,

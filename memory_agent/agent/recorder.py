@@ -25,6 +25,8 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
+from .model_errors import is_authentication_failure
+
 __all__ = ["MessageFields", "block_to_dict", "message_fields"]
 
 logger = logging.getLogger(__name__)
@@ -69,7 +71,10 @@ def _blocks(content: Any) -> str | list[dict[str, Any]]:
 
 
 def message_fields(message: Any) -> MessageFields | None:
-    """The stored form of one SDK message, or None for messages not worth keeping (stream events)."""
+    """The stored form of one SDK message, or None for messages not worth keeping (stream events,
+    and the CLI's "not logged in"/401/403 replies, which must never become the agent's answer)."""
+    if is_authentication_failure(message) and isinstance(message, AssistantMessage):
+        return None
     if isinstance(message, AssistantMessage):
         return MessageFields(
             role="assistant", content=_blocks(message.content), message_type="assistant",

@@ -1,8 +1,8 @@
 """Archival memory: passages in SQLite (FTS5) and their vectors in Chroma, searched hybrid.
 
-Importing this package is cheap: chromadb, torch and sentence-transformers are imported when
-archival memory is first used. The two names that need chromadb at import
-(`MiniLMEmbeddingFunction`, `bundled_model_path`) are re-exported lazily.
+Importing this package is cheap: chromadb, onnxruntime and the tokenizer are imported when
+archival memory first needs vectors. `MiniLMEmbeddingFunction` and `bundled_model_path` are
+re-exported lazily.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ is stored once: the second insert returns the first one's id.
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,8 @@ from .vector_index import VectorIndex
 from .vector_store import VectorStore
 
 __all__ = ["INSERT_CHUNK", "ArchivalMemory"]
+
+log = logging.getLogger(__name__)
 
 INSERT_CHUNK = 1000
 """insert_many commits and indexes this many passages at a time, bounding memory and the work
@@ -66,6 +69,7 @@ class ArchivalMemory:
         self.index = VectorIndex(db, self.config, embedding_function, vector_store)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._check_on_open = False
 
     # ----- writing --------------------------------------------------------------------------
 
@@ -111,6 +115,8 @@ class ArchivalMemory:
         """Delete one of the agent's passages (journalled with its content); returns it.
 
         The vector is removed afterwards; if that fails the orphan is dropped by `reconcile`.
+        After `reconcile_on_open`, a vector store not yet open is left closed: the check that
+        runs when it opens removes the vector.
         """
         with self.db.transaction() as conn:
             passage = passage_table.delete_row(conn, agent_id, passage_id)
@@ -123,7 +129,10 @@ class ArchivalMemory:
                            target_id=passage_id, old_value=passage.content, created_at=utc_now(),
                            detail={"tags": list(passage.tags), "metadata": passage.metadata,
                                    "created_at": passage.created_at})
-        self.index.remove(agent_id, [passage_id])
+        if self.index.is_open or not self._check_on_open:
+            self.index.remove(agent_id, [passage_id])
+        # else: the vector store is not open and is checked against SQLite when it opens, which
+        # removes this vector then; a delete alone does not import chromadb.
         return passage
 
     # ----- reading --------------------------------------------------------------------------
@@ -189,6 +198,28 @@ class ArchivalMemory:
                   full: bool = False) -> ReconcileReport:
         """Re-embed pending passages and drop orphan vectors; cheap when nothing is owed."""
         return reconcile(self.db, self.index, agent_id, progress, full=full)
+
+    def reconcile_on_open(self) -> ReconcileReport:
+        """What opening archival memory owes: pending passages are embedded now (a SQLite count
+        when there are none), and the vector store is checked against SQLite when it is first
+        opened, so commands that never touch vectors never load chromadb."""
+        report = reconcile(self.db, self.index, pending_only=True)
+        self._check_on_open = True
+        self.index.when_opened(self._check_vectors)
+        return report
+
+    def _check_vectors(self) -> None:
+        self._check_on_open = False
+        report = self.reconcile()
+        if report.errors:
+            log.warning("archival reconcile left work for later: %s", report.errors)
+
+    def close(self) -> None:
+        """Release the vector store's client and the search threads (the database stays open)."""
+        self.index.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
 
     def pending_count(self, agent_id: str | None = None) -> int:
         """Passages still waiting for their vectors."""

@@ -20,13 +20,14 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
 
-__all__ = ["ChromaVectorStore", "chroma_where", "collection_name"]
+__all__ = ["ChromaVectorStore", "chroma_where", "collection_name", "release_embedded_store"]
 
 DEFAULT_PREFIX = "archival"
 OVERFETCH = 10
@@ -77,6 +78,27 @@ class ChromaVectorStore:
                 return None
         with self._lock:
             return self._collections.setdefault(agent_id, collection)
+
+    def drop_collections(self) -> int:
+        """Delete every collection of this prefix (a rebuild of a Chroma server); returns how many."""
+        client = self._connected()
+        names = [c.name for c in client.list_collections() if c.name.startswith(f"{self.prefix}-")]
+        for name in names:
+            client.delete_collection(name)
+        with self._lock:
+            self._collections.clear()
+        return len(names)
+
+    def close(self) -> None:
+        """Release the client, so that an embedded store's directory can be moved (a rebuild)."""
+        with self._lock:
+            client, self._client = self._client, None
+            self._collections.clear()
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
+        if self.config.host is None:
+            _forget_embedded_system(self.config.path)
 
     # ----- the VectorStore protocol -------------------------------------------------------------
 
@@ -194,6 +216,36 @@ def _open_client(config: VectorConfig) -> Any:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
     config.path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+
+
+def release_embedded_store(path: Path) -> None:
+    """Forget this process's Chroma system for `path` even if clients still hold it: the
+    directory is about to be moved aside (a rebuild), so every such client is stale anyway."""
+    _forget_embedded_system(path, force=True)
+
+
+def _forget_embedded_system(path: Path, *, force: bool = False) -> None:
+    """Drop chromadb's process-wide cached system for this directory.
+
+    chromadb caches one system per path (`SharedSystemClient`, not public API) and keeps it even
+    when opening the client failed (a corrupt chroma.sqlite3), so a new client on the same path,
+    after the directory was moved aside, would get the broken one. Only this path's entry is
+    removed, and only when no other client of the process still holds it.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # a chromadb without this cache has nothing to forget
+        return
+    identifier = str(path)
+    if not force and SharedSystemClient._identifier_to_refcount.get(identifier, 0) > 0:
+        return  # another client of this process still uses it (closing ours released our share)
+    system = SharedSystemClient._identifier_to_system.pop(identifier, None)
+    SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:  # a system that failed to start may fail to stop; it is dropped either way
+            pass
 
 
 def _metadata(record: VectorRecord) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArchivalError
+from ..validation import check_json, check_text
 from .timestamps import Timestamp, to_utc_iso
 
 __all__ = [
@@ -90,6 +91,9 @@ class SearchHit:
     """-bm25 of the keyword match (higher is better)."""
     vector_similarity: float | None = None
     """Cosine similarity of the query and passage embeddings."""
+    degraded: bool = False
+    """True when a vector or hybrid search fell back to keywords only (the vector side failed;
+    `memory-agent doctor` says why and `--repair` rebuilds it)."""
 
     @property
     def passage_id(self) -> str:
@@ -130,14 +134,10 @@ def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
     )
 
 
-def content_hash(content: str) -> str:
-    """Identity of a passage's text for de-duplication (per agent)."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
 def _check_content(content: object) -> str:
     if not isinstance(content, str):
         raise ArchivalError(f"Passage content must be text, got {type(content).__name__}.")
+    check_text("Passage content", content)
     if not content.strip():
         raise ArchivalError("Passage content is empty; there is nothing to archive.")
     return content
@@ -149,10 +149,13 @@ def normalise_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         tags = [tags]
+    if not isinstance(tags, Iterable) or isinstance(tags, (bytes, Mapping)):
+        raise ArchivalError(f"Tags must be a list of strings, got {type(tags).__name__}.")
     clean: dict[str, None] = {}
     for tag in tags:
         if not isinstance(tag, str):
             raise ArchivalError(f"Tags must be strings, got {type(tag).__name__}.")
+        check_text("A tag", tag)
         tag = tag.strip()
         if len(tag) > MAX_TAG_LENGTH:
             raise ArchivalError(f"Tag '{tag[:40]}...' is longer than {MAX_TAG_LENGTH} characters.")
@@ -167,6 +170,7 @@ def _encode_metadata(metadata: Mapping[str, Any] | None) -> str:
         return "{}"
     if not isinstance(metadata, Mapping):
         raise ArchivalError(f"Passage metadata must be a mapping, got {type(metadata).__name__}.")
+    check_json("Passage metadata", metadata)
     try:
         return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as error:

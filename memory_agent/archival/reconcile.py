@@ -56,12 +56,14 @@ def reconcile(
     progress: Progress | None = None,
     *,
     full: bool = False,
+    pending_only: bool = False,
 ) -> ReconcileReport:
     """Bring the vector store in line with SQLite for one agent (or all); never raises for
-    a vector-store failure, which is reported in `errors` instead."""
+    a vector-store failure, which is reported in `errors` instead. `pending_only` embeds the
+    pending passages and compares nothing (it opens the vector store only if some are pending)."""
     report = ReconcileReport()
     _embed_pending(db, index, agent_id, progress, report)
-    if not report.errors:
+    if not report.errors and not pending_only:
         try:
             for agent in _agents_in_scope(db, index, agent_id):
                 if full or _counts_disagree(db, index, agent):

@@ -11,6 +11,7 @@ A query with no text lists the newest passages (score 0), like `conversation_sea
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -61,7 +62,7 @@ def search_passages(
     if mode == "vector":
         vector = _vector_matches(index, query, where, wanted)
         if vector is None:
-            return _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
+            return _degraded(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit))
         return _hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit]
     depth = max(wanted, fusion.vector_depth)
     if executor is None:
@@ -72,7 +73,7 @@ def search_passages(
         keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
         vector = vector_future.result()
     if vector is None:
-        return _keyword_only(keyword, db, where, limit)
+        return _degraded(_keyword_only(keyword, db, where, limit))
     fused = fuse([(m.passage_id, m.score) for m in keyword], [(m.passage_id, m.similarity) for m in vector], fusion)
     head = [(candidate.passage_id, candidate.score) for candidate in fused[:wanted]]
     return _hydrate(db, where, head, keyword, vector)[:limit]
@@ -80,6 +81,11 @@ def search_passages(
 
 def _keyword_only(keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
     return _hydrate(db, where, [(m.passage_id, m.score) for m in keyword[:limit]], keyword, [])
+
+
+def _degraded(hits: list[SearchHit]) -> list[SearchHit]:
+    """Mark keyword-only answers to a vector or hybrid search, so callers can say so."""
+    return [dataclasses.replace(hit, degraded=True) for hit in hits]
 
 
 def _check(query: object, limit: object, mode: object) -> None:

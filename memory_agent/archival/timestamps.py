@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta, timezone
 
-from ..errors import ArchivalError
+from ..errors import ArchivalError, MemoryAgentError
+from ..validation import check_text
 
 __all__ = ["Timestamp", "to_epoch", "to_utc_iso"]
 
@@ -29,6 +30,18 @@ def to_epoch(value: Timestamp) -> float:
 
 
 def _as_utc(value: Timestamp, *, end_of_day: bool = False) -> datetime:
+    try:
+        return _to_utc(value, end_of_day)
+    except MemoryAgentError:
+        raise
+    except (OverflowError, ValueError):
+        # e.g. 0001-01-01T00:00:00+01:00 is a valid ISO time whose UTC instant is before year 1.
+        raise ArchivalError(
+            f"'{value}' is out of the range of representable times (years 1-9999 in UTC)."
+        ) from None
+
+
+def _to_utc(value: Timestamp, end_of_day: bool) -> datetime:
     if isinstance(value, str):
         value = _parse(value)
     if isinstance(value, datetime):
@@ -45,6 +58,7 @@ def _as_utc(value: Timestamp, *, end_of_day: bool = False) -> datetime:
 
 
 def _parse(text: str) -> datetime | date:
+    check_text("a date", text)
     cleaned = text.strip()
     if cleaned.endswith(("Z", "z")):
         cleaned = cleaned[:-1] + "+00:00"

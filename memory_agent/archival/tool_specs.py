@@ -38,7 +38,9 @@ _DATE = {
 }
 _LIMIT = {"type": "integer", "description": f"Results per page, 1-{MAX_TOOL_RESULTS} (default 5).", "minimum": 1,
           "maximum": MAX_TOOL_RESULTS}
-_PAGE = {"type": "integer", "description": "Page of results, starting at 0 (default 0).", "minimum": 0}
+MAX_PAGE = 10_000
+_PAGE = {"type": "integer", "description": "Page of results, starting at 0 (default 0).", "minimum": 0,
+         "maximum": MAX_PAGE}
 _TAGS = {"type": "array", "items": {"type": "string"}}
 
 
@@ -156,6 +158,8 @@ def format_archival_hits(query: str, hits: Sequence[SearchHit], *, page: int = 0
         return f"No passages {where} match {_quoted(query)}."
     first = page * limit + 1
     lines = [f"Archival memory results for {_quoted(query)} ({first}-{first + len(hits) - 1}, page {page}):"]
+    if any(hit.degraded for hit in hits):
+        lines.append("(Search by meaning is unavailable right now: these results matched keywords only.)")
     for number, hit in enumerate(hits, start=first):
         passage = hit.passage
         tags = f", tags: {', '.join(passage.tags)}" if passage.tags else ""

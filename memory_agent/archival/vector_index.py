@@ -58,8 +58,10 @@ class VectorIndex:
         self.config = config
         self._embedding_function = embedding_function
         self._store = vector_store
+        self._vector_store_is_ours = vector_store is None
         self.batch_size = batch_size
         self._lock = threading.Lock()
+        self._on_open: list[Callable[[], None]] = []
 
     @property
     def embedding_function(self) -> Any:
@@ -78,13 +80,46 @@ class VectorIndex:
         if self._store is None:
             # Resolved before taking the lock: the property above takes the same (non-reentrant) lock.
             embedding_function = self.embedding_function
+            opened: list[Callable[[], None]] = []
             with self._lock:
                 if self._store is None:
                     from .chroma_store import ChromaVectorStore
 
                     prefix = self.config.collection_prefix or collection_prefix_for(embedding_function)
                     self._store = ChromaVectorStore(self.config, prefix)
+                    opened, self._on_open = self._on_open, []
+            for callback in opened:
+                callback()
         return self._store
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the vector store has been created (never opens it)."""
+        return self._store is not None
+
+    def when_opened(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once, right after the vector store is first opened (now if it is open).
+
+        Checks of the store against SQLite wait for this, so work that never needs vectors
+        (keyword search, listing, a CLI command) never imports chromadb.
+        """
+        if self._store is not None:
+            callback()
+        else:
+            with self._lock:
+                if self._store is None:
+                    self._on_open.append(callback)
+                    return
+            callback()
+
+    def close(self) -> None:
+        """Release the vector store's client if it was opened and can be closed."""
+        store = self._store
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+            if self._vector_store_is_ours:
+                self._store = None
 
     def embed_documents(self, texts: Sequence[str]) -> list[Sequence[float]]:
         return list(self.embedding_function(list(texts)))

@@ -101,13 +101,43 @@ def one_line(message: str) -> str:
 
 
 class MemoryAgentGroup(click.Group):
-    """A group that turns memory-agent's own errors into one clear line, never a traceback."""
+    """A group that turns every failure into one clear line on stderr and exit status 1, never a
+    traceback: memory-agent's own errors as they are, text that is not UTF-8 named as such, and
+    anything else (a defect) with its type and the advice to re-run with -v."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _check_arguments(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
         except MemoryAgentError as error:
             raise click.ClickException(one_line(str(error))) from None
+        except UnicodeDecodeError as error:
+            raise click.ClickException(
+                f"The input is not UTF-8 text ({error.reason} at byte {error.start}); nothing was "
+                "changed. Give a UTF-8 text file.") from None
+        except RecursionError:
+            raise click.ClickException("The input is nested too deeply to read; nothing was changed.") from None
+        except Exception as error:
+            logging.getLogger("memory_agent.cli").debug("unexpected failure", exc_info=True)
+            raise click.ClickException(
+                f"memory-agent failed unexpectedly ({type(error).__name__}: {one_line(str(error))[:200]}). "
+                "Run again with -v for details.") from None
+
+
+def _check_arguments(arguments: list[str]) -> None:
+    """Non-UTF-8 bytes on the command line reach Python as lone surrogates (PEP 383)."""
+    for position, argument in enumerate(arguments, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            raise click.ClickException(
+                f"Command-line argument {position} ({argument.encode('utf-8', 'backslashreplace').decode()}) "
+                "is not valid UTF-8; nothing was changed. Give it as UTF-8 text.") from None
 
 
 def configure_logging(verbose: bool) -> None:

@@ -9,7 +9,8 @@ from rich.text import Text
 
 from ..archival.passages import Passage, SearchHit
 from ..archival.search import SearchMode
-from .app import open_memory, shared_options
+from ..manager import MemoryManager
+from .app import one_line, open_memory, shared_options
 from .output import console, emit, preview, say, timestamp
 
 __all__ = ["forget", "passages", "recall", "remember"]
@@ -22,7 +23,7 @@ def _passage_data(passage: Passage) -> dict[str, object]:
 def _hit_data(hit: SearchHit) -> dict[str, object]:
     return {**_passage_data(hit.passage), "score": hit.score, "keyword_rank": hit.keyword_rank,
             "vector_rank": hit.vector_rank, "keyword_score": hit.keyword_score,
-            "vector_similarity": hit.vector_similarity}
+            "vector_similarity": hit.vector_similarity, "degraded": hit.degraded}
 
 
 @click.command()
@@ -33,7 +34,13 @@ def remember(text: str, tags: tuple[str, ...]) -> None:
     """Store TEXT in archival memory; prints the passage id."""
     with open_memory() as memory:
         passage_id = memory.archival_memory_insert(text, tags=list(tags) or None)
-    emit({"id": passage_id}, lambda: say(f"Remembered as {passage_id}"))
+        stored = memory.archival_memory_get(passage_id)
+        # A failed embedding leaves the passage pending by design; the person typing should hear why.
+        problem = None if stored is None or stored.vector_state != "pending" else _why_pending(memory)
+    emit({"id": passage_id, "vector_error": problem}, lambda: say(f"Remembered as {passage_id}"))
+    if problem:
+        click.echo(f"Warning: not embedded yet, so only keyword search finds it ('memory-agent doctor' "
+                   f"retries): {problem}", err=True)
 
 
 @click.command()
@@ -53,11 +60,21 @@ def recall(query: str, mode: SearchMode | None, limit: int, tags: tuple[str, ...
     def render() -> None:
         if not hits:
             say("Nothing found.")
+        elif any(hit.degraded for hit in hits):
+            say("Search by meaning failed, so these results matched keywords only; "
+                "'memory-agent doctor' says why.", style="yellow")
         for rank, hit in enumerate(hits, 1):
             console().print(Text.assemble((f"#{rank}  score {hit.score:.3g}", "bold"), f"  ({_ranks(hit)})"))
             _print_passage(hit.passage)
 
     emit([_hit_data(hit) for hit in hits], render)
+
+
+def _why_pending(memory: MemoryManager) -> str | None:
+    """The vector side's error, from one more try (cheap when the model or Chroma is missing);
+    None if that try embedded it after all."""
+    report = memory.reconcile_archival(agent_id=memory.agent_id)
+    return one_line(report.errors[0]) if report.errors else None
 
 
 def _ranks(hit: SearchHit) -> str:

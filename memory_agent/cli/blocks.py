@@ -58,7 +58,8 @@ def _show(memory: MemoryManager, label: str, message: str | None = None) -> None
 @blocks.command("list")
 @shared_options
 def list_blocks() -> None:
-    """List the blocks attached to the agent."""
+    """List the blocks attached to the agent, as the tree of their /memories paths (on-demand
+    blocks flagged: listed in the prompt, read with the memory tool)."""
     with open_memory() as memory:
         found = memory.list_blocks()
     emit([block_data(b) for b in found], lambda: print_blocks(found))
@@ -76,17 +77,20 @@ def show_block(label: str) -> None:
 @blocks.command("create")
 @shared_options
 @click.argument("label")
-@click.option("--value", default="", help="Its first value.")
+@click.argument("value", required=False)
+@click.option("--value", "value_option", help="Its first value (the same as VALUE).")
 @click.option("--limit", type=click.IntRange(min=1), help="Its character limit (default: DEFAULT_BLOCK_LIMIT).")
 @click.option("--description", help="What the block is for (shown to the model).")
 @click.option("--read-only", is_flag=True, help="Protect it from the agent's memory tools.")
 @click.option("--shared", is_flag=True, help="Mark it as shared (other agents may attach it).")
-def create_block(label: str, value: str, limit: int | None, description: str | None, read_only: bool,
-                 shared: bool) -> None:
-    """Create a block and attach it to the agent."""
+def create_block(label: str, value: str | None, value_option: str | None, limit: int | None,
+                 description: str | None, read_only: bool, shared: bool) -> None:
+    """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the agent."""
+    if value is not None and value_option is not None:
+        raise click.UsageError("Give the value as an argument or with --value, not both.")
     with open_memory() as memory:
-        memory.create_block(label, value, description=description, limit=limit, read_only=read_only,
-                            is_shared=shared)
+        memory.create_block(label, value or value_option or "", description=description, limit=limit,
+                            read_only=read_only, is_shared=shared)
         _show(memory, label, f"Created block '{label}'.")
 
 
@@ -100,19 +104,22 @@ def create_block(label: str, value: str, limit: int | None, description: str | N
 @click.option("--description", help="New description.")
 @click.option("--read-only/--writable", "read_only", default=None,
               help="Protect the block from the agent's tools, or lift that protection.")
+@click.option("--in-prompt/--on-demand", "in_prompt", default=None,
+              help="Render the block in every system prompt, or only list its /memories path and "
+                   "size there (the model reads it with the memory tool).")
 def set_block(label: str, value: str | None, source: IO[str] | None, limit: int | None,
-              description: str | None, read_only: bool | None) -> None:
-    """Replace a block's value and/or its limit, description or read-only flag (as its owner)."""
+              description: str | None, read_only: bool | None, in_prompt: bool | None) -> None:
+    """Replace a block's value and/or its limit, description, read-only or on-demand flag (as its owner)."""
     if value is not None and source is not None:
         raise click.UsageError("Give the value as an argument or with --file, not both.")
     if source is not None:
         value = source.read()
-    if value is None and limit is None and description is None and read_only is None:
-        raise click.UsageError("Nothing to change: give a VALUE, --file, --limit, --description or "
-                               "--read-only/--writable.")
+    if value is None and limit is None and description is None and read_only is None and in_prompt is None:
+        raise click.UsageError("Nothing to change: give a VALUE, --file, --limit, --description, "
+                               "--read-only/--writable or --in-prompt/--on-demand.")
     with open_memory() as memory:
         block = memory.update_block(label, value=value, limit=limit, description=description,
-                                    read_only=read_only)
+                                    read_only=read_only, in_prompt=in_prompt)
         _show(memory, label, f"Updated block '{label}' (version {block.version}).")
 
 

@@ -3,20 +3,25 @@
 One SDK session for the whole chat; memory (blocks, messages, summaries) is stored as the
 conversation goes, so a later chat, or any other command, sees it. The agent gets its memory tools
 and no built-in tools (no shell, no file access): it is a conversation with memory, nothing more.
+The first chat creates the storage dir and the agent (as `init` would) and says so; with
+`--offline-demo` the model is the bundled scripted one (see `offline_demo`), so no key is needed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
 from rich.text import Text
 
+from .. import admin
 from ..manager import MemoryManager
 from ..settings import Settings
-from .app import load_settings, one_line, open_memory, shared_options
-from .output import console, print_block
+from .app import load_settings, one_line, shared_options, state
+from .output import console, print_block, say
 
 if TYPE_CHECKING:
     from ..agent import MemoryAwareAgent, TurnResult
@@ -34,33 +39,65 @@ Anything else is sent to the agent."""
 @shared_options
 @click.option("--system-prompt", help="Your own system prompt; the memory is appended to it.")
 @click.option("--model", help="Model for the agent (default: MODEL_NAME, else the SDK's default).")
-def chat(system_prompt: str | None, model: str | None) -> None:
+@click.option("--offline-demo", is_flag=True,
+              help="No key needed: a scripted local model shows the memory tools at work "
+                   "(agent 'offline-demo' unless --agent is given).")
+def chat(system_prompt: str | None, model: str | None, offline_demo: bool) -> None:
     """Chat with the agent; its memory persists. Type /help for the commands.
 
-    Needs ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a compatible server.
+    Needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a compatible server), except with
+    --offline-demo. The first chat creates the storage dir and the agent.
     """
     settings = load_settings()
-    if not (settings.anthropic_api_key or settings.anthropic_base_url):
+    if not offline_demo and not (settings.anthropic_api_key or settings.anthropic_base_url):
         raise click.ClickException(
             "chat needs a model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a compatible "
-            "server), in the environment or in .env.")
+            "server), in the environment or in .env; or try 'memory-agent chat --offline-demo'.")
     # The SDK loads in about a second; only this command needs it.
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
     from ..agent import MemoryAwareAgent
 
-    options = ClaudeAgentOptions(system_prompt=system_prompt, model=model, tools=[], env=_model_env(settings))
-    with open_memory() as memory:
+    with _open_or_create(settings, offline_demo) as memory, _model_env(settings, memory, offline_demo) as env:
+        options = ClaudeAgentOptions(system_prompt=system_prompt, model=model, tools=[], env=env)
         try:
             asyncio.run(_main_loop(MemoryAwareAgent(options, memory=memory)))
         except ClaudeSDKError as error:
             raise click.ClickException(one_line(f"The agent stopped: {error}")) from None
 
 
-def _model_env(settings: Settings) -> dict[str, str]:
-    """Credentials read from .env reach the SDK's CLI too (it only inherits the environment)."""
+@contextmanager
+def _open_or_create(settings: Settings, offline_demo: bool) -> Iterator[MemoryManager]:
+    """The chosen agent, created with its storage dir on first use (as `init` would)."""
+    chosen = state()
+    directory = admin.storage_path(chosen.storage_dir, settings)
+    agent_id = chosen.agent_id
+    if offline_demo and agent_id is None:
+        from .offline_demo import DEMO_AGENT_ID
+
+        agent_id = DEMO_AGENT_ID
+    info, created = admin.init_storage(directory, agent_id, settings=settings)
+    if created:
+        say(f"Created agent '{info.agent_id}' in {directory}")
+    memory = admin.open_agent(directory, info.agent_id, settings=settings)
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+@contextmanager
+def _model_env(settings: Settings, memory: MemoryManager, offline_demo: bool) -> Iterator[dict[str, str]]:
+    """Where the agent's CLI finds its model: the scripted demo model, or the configured API
+    (credentials read from .env reach the SDK's CLI too: it only inherits the environment)."""
+    if offline_demo:
+        from .offline_demo import scripted_model
+
+        with scripted_model(memory) as env:
+            yield env
+        return
     pairs = (("ANTHROPIC_API_KEY", settings.anthropic_api_key), ("ANTHROPIC_BASE_URL", settings.anthropic_base_url))
-    return {name: value for name, value in pairs if value}
+    yield {name: value for name, value in pairs if value}
 
 
 async def _main_loop(agent: MemoryAwareAgent) -> None:

@@ -11,8 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import admin, health
 from ..archival import ArchivalMemory, VectorConfig
+from ..archival.rebuild import move_aside, rebuild_vectors
 from ..archival.reconcile import Progress as ProgressCallback
-from ..store.database import Database
+from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
 from .app import load_settings, shared_options, state
 from .output import console, emit, make_table, say
 
@@ -23,27 +24,63 @@ _MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 
 @click.command()
 @shared_options
-@click.option("--repair", is_flag=True, help="Rebuild full-text indexes that fail their check.")
+@click.option("--repair", is_flag=True,
+              help="Rebuild what SQLite is the truth for: failing full-text indexes, and a damaged vector "
+                   "store (moved aside to a backup, every passage re-embedded).")
 @click.option("--full", is_flag=True, help="Compare every vector id with SQLite, not only the counts.")
 def doctor(repair: bool, full: bool) -> None:
     """Check the storage dir: SQLite, full-text indexes, and the vector store (reconciled).
 
-    Exits with status 1 when a check fails.
+    Every failed check says what --repair will do. Exits with status 1 when a check fails.
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
-    with admin.open_database(directory) as db:
-        checks = health.check_sqlite(db) + _fts_checks(db, repair)
-        agent_ids = [info.agent_id for info in admin.list_agent_info(db)]
-        if agent_ids:
-            # Its own ArchivalMemory, not the manager's: that one reconciles silently when opened,
-            # and the doctor is to report what it found, then repair it in view.
-            archival = ArchivalMemory(db, VectorConfig.from_settings(settings, directory))
-            with _progress_bar() as progress:
-                checks += health.check_archival(archival, progress, full=full)
+    path = directory / DATABASE_FILENAME
+    if health.is_orphaned(path) and repair:
+        _start_empty_database(path)
+    if not path.is_file() and not health.is_orphaned(path):
+        admin.open_database(directory).close()  # raises the "no storage here" error
+    checks = health.check_sqlite(path)
+    if all(check.ok for check in checks):
+        with admin.open_database(directory) as db:
+            checks += _fts_checks(db, repair)
+            if admin.list_agent_info(db):
+                checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
     _report(directory, checks)
     if not all(check.ok for check in checks):
         click.get_current_context().exit(1)
+
+
+def _start_empty_database(path: Path) -> None:
+    """The repair of a database lost beside its vectors: vectors aside to a backup, a new empty store."""
+    backup = move_aside(path.parent / VECTORS_DIRNAME)
+    if path.exists():
+        path.unlink()  # 0 bytes: nothing to keep
+    Database(path).close()
+    say(f"Moved the vectors of the lost database to {backup}; started an empty database at {path}.")
+
+
+def _archival_checks(db: Database, config: VectorConfig, repair: bool, full: bool) -> list[health.Check]:
+    # Its own ArchivalMemory, not the manager's: that one reconciles silently when opened,
+    # and the doctor is to report what it found, then repair it in view.
+    archival = ArchivalMemory(db, config)
+    try:
+        with _progress_bar() as progress:
+            checks = health.check_archival(archival, progress, full=full)
+        if not repair or all(check.ok for check in checks):
+            return checks
+        with _progress_bar() as progress:
+            rebuilt = rebuild_vectors(archival, progress)
+        kept = f"the old store is kept at {rebuilt.backup}" if rebuilt.backup else (
+            f"dropped {rebuilt.dropped_collections} collection(s) on the server")
+        status: health.CheckStatus = "ok" if rebuilt.reconcile.ok else "fail"
+        detail = (f"re-embedded {rebuilt.reconcile.embedded} passages into a new store; {kept}; "
+                  f"{rebuilt.reconcile.still_pending} still pending")
+        if rebuilt.reconcile.errors:
+            detail += "; errors: " + "; ".join(rebuilt.reconcile.errors[:2])
+        return [*(c for c in checks if c.ok), health.Check("vector store rebuild", status, detail)]
+    finally:
+        archival.close()
 
 
 def _fts_checks(db: Database, repair: bool) -> list[health.Check]:

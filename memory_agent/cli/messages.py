@@ -29,7 +29,16 @@ def messages(query: str | None, limit: int, full: bool) -> None:
     rows = [(m.message_id, timestamp(m.created_at), m.message_type, "yes" if m.in_context else "-",
              m.text if full else preview(m.text, 70)) for m in found]
     title = f"messages matching {query!r}" if query is not None else "newest messages"
-    emit(found, lambda: console().print(make_table(("id", "time", "type", "ctx", "text"), rows, title=title)))
+
+    def render() -> None:
+        if not found:
+            say(f"No stored message matches {query!r}." if query is not None else
+                "No messages yet: they are stored as the agent talks ('memory-agent chat', or "
+                "MemoryAwareAgent in your own code).")
+            return
+        console().print(make_table(("id", "time", "type", "ctx", "text"), rows, title=title))
+
+    emit(found, render)
 
 
 @click.command()
@@ -60,6 +69,17 @@ def compact() -> None:
     fails nothing is lost; the command says why and exits with status 1.
     """
     with open_memory() as memory:
+        in_context = memory.recall.count(memory.agent_id, in_context_only=True)
+        keep = memory.settings.compaction.min_kept_messages
+        if in_context <= keep:
+            emit({"status": "skipped", "evicted": 0, "kept": in_context, "reason": "too few messages"},
+                 lambda: say(f"Nothing to compact: {in_context} message(s) in context, and compaction "
+                             f"always keeps the newest {keep} (COMPACTION_MIN_KEPT_MESSAGES)."))
+            return
+        if not (memory.settings.anthropic_api_key or memory.settings.anthropic_base_url):
+            raise click.ClickException(
+                "compact needs the summariser's model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for "
+                "a compatible server), in the environment or in .env.")
         outcome = memory.compact_history()
     data = {"status": outcome.status, "evicted": len(outcome.evicted), "kept": len(outcome.kept),
             "model": outcome.model, "tokens_before": outcome.tokens_before,

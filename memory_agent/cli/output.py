@@ -108,8 +108,19 @@ def block_data(block: Block) -> dict[str, Any]:
 
 
 def print_blocks(blocks: Sequence[Block], *, title: str | None = None) -> None:
-    rows = [(b.label, f"{b.chars_current}/{b.limit}", _flags(b), b.version, preview(b.value, 50))
-            for b in blocks]
+    """Blocks as a tree of their path labels (a directory row, then its files indented), the
+    way the memory tool sees them under /memories; on-demand blocks are flagged."""
+    rows: list[tuple[str, str, str, object, str]] = []
+    shown: set[str] = set()
+    for block in sorted(blocks, key=lambda b: b.label.split("/")):
+        *parents, name = block.label.split("/")
+        for depth in range(len(parents)):
+            directory = "/".join(parents[: depth + 1])
+            if directory not in shown:
+                shown.add(directory)
+                rows.append(("  " * depth + parents[depth] + "/", "", "", "", ""))
+        rows.append(("  " * len(parents) + name, f"{block.chars_current}/{block.limit}", _flags(block),
+                     block.version, preview(block.value, 50)))
     console().print(make_table(("label", "chars", "flags", "version", "value"), rows, title=title))
 
 
@@ -125,4 +136,5 @@ def print_block(block: Block) -> None:
 
 
 def _flags(block: Block) -> str:
-    return ", ".join(flag for flag, on in (("read-only", block.read_only), ("shared", block.is_shared)) if on)
+    flags = (("on demand", not block.in_prompt), ("read-only", block.read_only), ("shared", block.is_shared))
+    return ", ".join(flag for flag, on in flags if on)

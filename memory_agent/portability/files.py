@@ -24,6 +24,7 @@ from ..archival import ArchivalMemory, VectorConfig
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
 from ..settings import Settings
+from ..validation import MAX_JSON_DEPTH, check_json
 from .letta_af import is_letta_document, parse_letta
 from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
@@ -98,11 +99,22 @@ def decode_document(text: str, name: str = "the document") -> Any:
             document = json.loads(document)
     except ValueError as error:
         raise ImportFormatError(f"{name} is not valid JSON: {error}.") from None
+    except RecursionError:
+        raise ImportFormatError(f"{name} is nested too deeply to read (over {MAX_JSON_DEPTH} levels "
+                                "is refused).") from None
     return document
 
 
 def parse_document(document: Any, *, default_limit: int) -> Snapshot:
-    """The snapshot in a document of either format (recognised from its content)."""
+    """The snapshot in a document of either format (recognised from its content).
+
+    The whole document is checked first (valid text, whole numbers SQLite holds, bounded
+    nesting), so neither parser meets a value the database would refuse.
+    """
+    try:
+        check_json("the file", document)
+    except ConfigurationError as error:
+        raise ImportFormatError(str(error)) from None
     if is_project_document(document):
         return parse_project(document)
     if is_letta_document(document):

@@ -80,7 +80,7 @@ def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
         for block in _agent_blocks(raw, letta_blocks, index):
             _attach(snapshot, block_ids, agent_id, block, default_limit, created)
         in_context = raw.get("in_context_message_ids")
-        for position, message in enumerate(raw.get("messages") or []):
+        for position, message in enumerate(_list(raw.get("messages"), f"agents[{index}].messages")):
             if _is_base_prompt(message, system):
                 continue  # the agent's `system` itself, kept as its base prompt (an export of ours)
             snapshot.messages.extend(_messages(message, agent_id, f"agents[{index}].messages[{position}]",
@@ -146,11 +146,11 @@ def _agent_blocks(raw: Mapping[str, Any], letta_blocks: Mapping[str, Mapping[str
                   index: int) -> list[Mapping[str, Any]]:
     """The blocks an agent names by id, then any written inline (`memory_blocks`)."""
     found: list[Mapping[str, Any]] = []
-    for block_id in raw.get("block_ids") or []:
+    for block_id in _list(raw.get("block_ids"), f"agents[{index}].block_ids"):
         if str(block_id) not in letta_blocks:
             raise ImportFormatError(f"agents[{index}] names block '{block_id}', which the file does not hold.")
         found.append(letta_blocks[str(block_id)])
-    for inline in raw.get("memory_blocks") or []:
+    for inline in _list(raw.get("memory_blocks"), f"agents[{index}].memory_blocks"):
         if not isinstance(inline, Mapping):
             raise ImportFormatError(f"agents[{index}].memory_blocks must hold objects.")
         found.append(inline)
@@ -184,7 +184,7 @@ def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block:
     block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
     snapshot.blocks.append(BlockRecord(
         block_id=block_ids[letta_id], label=label, value=value, limit=limit,
-        description=block.get("description"), read_only=bool(block.get("read_only", False)),
+        description=None if block.get("description") is None else _text(block.get("description")), read_only=bool(block.get("read_only", False)),
         is_shared=False, owner_agent_id=owner, version=1, created_at=created, updated_at=created))
 
 
@@ -243,10 +243,13 @@ def _parts(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _tool_uses(calls: Any, where: str) -> list[dict[str, Any]]:
     uses: list[dict[str, Any]] = []
-    for call in calls or []:
+    for call in _list(calls, f"{where}.tool_calls"):
         if not isinstance(call, Mapping):
             continue
         function = call.get("function") or {}
+        if not isinstance(function, Mapping):
+            raise ImportFormatError(f"{where}: a tool call's 'function' must be an object with 'name' and "
+                                    f"'arguments', got {type(function).__name__}.")
         arguments = function.get("arguments") or "{}"
         try:
             parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
@@ -258,13 +261,22 @@ def _tool_uses(calls: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _tool_results(raw: Mapping[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    returns = [r for r in raw.get("tool_returns") or [] if isinstance(r, Mapping)]
+    returns = [r for r in _list(raw.get("tool_returns"), "a tool message's tool_returns") if isinstance(r, Mapping)]
     if returns:
         return [{"type": "tool_result", "tool_use_id": _text(r.get("tool_call_id") or raw.get("tool_call_id")),
                  "content": _text(r.get("func_response")), **({"is_error": True} if r.get("status") == "error" else {})}
                 for r in returns]
     text = "\n".join(p.get("text", "") for p in parts if p["type"] == "text")
     return [{"type": "tool_result", "tool_use_id": _text(raw.get("tool_call_id")), "content": text}]
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    """A list field of the file (absent or null means empty); anything else is refused."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ImportFormatError(f"{where} must be a list, got {type(value).__name__}.")
+    return value
 
 
 def _timestamp(value: Any, default: str, where: str) -> str:

@@ -50,6 +50,8 @@ class BlockRecord:
     version: int
     created_at: str
     updated_at: str
+    in_prompt: bool = True
+    """False for an on-demand block (listed, not rendered); exports without the field keep it in."""
 
 
 @dataclass(frozen=True)

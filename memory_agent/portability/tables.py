@@ -11,21 +11,25 @@ vectors are written (see `import_into`), so keyword search finds them at once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..archival.passages import NewPassage, PreparedPassage, prepare
+from ..archival.timestamps import to_utc_iso
 from ..labels import validate_label
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..recall import content_text
 from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
+from ..validation import check_json
 from .records import (
     AgentRecord,
     AttachmentRecord,
@@ -131,6 +135,7 @@ def _block(row: sqlite3.Row) -> BlockRecord:
         description=row["description"], read_only=bool(row["read_only"]),
         is_shared=bool(row["is_shared"]), owner_agent_id=row["owner_agent_id"],
         version=row["version"], created_at=row["created_at"], updated_at=row["updated_at"],
+        in_prompt=bool(row["in_prompt"]),
     )
 
 
@@ -182,24 +187,24 @@ def _journal(row: sqlite3.Row) -> JournalRecord:
 # ----- checking -----------------------------------------------------------------------------
 
 def validate_snapshot(snapshot: Snapshot) -> None:
-    """Refuse a snapshot that could not be written whole; says which record and why."""
+    """Refuse a snapshot that could not be written whole, by the live paths' own rules (labels,
+    limits, valid text, whole numbers SQLite holds, ISO times); says which record and why."""
     agents = {agent.agent_id for agent in snapshot.agents}
     if not snapshot.agents:
         raise ImportFormatError("The file holds no agent; there is nothing to import.")
     if len(agents) != len(snapshot.agents) or not all(a.strip() for a in agents):
         raise ImportFormatError("The file's agent ids must be unique and not empty.")
+    _check_values(snapshot)
     blocks = {block.block_id: block for block in snapshot.blocks}
+    _unique("block", [block.block_id for block in snapshot.blocks])
+    _unique("passage", [passage.passage_id for passage in snapshot.passages])
     for block in snapshot.blocks:
         _check_block(block)
-    labels: set[tuple[str, str]] = set()
-    for link in snapshot.attachments:
-        if link.agent_id not in agents or link.block_id not in blocks:
-            raise ImportFormatError(
-                f"Attachment of block '{link.block_id}' to agent '{link.agent_id}' names a block "
-                "or agent the file does not hold.")
-        if (link.agent_id, link.label) in labels:
-            raise ImportFormatError(f"Agent '{link.agent_id}' has two blocks labelled '{link.label}'.")
-        labels.add((link.agent_id, link.label))
+    for version in snapshot.block_history:
+        if version.version < 1:
+            raise ImportFormatError(f"A history row of block '{version.block_id}' has version {version.version}; "
+                                    "versions start at 1.")
+    _check_attachments(snapshot, agents, blocks)
     owners: list[MessageRecord | SummaryRecord | PassageRecord] = [
         *snapshot.messages, *snapshot.summaries, *snapshot.passages]
     for record in owners:
@@ -210,6 +215,53 @@ def validate_snapshot(snapshot: Snapshot) -> None:
         if not isinstance(message.content, (str, list)):
             raise ImportFormatError(f"Message {message.message_id} has content that is neither text "
                                     "nor a list of content blocks.")
+    message_ids = Counter((message.agent_id, str(message.message_id)) for message in snapshot.messages)
+    for summary in snapshot.summaries:
+        for end in (summary.first_message_id, summary.last_message_id):
+            count = message_ids[(summary.agent_id, str(end))]
+            if end is not None and count != 1:
+                found = "does not hold" if not count else "holds more than once"
+                raise ImportFormatError(f"Summary {summary.summary_id} covers message {end}, which the "
+                                        f"file {found}.")
+
+
+def _check_values(snapshot: Snapshot) -> None:
+    """Text, numbers and nesting of every record, and every timestamp (see `validation`)."""
+    for section in ("agents", "blocks", "block_history", "attachments", "messages", "summaries",
+                    "passages", "journal"):
+        for index, record in enumerate(getattr(snapshot, section)):
+            where = f"{section}[{index}]"
+            try:
+                check_json(where, {f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+                for name in ("created_at", "updated_at", "attached_at"):
+                    if getattr(record, name, None) is not None:
+                        to_utc_iso(getattr(record, name))
+            except MemoryAgentError as error:
+                raise ImportFormatError(f"{where}: {error}") from None
+
+
+def _unique(kind: str, ids: list[str]) -> None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            raise ImportFormatError(f"The file holds two {kind}s with id '{item}'; ids must be unique.")
+        seen.add(item)
+
+
+def _check_attachments(snapshot: Snapshot, agents: set[str], blocks: Mapping[str, BlockRecord]) -> None:
+    labels: set[tuple[str, str]] = set()
+    for link in snapshot.attachments:
+        if link.agent_id not in agents or link.block_id not in blocks:
+            raise ImportFormatError(
+                f"Attachment of block '{link.block_id}' to agent '{link.agent_id}' names a block "
+                "or agent the file does not hold.")
+        if link.label != blocks[link.block_id].label:
+            raise ImportFormatError(
+                f"Attachment of block '{link.block_id}' to agent '{link.agent_id}' has label "
+                f"{link.label!r}, but the block's label is {blocks[link.block_id].label!r}.")
+        if (link.agent_id, link.label) in labels:
+            raise ImportFormatError(f"Agent '{link.agent_id}' has two blocks labelled '{link.label}'.")
+        labels.add((link.agent_id, link.label))
 
 
 def _check_block(block: BlockRecord) -> None:
@@ -226,6 +278,8 @@ def _check_block(block: BlockRecord) -> None:
     if len(block.value) > block.limit:
         raise ImportFormatError(f"Block '{block.label}' holds {len(block.value)} characters, over "
                                 f"its limit of {block.limit}; fix the file before importing it.")
+    if block.version < 1:
+        raise ImportFormatError(f"Block '{block.label}' has version {block.version}; versions start at 1.")
 
 
 # ----- writing ------------------------------------------------------------------------------
@@ -234,7 +288,8 @@ def _check_block(block: BlockRecord) -> None:
 class _IdMaps:
     agents: dict[str, str]
     blocks: dict[str, str] = field(default_factory=dict)
-    messages: dict[str, int] = field(default_factory=dict)
+    messages: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(source agent id, source message id) -> new message id."""
     summaries: dict[str, int] = field(default_factory=dict)
     passages: dict[str, str] = field(default_factory=dict)
 
@@ -332,10 +387,11 @@ def _insert_blocks(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, 
         maps.blocks[block.block_id] = new_id
         conn.execute(
             "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only, is_shared,"
-            " owner_agent_id, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " owner_agent_id, version, created_at, updated_at, in_prompt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (new_id, block.label, block.value, block.description, block.limit, int(block.read_only),
              int(block.is_shared), maps.agents.get(block.owner_agent_id or ""), block.version,
-             block.created_at, block.updated_at))
+             block.created_at, block.updated_at, int(block.in_prompt)))
         report.blocks += 1
     _insert_history(conn, snapshot, maps)
     for link in snapshot.attachments:
@@ -374,14 +430,14 @@ def _insert_messages(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps
              message.session_id, message.turn_id, message.sdk_uuid, message.token_count,
              json.dumps(message.metadata, ensure_ascii=False, default=str), int(message.in_context),
              message.created_at))
-        maps.messages[str(message.message_id)] = int(cursor.lastrowid or 0)
+        maps.messages[(message.agent_id, str(message.message_id))] = int(cursor.lastrowid or 0)
         report.messages += 1
 
 
 def _insert_summaries(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport) -> None:
     for summary in snapshot.summaries:
-        first = maps.messages.get(str(summary.first_message_id))
-        last = maps.messages.get(str(summary.last_message_id))
+        first = maps.messages.get((summary.agent_id, str(summary.first_message_id)))
+        last = maps.messages.get((summary.agent_id, str(summary.last_message_id)))
         cursor = conn.execute(
             "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
             " tokens_before, tokens_after, is_fallback, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

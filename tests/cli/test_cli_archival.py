@@ -6,6 +6,7 @@ These use the real offline embedding model and embedded Chroma, so they are kept
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,3 +66,21 @@ def test_passages_survive_export_and_import(initialised: Run, storage: Path, tmp
     assert {p["vector_state"] for p in copied} == {"indexed"}  # vectors were written on import
     hits = json.loads(run("--json", "recall", "when is the launch", "--storage-dir", str(target)).stdout)
     assert hits[0]["id"] == first
+
+
+def test_remember_says_why_a_passage_was_not_embedded(initialised: Run) -> None:
+    """Chroma unreachable: the passage is kept (keyword search finds it) and stderr says why."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    down = {"CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(closed_port)}
+    result = initialised("remember", "The Petrel is moored in Lisbon.", env=down)
+    assert result.exit_code == 0, result.output
+    assert "Remembered as passage-" in result.stdout
+    warning = result.stderr.strip().splitlines()
+    assert len(warning) == 1 and warning[0].startswith("Warning: not embedded yet"), result.stderr
+    found = json.loads(initialised("--json", "recall", "Petrel", "--mode", "keyword", env=down).stdout)
+    assert [hit["vector_state"] for hit in found] == ["pending"]
+    # Once Chroma is back (here: the embedded one), the next command embeds it.
+    again = json.loads(initialised("--json", "recall", "Petrel", "--mode", "keyword").stdout)
+    assert [hit["vector_state"] for hit in again] == ["indexed"]

@@ -150,3 +150,35 @@ def test_edit_over_the_limit_keeps_the_text(initialised: Run, editor: Callable[[
     assert "over its limit of 10" in line
     assert saved.read_text(encoding="utf-8") == "far too long for ten characters"
     saved.unlink()
+
+
+def test_create_takes_the_value_positionally_like_set(initialised: Run, error_of: ErrorOf) -> None:
+    run = initialised
+    assert run("blocks", "create", "notes", "some notes").exit_code == 0
+    assert _block(run, "notes")["value"] == "some notes"
+    assert run("blocks", "create", "todo", "--value", "ship it").exit_code == 0
+    assert _block(run, "todo")["value"] == "ship it"
+    both = run("blocks", "create", "other", "a", "--value", "b")
+    assert both.exit_code == 2 and "not both" in both.stderr
+    assert "No block 'other'" in error_of(run("blocks", "show", "other"))
+
+
+def test_list_shows_the_tree_and_set_switches_on_demand(initialised: Run, storage: Path) -> None:
+    with MemoryManager(storage_dir=storage) as memory:
+        memory.create_block("project/notes.md", "Launch on Monday", in_prompt=False)
+        memory.create_block("project/specs/api.md", "REST")
+    lines = initialised("blocks", "list").stdout.splitlines()
+    rows = [line.split("│")[1][1:].rstrip() for line in lines if line.startswith("│")]
+    assert rows == ["human", "persona", "project/", "  notes.md", "  specs/", "    api.md"]
+    notes_row = next(line for line in lines if "notes.md" in line)
+    assert "on demand" in notes_row and "on demand" not in next(line for line in lines if "api.md" in line)
+
+    assert initialised("blocks", "set", "project/notes.md", "--in-prompt").exit_code == 0
+    assert _block(initialised, "project/notes.md")["in_prompt"] is True
+    assert initialised("blocks", "set", "human", "--on-demand").exit_code == 0
+    listed = {b["label"]: b["in_prompt"] for b in json.loads(initialised("--json", "blocks", "list").stdout)}
+    assert listed == {"persona": True, "human": False, "project/notes.md": True, "project/specs/api.md": True}
+    with MemoryManager(storage_dir=storage) as memory:
+        prompt = memory.get_system_prompt_addition()
+    assert "Launch on Monday" in prompt and "\t/memories/human" in prompt
+    assert "Nothing is known about the user yet." not in prompt

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
+from memory_agent.testing import ScriptedMessagesServer, error_response, text_response, tool_use_response
 
 Run = Callable[..., Result]
 
@@ -52,7 +52,47 @@ def test_chat_without_credentials_says_so_in_one_line(initialised: Run, error_of
     assert "ANTHROPIC_API_KEY" in line and "ANTHROPIC_BASE_URL" in line
 
 
-def test_chat_for_an_unknown_agent_fails_before_starting(initialised: Run,
-                                                          error_of: Callable[[Result], str]) -> None:
-    line = error_of(initialised("--agent", "nobody", "chat", env={"ANTHROPIC_API_KEY": "x"}))
-    assert "No agent 'nobody'" in line
+@pytest.mark.e2e
+def test_the_first_chat_creates_the_storage_dir_and_the_agent(run: Run, storage: Path) -> None:
+    assert not storage.exists()
+    with ScriptedMessagesServer() as server:
+        server.enqueue(text_response("Hello."))
+        result = run("--agent", "newbie", "chat", input="hi\n", env=server.env())
+    assert result.exit_code == 0, result.output
+    assert f"Created agent 'newbie' in {storage}" in result.stdout and "agent> Hello." in result.stdout
+    listed = json.loads(run("--json", "agents", "list").stdout)
+    assert [(a["agent_id"], a["is_default"], a["messages"] > 0) for a in listed] == [("newbie", True, True)]
+
+
+@pytest.mark.e2e
+def test_a_refused_key_ends_chat_with_one_line_and_stores_no_answer(
+        initialised: Run, error_of: Callable[[Result], str]) -> None:
+    with ScriptedMessagesServer() as server:
+        server.enqueue(error_response(401, should_retry=False))
+        result = initialised("chat", input="hello\nanyone?\n", env=server.env())
+    line = error_of(result)
+    assert "HTTP 401" in line and "ANTHROPIC_API_KEY" in line
+    stored = json.loads(initialised("--json", "messages").stdout)
+    assert [m["role"] for m in stored if m["role"] == "assistant"] == []
+    assert not any("Failed to authenticate" in str(m["text"]) and m["in_context"] for m in stored)
+
+
+@pytest.mark.e2e
+def test_the_offline_demo_needs_no_key_and_runs_the_memory_tools(run: Run, storage: Path) -> None:
+    lines = "hello\n/memory\nsave something\nfind it\nanything else\n/quit\n"
+    first = run("chat", "--offline-demo", input=lines)
+    assert first.exit_code == 0, first.output
+    out = first.stdout
+    assert f"Created agent 'offline-demo' in {storage}" in out
+    for tool in ("core_memory_append", "archival_memory_insert", "archival_memory_search"):
+        assert f"(memory: {tool})" in out
+    assert out.index("(memory: core_memory_append)") < out.index("Tried memory-agent with the offline demo.")
+    assert "agent> OK" in out  # past the script, the scripted model's default answer
+    recalled = json.loads(run("--json", "--agent", "offline-demo", "recall", "demo", "--mode", "keyword").stdout)
+    assert [hit["tags"] for hit in recalled] == [["demo"]]
+
+    again = run("chat", "--offline-demo", input="hello again\n")
+    assert again.exit_code == 0, again.output
+    assert "already remember" in again.stdout and "(memory:" not in again.stdout
+    human = json.loads(run("--json", "--agent", "offline-demo", "blocks", "show", "human").stdout)
+    assert human["value"].count("Tried memory-agent with the offline demo.") == 1

@@ -53,3 +53,24 @@ def test_summary_before_and_after_compact(initialised: Run, open_store: Callable
 def test_compact_with_little_to_do_says_so(initialised: Run) -> None:
     result = initialised("--json", "compact")
     assert result.exit_code == 0 and json.loads(result.stdout)["status"] == "skipped"
+
+
+def test_empty_states_explain_themselves(initialised: Run, open_store: Callable[[str], MemoryManager]) -> None:
+    assert "No messages yet" in initialised("messages").stdout
+    assert "No stored message matches 'trains'" in initialised("messages", "--search", "trains").stdout
+    assert json.loads(initialised("--json", "messages").stdout) == []
+    with open_store("ada") as memory:
+        _conversation(memory, 1)
+    result = initialised("compact")
+    assert result.exit_code == 0
+    assert "Nothing to compact: 2 message(s) in context" in result.stdout and "newest 4" in result.stdout
+
+
+def test_compact_without_a_model_says_which_variable_to_set(
+        initialised: Run, open_store: Callable[[str], MemoryManager]) -> None:
+    with open_store("ada") as memory:
+        _conversation(memory, 10)
+    result = initialised("compact")
+    assert result.exit_code == 1 and "ANTHROPIC_API_KEY" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert json.loads(initialised("--json", "summary").stdout) is None

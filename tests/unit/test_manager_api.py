@@ -130,10 +130,24 @@ def test_public_names_are_pinned() -> None:
         "BlockExistsError", "BlockNotAttachedError", "BlockLimitExceededError",
         "ReadOnlyBlockError", "ContentNotFoundError", "AmbiguousContentError", "StaleBlockError",
         "NothingToUndoError", "StorageError", "ArchivalError", "MessageNotFoundError",
-        "ImportFormatError", "MemoryAwareAgent", "TurnResult", "SQLiteSessionStore", "CollegeSession",
+        "ImportFormatError", "MemoryToolError", "ModelAuthenticationError", "MemoryAwareAgent",
+        "TurnResult", "SQLiteSessionStore", "CollegeSession",
     }
     assert expected <= set(memory_agent.__all__)
     for name in memory_agent.__all__:
         assert hasattr(memory_agent, name), name
     for name in ("MemoryAgentError", "BlockLimitExceededError", "StaleBlockError"):
         assert issubclass(getattr(memory_agent, name), Exception)
+
+
+def test_memory_tool_public_names_are_pinned() -> None:
+    from memory_agent import anthropic_memory, memory_paths, memory_tool
+
+    assert set(anthropic_memory.__all__) == {"AsyncManagedMemoryTool", "ManagedMemoryTool"}
+    assert set(memory_tool.__all__) == {"COMMANDS", "DEFAULT_TOOL_SET", "MEMORY_TOOL", "MEMORY_TOOL_NAME",
+                                        "TOOL_SETS", "MemoryFiles", "ToolSet", "check_tool_set",
+                                        "specs_for_tool_set"}
+    assert {"MEMORY_ROOT", "memory_path", "parse_memory_path", "default_in_prompt"} <= set(memory_paths.__all__)
+    for module in (anthropic_memory, memory_paths, memory_tool):
+        for name in module.__all__:
+            assert hasattr(module, name), name

@@ -1,0 +1,131 @@
+"""The texts of Anthropic's memory tool: file views, directory views and edit results.
+
+Pure functions over text, shaped exactly as the `anthropic` package's local-filesystem memory tool
+(`BetaLocalFilesystemMemoryTool`, anthropic 2.12) shapes them, because Claude models are trained
+on that tool: line numbers right-aligned in six columns and a tab, directory listings two levels
+deep with sizes, the same sentences for every success and every refusal it has a sentence for.
+Failures raise `MemoryToolError`, whose message is the text the model gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import MemoryToolError
+from ..memory_paths import format_size
+
+__all__ = [
+    "LINE_NUMBER_WIDTH",
+    "directory_view",
+    "file_view",
+    "insert_lines",
+    "replace_once",
+]
+
+LINE_NUMBER_WIDTH = 6
+"""Width of a line number: the tool's 999,999-line maximum has six digits."""
+
+_MAX_DEPTH = 2
+
+
+def _numbered(lines: Sequence[str], first: int) -> str:
+    return "\n".join(f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line}" for number, line in enumerate(lines, first))
+
+
+def file_view(path: str, content: str, view_range: Sequence[int] | None) -> str:
+    """A file with line numbers; `view_range` [first, last] (1-based, last -1 = to the end)."""
+    lines = content.split("\n")
+    first = 1
+    if view_range and len(view_range) == 2:
+        start = max(1, view_range[0]) - 1
+        end = len(lines) if view_range[1] == -1 else view_range[1]
+        lines, first = lines[start:end], start + 1
+    return f"Here's the content of {path} with line numbers:\n" + _numbered(lines, first)
+
+
+@dataclass
+class _Directory:
+    files: dict[str, int] = field(default_factory=dict)
+    directories: dict[str, _Directory] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return sum(self.files.values()) + sum(d.size for d in self.directories.values())
+
+
+def _tree(files: Mapping[str, int]) -> _Directory:
+    root = _Directory()
+    for relative, size in files.items():
+        *parents, name = relative.split("/")
+        node = root
+        for part in parents:
+            node = node.directories.setdefault(part, _Directory())
+        node.files[name] = size
+    return root
+
+
+def _entries(node: _Directory, prefix: str, depth: int) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for name in sorted(set(node.files) | set(node.directories)):
+        if name.startswith("."):
+            continue
+        relative = f"{prefix}/{name}" if prefix else name
+        if name in node.files:
+            found.append((node.files[name], relative))
+        if name in node.directories:
+            child = node.directories[name]
+            found.append((child.size, relative + "/"))
+            if depth < _MAX_DEPTH:
+                found.extend(_entries(child, relative, depth + 1))
+    return found
+
+
+def directory_view(path: str, files: Mapping[str, int]) -> str:
+    """A directory listing two levels deep, hidden names left out, each line `size<TAB>path`.
+
+    `files` maps each file's path relative to the directory to its size in bytes. A directory's
+    size is the total of the files under it (a filesystem would show its inode size instead).
+    """
+    root = _tree(files)
+    lines = [f"{format_size(root.size)}\t{path}"]
+    lines += [f"{format_size(size)}\t{path}/{relative}" for size, relative in _entries(root, "", 1)]
+    header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
+    return header + "\n" + "\n".join(lines)
+
+
+def replace_once(path: str, content: str, old: str, new: str) -> tuple[str, str]:
+    """Replace `old`, which must occur exactly once: the new content, and the result text
+    (a snippet of the changed place with line numbers)."""
+    count = content.count(old)
+    if count == 0:
+        raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}.",
+                              path)
+    if count > 1:
+        lines, start = [], 0
+        while (position := content.find(old, start)) != -1:
+            lines.append(content[:position].count("\n") + 1)
+            start = position + 1
+        raise MemoryToolError(
+            f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
+            f"{', '.join(map(str, lines))}. Please ensure it is unique", path)
+    changed_line = content[: content.find(old)].count("\n")
+    replaced = content.replace(old, new)
+    new_lines = replaced.split("\n")
+    first, last = max(0, changed_line - 2), min(len(new_lines), changed_line + 3)
+    snippet = _numbered(new_lines[first:last], first + 1)
+    return replaced, ("The memory file has been edited. Here is the snippet showing the change "
+                      "(with line numbers):\n" + snippet)
+
+
+def insert_lines(path: str, content: str, line: int, text: str) -> str:
+    """The content with `text` inserted after line `line` (0 = at the top); always ends in a newline."""
+    lines = content.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if line < 0 or line > len(lines):
+        raise MemoryToolError(
+            f"Invalid `insert_line` parameter: {line}. It should be within the range [0, {len(lines)}].", path)
+    lines.insert(line, text.rstrip("\n"))
+    inserted = "\n".join(lines)
+    return inserted if inserted.endswith("\n") else inserted + "\n"
