@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .prompt_cache import CacheUsage
 from .responses import ScriptedResponse
 
 __all__ = ["RecordedRequest", "RequestKind", "flatten_text"]
@@ -49,6 +50,9 @@ class RecordedRequest:
         served_default: Whether ``response`` is a default reply rather than a scripted one.
         status: The HTTP status answered (0 until the reply starts).
         completed: Whether the reply has been written in full.
+        cache_usage: How the server's prompt-cache model billed the request's input (cache
+            read, cache write, uncached); ``None`` when it was not billed (the reply's usage was
+            scripted, or the request is no messages request).
     """
 
     index: int
@@ -63,6 +67,7 @@ class RecordedRequest:
     served_default: bool = False
     status: int = 0
     completed: bool = False
+    cache_usage: CacheUsage | None = None
 
     @classmethod
     def parse(

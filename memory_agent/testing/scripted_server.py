@@ -18,6 +18,10 @@ Invariants:
 * When nothing is scripted for a request, it gets a default text reply, so a stray request
   never hangs a test.
 * Every request is recorded, including token counts and unknown paths (answered 404).
+* Input is billed as the API bills it (see :mod:`.prompt_cache`): the reply's ``usage`` splits
+  the request into cache reads, cache writes and uncached input, and the record keeps the split
+  (``RecordedRequest.cache_usage``). A reply whose ``input_tokens`` is scripted reports the
+  scripted figures instead.
 
 The server uses only the standard library and imports nothing else from ``memory_agent``.
 """
@@ -34,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from . import wire
+from .prompt_cache import PromptCache, TooManyBreakpointsError
 from .recorded import RecordedRequest, RequestKind
 from .responses import ScriptedError, ScriptedMessage, ScriptedResponse, ToolUseBlock, text_response
 
@@ -107,6 +112,10 @@ class ScriptedMessagesServer:
             ``lambda request: False`` to script every request.
         host: Interface to bind; keep the loopback default.
         port: Port to bind; 0 picks a free one.
+        count_tokens: Tokens of a text, for every usage figure; defaults to the wire estimate
+            of four characters a token. Pass the project's tiktoken counter's ``count_text`` to
+            bill with the same tokenizer the agent budgets with.
+        clock: Monotonic seconds for the prompt cache's TTL; tests inject one to let time pass.
     """
 
     def __init__(
@@ -118,6 +127,8 @@ class ScriptedMessagesServer:
         is_auxiliary: Callable[[RecordedRequest], bool] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        count_tokens: Callable[[str], int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.default_text = default_text
         self.auxiliary_text = auxiliary_text
@@ -130,6 +141,8 @@ class ScriptedMessagesServer:
         self._requests: list[RecordedRequest] = []
         self._recorded = 0
         self._ids = itertools.count(1)
+        self.count_tokens: Callable[[str], int] = count_tokens or wire.estimate_tokens
+        self.prompt_cache = PromptCache(self.count_tokens, clock=clock)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -338,6 +351,16 @@ class ScriptedMessagesServer:
         request.response = reply
         return reply
 
+    def _usage(self, request: RecordedRequest, reply: ScriptedMessage) -> dict[str, int]:
+        """The reply's ``usage``: scripted figures if given, else billed by the prompt cache."""
+        if reply.input_tokens is not None:
+            return wire.usage_of(reply, request.body)
+        billed = self.prompt_cache.account(request.model, request.body)
+        with self._lock:
+            request.cache_usage = billed
+        output = reply.output_tokens if reply.output_tokens is not None else wire.estimate_output_tokens(reply)
+        return {**billed.as_usage(), "output_tokens": output}
+
     def _auxiliary_text(self, request: RecordedRequest) -> str:
         if is_compaction_request(request):
             return f"<analysis>Scripted.</analysis>\n\n<summary>\n{self.compaction_summary}\n</summary>"
@@ -450,11 +473,16 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(reply.status, wire.error_body(reply), _error_headers(reply))
             return
+        try:
+            usage = server._usage(request, reply)
+        except TooManyBreakpointsError as error:
+            self._send_json(400, wire.error_body(ScriptedError(400, message=str(error))))
+            return
         shape: dict[str, Any] = {
             "message_id": server._next_id("msg"),
             "model": request.model,
             "tool_ids": server._tool_ids(reply),
-            "usage": wire.usage_of(reply, request.body),
+            "usage": usage,
         }
         if request.stream:
             self._send_events(200, wire.message_events(reply, **shape))
