@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .blocks import Block, BlockVersion
@@ -36,6 +36,9 @@ from .store import journal
 from .store.database import Database, utc_now
 
 __all__ = ["CoreMemory", "Edit"]
+
+_OWNER_ACTIONS = ("create", "restore", "update")
+"""History actions that are not the model's own edits (`edit`); undos (`undo_to_vN`) neither."""
 
 _BLOCK_COLUMNS = (
     "b.block_id, b.label, b.value, b.description, b.char_limit, b.is_shared, b.version,"
@@ -149,6 +152,34 @@ class CoreMemory:
                 (agent_id,),
             ).fetchone()
         return row[0] or ""
+
+    def changed_by_others(self, agent_id: str, since: Mapping[str, int]) -> list[str]:
+        """Labels of attached blocks with a version after `since` (block id -> version) that the
+        agent's own model-facing edits did not write: another agent's edit, the owner's update
+        or undo, a restore. A block missing from `since` counts as changed."""
+        changed: list[str] = []
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT b.block_id, ab.label, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " WHERE ab.agent_id = ?", (agent_id,)).fetchall()
+            for row in rows:
+                before = since.get(row["block_id"])
+                if before is None:
+                    changed.append(row["label"])
+                elif row["version"] != before and conn.execute(
+                    "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
+                    " AND (agent_id IS NOT ? OR action LIKE 'undo_to_v%' OR action IN (?, ?, ?)) LIMIT 1",
+                    (row["block_id"], before, row["version"], agent_id, *_OWNER_ACTIONS),
+                ).fetchone() is not None:
+                    changed.append(row["label"])
+        return changed
+
+    def versions(self, agent_id: str) -> dict[str, int]:
+        """Each attached block's id and current version."""
+        with self._db.reading() as conn:
+            return {row[0]: int(row[1]) for row in conn.execute(
+                "SELECT b.block_id, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " WHERE ab.agent_id = ?", (agent_id,))}
 
     def find_shared_block(self, label: str) -> Block | None:
         """The oldest shared block with this label, if any (used to join shared state)."""

@@ -39,6 +39,7 @@ from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.database import DATABASE_FILENAME, Database
 from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
+from .turn_context import TurnContext
 from .validation import check_text, checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
@@ -330,12 +331,15 @@ class MemoryManager:
     def _metadata(self, agent_id: str, blocks: list[Block], *, with_summary: bool = True) -> MemoryMetadata:
         summary = self.recall.latest_summary(agent_id) if with_summary else None
         return MemoryMetadata(
-            current_time=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             last_modified=max((b.updated_at for b in blocks), default=None),
-            recall_messages=self.recall.count(agent_id),
-            archival_passages=self._count_passages(agent_id),
             summary=summary.summary if summary else None,
         )
+
+    def turn_context(self, now: datetime | None = None, *, agent_id: str | None = None) -> TurnContext:
+        """What the model is told with each user message: the time and the memory sizes."""
+        target = agent_id or self.agent_id
+        return TurnContext(now=now or datetime.now(timezone.utc), recall_messages=self.recall.count(target),
+                           archival_passages=self._count_passages(target))
 
     def _count_passages(self, agent_id: str) -> int:
         with self.db.reading() as conn:

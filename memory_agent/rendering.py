@@ -54,12 +54,14 @@ _LAYOUT_TAGS = frozenset({
 
 @dataclass(frozen=True)
 class MemoryMetadata:
-    """Facts about memory that the model cannot see in the blocks themselves."""
+    """Facts about memory that the model cannot see in the blocks themselves.
 
-    current_time: str
+    Only what changes with memory belongs here: the system prompt must stay byte-identical
+    between memory edits to keep the prompt cache. The time and the recall and archival counts
+    come with each turn instead (`memory_agent.turn_context`).
+    """
+
     last_modified: str | None
-    recall_messages: int
-    archival_passages: int
     summary: str | None = None
 
 
@@ -150,10 +152,7 @@ def _render_markdown(blocks: Sequence[Block], files: list[str], metadata: Memory
 
 def _metadata_lines(metadata: MemoryMetadata) -> list[str]:
     return [
-        f"- Current time: {metadata.current_time}",
         f"- Memory last modified: {metadata.last_modified or 'never'}",
-        f"- {metadata.recall_messages} messages are stored in recall memory"
-        " (conversation_search finds them)",
-        f"- {metadata.archival_passages} passages are stored in archival memory"
-        " (archival_memory_search finds them)",
+        "- The current time and how many messages and passages recall and archival memory hold"
+        " come with each user message, in <turn_context>",
     ]

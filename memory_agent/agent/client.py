@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,10 +46,12 @@ from ..manager import MemoryManager
 from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
+from ..turn_context import render_turn_context, with_turn_context
 from .model_errors import raise_for_authentication_failure
 from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
 from .recorder import message_fields
+from .refresh_policy import PromptRefresh, PromptRefreshPolicy, make_policy
 from .session_seed import seed_lines
 from .turn import TurnResult
 from .turn_growth import TurnGrowth
@@ -75,6 +78,12 @@ class MemoryAwareAgent:
             "reconnect" starts a new process that resumes the session instead.
         memory_tools: Which memory tools the model gets: "letta" (the block tools), "anthropic"
             (the `memory` tool on /memories paths) or "both" (default; see `memory_tool.ToolSet`).
+        prompt_refresh: When changed memory is rebuilt into the system prompt: "deferred"
+            (default: the model's own edits wait, since their tool results show them; a change it
+            did not make is rebuilt before its next turn) or "live" (after every edit); or a
+            `PromptRefreshPolicy`. See `refresh_policy`.
+        clock: The current time, told to the model with each user message (`turn_context`);
+            injectable so tests can let hours pass.
     """
 
     def __init__(
@@ -86,11 +95,15 @@ class MemoryAwareAgent:
         compaction_settings: CompactionSettings | None = None,
         refresh_mode: RefreshMode = "live",
         memory_tools: ToolSet = DEFAULT_TOOL_SET,
+        prompt_refresh: PromptRefresh | PromptRefreshPolicy = "deferred",
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.memory_tools: ToolSet = check_tool_set(memory_tools)
         if refresh_mode not in ("live", "reconnect"):
             raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
         self.refresh_mode: RefreshMode = refresh_mode
+        self.prompt_refresh = make_policy(prompt_refresh)
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
         self.options = options or ClaudeAgentOptions()
         self._owns_memory = memory is None
         self.memory = memory or MemoryManager(agent_id=agent_id, compaction_settings=compaction_settings)
@@ -149,7 +162,8 @@ class MemoryAwareAgent:
         self._growth.start(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
         if isinstance(prompt, str):
             self._store_prompt(prompt)
-            await client.query(prompt, session_id=session_id)
+            await client.query(self._with_context({"type": "user", "message": {"role": "user", "content": prompt},
+                                                   "parent_tool_use_id": None}), session_id=session_id)
         else:
             await client.query(self._recorded_stream(prompt), session_id=session_id)
 
@@ -258,6 +272,9 @@ class MemoryAwareAgent:
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
         if self._client is not None and fingerprint == self._connected_fingerprint:
             return
+        if (self._client is not None and not self._needs_new_process
+                and not self.prompt_refresh.must_rebuild(self.memory, self.agent_id)):
+            return  # the tool results showed the model its own edits; the prompt catches up later
         refreshed = False
         if self._client is not None and not self._needs_new_process:
             refreshed = await self._refresh_live(self._memory_text())
@@ -267,6 +284,7 @@ class MemoryAwareAgent:
             await self.disconnect()
             await self._start_process()
         self._connected_fingerprint = fingerprint
+        self.prompt_refresh.rebuilt(self.memory, self.agent_id)
         self._fixed_tokens = self._request_fixed_tokens()
 
     def _request_fixed_tokens(self) -> int:
@@ -404,7 +422,17 @@ class MemoryAwareAgent:
             inner = message.get("message", {})
             if message.get("type") == "user" and isinstance(inner, dict) and "content" in inner:
                 self._store_prompt(inner["content"])
-            yield message
+                async for sent in self._with_context(message):
+                    yield sent
+            else:
+                yield message
+
+    async def _with_context(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The user message with the turn's context (time, memory sizes) as its first block: what
+        changes every turn travels with the turn, so the system prompt stays byte-identical."""
+        context = render_turn_context(self.memory.turn_context(self._clock(), agent_id=self.agent_id))
+        inner = message["message"]
+        yield {**message, "message": {**inner, "content": with_turn_context(inner["content"], context)}}
 
     def _record(self, message: Any) -> None:
         fields = message_fields(message)
@@ -435,6 +463,7 @@ class MemoryAwareAgent:
         self.compactor.observe_turn(
             self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
         self._growth.finish(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self.prompt_refresh.turn_ended(self.memory, self.agent_id)
         self._compaction_due = self.compactor.should_compact(
             self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None

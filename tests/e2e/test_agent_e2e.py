@@ -17,6 +17,7 @@ from claude_agent_sdk import (
     tool,
 )
 
+from compaction import reported_input_tokens
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
@@ -35,7 +36,7 @@ async def test_a_tool_edit_is_stored_and_shown_in_the_next_system_prompt(
     server.enqueue(tool_use_response(APPEND, {"label": "human", "content": "Name: Ada Lovelace"}))
     server.enqueue(text_response("Nice to meet you, Ada."))
     server.enqueue(text_response("You are Ada."))
-    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+    async with MemoryAwareAgent(options, memory=agent_memory, prompt_refresh="live") as agent:
         first = await agent.process_turn("Hi, I am Ada Lovelace.")
         assert first.text == "Nice to meet you, Ada."
         assert [call.name for call in first.tool_calls] == [APPEND]
@@ -61,7 +62,7 @@ async def test_a_tool_edit_is_stored_and_shown_in_the_next_system_prompt(
         ("user", "user"), ("assistant", "assistant"),
     ]
     results = [m for m in stored if m.message_type == "result"]
-    assert len(results) == 2 and results[0].metadata["usage"]["input_tokens"] > 0
+    assert len(results) == 2 and reported_input_tokens(results[0].metadata["usage"]) > 0
     assert all(m.token_count for m in stored if m.in_context)
     assert len({m.metadata.get("message_id") for m in stored if m.role == "assistant"}) >= 2
 
@@ -231,14 +232,15 @@ async def test_a_restart_from_another_directory_carries_the_conversation(
 
 def conversation(request) -> list[tuple[str, str]]:
     """(role, text) of every user and assistant message a request carried, in order; the CLI's
-    own system reminders left out."""
+    own system reminders and the memory layer's per-turn `<turn_context>` left out."""
     turns = []
     for message in request.messages:
         if message["role"] not in ("user", "assistant"):
             continue
         content = message["content"]
         text = content if isinstance(content, str) else " ".join(
-            str(block.get("text", "")) for block in content if block.get("type") == "text")
+            str(block.get("text", "")) for block in content
+            if block.get("type") == "text" and not str(block.get("text", "")).startswith("<turn_context>"))
         if text.strip() and not text.lstrip().startswith("<system-reminder>"):
             turns.append((message["role"], text.strip()))
     return turns

@@ -19,7 +19,7 @@ from memory_agent.labels import (
 )
 from memory_agent.rendering import MemoryMetadata, block_tags, render_memory
 
-METADATA = MemoryMetadata(current_time="now", last_modified=None, recall_messages=0, archival_passages=0)
+METADATA = MemoryMetadata(last_modified=None)
 
 
 @pytest.mark.parametrize(("label", "normal"), [

@@ -46,7 +46,8 @@ def test_xml_layout_matches_letta(memory: MemoryManager) -> None:
         "<memory_blocks>\nThe following memory blocks are currently engaged in your core memory unit:\n\n<persona>\n"
     )
     assert "<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am Sam.\n</value>\n</persona>" in text
-    assert "<memory_metadata>" in text and "messages are stored in recall memory" in text
+    assert "<memory_metadata>" in text and "- Memory last modified:" in text
+    assert "Current time" not in text and "messages are stored" not in text  # per turn, not here
     assert text.index("</memory_blocks>") < text.index("<memory_metadata>")
 
 
