@@ -7,8 +7,8 @@ whose results are logs of 8-16 kB. It can be reopened in the middle: in the same
 directory, in another one, or in a new storage dir after `memory-agent export` / `import`.
 
 Everything a soak must show is collected in `SoakResult`: per-turn latency and whether a turn
-compacted or restarted, every main-model request's size (the server's token estimate, which is
-also the usage the agent calibrates on), the compactions, process RSS and open descriptors, and
+compacted or restarted, every main-model request's size (the server's token count, which is also
+the usage the agent calibrates on), the compactions, process RSS and open descriptors, and
 the stable-prefix share of consecutive requests (how much of a request repeats the previous one
 verbatim, which is what a prompt cache can reuse).
 
@@ -30,15 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, create_sdk_mcp_server, tool
 
 from .agent import MemoryAwareAgent
+from .agent.refresh_policy import DEFAULT_MAX_STALE_TURNS, PromptRefresh, PromptRefreshPolicy
 from .manager import MemoryManager
 from .settings import Settings
+from .testing.prompt_cache import CacheUsage
 from .testing.recorded import RecordedRequest
 from .testing.responses import text_response, tool_use_response
 from .testing.scripted_server import ScriptedMessagesServer
-from .testing.wire import estimate_input_tokens
 
 __all__ = [
     "MAIN_MODEL",
@@ -49,6 +50,7 @@ __all__ = [
     "TurnRecord",
     "carried_chars",
     "pasted_log",
+    "run_plain_soak",
     "run_soak",
     "stable_prefix_share",
     "summary_lines",
@@ -59,6 +61,8 @@ MAIN_MODEL = "claude-sonnet-4-5"
 (another model) never takes a scripted turn reply."""
 
 LOG_TOOL = "mcp__logs__read_log"
+SHARED_LABEL = "project"
+"""The block shared with another agent when `SoakConfig.shared_edit_every` is set."""
 Restart = Literal["same-cwd", "other-cwd", "import"]
 TurnKind = Literal["chat", "paste", "tool", "edit", "recall"]
 
@@ -95,6 +99,10 @@ class SoakConfig:
             next request carries a new system prompt (0: never).
         context_window: The compaction window in tokens (default: the settings' default).
         seed: Makes the conversation reproducible.
+        shared_edit_every: Before every n-th turn another agent of the storage dir appends to
+            the shared block `SHARED_LABEL`, which the soak agent has joined (0: never).
+        prompt_refresh: The agent's system-prompt refresh policy (`refresh_policy`).
+        max_stale_turns: The deferred policy's limit of turns on a prompt lagging own edits.
     """
 
     turns: int
@@ -107,6 +115,9 @@ class SoakConfig:
     edit_every: int = 50
     context_window: int | None = None
     seed: int = 7
+    shared_edit_every: int = 0
+    prompt_refresh: PromptRefresh = "deferred"
+    max_stale_turns: int = DEFAULT_MAX_STALE_TURNS
 
 
 @dataclass(frozen=True)
@@ -152,6 +163,10 @@ class SoakResult:
     last_request: RecordedRequest | None = None
     final_storage_dir: Path | None = None
     agent_id: str = "soak"
+    cache_usage: list[CacheUsage] = field(default_factory=list)
+    """How the server billed each main-model request's input (cache read / write / uncached)."""
+    prompt_rebuilds: int = 0
+    """System prompts built by the agent (CLI processes started plus live refreshes)."""
 
     def latencies(self) -> list[float]:
         """Seconds per turn, leaving out turns that compacted or reopened the agent."""
@@ -283,6 +298,7 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
             restarted = number in config.restarts
             if restarted or agent is None:
                 if agent is not None and memory is not None:
+                    result.prompt_rebuilds += agent.reconnects + agent.live_refreshes
                     await agent.__aexit__(None, None, None)
                     memory.close()
                     if config.restarts[number] == "other-cwd":
@@ -291,6 +307,8 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                         storage = _export_and_import(storage, result.agent_id)
                 memory, agent = await _open_agent(server, config, conversation, storage, cwd, result)
             assert memory is not None and agent is not None
+            if config.shared_edit_every and number and number % config.shared_edit_every == 0:
+                _colleague_edit(memory.settings, number)
             kind: TurnKind = "recall" if number == config.turns - 1 and number > 0 else conversation.kind(number)
             prompt = conversation.prompt(number, kind)
             conversation.script(server, number, kind)
@@ -306,7 +324,9 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                 result.compactions.append(_check_compaction(memory, result.agent_id, number, requests[0], summaries[-1]))
             breaks_session = compacted or (restarted and number > 0)
             for index, request in enumerate(requests):
-                result.request_tokens.append(estimate_input_tokens(request.body))
+                if request.cache_usage is not None:
+                    result.cache_usage.append(request.cache_usage)
+                result.request_tokens.append(request.input_tokens)
                 result.request_turns.append(number)
                 result.carried_chars.append(carried_chars(request))
                 if previous is not None and not (index == 0 and breaks_session):
@@ -328,6 +348,7 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
         result.trigger_tokens = memory.compactor.settings.trigger_tokens if memory else 0
     finally:
         if agent is not None and memory is not None:
+            result.prompt_rebuilds += agent.reconnects + agent.live_refreshes
             await agent.__aexit__(None, None, None)
             memory.close()
     result.last_request = previous
@@ -352,9 +373,23 @@ def _check_compaction(memory: MemoryManager, agent_id: str, turn: int, request: 
     before = [m for m in kept if prompt is None or m.turn_id != prompt.turn_id]
     floor = (sum(len(m.text) for m in before) + (len(prompt.text) if prompt else 0)) // 4
     return CompactionCheck(
-        turn=turn, request_tokens=estimate_input_tokens(request.body), floor_tokens=floor,
+        turn=turn, request_tokens=request.input_tokens, floor_tokens=floor,
         kept_first_present=bool(first_kept) and json.dumps(first_kept, ensure_ascii=False)[1:-1] in sent,
         evicted_last_absent=not evicted or json.dumps(evicted[-1].text, ensure_ascii=False)[1:-1] not in sent,
+    )
+
+
+def _colleague_edit(settings: Settings, number: int) -> None:
+    """Another agent of the storage dir appends to the shared block (as another process would)."""
+    with MemoryManager(agent_id="colleague", settings=settings) as colleague:
+        colleague.join_shared_block(SHARED_LABEL)
+        colleague.core_memory_append(SHARED_LABEL, f"Colleague, before turn {number}: release {number} is staged.")
+
+
+def _options(server: ScriptedMessagesServer, conversation: _Conversation, cwd: Path) -> ClaudeAgentOptions:
+    return ClaudeAgentOptions(
+        env=server.env(), system_prompt="You are a patient site-reliability assistant.", tools=[],
+        cwd=str(cwd), model=MAIN_MODEL, mcp_servers={"logs": conversation.server}, allowed_tools=[LOG_TOOL],
     )
 
 
@@ -366,13 +401,39 @@ async def _open_agent(server: ScriptedMessagesServer, config: SoakConfig, conver
         environment["COMPACTION_CONTEXT_WINDOW"] = str(config.context_window)
     settings = Settings.from_env(environment, env_file=None)
     memory = MemoryManager(agent_id=result.agent_id, settings=settings)
-    options = ClaudeAgentOptions(
-        env=server.env(), system_prompt="You are a patient site-reliability assistant.", tools=[],
-        cwd=str(cwd), model=MAIN_MODEL, mcp_servers={"logs": conversation.server}, allowed_tools=[LOG_TOOL],
-    )
-    agent = MemoryAwareAgent(options, memory=memory)
+    if config.shared_edit_every:
+        memory.join_shared_block(SHARED_LABEL, value="Release notes shared by the on-call team.")
+    policy = PromptRefreshPolicy(config.prompt_refresh, max_stale_turns=config.max_stale_turns)
+    agent = MemoryAwareAgent(_options(server, conversation, cwd), memory=memory, prompt_refresh=policy)
     await agent.__aenter__()
     return memory, agent
+
+
+async def run_plain_soak(server: ScriptedMessagesServer, config: SoakConfig) -> SoakResult:
+    """The same conversation through a plain `ClaudeSDKClient`: no memory layer, no memory tool
+    calls (an edit turn is answered in text), the CLI's own context handling. The baseline the
+    memory layer's cost is measured against; only requests and their bills are collected."""
+    conversation = _Conversation(config)
+    result = SoakResult(config=config, first_text=conversation.first_text)
+    server.take_requests()
+    async with ClaudeSDKClient(_options(server, conversation, config.project_dir)) as client:
+        for number in range(config.turns):
+            kind = conversation.kind(number)
+            conversation.script(server, number, "chat" if kind == "edit" else kind)
+            began = time.perf_counter()
+            await client.query(conversation.prompt(number, kind))
+            answer, is_error = "", False
+            async for message in client.receive_response():
+                if isinstance(message, ResultMessage):
+                    answer, is_error = message.result or "", message.is_error
+            result.turns.append(TurnRecord(number, kind, time.perf_counter() - began, False, False, answer, is_error))
+            for request in server.take_requests():
+                if request.kind in ("turn", "auxiliary") and MAIN_MODEL in request.model:
+                    result.request_tokens.append(request.input_tokens)
+                    if request.cache_usage is not None:
+                        result.cache_usage.append(request.cache_usage)
+    result.prompt_rebuilds = 1
+    return result
 
 
 def _export_and_import(storage: Path, agent_id: str) -> Path:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from .prompt_cache import CacheUsage
 from .responses import ScriptedResponse
+from .wire import estimate_input_tokens
 
 __all__ = ["RecordedRequest", "RequestKind", "flatten_text"]
 
@@ -92,6 +93,14 @@ class RecordedRequest:
     def stream(self) -> bool:
         """Whether the client asked for a streamed (SSE) reply."""
         return bool(self.body.get("stream"))
+
+    @property
+    def input_tokens(self) -> int:
+        """The request's input tokens as the server counted them: the billed total (cache read +
+        write + uncached, what the reply's usage reported), else the wire estimate."""
+        if self.cache_usage is not None:
+            return self.cache_usage.total
+        return estimate_input_tokens(self.body)
 
     @property
     def system(self) -> Any:

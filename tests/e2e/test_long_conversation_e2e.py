@@ -25,7 +25,6 @@ from memory_agent.soak import (
 )
 from memory_agent.store.database import DATABASE_FILENAME
 from memory_agent.testing import ScriptedMessagesServer, text_response
-from memory_agent.testing.wire import estimate_input_tokens
 
 pytestmark = pytest.mark.e2e
 
@@ -95,11 +94,11 @@ async def test_ten_thousand_stored_messages_without_a_session(
         first, second = server.message_requests("opus")
         settings = memory.compactor.settings
         # The first request is sized by estimate alone (no usage reported yet): the scripted
-        # server's four-characters-per-token count of such short messages runs a few per cent
-        # above it, so the bound here is the overflow line; from the second request on the
-        # agent is calibrated on reported usage and stays under the trigger.
-        assert estimate_input_tokens(first.body) < settings.overflow_tokens
-        assert estimate_input_tokens(second.body) < settings.trigger_tokens
+        # server's count of such short messages may run a few per cent above it, so the bound
+        # here is the overflow line; from the second request on the agent is calibrated on
+        # reported usage and stays under the trigger.
+        assert first.input_tokens < settings.overflow_tokens
+        assert second.input_tokens < settings.trigger_tokens
         assert "Earlier answer 4999: the plan is on track" in json.dumps(first.messages)
         assert len(json.dumps(first.messages)) > MAX_ARG_STRLEN
 
@@ -121,7 +120,7 @@ async def test_a_history_larger_than_the_window_is_compacted_before_the_first_re
         requests = server.message_requests()
         assert requests[0].model.startswith("claude-haiku")  # the summariser came first
         first_turn = server.message_requests("opus")[0]
-        assert estimate_input_tokens(first_turn.body) < memory.compactor.settings.trigger_tokens
+        assert first_turn.input_tokens < memory.compactor.settings.trigger_tokens
         assert "Summary of the logs." in first_turn.system_text
         assert "Read log 69." in json.dumps(first_turn.messages)
         assert "Log 0:" not in json.dumps(first_turn.messages)
