@@ -57,8 +57,8 @@ async def one_run(label: str, turns: int, window: int, *, policy: PromptRefresh 
 
 
 def table(rows: Sequence[tuple[str, SoakResult, float]], live_units: float | None) -> list[str]:
-    lines = [f"{'run':<28} {'requests':>8} {'cache read':>12} {'cache write':>12} {'uncached':>10} "
-             f"{'units':>11} {'vs live':>7} {'mean req':>9} {'compactions':>11} {'prompts':>7} {'secs':>5}"]
+    lines = [(f"{'run':<28} {'requests':>8} {'cache read':>12} {'cache write':>12} {'uncached':>10} "
+              f"{'units':>11} {'vs live':>7} {'mean req':>9} {'compactions':>11} {'prompts':>7} {'secs':>5}")]
     for label, result, seconds in rows:
         read, written, uncached, cost = units(result)
         mean = sum(u.total for u in result.cache_usage) / max(len(result.cache_usage), 1)

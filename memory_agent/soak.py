@@ -30,10 +30,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, create_sdk_mcp_server, tool
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    create_sdk_mcp_server,
+    tool,
+)
 
 from .agent import MemoryAwareAgent
-from .agent.refresh_policy import DEFAULT_MAX_STALE_TURNS, PromptRefresh, PromptRefreshPolicy
+from .agent.refresh_policy import (
+    DEFAULT_MAX_STALE_TURNS,
+    PromptRefresh,
+    PromptRefreshPolicy,
+)
 from .manager import MemoryManager
 from .settings import Settings
 from .testing.prompt_cache import CacheUsage

@@ -39,7 +39,12 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import PermissionMode
 
-from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
+from compaction import (
+    CompactionOutcome,
+    CompactionSettings,
+    MessageRecord,
+    message_tokens,
+)
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
@@ -48,7 +53,13 @@ from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from ..turn_context import render_turn_context, with_turn_context
 from .model_errors import raise_for_authentication_failure
-from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
+from .options import (
+    compose_system_text,
+    is_preset,
+    merge_options,
+    user_system_text,
+    with_base_prompt,
+)
 from .prompt_file import PromptFile
 from .recorder import message_fields
 from .refresh_policy import PromptRefresh, PromptRefreshPolicy, make_policy

@@ -24,7 +24,7 @@ rebuild.
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
@@ -86,6 +86,6 @@ def _layout(memory: MemoryManager, agent_id: str) -> tuple[object, ...]:
     return (summary.summary_id if summary else 0, *blocks)
 
 
-def make_policy(policy: Union[PromptRefresh, PromptRefreshPolicy]) -> PromptRefreshPolicy:
+def make_policy(policy: PromptRefresh | PromptRefreshPolicy) -> PromptRefreshPolicy:
     """A policy from its name, or the given one."""
     return policy if isinstance(policy, PromptRefreshPolicy) else PromptRefreshPolicy(policy)

@@ -14,7 +14,12 @@ from claude_agent_sdk import ClaudeAgentOptions
 from compaction import default_counter
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
 from memory_agent.agent.refresh_policy import PromptRefreshPolicy
-from memory_agent.testing import RecordedRequest, ScriptedMessagesServer, text_response, tool_use_response
+from memory_agent.testing import (
+    RecordedRequest,
+    ScriptedMessagesServer,
+    text_response,
+    tool_use_response,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,11 @@ import anthropic
 import pytest
 
 from memory_agent.testing import ScriptedMessagesServer, text_response
-from memory_agent.testing.prompt_cache import CacheUsage, PromptCache, TooManyBreakpointsError
+from memory_agent.testing.prompt_cache import (
+    CacheUsage,
+    PromptCache,
+    TooManyBreakpointsError,
+)
 
 SONNET = "claude-sonnet-4-5"
 MARK = {"type": "ephemeral"}
