@@ -73,17 +73,18 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--window", type=int, default=60_000, help="compaction window in tokens")
-    parser.add_argument("--quick", action="store_true", help="80 turns at a 25,000-token window")
+    parser.add_argument("--quick", action="store_true", help="40 turns at a 15,000-token window")
     parser.add_argument("--stale-turns", type=int, nargs="*", default=[],
                         help="also run `deferred` with these max_stale_turns (to choose the default)")
     args = parser.parse_args()
-    turns, window = (80, 25_000) if args.quick else (args.turns, args.window)
+    turns, window = (40, 15_000) if args.quick else (args.turns, args.window)
     print(f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every 7; "
           "runs one after another on a shared, loaded machine (seconds are indicative only)", flush=True)
     rows = [await one_run("live", turns, window, policy="live")]
-    rows.append(await one_run(f"deferred (default, N={DEFAULT_MAX_STALE_TURNS})", turns, window, policy="deferred"))
-    for stale in args.stale_turns:
-        rows.append(await one_run(f"deferred N={stale}", turns, window, policy="deferred", stale_turns=stale))
+    for policy in ("deferred", "announce"):
+        rows.append(await one_run(f"{policy} (N={DEFAULT_MAX_STALE_TURNS})", turns, window, policy=policy))
+        for stale in args.stale_turns:
+            rows.append(await one_run(f"{policy} N={stale}", turns, window, policy=policy, stale_turns=stale))
     rows.append(await one_run("plain ClaudeSDKClient", turns, window, policy=None))
     live_units = units(rows[0][1])[3]
     for line in table(rows, live_units):

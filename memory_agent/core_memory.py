@@ -154,7 +154,7 @@ class CoreMemory:
         return row[0] or ""
 
     def changed_by_others(self, agent_id: str, since: Mapping[str, int]) -> list[str]:
-        """Labels of attached blocks with a version after `since` (block id -> version) that the
+        """Ids of attached blocks with a version after `since` (block id -> version) that the
         agent's own model-facing edits did not write: another agent's edit, the owner's update
         or undo, a restore. A block missing from `since` counts as changed."""
         changed: list[str] = []
@@ -165,13 +165,13 @@ class CoreMemory:
             for row in rows:
                 before = since.get(row["block_id"])
                 if before is None:
-                    changed.append(row["label"])
+                    changed.append(row["block_id"])
                 elif row["version"] != before and conn.execute(
                     "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
                     " AND (agent_id IS NOT ? OR action LIKE 'undo_to_v%' OR action IN (?, ?, ?)) LIMIT 1",
                     (row["block_id"], before, row["version"], agent_id, *_OWNER_ACTIONS),
                 ).fetchone() is not None:
-                    changed.append(row["label"])
+                    changed.append(row["block_id"])
         return changed
 
     def versions(self, agent_id: str) -> dict[str, int]:

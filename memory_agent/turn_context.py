@@ -11,11 +11,15 @@ stay the same in every later request that repeats the turn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["TURN_CONTEXT_TAG", "TurnContext", "render_turn_context", "with_turn_context"]
+from .blocks import Block
+from .rendering import block_tags, escape_text
+
+__all__ = ["TURN_CONTEXT_TAG", "TurnContext", "render_memory_changes", "render_turn_context", "with_turn_context"]
 
 TURN_CONTEXT_TAG = "turn_context"
 
@@ -40,6 +44,20 @@ def render_turn_context(context: TurnContext) -> str:
          " (archival_memory_search finds them)"),
         f"</{TURN_CONTEXT_TAG}>",
     ])
+
+
+def render_memory_changes(blocks: Sequence[Block]) -> str:
+    """Blocks changed since the model's last turn by someone else, with their new values: how
+    such a change reaches the model without rebuilding the system prompt (`announce` policy)."""
+    if not blocks:
+        return ""
+    parts = ["<memory_changes>",
+             "Changed since your last turn by another agent or the user; your system prompt still shows"
+             " the old value until it is next rebuilt. The current values:"]
+    for block in blocks:
+        opening, closing = block_tags(block.label)
+        parts += [opening, escape_text(block.value), closing]
+    return "\n".join([*parts, "</memory_changes>"])
 
 
 def _count(number: int, noun: str) -> str:

@@ -442,6 +442,8 @@ class MemoryAwareAgent:
         """The user message with the turn's context (time, memory sizes) as its first block: what
         changes every turn travels with the turn, so the system prompt stays byte-identical."""
         context = render_turn_context(self.memory.turn_context(self._clock(), agent_id=self.agent_id))
+        changes = self.prompt_refresh.announcement(self.memory, self.agent_id)
+        context = f"{context}\n{changes}" if changes else context
         inner = message["message"]
         yield {**message, "message": {**inner, "content": with_turn_context(inner["content"], context)}}
 

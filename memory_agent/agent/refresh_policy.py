@@ -12,12 +12,19 @@ policies:
   It rebuilds only when it must: a change the model did not make, a compaction (which starts a
   new session anyway), or after `max_stale_turns` turns on a prompt that lags its own edits.
 
+* `announce`: as `deferred`, but a change the model did not make does not rebuild the prompt
+  either: the block's new value comes with the model's next user message, in a
+  `<memory_changes>` section of its `<turn_context>` (so it too stays a cached part of the
+  conversation). Only a compaction, a change of which blocks the prompt shows, or
+  `max_stale_turns` rebuild it.
+
 A change counts as the model's own when this agent's model-facing edit wrote it during one of
-the agent's turns. Anything else is rebuilt before the next turn: any change between turns
+the agent's turns. Anything else reaches the model before its next turn (rebuilt into the prompt,
+or with `announce` in the turn's message): any change between turns
 (another agent, another process, the application, `memory-agent blocks set`), another agent's
 write or the owner's update, undo or restore even during a turn, and a block attached, detached,
 renamed or moved in or out of the prompt. So a change the model did not make reaches it by its
-next turn under both policies. Known limit: another process writing as this same agent id with
+next turn under every policy. Known limit: another process writing as this same agent id with
 a model-facing edit while a turn runs is taken for the model's own edit, and shows at the next
 rebuild.
 """
@@ -28,10 +35,11 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
+from ..turn_context import render_memory_changes
 
 __all__ = ["DEFAULT_MAX_STALE_TURNS", "PromptRefresh", "PromptRefreshPolicy", "make_policy"]
 
-PromptRefresh = Literal["live", "deferred"]
+PromptRefresh = Literal["live", "deferred", "announce"]
 
 DEFAULT_MAX_STALE_TURNS = 25
 """Turns a deferred prompt may lag the model's own edits (chosen by bench/cache_cost_bench.py)."""
@@ -41,25 +49,29 @@ class PromptRefreshPolicy:
     """Decides before each turn whether changed memory is rebuilt into the system prompt."""
 
     def __init__(self, mode: PromptRefresh = "deferred", *, max_stale_turns: int = DEFAULT_MAX_STALE_TURNS) -> None:
-        if mode not in ("live", "deferred"):
-            raise ConfigurationError(f"prompt_refresh must be 'live' or 'deferred', got {mode!r}.")
+        if mode not in ("live", "deferred", "announce"):
+            raise ConfigurationError(f"prompt_refresh must be 'live', 'deferred' or 'announce', got {mode!r}.")
         if max_stale_turns < 0:
             raise ConfigurationError(f"max_stale_turns must be 0 or more, got {max_stale_turns}.")
         self.mode: PromptRefresh = mode
         self.max_stale_turns = max_stale_turns
         self.deferred_turns = 0
-        """Turns run so far on a prompt that lagged the model's own edits (for benches)."""
-        self._versions: dict[str, int] = {}
+        """Turns run so far on a prompt that lagged memory (for benches)."""
+        self.announced_blocks = 0
+        """Blocks shown in a turn's `<memory_changes>` instead of a rebuilt prompt (for benches)."""
+        self._known: dict[str, int] = {}
         self._versions_after_turn: dict[str, int] = {}
+        self._to_announce: list[str] = []
         self._layout: tuple[object, ...] = ()
         self._stale_turns = 0
 
     def rebuilt(self, memory: MemoryManager, agent_id: str) -> None:
         """Remember what the prompt just built shows."""
-        self._versions = memory.core.versions(agent_id)
-        self._versions_after_turn = self._versions
+        self._known = memory.core.versions(agent_id)
+        self._versions_after_turn = dict(self._known)
         self._layout = _layout(memory, agent_id)
         self._stale_turns = 0
+        self._to_announce = []
 
     def turn_ended(self, memory: MemoryManager, agent_id: str) -> None:
         """Remember the versions at the end of a turn: whatever changes before the next one, the
@@ -70,13 +82,36 @@ class PromptRefreshPolicy:
         """Whether memory that changed since the last build must be rebuilt before this turn."""
         if self.mode == "live" or self._stale_turns >= self.max_stale_turns:
             return True
-        if (memory.core.versions(agent_id) != self._versions_after_turn
-                or _layout(memory, agent_id) != self._layout
-                or memory.core.changed_by_others(agent_id, self._versions)):
+        if _layout(memory, agent_id) != self._layout:
             return True
+        foreign = self._foreign_changes(memory, agent_id)
+        if foreign and self.mode == "deferred":
+            return True
+        self._to_announce = foreign
         self._stale_turns += 1
         self.deferred_turns += 1
         return False
+
+    def _foreign_changes(self, memory: MemoryManager, agent_id: str) -> list[str]:
+        """Ids of blocks changed by anything but the model's own edits since it last saw them."""
+        current = memory.core.versions(agent_id)
+        between_turns = {block_id for block_id, version in current.items()
+                         if self._versions_after_turn.get(block_id) != version}
+        return sorted(between_turns | set(memory.core.changed_by_others(agent_id, self._known)))
+
+    def announcement(self, memory: MemoryManager, agent_id: str) -> str:
+        """The `<memory_changes>` text for this turn's message (empty when nothing is pending),
+        after which those versions count as seen by the model."""
+        if not self._to_announce:
+            return ""
+        wanted = set(self._to_announce)
+        blocks = [block for block in memory.core.list_blocks(agent_id) if block.block_id in wanted and block.in_prompt]
+        self._to_announce = []
+        memory.core.mark_seen(agent_id, blocks)
+        for block in blocks:
+            self._known[block.block_id] = block.version
+        self.announced_blocks += len(blocks)
+        return render_memory_changes(blocks)
 
 
 def _layout(memory: MemoryManager, agent_id: str) -> tuple[object, ...]:

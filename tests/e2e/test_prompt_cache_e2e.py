@@ -144,6 +144,32 @@ async def test_deferred_rebuilds_for_another_agents_shared_edit_by_the_next_turn
     assert "likes Rust" in turns[3].system_text
 
 
+async def test_announce_brings_another_agents_edit_with_the_next_turn_and_keeps_the_prompt(
+    billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager,
+) -> None:
+    billed_memory.join_shared_block("project", value="Goal: ship v2.")
+    billing_server.enqueue(text_response("Hello."), text_response("Seen it."))
+    billing_server.enqueue(tool_use_response("mcp__memory__core_memory_replace",
+                                             {"label": "project", "old_content": "blocked", "new_content": "unblocked"}))
+    billing_server.enqueue(text_response("Updated."))
+    async with MemoryAwareAgent(billed_options, memory=billed_memory, prompt_refresh="announce") as agent:
+        await agent.process_turn("Hi.")
+        with MemoryManager(agent_id="colleague", settings=billed_memory.settings) as colleague:
+            colleague.join_shared_block("project")
+            colleague.core_memory_append("project", "Colleague: v2 is blocked on review.")
+        await agent.process_turn("Any news?")
+        await agent.process_turn("It got reviewed, please update the project.")
+        assert agent.live_refreshes == 0 and agent.prompt_refresh.announced_blocks == 1
+    first, news, _, replace = billing_server.turn_requests()  # the last: the tool call's result
+    assert system_json(first) == system_json(news) and "blocked on review" not in news.system_text
+    told = last_user_text(news)
+    assert "<memory_changes>" in told and "Colleague: v2 is blocked on review." in told
+    # Shown in the turn, the version counts as seen: the model's own edit is not refused as stale.
+    result = replace.tool_results[-1]
+    assert not result.get("is_error") and "v2 is unblocked on review" in str(result["content"])
+    assert billed_memory.get_block("project").value.endswith("Colleague: v2 is unblocked on review.")
+
+
 async def test_deferred_catches_up_after_max_stale_turns(
     billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
 ) -> None:
