@@ -10,7 +10,7 @@ ClaudeSDKClient (no memory layer; the CLI's own context handling; edit turns ans
 
 Printed per run: main-model requests, input tokens by kind (cache read / cache write / uncached),
 the cost in base-price units (uncached 1.0, cache write 1.25, cache read 0.1; 5-minute TTL, all
-within it), the mean request size, compactions and system prompts built. The summariser's own
+within it), that cost per input token (0.1 if everything were a cache read), the mean request size, compactions and system prompts built. The summariser's own
 requests (a cheap model, during compaction) are left out.
 
 Goal (issue 18): the default policy costs at most half of `live`.
@@ -27,7 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from compaction import default_counter
-from memory_agent.agent.refresh_policy import DEFAULT_MAX_STALE_TURNS, PromptRefresh
+from memory_agent.agent.refresh_policy import (
+    DEFAULT_MAX_STALE_TURNS,
+    DEFAULT_PROMPT_REFRESH,
+    PromptRefresh,
+)
 from memory_agent.soak import SoakConfig, SoakResult, run_plain_soak, run_soak
 from memory_agent.testing import ScriptedMessagesServer
 
@@ -51,20 +55,22 @@ async def one_run(label: str, turns: int, window: int, *, policy: PromptRefresh 
         config = SoakConfig(turns=turns, storage_dir=base / "store", project_dir=base / "project",
                             other_dir=base / "project", paste_every=0, tool_every=7, edit_every=5,
                             shared_edit_every=20, context_window=window,
-                            prompt_refresh=policy or "deferred", max_stale_turns=stale_turns)
+                            prompt_refresh=policy or DEFAULT_PROMPT_REFRESH, max_stale_turns=stale_turns)
         result = await (run_soak(server, config) if policy else run_plain_soak(server, config))
     return label, result, time.perf_counter() - began
 
 
 def table(rows: Sequence[tuple[str, SoakResult, float]], live_units: float | None) -> list[str]:
     lines = [(f"{'run':<28} {'requests':>8} {'cache read':>12} {'cache write':>12} {'uncached':>10} "
-              f"{'units':>11} {'vs live':>7} {'mean req':>9} {'compactions':>11} {'prompts':>7} {'secs':>5}")]
+              f"{'units':>11} {'vs live':>7} {'units/tok':>9} {'mean req':>9} {'compactions':>11} {'prompts':>7} "
+              f"{'secs':>5}")]
     for label, result, seconds in rows:
         read, written, uncached, cost = units(result)
         mean = sum(u.total for u in result.cache_usage) / max(len(result.cache_usage), 1)
         ratio = f"{cost / live_units:.2f}" if live_units else "-"
         lines.append(f"{label:<28} {len(result.cache_usage):>8} {read:>12,} {written:>12,} {uncached:>10,} "
-                     f"{cost:>11,.0f} {ratio:>7} {mean:>9,.0f} {len(result.compactions):>11} "
+                     f"{cost:>11,.0f} {ratio:>7} {cost / max(read + written + uncached, 1):>9.3f} {mean:>9,.0f} "
+                     f"{len(result.compactions):>11} "
                      f"{result.prompt_rebuilds:>7} {seconds:>5.0f}")
     return lines
 
@@ -82,7 +88,8 @@ async def main() -> None:
           "runs one after another on a shared, loaded machine (seconds are indicative only)", flush=True)
     rows = [await one_run("live", turns, window, policy="live")]
     for policy in ("deferred", "announce"):
-        rows.append(await one_run(f"{policy} (N={DEFAULT_MAX_STALE_TURNS})", turns, window, policy=policy))
+        default = " (default)" if policy == DEFAULT_PROMPT_REFRESH else ""
+        rows.append(await one_run(f"{policy}{default} N={DEFAULT_MAX_STALE_TURNS}", turns, window, policy=policy))
         for stale in args.stale_turns:
             rows.append(await one_run(f"{policy} N={stale}", turns, window, policy=policy, stale_turns=stale))
     rows.append(await one_run("plain ClaudeSDKClient", turns, window, policy=None))

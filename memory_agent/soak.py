@@ -41,6 +41,7 @@ from claude_agent_sdk import (
 from .agent import MemoryAwareAgent
 from .agent.refresh_policy import (
     DEFAULT_MAX_STALE_TURNS,
+    DEFAULT_PROMPT_REFRESH,
     PromptRefresh,
     PromptRefreshPolicy,
 )
@@ -126,7 +127,7 @@ class SoakConfig:
     context_window: int | None = None
     seed: int = 7
     shared_edit_every: int = 0
-    prompt_refresh: PromptRefresh = "deferred"
+    prompt_refresh: PromptRefresh = DEFAULT_PROMPT_REFRESH
     max_stale_turns: int = DEFAULT_MAX_STALE_TURNS
 
 

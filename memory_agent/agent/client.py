@@ -62,7 +62,7 @@ from .options import (
 )
 from .prompt_file import PromptFile
 from .recorder import message_fields
-from .refresh_policy import PromptRefresh, PromptRefreshPolicy, make_policy
+from .refresh_policy import DEFAULT_PROMPT_REFRESH, PromptRefresh, PromptRefreshPolicy, make_policy
 from .session_seed import seed_lines
 from .turn import TurnResult
 from .turn_growth import TurnGrowth
@@ -89,9 +89,10 @@ class MemoryAwareAgent:
             "reconnect" starts a new process that resumes the session instead.
         memory_tools: Which memory tools the model gets: "letta" (the block tools), "anthropic"
             (the `memory` tool on /memories paths) or "both" (default; see `memory_tool.ToolSet`).
-        prompt_refresh: When changed memory is rebuilt into the system prompt: "deferred"
-            (default: the model's own edits wait, since their tool results show them; a change it
-            did not make is rebuilt before its next turn) or "live" (after every edit); or a
+        prompt_refresh: When changed memory is rebuilt into the system prompt: "announce"
+            (default: the model's own edits wait, since their tool results show them; a change
+            it did not make comes with its next message), "deferred" (such a change rebuilds
+            the prompt before the next turn) or "live" (every change rebuilds it); or a
             `PromptRefreshPolicy`. See `refresh_policy`.
         clock: The current time, told to the model with each user message (`turn_context`);
             injectable so tests can let hours pass.
@@ -106,7 +107,7 @@ class MemoryAwareAgent:
         compaction_settings: CompactionSettings | None = None,
         refresh_mode: RefreshMode = "live",
         memory_tools: ToolSet = DEFAULT_TOOL_SET,
-        prompt_refresh: PromptRefresh | PromptRefreshPolicy = "deferred",
+        prompt_refresh: PromptRefresh | PromptRefreshPolicy = DEFAULT_PROMPT_REFRESH,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.memory_tools: ToolSet = check_tool_set(memory_tools)

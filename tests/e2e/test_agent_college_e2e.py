@@ -25,7 +25,7 @@ def _requests_of(server: ScriptedMessagesServer, role: str) -> list[Any]:
     return [r for r in server.turn_requests() if f"You are the {role}." in r.system_text]
 
 
-async def test_the_critics_tool_write_is_in_the_professors_next_system_prompt(
+async def test_the_critics_tool_write_is_in_the_professors_next_request(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings
 ) -> None:
     server.enqueue(text_response("Professor: first I need the Critic's view."))
@@ -41,8 +41,9 @@ async def test_the_critics_tool_write_is_in_the_professors_next_system_prompt(
             before = await professor.process_turn("Check the proof of the lemma.")
             critique = await critic.process_turn("Critique the proof of the lemma.")
             after = await professor.process_turn("The Critic has spoken; revise.")
-            # The running Professor CLI was handed the new memory, not restarted.
-            assert (professor.reconnects, professor.live_refreshes) == (1, 1)
+            # The running Professor CLI was told in its next message (the default `announce`
+            # policy), so its system prompt, and the prompt cache, stayed as they were.
+            assert (professor.reconnects, professor.live_refreshes) == (1, 0)
 
         assert before.text.startswith("Professor: first")
         assert [call.name for call in critique.tool_calls] == [APPEND]
@@ -57,7 +58,8 @@ async def test_the_critics_tool_write_is_in_the_professors_next_system_prompt(
     tool_result = critic_requests[1].tool_results[-1]
     assert not tool_result.get("is_error") and FINDING in str(tool_result["content"])
     assert FINDING not in professor_requests[0].system_text
-    assert FINDING in professor_requests[1].system_text
+    told = str(professor_requests[1].last_user_message)
+    assert "<memory_changes>" in told and FINDING in told
     assert f"<{COLLEGE_BLOCK_LABEL}>" in professor_requests[1].system_text
     assert "You are a careful assistant." in professor_requests[1].system_text
     assert "Check the proof of the lemma." in str(professor_requests[1].messages)

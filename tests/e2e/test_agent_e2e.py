@@ -71,7 +71,7 @@ async def test_an_edit_by_another_process_between_turns_shows_in_the_next_turn(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager,
     storage_settings: Settings,
 ) -> None:
-    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
+    async with MemoryAwareAgent(options, memory=agent_memory, prompt_refresh="deferred") as agent:
         await agent.process_turn("first")
         with MemoryManager(agent_id="e2e-agent", settings=storage_settings) as other:
             other.core_memory_append("human", "Edited elsewhere: likes Rust")
@@ -88,7 +88,8 @@ async def test_an_edit_by_another_process_between_turns_shows_in_the_next_turn(
 async def test_reconnect_mode_resumes_the_session_with_the_new_prompt(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
-    async with MemoryAwareAgent(options, memory=agent_memory, refresh_mode="reconnect") as agent:
+    async with MemoryAwareAgent(options, memory=agent_memory, refresh_mode="reconnect",
+                                prompt_refresh="live") as agent:
         await agent.process_turn("first")
         agent_memory.core_memory_append("human", "Prefers tea")
         await agent.process_turn("second")

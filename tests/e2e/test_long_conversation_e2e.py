@@ -133,7 +133,7 @@ async def test_a_block_larger_than_one_argument_reaches_the_model_and_refreshes_
     with MemoryManager(agent_id="large-block", settings=storage_settings) as memory:
         memory.create_block("runbook", big, limit=1_000_000)
         server.enqueue(text_response("Read it."), text_response("Read the new one."), model="opus")
-        async with MemoryAwareAgent(options, memory=memory) as agent:
+        async with MemoryAwareAgent(options, memory=memory, prompt_refresh="live") as agent:
             await agent.process_turn("Read the runbook.")
             memory.update_block("runbook", value="NEW-RUNBOOK " + big)
             await agent.process_turn("And now?")

@@ -128,7 +128,7 @@ async def test_deferred_rebuilds_for_another_agents_shared_edit_by_the_next_turn
     billing_server.enqueue(tool_use_response(APPEND, {"label": "project", "content": "Own note."}))
     billing_server.enqueue(text_response("Noted."))
     settings = billed_memory.settings
-    async with MemoryAwareAgent(billed_options, memory=billed_memory) as agent:
+    async with MemoryAwareAgent(billed_options, memory=billed_memory, prompt_refresh="deferred") as agent:
         await agent.process_turn("Note something.")
         with MemoryManager(agent_id="colleague", settings=settings) as colleague:
             colleague.join_shared_block("project")

@@ -8,7 +8,12 @@ import pytest
 
 from memory_agent import ConfigurationError, MemoryManager, Settings
 from memory_agent.agent.refresh_policy import PromptRefreshPolicy
-from memory_agent.turn_context import TurnContext, render_memory_changes, render_turn_context, with_turn_context
+from memory_agent.turn_context import (
+    TurnContext,
+    render_memory_changes,
+    render_turn_context,
+    with_turn_context,
+)
 
 
 def test_only_the_agents_own_model_edits_are_not_changes_by_others(memory: MemoryManager, settings: Settings) -> None:
