@@ -2,8 +2,10 @@
 
 It composes core memory (blocks), recall memory (messages and summaries) and archival memory over
 one SQLite database, and carries the names of the user's original plan so existing code keeps
-working. Python methods raise `MemoryAgentError`s; `execute_tool` is the model-facing entry point
-that turns them into error results instead.
+working. Python methods raise `MemoryAgentError`s. The model-facing tools live in the layer above
+(`memory_agent.tools`), which turns those errors into error results; the manager's
+`execute_tool`/`get_tools_definitions` only delegate there, importing it when first called, so
+no module of the manager imports the tools layer.
 """
 
 from __future__ import annotations
@@ -25,21 +27,18 @@ from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, Sear
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
-from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import BlockNotFoundError, ConfigurationError, MemoryAgentError, NothingToUndoError
+from .errors import BlockNotFoundError, ConfigurationError, NothingToUndoError
 from .labels import validate_label
-from .memory_tool import MEMORY_TOOL
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.database import DATABASE_FILENAME, Database
-from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
-from .validation import check_text, checked_methods
+from .validation import checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
 
@@ -51,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a memory tool returns to the model: the text, and whether it is an error."""
+    """What a memory tool returns to the model: the text, and whether it is an error.
+
+    Defined here, not in the tools layer, because `execute_tool` returns it."""
 
     text: str
     is_error: bool = False
@@ -341,33 +342,18 @@ class MemoryManager:
         with self.db.reading() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
-    def tool_specs(self) -> tuple[ToolSpec, ...]:
-        """Every model-facing memory tool: Letta's block tools, Anthropic's `memory` tool (the
-        `/memories` command set over the same blocks) and the archival tools."""
-        return CORE_MEMORY_TOOLS + (MEMORY_TOOL,) + ARCHIVAL_TOOLS
-
     def get_tools_definitions(self) -> list[dict[str, Any]]:
-        """Anthropic tool schemas for every model-facing memory operation."""
-        return [spec.definition() for spec in self.tool_specs()]
+        """Anthropic tool schemas of the memory tools (`memory_agent.tools.get_tools_definitions`)."""
+        from .tools import get_tools_definitions
+
+        return get_tools_definitions()
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
-        """Run a memory tool for the model: every failure comes back as an error outcome, never
-        raised, because an exception here would end the model's turn instead of informing it."""
-        try:
-            check_text("tool name", name)
-            spec = next((s for s in self.tool_specs() if s.name == name), None)
-            if spec is None:
-                known = ", ".join(s.name for s in self.tool_specs())
-                return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
-            clean = validate_arguments(spec, arguments)
-            target = check_text("agent_id", agent_id, optional=True) or self.agent_id
-            return ToolOutcome(spec.run(self, clean, target))
-        except MemoryAgentError as error:
-            return ToolOutcome(f"Error: {error}", is_error=True)
-        except Exception as error:  # a defect of ours: the model still gets an answer, we get the log
-            logger.exception("memory tool %r failed unexpectedly", name)
-            return ToolOutcome(f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
-                               "nothing was changed. Try again, or use another tool.", is_error=True)
+        """Run a memory tool for the model; failures come back as error outcomes, never raised
+        (`memory_agent.tools.execute_tool`)."""
+        from .tools import execute_tool
+
+        return execute_tool(self, name, arguments, agent_id=agent_id)
 
     # ----- archival memory ----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from robustness_helpers import HashEmbedding, database_state
 from memory_agent import MemoryAgentError, MemoryManager, Settings
 from memory_agent.cli import cli
 from memory_agent.portability import export_memory, import_file
+from memory_agent.tools import ALL_TOOLS
 
 FAST, SLOW = 100, 1500
 EXAMPLES = [FAST, pytest.param(SLOW, marks=pytest.mark.slow)]
@@ -68,7 +69,7 @@ def memory(tmp_path: Path) -> Iterator[MemoryManager]:
 # ----- the model's tools ----------------------------------------------------------------------
 
 def _tool_calls(memory: MemoryManager) -> st.SearchStrategy[tuple[Any, Any]]:
-    specs = memory.tool_specs()
+    specs = ALL_TOOLS
     names = st.one_of(st.sampled_from([spec.name for spec in specs]), TEXT, st.none(), st.integers())
 
     def arguments_for(name: Any) -> st.SearchStrategy[Any]:

@@ -123,17 +123,18 @@ def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> Non
 
 
 def test_public_names_are_pinned() -> None:
-    expected = {
-        "Block", "BlockVersion", "CompactionSettings", "MemoryManager", "Settings", "ToolOutcome",
-        "StoredMessage", "StoredSummary", "MemoryAgentError", "ConfigurationError",
-        "AgentNotFoundError", "BlockError", "InvalidLabelError", "BlockNotFoundError",
-        "BlockExistsError", "BlockNotAttachedError", "BlockLimitExceededError",
-        "ReadOnlyBlockError", "ContentNotFoundError", "AmbiguousContentError", "StaleBlockError",
-        "NothingToUndoError", "StorageError", "ArchivalError", "MessageNotFoundError",
-        "ImportFormatError", "MemoryToolError", "ModelAuthenticationError", "MemoryAwareAgent",
-        "TurnResult", "SQLiteSessionStore", "CollegeSession",
-    }
-    assert expected <= set(memory_agent.__all__)
+    expected = [
+        "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Block", "BlockError",
+        "BlockExistsError", "BlockLimitExceededError", "BlockNotAttachedError", "BlockNotFoundError",
+        "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
+        "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
+        "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
+        "ModelAuthenticationError", "NewPassage", "NothingToUndoError", "Passage", "ReadOnlyBlockError",
+        "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchHit", "Settings",
+        "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
+        "TurnResult",
+    ]
+    assert sorted(memory_agent.__all__) == expected
     for name in memory_agent.__all__:
         assert hasattr(memory_agent, name), name
     for name in ("MemoryAgentError", "BlockLimitExceededError", "StaleBlockError"):
@@ -147,7 +148,8 @@ def test_memory_tool_public_names_are_pinned() -> None:
     assert set(memory_tool.__all__) == {"COMMANDS", "DEFAULT_TOOL_SET", "MEMORY_TOOL", "MEMORY_TOOL_NAME",
                                         "TOOL_SETS", "MemoryFiles", "ToolSet", "check_tool_set",
                                         "specs_for_tool_set"}
-    assert {"MEMORY_ROOT", "memory_path", "parse_memory_path", "default_in_prompt"} <= set(memory_paths.__all__)
+    assert set(memory_paths.__all__) == {"MAX_PATH_LENGTH", "MEMORY_ROOT", "MemoryPath", "default_in_prompt",
+                                         "format_size", "memory_path", "parse_memory_path", "path_preview"}
     for module in (anthropic_memory, memory_paths, memory_tool):
         for name in module.__all__:
             assert hasattr(module, name), name

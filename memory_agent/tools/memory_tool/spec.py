@@ -1,7 +1,7 @@
 """The `memory` tool as the model sees it: Anthropic's command set as one tool schema.
 
-Served beside the Letta-style tools (`tool_specs.CORE_MEMORY_TOOLS`) by the same `ToolSpec`
-machinery, so `MemoryManager.get_tools_definitions()` and the SDK's MCP server (`mcp__memory__memory`)
+Served beside the Letta-style tools (`tools.core.CORE_MEMORY_TOOLS`) by the same `ToolSpec`
+machinery, so `tools.get_tools_definitions()` and the SDK's MCP server (`mcp__memory__memory`)
 carry it; `memory_agent.anthropic_memory` serves the same commands as Anthropic's own
 `memory_20250818` tool type to plain `anthropic` SDK users.
 """
@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..errors import ConfigurationError
-from ..memory_paths import MEMORY_ROOT
-from ..tool_specs import CORE_MEMORY_TOOLS, ToolSpec
+from ...errors import ConfigurationError
+from ...memory_paths import MEMORY_ROOT
+from ..core import CORE_MEMORY_TOOLS
+from ..spec import ToolSpec
 from .commands import COMMANDS, MemoryFiles
 
 __all__ = [
