@@ -38,6 +38,7 @@ from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.database import DATABASE_FILENAME, Database
+from .store.meta import read_meta, write_meta
 from .validation import checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
@@ -107,11 +108,11 @@ class MemoryManager:
         if chosen:
             return chosen
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (DEFAULT_AGENT_KEY,)).fetchone()
-            if row is not None:
-                return str(row["value"])
+            existing = read_meta(conn, DEFAULT_AGENT_KEY)
+            if existing is not None:
+                return existing
             generated = f"agent-{uuid.uuid4().hex[:12]}"
-            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (DEFAULT_AGENT_KEY, generated))
+            write_meta(conn, DEFAULT_AGENT_KEY, generated)
             return generated
 
     def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
