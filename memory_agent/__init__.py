@@ -4,7 +4,6 @@ from compaction import CompactionOutcome, CompactionSettings
 
 from .archival import NewPassage, Passage, ReconcileReport, SearchHit
 from .archival.rebuild import RebuildReport
-
 from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,

@@ -112,7 +112,7 @@ def college_agent_id(instance_id: str, role: CollegeRole) -> str:
 def _check_role(role: str) -> CollegeRole:
     if role not in COLLEGE_ROLES:
         raise ConfigurationError(f"Unknown college role '{role}'; the roles are {', '.join(COLLEGE_ROLES)}.")
-    return role  # type: ignore[return-value]
+    return role
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,8 @@ class CoreMemory:
         with self._db.reading() as conn:
             row = conn.execute(
                 "SELECT group_concat(part, ',') FROM (SELECT b.block_id || ':' || b.version || ':'"
-                " || (b.read_only | ab.read_only) || ':' || b.in_prompt || ':' || b.label AS part FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " || (b.read_only | ab.read_only) || ':' || b.in_prompt || ':' || b.label AS part"
+                " FROM agent_blocks ab JOIN blocks b USING (block_id)"
                 " WHERE ab.agent_id = ? ORDER BY b.block_id)",
                 (agent_id,),
             ).fetchone()
@@ -297,7 +298,8 @@ class CoreMemory:
         now = utc_now()
         with self._db.transaction() as conn:
             self._require_agent(conn, agent_id)
-            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)).fetchone():
+            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?",
+                            (agent_id, label)).fetchone():
                 raise BlockExistsError(label, agent_id)
             entry = conn.execute(
                 "SELECT entry_id, target_id, old_value, detail FROM journal WHERE agent_id = ?"

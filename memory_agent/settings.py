@@ -128,7 +128,7 @@ class Settings:
             kwargs["default_persona"] = persona
         if (human := text("MEMORY_HUMAN")) is not None:
             kwargs["default_human"] = human
-        return cls(**kwargs)  # type: ignore[arg-type]
+        return cls(**kwargs)  # type: ignore[arg-type]  # each value was parsed for its field's type
 
 
 def read_env_file(path: Path) -> dict[str, str]:

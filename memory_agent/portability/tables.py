@@ -24,8 +24,6 @@ from typing import Any
 from ..archival import passage_table
 from ..archival.passages import NewPassage, PreparedPassage, prepare
 from ..archival.timestamps import to_utc_iso
-from ..labels import validate_label
-from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..core_memory import (
     BlockRow,
     VersionRow,
@@ -34,6 +32,8 @@ from ..core_memory import (
     insert_block_row,
     insert_version_row,
 )
+from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
+from ..labels import validate_label
 from ..recall import insert_message_row, insert_summary_row
 from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state

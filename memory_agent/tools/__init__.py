@@ -9,11 +9,16 @@ import, so its names load on first use.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .archival import ARCHIVAL_TOOLS
 from .core import CORE_MEMORY_TOOLS
 from .dispatch import ALL_TOOLS, ToolOutcome, aexecute_tool, execute_tool, find_tool, get_tools_definitions
 from .memory_tool import DEFAULT_TOOL_SET, MEMORY_TOOL, TOOL_SETS, MemoryFiles, ToolSet, check_tool_set
 from .spec import ToolArgumentError, ToolSpec, validate_arguments
+
+if TYPE_CHECKING:
+    from .mcp import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 
 _LAZY = {"MEMORY_SERVER_NAME", "build_memory_server", "memory_tool_names"}
 

@@ -15,9 +15,9 @@ from ..archival.timestamps import to_utc_iso
 from .spec import ToolSpec
 
 if TYPE_CHECKING:
+    from ..archival.passages import SearchHit
     from ..manager import MemoryManager
     from ..recall import StoredMessage
-    from ..archival.passages import SearchHit
 
 __all__ = [
     "ARCHIVAL_TOOLS",
@@ -105,8 +105,10 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
             "query": {"type": "string", "description": "What you are looking for, in plain words."},
             "limit": _LIMIT,
             "tags": {**_TAGS, "description": "Only passages carrying at least one of these tags."},
-            "start_date": {**_DATE, "description": "Only passages saved at or after this time. " + _DATE["description"]},
-            "end_date": {**_DATE, "description": "Only passages saved at or before this time. " + _DATE["description"]},
+            "start_date": {**_DATE,
+                           "description": "Only passages saved at or after this time. " + _DATE["description"]},
+            "end_date": {**_DATE,
+                         "description": "Only passages saved at or before this time. " + _DATE["description"]},
             "page": _PAGE,
         },
         required=("query",),

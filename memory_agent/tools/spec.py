@@ -81,9 +81,9 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
         is_bool_as_number = isinstance(value, bool) and expected in {"integer", "number"}
         if not isinstance(value, allowed) or is_bool_as_number:
             raise ToolArgumentError(f"{spec.name}: '{name}' must be a {expected}.")
-        if expected in {"integer", "number"}:
+        if isinstance(value, (int, float)):
             _check_bounds(spec.name, name, schema, value)
-        if expected == "array":
+        if isinstance(value, list):
             _check_items(spec.name, name, schema, value)
         clean[name] = value
     return clean

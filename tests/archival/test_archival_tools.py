@@ -68,7 +68,8 @@ def test_search_pages(memory: MemoryManager) -> None:
         ("conversation_search", {"query": "x", "end_date": "soon"}, "not a date"),
     ],
 )
-def test_bad_arguments_come_back_as_tool_errors(memory: MemoryManager, name: str, arguments: dict, message: str) -> None:
+def test_bad_arguments_come_back_as_tool_errors(memory: MemoryManager, name: str, arguments: dict,
+                                                message: str) -> None:
     outcome = memory.execute_tool(name, arguments)
     assert outcome.is_error and message in outcome.text
 

@@ -45,7 +45,8 @@ def test_xml_layout_matches_letta(memory: MemoryManager) -> None:
     assert text.startswith(
         "<memory_blocks>\nThe following memory blocks are currently engaged in your core memory unit:\n\n<persona>\n"
     )
-    assert "<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am Sam.\n</value>\n</persona>" in text
+    assert ("<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am Sam.\n</value>\n"
+            "</persona>") in text
     assert "<memory_metadata>" in text and "messages are stored in recall memory" in text
     assert text.index("</memory_blocks>") < text.index("<memory_metadata>")
 
@@ -116,7 +117,8 @@ def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> Non
     settings = Settings.from_env(
         {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_SHARED_BLOCKS": "team"}, env_file=None
     )
-    with MemoryManager(agent_id="one", settings=settings) as one, MemoryManager(agent_id="two", settings=settings) as two:
+    with MemoryManager(agent_id="one", settings=settings) as one, \
+            MemoryManager(agent_id="two", settings=settings) as two:
         assert one.get_block("team").block_id == two.get_block("team").block_id
         one.core_memory_append("team", "hello from one")
         assert "hello from one" in two.get_block("team").value

@@ -26,9 +26,9 @@ from memory_agent.memory_paths import (
     memory_path,
     parse_memory_path,
 )
-from memory_agent.tools.memory_tool import MemoryFiles, specs_for_tool_set
 from memory_agent.rendering import MAX_LISTED_FILES
 from memory_agent.tools import ALL_TOOLS
+from memory_agent.tools.memory_tool import MemoryFiles, specs_for_tool_set
 
 
 def call(memory: MemoryManager, agent: str | None = None, **arguments: Any) -> tuple[str, bool]:
