@@ -16,6 +16,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -436,9 +437,27 @@ class MemoryManager:
                       **fields: Any) -> StoredMessage | None:
         return self.recall.store(agent_id or self.agent_id, role, content, **fields)
 
-    def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None) -> list[StoredMessage]:
-        """The newest messages still in the context window, oldest first."""
-        return self.recall.recent(agent_id or self.agent_id, limit)
+    def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None,
+                            in_context_only: bool = True) -> list[StoredMessage]:
+        """The newest messages, oldest first; those still in the context window unless
+        `in_context_only=False` (then compacted ones too)."""
+        return self.recall.recent(agent_id or self.agent_id, limit, in_context_only=in_context_only)
+
+    def in_context_messages(self, *, agent_id: str | None = None) -> list[StoredMessage]:
+        """Every message still in the context window, oldest first (what a new session carries)."""
+        return self.recall.in_context(agent_id or self.agent_id)
+
+    def all_messages(self, *, agent_id: str | None = None) -> list[StoredMessage]:
+        """Every stored message of the agent, compacted ones included, oldest first."""
+        return self.recall.all_messages(agent_id or self.agent_id)
+
+    def count_messages(self, *, agent_id: str | None = None, in_context_only: bool = False) -> int:
+        """How many messages the agent has stored (or has still in its context window)."""
+        return self.recall.count(agent_id or self.agent_id, in_context_only=in_context_only)
+
+    def list_summaries(self, *, agent_id: str | None = None) -> list[StoredSummary]:
+        """Every summary compaction wrote for the agent, oldest first."""
+        return self.recall.summaries(agent_id or self.agent_id)
 
     def get_summary(self, *, agent_id: str | None = None) -> str | None:
         summary = self.recall.latest_summary(agent_id or self.agent_id)
@@ -518,6 +537,17 @@ class MemoryManager:
             return journal.list_entries(conn, agent_id=agent_id, limit=limit)
 
     # ----- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def database(self) -> Database:
+        """The storage dir's database, for stores that keep tables of their own in it (the SDK
+        session store). Memory's own tables are written through the manager's methods only."""
+        return self.db
+
+    def atomic(self) -> AbstractContextManager[object]:
+        """Group several manager calls into one transaction: all of them commit, or none does
+        (e.g. a college's agents and their shared block, set up by processes starting at once)."""
+        return self.db.transaction()
 
     def close(self) -> None:
         """Close the database and release archival memory's vector store client."""

@@ -102,7 +102,7 @@ class MemoryAwareAgent:
             if compaction_settings is not None and memory is not None
             else self.memory.compactor
         )
-        self.session_store = SQLiteSessionStore(self.memory.db)
+        self.session_store = SQLiteSessionStore(self.memory.database)
         self._prompt_file = PromptFile()
         self._client: ClaudeSDKClient | None = None
         self._connected_fingerprint: str | None = None
@@ -316,7 +316,7 @@ class MemoryAwareAgent:
         return Path(self.options.cwd) if self.options.cwd else Path.cwd()
 
     def _store(self) -> Any:
-        """The SessionStore the CLI's transcripts go to: the user's, else memory.db."""
+        """The SessionStore the CLI's transcripts go to: the user's, else the one in memory's database."""
         return self.options.session_store if self.options.session_store is not None else self.session_store
 
     def _resumable(self) -> bool:
@@ -339,7 +339,7 @@ class MemoryAwareAgent:
     async def _seed_new_session(self) -> str | None:
         """Write the in-context messages into the store as a new session's transcript and return
         its id (None, for a fresh session, when there is nothing in context)."""
-        messages = self.memory.recall.in_context(self.agent_id)
+        messages = self.memory.in_context_messages(agent_id=self.agent_id)
         if not messages:
             self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
             return None
@@ -383,7 +383,7 @@ class MemoryAwareAgent:
     def _recent_turn_sizes(self, messages: int = 200) -> list[int]:
         """Estimated tokens of each of the last turns still in context (by stored turn id)."""
         sizes: dict[str, int] = {}
-        for message in self.memory.recall.recent(self.agent_id, messages):
+        for message in self.memory.get_recent_messages(messages, agent_id=self.agent_id):
             if message.turn_id:
                 sizes[message.turn_id] = sizes.get(message.turn_id, 0) + (message.token_count or 0)
         return list(sizes.values())
@@ -391,8 +391,8 @@ class MemoryAwareAgent:
     # ----- recording ----------------------------------------------------------------------
 
     def _store_prompt(self, content: Any) -> None:
-        stored = self.memory.recall.store(
-            self.agent_id, "user", content, message_type="user", turn_id=self._turn_id,
+        stored = self.memory.store_message(
+            "user", content, agent_id=self.agent_id, message_type="user", turn_id=self._turn_id,
             session_id=self.session_id or self._pending_session_id,
             token_count=self._estimate("user", content),
         )
@@ -414,8 +414,8 @@ class MemoryAwareAgent:
             # The usage of the request that produced this message: it carried everything so far.
             self._last_usage = message.usage
             self._last_request_through = self._last_stored_id
-        stored = self.memory.recall.store(
-            self.agent_id, fields.role, fields.content, message_type=fields.message_type,
+        stored = self.memory.store_message(
+            fields.role, fields.content, agent_id=self.agent_id, message_type=fields.message_type,
             session_id=fields.session_id or self.session_id, turn_id=self._turn_id,
             sdk_uuid=fields.sdk_uuid, metadata=fields.metadata, in_context=fields.in_context,
             token_count=self._estimate(fields.role, fields.content) if fields.in_context else None,

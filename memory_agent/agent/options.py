@@ -19,8 +19,17 @@ from claude_agent_sdk.types import McpSdkServerConfig
 
 from ..errors import ConfigurationError
 
-__all__ = ["CLI_COMPACTION_ENV", "READ_BUFFER_BYTES", "SNAPSHOT_OFF", "compose_system_text", "file_system_prompt", "is_preset",
-           "merge_options", "user_system_text", "with_base_prompt"]
+__all__ = [
+    "CLI_COMPACTION_ENV",
+    "READ_BUFFER_BYTES",
+    "SNAPSHOT_OFF",
+    "compose_system_text",
+    "file_system_prompt",
+    "is_preset",
+    "merge_options",
+    "user_system_text",
+    "with_base_prompt",
+]
 
 CLI_COMPACTION_ENV = {"DISABLE_AUTO_COMPACT": "1"}
 """Turns off the Claude Code CLI's own auto-compaction, so only ours summarises the context."""

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memory_agent.manager", "memory_agent.admin"),
     ("memory_agent.tools", "memory_agent.memory_tool", "memory_agent.anthropic_memory"),
     ("memory_agent.agent", "memory_agent.session_store", "memory_agent.college", "memory_agent.portability"),
-    ("memory_agent.cli",),
+    ("memory_agent.cli", "memory_agent.soak"),
 )
 """Lowest first. A module belongs to the layer of the longest prefix that names it; the package
 `memory_agent` itself is the facade on top and may import anything."""
@@ -148,3 +148,22 @@ def test_the_manager_layer_does_not_import_tools_or_the_sdk_when_loaded() -> Non
         source = MODULES[module].read_text(encoding="utf-8")
         assert "claude_agent_sdk" not in source or module == "memory_agent.sdk_seams", module
     assert DEFERRED_UPWARD == {("memory_agent.manager", "memory_agent.tools")}
+
+
+def test_the_layers_above_the_manager_use_its_public_api_only() -> None:
+    """No reaching past the manager into its parts (`memory.recall`, `memory.db`, `memory._x`)."""
+    parts = {"recall", "db", "core"}
+
+    def is_memory(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "memory") or (
+            isinstance(node, ast.Attribute) and node.attr == "memory")
+
+    reaching = []
+    for module in MODULES:
+        if _layer(module) <= _layer("memory_agent.manager"):
+            continue
+        for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and is_memory(node.value) and (
+                    node.attr in parts or node.attr.startswith("_")):
+                reaching.append(f"{module}:{node.lineno} memory.{node.attr}")
+    assert reaching == []

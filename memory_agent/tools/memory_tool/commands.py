@@ -177,7 +177,7 @@ class MemoryFiles:
     # ----- helpers ------------------------------------------------------------------------
 
     def _transaction(self) -> AbstractContextManager[Any]:
-        return self.memory.db.transaction()
+        return self.memory.atomic()
 
     def _sizes(self) -> dict[str, int]:
         """The agent's labels and their sizes: the tree every command looks paths up in."""
