@@ -13,7 +13,7 @@ How a turn runs:
    checked against the compaction trigger.
 
 After a compaction the next turn starts a fresh SDK session: the summary is in its system prompt
-and the kept messages are seeded into its transcript (`session_seed`), so the model sees them as
+and the kept messages are seeded into its transcript (`sdk_seams.transcript`), so the model sees them as
 real turns and never sees the evicted ones again. The same happens when a session cannot be
 resumed (another working directory, an imported conversation). A conversation over the trigger
 when the agent connects is compacted before its first request. Nothing on the way has a size cap:
@@ -43,13 +43,14 @@ from compaction import CompactionOutcome, CompactionSettings, MessageRecord, mes
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
 from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
+from ..sdk_seams import send_system_prompt
+from ..sdk_seams.transcript import seed_lines
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from .model_errors import raise_for_authentication_failure
 from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
 from .recorder import message_fields
-from .session_seed import seed_lines
 from .turn import TurnResult
 from .turn_growth import TurnGrowth
 
@@ -287,26 +288,23 @@ class MemoryAwareAgent:
     async def _refresh_live(self, memory_text: str) -> bool:
         """Give the running CLI process the new system prompt, keeping process and session.
 
-        The CLI's `set_model` control request takes a `system_prompt` field (the SDK has no public
-        method for it yet), and a session whose prompt is rebuilt per request (snapshot off) uses
-        the new prompt from its next request on: about 20 ms instead of about 600 ms for a new
-        process. Control requests travel as JSON lines on the CLI's stdin, so no argument size
-        limit applies (measured with a 430 kB prompt: 13 ms). Not for presets (their text lives
-        in the CLI); when the request is refused, the agent reconnects for the rest of its life.
+        Through `sdk_seams.send_system_prompt` (a CLI control request the SDK has no public method
+        for): about 20 ms instead of about 600 ms for a new process. Not for presets (their text
+        lives in the CLI); when the request is refused, the agent reconnects for the rest of its
+        life.
         """
         if self.refresh_mode != "live" or is_preset(self.options.system_prompt):
             return False
-        send = getattr(getattr(self._client, "_query", None), "_send_control_request", None)
-        if send is None:
-            return False
         try:
-            await send({"subtype": "set_model", "model": self.options.model or self.memory.settings.model_name,
-                        "system_prompt": compose_system_text(self.options.system_prompt, memory_text)})
+            sent = await send_system_prompt(
+                self._require_client(), model=self.options.model or self.memory.settings.model_name,
+                system_prompt=compose_system_text(self.options.system_prompt, memory_text))
         except Exception as error:  # an older or newer CLI: reconnecting always works
             logger.info("live system prompt refresh refused (%s); reconnecting from now on", error)
+            sent = False
+        if not sent:
             self.refresh_mode = "reconnect"
-            return False
-        return True
+        return sent
 
     def _memory_text(self) -> str:
         """Rendered memory: blocks, metadata and the conversation summary."""
