@@ -81,7 +81,7 @@ def shared_options(function: F) -> F:
 
 def load_settings() -> Settings:
     """Settings from the environment (and ./.env), validated before anything opens."""
-    return Settings.from_env()
+    return Settings.from_env(env_file=Path(".env"))
 
 
 @contextmanager
