@@ -31,7 +31,7 @@ from .archival.search import SearchMode
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import BlockNotFoundError, ConfigurationError, NothingToUndoError
+from .errors import BlockNotFoundError, ConfigurationError, MessageNotFoundError, NothingToUndoError
 from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
@@ -64,8 +64,9 @@ class ToolOutcome:
 class MemoryManager:
     """The memory of one agent (by default) in one storage dir.
 
-    Every mutating method takes a keyword-only `agent_id=` to act as another agent of the same
-    storage dir, which is how multi-agent code shares one manager. Every public method checks its
+    Every method takes a keyword-only `agent_id=` to act as another agent of the same storage dir,
+    which is how multi-agent code shares one manager; where the agent is the subject of the call
+    (`ensure_agent`, `attach_block`, `detach_block`, `get_agent_block`) it is the first argument. Every public method checks its
     arguments against its annotations before anything runs (see `validation`): a wrong type, an
     int past SQLite's range or text with a lone surrogate is a ConfigurationError, and nothing
     is written.
@@ -164,6 +165,7 @@ class MemoryManager:
             return agent_state.read_state(conn, agent_id or self.agent_id)
 
     def set_agent_state(self, updates: dict[str, Any], *, agent_id: str | None = None) -> None:
+        """Merge `updates` into the agent's bookkeeping values (a None value removes the key)."""
         with self.db.transaction() as conn:
             agent_state.write_state(conn, agent_id or self.agent_id, updates)
 
@@ -182,6 +184,7 @@ class MemoryManager:
         self.set_agent_state({BASE_PROMPT_KEY: prompt or None}, agent_id=agent_id)
 
     def list_agents(self) -> list[str]:
+        """Every agent of the storage dir, oldest first."""
         with self.db.reading() as conn:
             return [row[0] for row in conn.execute("SELECT agent_id FROM agents ORDER BY created_at")]
 
@@ -208,12 +211,15 @@ class MemoryManager:
         )
 
     def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        """The agent's block with this label (BlockNotFoundError when it has none)."""
         return self.core.get_block(agent_id or self.agent_id, label)
 
     def get_agent_block(self, agent_id: str, label: str) -> Block:
+        """A block of another agent, by label (the name of the user's original plan)."""
         return self.core.get_block(agent_id, label)
 
     def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
+        """The agent's attached blocks, in-prompt and on-demand alike."""
         return self.core.list_blocks(agent_id or self.agent_id)
 
     def block_sizes(self, *, agent_id: str | None = None) -> dict[str, int]:
@@ -221,12 +227,16 @@ class MemoryManager:
         return self.core.block_sizes(agent_id or self.agent_id)
 
     def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
+        """Detach and delete the block (journalled: `undo_block` brings it back)."""
         self.core.delete_block(agent_id or self.agent_id, label)
 
     def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False) -> Block:
+        """Attach an existing block to `agent_id` (the agent is the subject here, so it is positional);
+        `read_only` makes it read-only for that agent only."""
         return self.core.attach_block(agent_id, block_id, read_only=read_only, acting_agent_id=self.agent_id)
 
     def detach_block(self, agent_id: str, block_id: str) -> None:
+        """Detach a block from `agent_id` (positional, as in `attach_block`); the block stays."""
         self.core.detach_block(agent_id, block_id, acting_agent_id=self.agent_id)
 
     def update_block(
@@ -262,6 +272,7 @@ class MemoryManager:
         return block
 
     def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]:
+        """Every version of the block, oldest first (what `undo_block` steps back through)."""
         return self.core.history(agent_id or self.agent_id, label)
 
     def undo_block(self, label: str, *, agent_id: str | None = None) -> Block:
@@ -279,12 +290,15 @@ class MemoryManager:
     # ----- model-facing edits -------------------------------------------------------------
 
     def core_memory_append(self, label: str, content: str, *, agent_id: str | None = None) -> str:
+        """Letta's `core_memory_append`: add `content` on a new line; returns what the model sees."""
         block = self.core.edit(agent_id or self.agent_id, label, Edit(
             "core_memory_append", lambda b: append_text(b.value, content)))
         return _edit_result("Appended to", block)
 
     def core_memory_replace(self, label: str, old_content: str, new_content: str, *,
                             agent_id: str | None = None) -> str:
+        """Letta's `core_memory_replace`: `old_content` must occur exactly once; an empty
+        `new_content` deletes it. Refused when the agent has not seen the block's current version."""
         block = self.core.edit(agent_id or self.agent_id, label, Edit(
             "core_memory_replace", lambda b: replace_text(label, b.value, old_content, new_content),
             check_stale=True))
@@ -292,12 +306,16 @@ class MemoryManager:
 
     def memory_insert(self, label: str, text: str, insert_after: str | None = None, *,
                       agent_id: str | None = None) -> str:
+        """Letta's `memory_insert`: insert after the first (case-insensitive) occurrence of
+        `insert_after`, or at the end."""
         block = self.core.edit(agent_id or self.agent_id, label, Edit(
             "memory_insert", lambda b: insert_text(label, b.value, text, insert_after)))
         return _edit_result("Inserted into", block)
 
     def memory_rethink(self, label: str, new_value: str, reasoning: str | None = None, *,
                        agent_id: str | None = None) -> str:
+        """Letta's `memory_rethink`: rewrite the block; `reasoning` is journalled and kept in archival
+        memory, because the why of a rewrite outlives the old value."""
         target = agent_id or self.agent_id
         label = validate_label(label)
         block = self.core.edit(target, label, Edit(
@@ -392,16 +410,21 @@ class MemoryManager:
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:
+        """Store many passages, all validated before any is written and embedded in batches (imports,
+        bulk loads); returns their ids in input order."""
         return self.archival.insert_many(agent_id or self.agent_id, items)
 
     def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None) -> Passage | None:
+        """One passage by id, or None when the agent has no passage with it."""
         return self.archival.get(agent_id or self.agent_id, passage_id)
 
     def archival_memory_delete(self, passage_id: str, *, agent_id: str | None = None) -> Passage:
+        """Delete a passage and its vector; returns what was deleted (ArchivalError when absent)."""
         return self.archival.delete(agent_id or self.agent_id, passage_id)
 
     def archival_memory_list(self, limit: int = 50, offset: int = 0, tags: Sequence[str] | None = None, *,
                              agent_id: str | None = None) -> list[Passage]:
+        """The agent's passages, newest first, optionally filtered by `tags`."""
         return self.archival.list(agent_id or self.agent_id, limit, offset, tags)
 
     def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
@@ -412,6 +435,7 @@ class MemoryManager:
         return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen)
 
     def search_archival_hybrid(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """The user's original name for hybrid search: `archival_memory_search(mode="hybrid")`."""
         return self.archival_memory_search(query, limit, mode="hybrid")
 
     def reconcile_archival(self, progress: Any = None, *, agent_id: str | None = None,
@@ -435,6 +459,7 @@ class MemoryManager:
 
     def store_message(self, role: str, content: MessageContent, *, agent_id: str | None = None,
                       **fields: Any) -> StoredMessage | None:
+        """Store one message in recall memory; None when a message with the same `sdk_uuid` is stored."""
         return self.recall.store(agent_id or self.agent_id, role, content, **fields)
 
     def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None,
@@ -442,6 +467,14 @@ class MemoryManager:
         """The newest messages, oldest first; those still in the context window unless
         `in_context_only=False` (then compacted ones too)."""
         return self.recall.recent(agent_id or self.agent_id, limit, in_context_only=in_context_only)
+
+    def get_message(self, message_id: int, *, agent_id: str | None = None) -> StoredMessage:
+        """One stored message by the id search results show; MessageNotFoundError when the agent
+        has none with it (another agent's message counts as none)."""
+        message = self.recall.get(agent_id or self.agent_id, message_id)
+        if message is None:
+            raise MessageNotFoundError(message_id)
+        return message
 
     def in_context_messages(self, *, agent_id: str | None = None) -> list[StoredMessage]:
         """Every message still in the context window, oldest first (what a new session carries)."""
@@ -460,10 +493,12 @@ class MemoryManager:
         return self.recall.summaries(agent_id or self.agent_id)
 
     def get_summary(self, *, agent_id: str | None = None) -> str | None:
+        """The text of the newest conversation summary, or None before the first compaction."""
         summary = self.recall.latest_summary(agent_id or self.agent_id)
         return summary.summary if summary else None
 
     def get_summary_record(self, *, agent_id: str | None = None) -> StoredSummary | None:
+        """The newest summary with the message range it covers, or None."""
         return self.recall.latest_summary(agent_id or self.agent_id)
 
     def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
@@ -533,6 +568,7 @@ class MemoryManager:
             await self.compactor.aclose()
 
     def journal(self, *, agent_id: str | None = None, limit: int = 100) -> list[journal.JournalEntry]:
+        """The newest journal entries (every change to memory, with old and new values), newest first."""
         with self.db.reading() as conn:
             return journal.list_entries(conn, agent_id=agent_id, limit=limit)
 

@@ -187,6 +187,13 @@ class RecallMemory:
             ).fetchall()
         return [_message_from_row(row) for row in reversed(rows)]
 
+    def get(self, agent_id: str, message_id: int) -> StoredMessage | None:
+        """One of the agent's messages by id (None when the agent has no message with it)."""
+        with self._db.reading() as conn:
+            row = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
+                               (agent_id, message_id)).fetchone()
+        return None if row is None else _message_from_row(row)
+
     def all_messages(self, agent_id: str) -> list[StoredMessage]:
         with self._db.reading() as conn:
             rows = conn.execute(

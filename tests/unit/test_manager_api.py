@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
 
 import memory_agent
-from memory_agent import ConfigurationError, MemoryManager, Settings
+from memory_agent import ConfigurationError, MemoryManager, MessageNotFoundError, Settings
 
 
 def test_generated_agent_id_is_persisted_for_the_storage_dir(tmp_path: Path) -> None:
@@ -155,3 +156,36 @@ def test_memory_tool_public_names_are_pinned() -> None:
     for module in (anthropic_memory, memory_paths, memory_tool):
         for name in module.__all__:
             assert hasattr(module, name), name
+
+
+def test_a_message_is_found_by_its_id_for_its_own_agent_only(tmp_path: Path) -> None:
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path)}, env_file=None)
+    with MemoryManager(agent_id="one", settings=settings) as memory:
+        stored = memory.store_message("user", "the launch is on Friday")
+        assert stored is not None
+        assert memory.get_message(stored.message_id).text == "the launch is on Friday"
+        memory.ensure_agent("two")
+        with pytest.raises(MessageNotFoundError, match=str(stored.message_id)):
+            memory.get_message(stored.message_id, agent_id="two")
+        with pytest.raises(MessageNotFoundError):
+            memory.get_message(stored.message_id + 1000)
+
+
+def test_every_public_method_has_a_docstring_and_agent_id_is_keyword_only() -> None:
+    """`agent_id=` chooses which agent acts and is keyword-only; where the agent is the subject of
+    the call (attach, detach, ensure, another agent's block) it is the first positional argument."""
+    subject_first = {"attach_block", "detach_block", "ensure_agent", "get_agent_block"}
+    for name, member in inspect.getmembers(MemoryManager):
+        if name.startswith("_"):
+            continue
+        function = member.fget if isinstance(member, property) else member
+        assert function.__doc__, name
+        if isinstance(member, property) or not callable(function):
+            continue
+        parameters = inspect.signature(function).parameters
+        if "agent_id" in parameters:
+            kind = parameters["agent_id"].kind
+            if name in subject_first:
+                assert list(parameters)[1] == "agent_id", name
+            else:
+                assert kind is inspect.Parameter.KEYWORD_ONLY, name
