@@ -66,10 +66,10 @@ class MemoryManager:
 
     Every method takes a keyword-only `agent_id=` to act as another agent of the same storage dir,
     which is how multi-agent code shares one manager; where the agent is the subject of the call
-    (`ensure_agent`, `attach_block`, `detach_block`, `get_agent_block`) it is the first argument. Every public method checks its
-    arguments against its annotations before anything runs (see `validation`): a wrong type, an
-    int past SQLite's range or text with a lone surrogate is a ConfigurationError, and nothing
-    is written.
+    (`ensure_agent`, `attach_block`, `detach_block`, `get_agent_block`) it is the first argument.
+    Every public method checks its arguments against its annotations before anything runs (see
+    `validation`): a wrong type, an int past SQLite's range or text with a lone surrogate is a
+    ConfigurationError, and nothing is written.
     """
 
     def __init__(

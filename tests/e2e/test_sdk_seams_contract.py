@@ -1,6 +1,11 @@
 """Contract tests of `memory_agent.sdk_seams`: the SDK and CLI behaviour we rely on that their
 public API does not promise. Each failure names the seam that moved; run these first on a new
-claude-agent-sdk (the pytest header prints the version that ran)."""
+claude-agent-sdk (the pytest header prints the version that ran).
+
+The other seams are checked through the agent in `test_agent_e2e.py`: `SNAPSHOT_OFF` by
+`test_reconnect_mode_resumes_the_session_with_the_new_prompt`, the transcript format by
+`test_a_restart_from_another_directory_carries_the_conversation`.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ import dataclasses
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
-from memory_agent import MemoryAwareAgent, MemoryManager, Settings
+from memory_agent import MemoryManager
 from memory_agent.sdk_seams import can_send_system_prompt, sdk_version, send_system_prompt
 from memory_agent.testing import ScriptedMessagesServer, text_response
+from memory_agent.tools import MEMORY_SERVER_NAME, build_memory_server
 
 pytestmark = pytest.mark.e2e
 
@@ -39,42 +45,18 @@ async def test_the_system_prompt_control_request_reaches_the_next_request(
         "it on the next request; live refresh no longer works (sdk_seams.send_system_prompt)")
 
 
-async def test_a_live_refresh_keeps_the_process_and_shows_the_new_memory(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager,
-    storage_settings: Settings,
-) -> None:
-    async with MemoryAwareAgent(options, memory=agent_memory) as agent:
-        await agent.process_turn("first")
-        with MemoryManager(agent_id="e2e-agent", settings=storage_settings) as other:
-            other.core_memory_append("human", "Seam check: likes Haskell")
-        await agent.process_turn("second")
-        assert (agent.reconnects, agent.live_refreshes, agent.refresh_mode) == (1, 1, "live"), (
-            f"claude-agent-sdk {sdk_version()}: the live refresh was refused and the agent reconnected")
-    assert "likes Haskell" in server.message_requests()[1].system_text
-
-
 async def test_always_load_puts_the_memory_tools_in_every_request(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
-    with_builtin_tools = dataclasses.replace(options, tools=None)  # the CLI's tool search is on
-    async with MemoryAwareAgent(with_builtin_tools, memory=agent_memory) as agent:
-        await agent.process_turn("hello")
+    """The SDK client alone, with the CLI's tool search on: the `memory` server's tools must be
+    in the first request, not deferred behind the search."""
+    server.enqueue(text_response("hello"))
+    with_search = dataclasses.replace(options, tools=None, mcp_servers={
+        MEMORY_SERVER_NAME: build_memory_server(agent_memory, agent_memory.agent_id)})
+    async with ClaudeSDKClient(with_search) as client:
+        await client.query("hello")
+        _ = [message async for message in client.receive_response()]
     tools = server.message_requests()[0].tools
     assert "mcp__memory__core_memory_append" in tools and "mcp__memory__archival_memory_search" in tools, (
         f"claude-agent-sdk {sdk_version()}: the memory tools were deferred; the CLI ignores the "
         "alwaysLoad key (sdk_seams.always_loaded)")
-
-
-async def test_a_resumed_session_is_built_with_the_current_memory(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
-) -> None:
-    """SNAPSHOT_OFF: a new process resuming the session rebuilds the prompt, not replays it."""
-    async with MemoryAwareAgent(options, memory=agent_memory, refresh_mode="reconnect") as agent:
-        await agent.process_turn("first")
-        agent_memory.core_memory_append("human", "Seam check: drinks mate")
-        await agent.process_turn("second")
-        assert agent.reconnects == 2
-    second = server.message_requests()[1]
-    assert "drinks mate" in second.system_text and "first" in str(second.messages), (
-        f"claude-agent-sdk {sdk_version()}: the resumed session replayed its first system prompt "
-        "(sdk_seams.SNAPSHOT_OFF)")
