@@ -189,3 +189,25 @@ def test_every_public_method_has_a_docstring_and_agent_id_is_keyword_only() -> N
                 assert list(parameters)[1] == "agent_id", name
             else:
                 assert kind is inspect.Parameter.KEYWORD_ONLY, name
+
+
+def test_tools_layer_public_names_are_pinned() -> None:
+    from memory_agent import sdk_seams, tools
+
+    assert sorted(tools.__all__) == [
+        "ALL_TOOLS", "ARCHIVAL_TOOLS", "CORE_MEMORY_TOOLS", "DEFAULT_TOOL_SET", "MEMORY_SERVER_NAME", "MEMORY_TOOL",
+        "MemoryFiles", "TOOL_SETS", "ToolArgumentError", "ToolOutcome", "ToolSet", "ToolSpec", "aexecute_tool",
+        "build_memory_server", "check_tool_set", "execute_tool", "find_tool", "get_tools_definitions",
+        "memory_tool_names", "validate_arguments",
+    ]
+    assert sorted(sdk_seams.__all__) == [
+        "APPEND_PROMPT_FILE_FLAG", "CLI_COMPACTION_ENV", "SNAPSHOT_OFF", "always_loaded", "can_send_system_prompt",
+        "sdk_version", "send_system_prompt",
+    ]
+    for module in (tools, sdk_seams):
+        for name in module.__all__:
+            assert hasattr(module, name), name
+    assert [spec.name for spec in tools.ALL_TOOLS] == [
+        "core_memory_append", "core_memory_replace", "memory_insert", "memory_rethink", "memory",
+        "archival_memory_insert", "archival_memory_search", "conversation_search",
+    ]
