@@ -512,6 +512,20 @@ class MemoryManager:
         return self.recall.search(agent_id or self.agent_id, query, roles=roles, start_date=start_date,
                                   end_date=end_date, limit=limit, offset=offset)
 
+    def block_versions(self, *, agent_id: str | None = None) -> dict[str, int]:
+        """Each attached block's id and current version (what a rendered prompt showed)."""
+        return self.core.versions(agent_id or self.agent_id)
+
+    def blocks_changed_by_others(self, since: dict[str, int], *, agent_id: str | None = None) -> list[str]:
+        """Ids of blocks changed after the `since` versions by anything but the agent's own
+        model-facing edits (another agent, the owner's update or undo, a restore)."""
+        return self.core.changed_by_others(agent_id or self.agent_id, since)
+
+    def mark_blocks_seen(self, blocks: list[Block], *, agent_id: str | None = None) -> None:
+        """Record that the model was shown these versions (outside the system prompt), so its
+        next edit of them is not refused as stale."""
+        self.core.mark_seen(agent_id or self.agent_id, blocks)
+
     def memory_fingerprint(self, *, agent_id: str | None = None) -> str:
         """A cheap value that changes whenever the rendered memory of the agent would change
         (blocks, attachments, summary); the current time and message counts are left out."""

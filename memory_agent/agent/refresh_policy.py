@@ -72,7 +72,7 @@ class PromptRefreshPolicy:
 
     def rebuilt(self, memory: MemoryManager, agent_id: str) -> None:
         """Remember what the prompt just built shows."""
-        self._known = memory.core.versions(agent_id)
+        self._known = memory.block_versions(agent_id=agent_id)
         self._versions_after_turn = dict(self._known)
         self._layout = _layout(memory, agent_id)
         self._stale_turns = 0
@@ -81,7 +81,7 @@ class PromptRefreshPolicy:
     def turn_ended(self, memory: MemoryManager, agent_id: str) -> None:
         """Remember the versions at the end of a turn: whatever changes before the next one, the
         model did not do."""
-        self._versions_after_turn = memory.core.versions(agent_id)
+        self._versions_after_turn = memory.block_versions(agent_id=agent_id)
 
     def must_rebuild(self, memory: MemoryManager, agent_id: str) -> bool:
         """Whether memory that changed since the last build must be rebuilt before this turn."""
@@ -99,10 +99,10 @@ class PromptRefreshPolicy:
 
     def _foreign_changes(self, memory: MemoryManager, agent_id: str) -> list[str]:
         """Ids of blocks changed by anything but the model's own edits since it last saw them."""
-        current = memory.core.versions(agent_id)
+        current = memory.block_versions(agent_id=agent_id)
         between_turns = {block_id for block_id, version in current.items()
                          if self._versions_after_turn.get(block_id) != version}
-        return sorted(between_turns | set(memory.core.changed_by_others(agent_id, self._known)))
+        return sorted(between_turns | set(memory.blocks_changed_by_others(self._known, agent_id=agent_id)))
 
     def announcement(self, memory: MemoryManager, agent_id: str) -> str:
         """The `<memory_changes>` text for this turn's message (empty when nothing is pending),
@@ -110,9 +110,9 @@ class PromptRefreshPolicy:
         if not self._to_announce:
             return ""
         wanted = set(self._to_announce)
-        blocks = [block for block in memory.core.list_blocks(agent_id) if block.block_id in wanted and block.in_prompt]
+        blocks = [block for block in memory.list_blocks(agent_id=agent_id) if block.block_id in wanted and block.in_prompt]
         self._to_announce = []
-        memory.core.mark_seen(agent_id, blocks)
+        memory.mark_blocks_seen(blocks, agent_id=agent_id)
         for block in blocks:
             self._known[block.block_id] = block.version
         self.announced_blocks += len(blocks)
@@ -121,8 +121,8 @@ class PromptRefreshPolicy:
 
 def _layout(memory: MemoryManager, agent_id: str) -> tuple[object, ...]:
     """Which blocks the prompt shows and how (leaving out their values), and which summary."""
-    summary = memory.recall.latest_summary(agent_id)
-    blocks = sorted((b.block_id, b.label, b.in_prompt, b.read_only) for b in memory.core.list_blocks(agent_id))
+    summary = memory.get_summary_record(agent_id=agent_id)
+    blocks = sorted((b.block_id, b.label, b.in_prompt, b.read_only) for b in memory.list_blocks(agent_id=agent_id))
     return (summary.summary_id if summary else 0, *blocks)
 
 

@@ -84,6 +84,8 @@ def test_public_names_are_pinned() -> None:
         [
             "COMPACTION_MARKERS",
             "DUMMY_API_KEY",
+            "CacheUsage",
+            "PromptCache",
             "RecordedRequest",
             "RequestKind",
             "ScriptedError",
@@ -91,6 +93,7 @@ def test_public_names_are_pinned() -> None:
             "ScriptedMessagesServer",
             "ScriptedResponse",
             "TextBlock",
+            "TooManyBreakpointsError",
             "ToolUseBlock",
             "error_response",
             "is_auxiliary_request",
