@@ -47,7 +47,7 @@ from .agent.refresh_policy import (
 )
 from .manager import MemoryManager
 from .settings import Settings
-from .testing.prompt_cache import CacheUsage
+from .testing.prompt_cache import CacheUsage, without_cache_control
 from .testing.recorded import RecordedRequest
 from .testing.responses import text_response, tool_use_response
 from .testing.scripted_server import ScriptedMessagesServer
@@ -204,18 +204,10 @@ def stable_prefix_share(previous: dict[str, Any], current: dict[str, Any]) -> fl
 
 def _request_parts(body: dict[str, Any]) -> list[str]:
     def canonical(value: Any) -> str:
-        return json.dumps(_without_cache_control(value), sort_keys=True, ensure_ascii=False)
+        return json.dumps(without_cache_control(value), sort_keys=True, ensure_ascii=False)
     # The prompt cache's own order: tools, then system, then messages.
     return [canonical(body.get("tools")), canonical(body.get("system")),
             *(canonical(message) for message in body.get("messages") or [])]
-
-
-def _without_cache_control(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _without_cache_control(item) for key, item in value.items() if key != "cache_control"}
-    if isinstance(value, list):
-        return [_without_cache_control(item) for item in value]
-    return value
 
 
 def _rss_kb() -> int:
@@ -344,8 +336,8 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                 result.carried_chars.append(carried_chars(request))
                 if previous is not None and not (index == 0 and breaks_session):
                     share = stable_prefix_share(previous.body, request.body)
-                    changed = (_without_cache_control(previous.body.get("system"))
-                               != _without_cache_control(request.body.get("system")))
+                    changed = (without_cache_control(previous.body.get("system"))
+                               != without_cache_control(request.body.get("system")))
                     (result.prefix_shares_after_edit if changed else result.prefix_shares).append(share)
                 previous = request
             if kind == "recall" and requests:

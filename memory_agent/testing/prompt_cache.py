@@ -49,6 +49,7 @@ __all__ = [
     "TooManyBreakpointsError",
     "minimum_cacheable_tokens",
     "request_blocks",
+    "without_cache_control",
 ]
 
 MAX_BREAKPOINTS = 4
@@ -95,14 +96,16 @@ def minimum_cacheable_tokens(model: str) -> int:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(_strip_markers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(without_cache_control(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _strip_markers(value: Any) -> Any:
+def without_cache_control(value: Any) -> Any:
+    """A copy of a request part with every `cache_control` marker removed (markers move between
+    requests without changing the cached prefix)."""
     if isinstance(value, dict):
-        return {key: _strip_markers(item) for key, item in value.items() if key != "cache_control"}
+        return {key: without_cache_control(item) for key, item in value.items() if key != "cache_control"}
     if isinstance(value, list):
-        return [_strip_markers(item) for item in value]
+        return [without_cache_control(item) for item in value]
     return value
 
 
