@@ -46,8 +46,10 @@ __all__ = [
     "insert_version_row",
 ]
 
-_OWNER_ACTIONS = ("create", "restore", "update")
-"""History actions that are not the model's own edits (`edit`); undos (`undo_to_vN`) neither."""
+_SHOWN_EDIT_ACTIONS = ("core_memory_append", "core_memory_replace", "memory_insert", "memory_rethink")
+"""Model-facing edits whose tool result shows the block's whole new value. The memory tool's
+`str_replace` and `insert` answer with a snippet or a line, as Anthropic's tool does, so they
+are not among them; nor is any owner's write (create, update, undo, restore)."""
 
 _BLOCK_COLUMNS = (
     "b.block_id, b.label, b.value, b.description, b.char_limit, b.is_shared, b.version,"
@@ -162,8 +164,9 @@ class CoreMemory:
 
     def changed_by_others(self, agent_id: str, since: Mapping[str, int]) -> list[str]:
         """Ids of attached blocks with a version after `since` (block id -> version) that the
-        agent's own model-facing edits did not write: another agent's edit, the owner's update
-        or undo, a restore. A block missing from `since` counts as changed."""
+        agent's model did not see whole in a tool result: anything but this agent's
+        `_SHOWN_EDIT_ACTIONS` (another agent's edit, the owner's update or undo, a restore, a
+        memory-tool edit). A block missing from `since` counts as changed."""
         changed: list[str] = []
         with self._db.reading() as conn:
             rows = conn.execute(
@@ -175,8 +178,9 @@ class CoreMemory:
                     changed.append(row["block_id"])
                 elif row["version"] != before and conn.execute(
                     "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
-                    " AND (agent_id IS NOT ? OR action LIKE 'undo_to_v%' OR action IN (?, ?, ?)) LIMIT 1",
-                    (row["block_id"], before, row["version"], agent_id, *_OWNER_ACTIONS),
+                    f" AND (agent_id IS NOT ? OR action NOT IN ({', '.join('?' * len(_SHOWN_EDIT_ACTIONS))}))"
+                    " LIMIT 1",
+                    (row["block_id"], before, row["version"], agent_id, *_SHOWN_EDIT_ACTIONS),
                 ).fetchone() is not None:
                     changed.append(row["block_id"])
         return changed

@@ -18,8 +18,11 @@ policies:
   conversation). Only a compaction, a change of which blocks the prompt shows, or
   `max_stale_turns` rebuild it.
 
-A change counts as the model's own when this agent's model-facing edit wrote it during one of
-the agent's turns. Anything else reaches the model before its next turn (rebuilt into the prompt,
+A change counts as the model's own when this agent's model wrote it during one of the agent's
+turns with a block tool whose result shows the whole new value (`core_memory_append`,
+`core_memory_replace`, `memory_insert`, `memory_rethink`). The `memory` tool's `str_replace` and
+`insert` answer with a snippet, as Anthropic's tool does, so their edits are treated like
+anyone else's. Anything else reaches the model before its next turn (rebuilt into the prompt,
 or with `announce` in the turn's message): any change between turns
 (another agent, another process, the application, `memory-agent blocks set`), another agent's
 write or the owner's update, undo or restore even during a turn, and a block attached, detached,

@@ -30,6 +30,10 @@ def test_only_the_agents_own_model_edits_are_not_changes_by_others(memory: Memor
     since = memory.core.versions("agent-a")
     memory.update_block("human", value="set by the owner")  # not a model edit
     assert memory.core.changed_by_others("agent-a", since) == [memory.get_block("human").block_id]
+    since = memory.core.versions("agent-a")
+    # The memory tool's str_replace answers with a snippet, not the whole value.
+    memory.edit_block("persona", lambda block: block.value + " More.", action="memory_str_replace")
+    assert memory.core.changed_by_others("agent-a", since) == [memory.get_block("persona").block_id]
 
 
 def test_a_model_edit_between_turns_is_not_the_models_own(memory: MemoryManager) -> None:
