@@ -13,8 +13,19 @@ values and a `Summarizer` protocol.
 """
 
 from .backoff import SummarizerBackoff
-from .budget import UNMEASURED_SCALE, ContextBudget, reported_input_tokens, should_compact
-from .engine import CompactionOutcome, CompactionStatus, compact, summary_tokens, truncation_summary
+from .budget import (
+    UNMEASURED_SCALE,
+    ContextBudget,
+    reported_input_tokens,
+    should_compact,
+)
+from .engine import (
+    CompactionOutcome,
+    CompactionStatus,
+    compact,
+    summary_tokens,
+    truncation_summary,
+)
 from .errors import CompactionError, CompactionSettingsError, SummarizerError
 from .prompts import SUMMARY_SYSTEM_PROMPT, TRUNCATION_MARKER, summary_request_text
 from .records import MessageRecord

@@ -84,6 +84,7 @@ class ContextBudget:
         self._through_id: int | None = None
         self._calibrated = False
         self._measured = False
+        self._grown = self._scale * fixed_tokens
         self._start(0, fixed_tokens)
 
     def _start(self, base: int, estimate: int) -> None:
@@ -99,6 +100,14 @@ class ContextBudget:
     @property
     def total_tokens(self) -> int:
         return self._base + round(self._scale * (self._estimate - self._base_estimate))
+
+    @property
+    def scaled_estimate(self) -> int:
+        """The request by estimate, each part times the scale in force when it was counted.
+        Unlike `total_tokens` it does not jump when a reported usage corrects the total or a
+        new scale is measured, so the difference between two moments is what was added in
+        between (how much a turn grew the context)."""
+        return round(self._grown)
 
     @property
     def fixed_tokens(self) -> int:
@@ -134,7 +143,9 @@ class ContextBudget:
         for message in messages:
             if self._through_id is not None and message.id <= self._through_id:
                 continue
-            self._estimate += message_tokens(message, self.counter)
+            tokens = message_tokens(message, self.counter)
+            self._estimate += tokens
+            self._grown += self._scale * tokens
             self._through_id = message.id
             self._marks.append((message.id, self._estimate))
         return self.total_tokens - before
@@ -156,6 +167,8 @@ class ContextBudget:
         """
         reported = reported_input_tokens(usage)
         estimate = self._estimate_through(through_id)
+        if estimate is not None:
+            self._grown -= self._scale * (self._estimate - estimate)  # recounted when added again
         if estimate is not None and reported > 0 and estimate >= MEASURED_SHARE * self.settings.trigger_tokens:
             self._scale = _clamped(reported / estimate)
             self._measured = True
@@ -182,12 +195,14 @@ class ContextBudget:
     def set_fixed_tokens(self, tokens: int) -> None:
         """The system prompt, tools or summary changed size; shift the total by the difference."""
         self._estimate += tokens - self._fixed
+        self._grown += self._scale * (tokens - self._fixed)
         self._marks = deque((message_id, estimate + tokens - self._fixed) for message_id, estimate in self._marks)
         self._fixed = tokens
 
     def reset(self, total_tokens: int, *, through_id: int | None, fixed_tokens: int) -> None:
         """Start again from a known total, e.g. a compaction outcome's ``tokens_after``."""
         self._fixed = fixed_tokens
+        self._grown = total_tokens
         self._start(0, fixed_tokens)
         self._base, self._base_estimate = total_tokens, fixed_tokens
         self._estimate_known = False
@@ -197,6 +212,7 @@ class ContextBudget:
     def recount(self, messages: Iterable[MessageRecord], *, fixed_tokens: int) -> int:
         """Count from scratch (once, e.g. when an agent is opened); O(history)."""
         self._fixed = fixed_tokens
+        self._grown = self._scale * fixed_tokens
         self._start(0, fixed_tokens)
         self._through_id = None
         self._calibrated = False

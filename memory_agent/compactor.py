@@ -151,6 +151,16 @@ class Compactor:
         with self._lock:
             return self._backoffs.setdefault(agent_id, SummarizerBackoff(self.settings))
 
+    def scale(self, agent_id: str) -> float:
+        """Reported tokens per estimated token for this agent: as measured, else cautious."""
+        with self._lock:
+            budget = self._budgets.get(agent_id)
+        return budget.scale if budget is not None else self._stored_scale(agent_id) or UNMEASURED_SCALE
+
+    def scaled(self, agent_id: str, estimate: int) -> int:
+        """An estimate in the tokens the API will count for this agent."""
+        return round(estimate * self.scale(agent_id))
+
     def _stored_scale(self, agent_id: str) -> float | None:
         """The scale measured on the agent's requests, in this process or an earlier one."""
         if agent_id not in self._scales:
@@ -173,6 +183,11 @@ class Compactor:
     def context_tokens(self, agent_id: str, fixed_tokens: int) -> int:
         """The running estimate of the next request's size (fixed part, summary, messages)."""
         return self.budget(agent_id, fixed_tokens).total_tokens
+
+    def grown_tokens(self, agent_id: str, fixed_tokens: int) -> int:
+        """The context's size for measuring how much a turn adds: scaled estimates throughout,
+        so the first turn after opening does not count the calibration's correction as growth."""
+        return self.budget(agent_id, fixed_tokens).scaled_estimate
 
     async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it.

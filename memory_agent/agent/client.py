@@ -120,7 +120,7 @@ class MemoryAwareAgent:
         self._needs_new_process = False
         self.reconnects = 0
         self.live_refreshes = 0
-        self._growth.seed(self._recent_turn_sizes())
+        self._growth.seed(self._recent_turn_sizes(), scale=self.compactor.scale(self.agent_id))
         state = self.memory.get_agent_state(agent_id=self.agent_id)
         self.session_id: str | None = state.get(_SESSION_KEY) or self.options.resume
         self._session_started = self.session_id is not None
@@ -139,14 +139,14 @@ class MemoryAwareAgent:
             if isinstance(prompt, str) and self._client is not None and not self._compaction_due:
                 # The prompt is known now: if it would carry the request over the trigger,
                 # compact first (kept in context, it is sent after the compaction).
-                headroom = max(self._growth.headroom, self._estimate("user", prompt))
+                headroom = max(self._growth.headroom, self.compactor.scaled(self.agent_id, self._estimate("user", prompt)))
                 self._compaction_due = self.compactor.should_compact(
                     self.agent_id, self._fixed_tokens, headroom=headroom)
             await self._settle_session()
         client = self._require_client()
         self._turn_id = uuid.uuid4().hex
         self._turn_open = True
-        self._growth.start(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self._growth.start(self.compactor.grown_tokens(self.agent_id, self._fixed_tokens))
         if isinstance(prompt, str):
             self._store_prompt(prompt)
             await client.query(prompt, session_id=session_id)
@@ -434,7 +434,7 @@ class MemoryAwareAgent:
                 self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
         self.compactor.observe_turn(
             self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
-        self._growth.finish(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self._growth.finish(self.compactor.grown_tokens(self.agent_id, self._fixed_tokens))
         self._compaction_due = self.compactor.should_compact(
             self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None

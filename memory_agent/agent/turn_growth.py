@@ -21,9 +21,13 @@ class TurnGrowth:
         self._recent: deque[int] = deque(maxlen=window)
         self._start: int | None = None
 
-    def seed(self, turn_sizes: list[int]) -> None:
-        """Recent turns' sizes from storage, so a reopened agent keeps its headroom."""
-        self._recent.extend(max(size, 0) for size in turn_sizes)
+    def seed(self, turn_sizes: list[int], *, scale: float = 1.0) -> None:
+        """Recent turns' sizes from storage, so a reopened agent keeps its headroom.
+
+        Stored sizes are estimates; `scale` (the agent's reported tokens per estimated token)
+        puts them in the terms of the growth measured live, which rests on reported usage.
+        """
+        self._recent.extend(max(round(size * scale), 0) for size in turn_sizes)
 
     def start(self, tokens: int) -> None:
         """The context's size before the turn's prompt is added."""

@@ -38,6 +38,7 @@ def assert_soak_holds(result: SoakResult, *, min_compactions: int) -> None:
     assert all(t.answer.startswith("Answer") and not t.is_error for t in result.turns)
     assert len(result.compactions) >= min_compactions
     assert max(result.request_tokens) < result.trigger_tokens
+    assert all(tokens < result.trigger_tokens for _, tokens, _ in result.reopen_requests())
     for check in result.compactions:
         assert check.floor_tokens <= check.request_tokens < result.trigger_tokens, check
         assert check.kept_first_present and check.evicted_last_absent, check
