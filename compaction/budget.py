@@ -224,9 +224,9 @@ class ContextBudget:
         ``headroom`` tokens before it is sent (the next prompt, the next turn's tool results)."""
         return should_compact(self.total_tokens + max(headroom, 0), self.settings)
 
-    def would_overflow(self, headroom: int = 0) -> bool:
+    def would_overflow(self) -> bool:
         """Whether the next request is past the overflow threshold (deferring is unsafe)."""
-        return self.total_tokens + max(headroom, 0) >= self.settings.overflow_tokens
+        return self.total_tokens >= self.settings.overflow_tokens
 
 
 def _clamped(scale: float) -> float:
