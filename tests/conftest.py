@@ -18,6 +18,13 @@ _OUR_VARIABLES = (
 )
 
 
+def pytest_report_header() -> str:
+    """The SDK version every run was made with (the seams in memory_agent.sdk_seams depend on it)."""
+    from memory_agent.sdk_seams import sdk_version
+
+    return f"claude-agent-sdk {sdk_version()}"
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's HOME, ~/.memory_agent or exported settings."""

@@ -53,7 +53,7 @@ class CliState:
 def state(ctx: click.Context | None = None) -> CliState:
     """The state shared by every context of this invocation (click's `meta` is shared)."""
     meta = (ctx or click.get_current_context()).meta
-    return meta.setdefault(_STATE_KEY, CliState())  # type: ignore[no-any-return]
+    return meta.setdefault(_STATE_KEY, CliState())
 
 
 def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -81,7 +81,7 @@ def shared_options(function: F) -> F:
 
 def load_settings() -> Settings:
     """Settings from the environment (and ./.env), validated before anything opens."""
-    return Settings.from_env()
+    return Settings.from_env(env_file=Path(".env"))
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import threading
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import StaleBlockError
-from memory_agent.memory_tool import MemoryFiles
+from memory_agent.tools.memory_tool import MemoryFiles
 
 PLAN = "/memories/team/plan.md"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memory_agent.agent.session_seed import SEED_OPENING, seed_lines, seed_messages
 from memory_agent.recall import StoredMessage
+from memory_agent.sdk_seams.transcript import SEED_OPENING, seed_lines, seed_messages
 
 
 def stored(number: int, role: str, content, *, reply: str | None = None) -> StoredMessage:
