@@ -425,7 +425,8 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
         + (" ..." if len(result.compactions) > 8 else ""),
         "first request after each reopening: " + (", ".join(
             f"turn {turn}: {tokens:,} tokens ({'compacted first' if compacted else 'no compaction'})"
-            for turn, tokens, compacted in result.reopen_requests()) or "none") + f" (trigger {result.trigger_tokens:,})",
+            for turn, tokens, compacted in result.reopen_requests()) or "none")
+        + f" (trigger {result.trigger_tokens:,})",
         (f"latency of non-compacting turns (ms): first {len(first)} median {median(first) * 1000:.0f} "
         f"mean {mean(first) * 1000:.0f}; last {len(last)} median {median(last) * 1000:.0f} "
         f"mean {mean(last) * 1000:.0f}; last/first means {mean(last) / mean(first):.2f}"),

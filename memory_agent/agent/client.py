@@ -139,7 +139,8 @@ class MemoryAwareAgent:
             if isinstance(prompt, str) and self._client is not None and not self.state.compaction_due:
                 # The prompt is known now: if it would carry the request over the trigger,
                 # compact first (kept in context, it is sent after the compaction).
-                headroom = max(self._growth.headroom, self.compactor.scaled(self.agent_id, self._estimate("user", prompt)))
+                prompt_tokens = self.compactor.scaled(self.agent_id, self._estimate("user", prompt))
+                headroom = max(self._growth.headroom, prompt_tokens)
                 self.state.compaction_due = self.compactor.should_compact(
                     self.agent_id, self._fixed_tokens, headroom=headroom)
             await self._settle_session()
