@@ -39,12 +39,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import PermissionMode
 
-from compaction import (
-    CompactionOutcome,
-    CompactionSettings,
-    MessageRecord,
-    message_tokens,
-)
+from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
@@ -55,13 +50,7 @@ from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from ..turn_context import render_turn_context, with_turn_context
 from .model_errors import raise_for_authentication_failure
-from .options import (
-    compose_system_text,
-    is_preset,
-    merge_options,
-    user_system_text,
-    with_base_prompt,
-)
+from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
 from .recorder import message_fields
 from .refresh_policy import DEFAULT_PROMPT_REFRESH, PromptRefresh, PromptRefreshPolicy, make_policy
