@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from contextlib import ExitStack
@@ -119,7 +120,9 @@ def print_offline_check(server: ScriptedMessagesServer, rounds: int) -> None:
         return
     for role in COLLEGE_ROLES:
         requests = server.turn_requests(model=offline_model(role))
-        seen = sum(entry in requests[-1].system_text for entry in earlier) if requests else 0
+        # In the system prompt, or (the default `announce` refresh policy) in the turn's message.
+        shown = requests[-1].system_text + json.dumps(requests[-1].messages, ensure_ascii=False) if requests else ""
+        seen = sum(entry in shown for entry in earlier)
         print(f"offline check: {role}'s last request showed {seen}/{len(earlier)} earlier-round entries")
 
 

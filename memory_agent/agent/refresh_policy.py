@@ -45,7 +45,7 @@ __all__ = ["DEFAULT_MAX_STALE_TURNS", "DEFAULT_PROMPT_REFRESH", "PromptRefresh",
 PromptRefresh = Literal["live", "deferred", "announce"]
 
 DEFAULT_PROMPT_REFRESH: PromptRefresh = "announce"
-"""Chosen by bench/cache_cost_bench.py: 0.46 of `live`'s cost, against 0.55 for `deferred`."""
+"""Chosen by bench/cache_cost_bench.py: 0.48 of `live`'s cost, against 0.56 for `deferred`."""
 
 DEFAULT_MAX_STALE_TURNS = 25
 """Turns a prompt may lag memory before it is rebuilt anyway. On the bench, 10 cost 0.58 of
