@@ -10,7 +10,8 @@ ClaudeSDKClient (no memory layer; the CLI's own context handling; edit turns ans
 
 Printed per run: main-model requests, input tokens by kind (cache read / cache write / uncached),
 the cost in base-price units (uncached 1.0, cache write 1.25, cache read 0.1; 5-minute TTL, all
-within it), that cost per input token (0.1 if everything were a cache read), the mean request size, compactions and system prompts built. The summariser's own
+within it), that cost per input token (0.1 if everything were a cache read), the mean request
+size, compactions and system prompts built. The summariser's own
 requests (a cheap model, during compaction) are left out.
 
 Goal (issue 18): the default policy costs at most half of `live`.

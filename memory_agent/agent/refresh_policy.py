@@ -56,7 +56,8 @@ lower bound keeps the prompt and the conversation from disagreeing for long."""
 class PromptRefreshPolicy:
     """Decides before each turn whether changed memory is rebuilt into the system prompt."""
 
-    def __init__(self, mode: PromptRefresh = DEFAULT_PROMPT_REFRESH, *, max_stale_turns: int = DEFAULT_MAX_STALE_TURNS) -> None:
+    def __init__(self, mode: PromptRefresh = DEFAULT_PROMPT_REFRESH, *,
+                 max_stale_turns: int = DEFAULT_MAX_STALE_TURNS) -> None:
         if mode not in ("live", "deferred", "announce"):
             raise ConfigurationError(f"prompt_refresh must be 'live', 'deferred' or 'announce', got {mode!r}.")
         if max_stale_turns < 0:
@@ -113,7 +114,8 @@ class PromptRefreshPolicy:
         if not self._to_announce:
             return ""
         wanted = set(self._to_announce)
-        blocks = [block for block in memory.list_blocks(agent_id=agent_id) if block.block_id in wanted and block.in_prompt]
+        blocks = [block for block in memory.list_blocks(agent_id=agent_id)
+                  if block.block_id in wanted and block.in_prompt]
         self._to_announce = []
         memory.mark_blocks_seen(blocks, agent_id=agent_id)
         for block in blocks:

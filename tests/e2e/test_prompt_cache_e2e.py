@@ -65,7 +65,8 @@ def billed_options(billing_server: ScriptedMessagesServer, options: ClaudeAgentO
 
 @pytest.fixture
 def billed_memory(billing_server: ScriptedMessagesServer, tmp_path: Any) -> Any:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "billed"), "ANTHROPIC_BASE_URL": billing_server.url,
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "billed"),
+                                  "ANTHROPIC_BASE_URL": billing_server.url,
                                   "ANTHROPIC_API_KEY": "test-key"}, env_file=None)
     with MemoryManager(agent_id="clocked", settings=settings) as memory:
         yield memory
@@ -149,8 +150,8 @@ async def test_announce_brings_another_agents_edit_with_the_next_turn_and_keeps_
 ) -> None:
     billed_memory.join_shared_block("project", value="Goal: ship v2.")
     billing_server.enqueue(text_response("Hello."), text_response("Seen it."))
-    billing_server.enqueue(tool_use_response("mcp__memory__core_memory_replace",
-                                             {"label": "project", "old_content": "blocked", "new_content": "unblocked"}))
+    replace = {"label": "project", "old_content": "blocked", "new_content": "unblocked"}
+    billing_server.enqueue(tool_use_response("mcp__memory__core_memory_replace", replace))
     billing_server.enqueue(text_response("Updated."))
     async with MemoryAwareAgent(billed_options, memory=billed_memory, prompt_refresh="announce") as agent:
         await agent.process_turn("Hi.")

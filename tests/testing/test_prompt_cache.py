@@ -37,7 +37,8 @@ def user(value: str, marked: bool = False) -> dict[str, Any]:
     return {"role": "user", "content": [text(value, marked)]}
 
 
-def body(system: list[dict[str, Any]], *messages: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def body(system: list[dict[str, Any]], *messages: dict[str, Any],
+         tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"model": SONNET, "system": system, "messages": list(messages), "tools": tools or []}
 
 
