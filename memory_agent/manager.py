@@ -37,7 +37,7 @@ from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
-from .store.database import DATABASE_FILENAME, Database
+from .store.backend import open_store
 from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
 from .validation import check_text, checked_methods
 
@@ -79,6 +79,7 @@ class MemoryManager:
         token_counter: TokenCounter | None = None,
         embedding_function: Any = None,
         vector_store: VectorStore | None = None,
+        database_url: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
@@ -86,7 +87,7 @@ class MemoryManager:
         else:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
-        self.db = Database(self.storage_dir / DATABASE_FILENAME)
+        self.db = open_store(self.storage_dir, database_url or self.settings.database_url)
         self.core = CoreMemory(self.db)
         self.recall = RecallMemory(self.db)
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,

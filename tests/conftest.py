@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memory_agent import MemoryManager, Settings
+from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnavailable
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -15,7 +17,10 @@ _OUR_VARIABLES = (
     "PERSIST_DIRECTORY", "AGENT_ID", "AGENT_INSTANCE_ID", "MODEL_NAME", "DEFAULT_BLOCK_LIMIT",
     "MEMORY_CHARACTER_LIMITS", "MEMORY_SHARED_BLOCKS", "MEMORY_HYBRID_SEARCH", "MEMORY_PERSONA",
     "MEMORY_HUMAN", "CHROMA_HOST", "CHROMA_PORT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+    "MEMORY_DATABASE_URL",
 )
+REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
+"""Set (as .ci/run does) to make a PostgreSQL server that cannot start a failure, not a skip."""
 
 
 @pytest.fixture(autouse=True)
@@ -28,9 +33,42 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 
 
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL server for the whole run (see memory_agent.testing.postgres_cluster)."""
+    try:
+        cluster = PostgresCluster().start()
+    except PostgresUnavailable as error:
+        if os.environ.get(REQUIRE_POSTGRES):
+            pytest.fail(f"PostgreSQL is required ({REQUIRE_POSTGRES} is set) but cannot start: {error}")
+        pytest.skip(f"PostgreSQL backend not tested here: {error}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """A fresh empty database on the session's PostgreSQL server, dropped afterwards."""
+    url = postgres_cluster.database_url()
+    yield url
+    postgres_cluster.drop(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per backend: PostgreSQL through MEMORY_DATABASE_URL (a fresh database),
+    which every MemoryManager, Settings.from_env() and CLI process of the test then uses."""
+    if request.param == "postgres":
+        monkeypatch.setenv("MEMORY_DATABASE_URL", request.getfixturevalue("postgres_url"))
+    return str(request.param)
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "store")}, env_file=None)
+    environ = {"PERSIST_DIRECTORY": str(tmp_path / "store")}
+    if os.environ.get("MEMORY_DATABASE_URL"):  # set by the `backend` fixture
+        environ["MEMORY_DATABASE_URL"] = os.environ["MEMORY_DATABASE_URL"]
+    return Settings.from_env(environ, env_file=None)
 
 
 @pytest.fixture

@@ -9,6 +9,9 @@ import pytest
 import memory_agent
 from memory_agent import ConfigurationError, MemoryManager, Settings
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def test_generated_agent_id_is_persisted_for_the_storage_dir(tmp_path: Path) -> None:
     with MemoryManager(storage_dir=tmp_path) as first:
@@ -25,14 +28,18 @@ def test_agent_id_falls_back_to_the_environment(tmp_path: Path, monkeypatch: pyt
         assert memory.agent_id == "from-env"
 
 
-def test_persist_directory_sets_the_default_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_persist_directory_sets_the_default_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   backend: str) -> None:
     monkeypatch.setenv("PERSIST_DIRECTORY", str(tmp_path / "elsewhere"))
     with MemoryManager() as memory:
-        assert memory.db.path == tmp_path / "elsewhere" / "memory.db"
-    assert (tmp_path / "elsewhere" / "memory.db").is_file()
+        assert memory.storage_dir == tmp_path / "elsewhere"
+    # On PostgreSQL the server holds the data: no database file appears in the storage dir.
+    assert (tmp_path / "elsewhere" / "memory.db").is_file() == (backend == "sqlite")
 
 
-def test_database_pragmas(memory: MemoryManager) -> None:
+def test_database_pragmas(memory: MemoryManager, backend: str) -> None:
+    if backend == "postgres":
+        pytest.skip("PRAGMAs are SQLite's; the PostgreSQL store's settings are tested in test_postgres_store.py")
     with memory.db.reading() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

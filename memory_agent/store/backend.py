@@ -1,0 +1,31 @@
+"""Which database a storage dir uses: SQLite in the dir (the default) or a PostgreSQL server.
+
+The choice is made once, here, from the database URL (`MEMORY_DATABASE_URL`, the CLI's
+`--database-url`, `MemoryManager(database_url=...)`); everything above the store sees the same
+`transaction()` / `reading()` interface either way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Union
+
+from ..errors import ConfigurationError
+from .database import DATABASE_FILENAME, Database
+from .postgres import PostgresDatabase, is_postgres_url, redacted_url
+
+__all__ = ["AnyDatabase", "open_store"]
+
+AnyDatabase = Union[Database, PostgresDatabase]
+
+
+def open_store(storage_dir: Path, database_url: str | None = None) -> AnyDatabase:
+    """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file."""
+    if not database_url:
+        return Database(Path(storage_dir) / DATABASE_FILENAME)
+    if not is_postgres_url(database_url):
+        raise ConfigurationError(
+            f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redacted_url(database_url)!r}. "
+            "Leave it unset to keep SQLite in the storage dir."
+        )
+    return PostgresDatabase(database_url, Path(storage_dir))

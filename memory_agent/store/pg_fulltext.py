@@ -1,0 +1,62 @@
+"""Keyword search on PostgreSQL: its own full-text search, in place of FTS5 and bm25.
+
+The database keeps a `tsvector` of each passage's and message's text (a generated column with a
+GIN index, see `pg_schema`), so the index can never drift from the text and needs no writer's
+help. A query is built from the same word tokens as the FTS5 query (`store.fts.query_tokens`:
+any string becomes `\\w+` tokens, stop words dropped for passages), each one quoted as a
+tsquery lexeme and joined with `|` (OR), so no user text is ever tsquery syntax. Each token is
+normalised by `to_tsquery('english', ...)` exactly as the stored text was (stemmed; a token that
+is itself a stop word is dropped by PostgreSQL with no error).
+
+Ranking is `ts_rank_cd` (cover density: how many query words a passage holds and how close
+together) normalised by document length (flag 1, divide by 1 + log(length)). Unlike bm25 it
+uses no corpus statistics, so an agent's ranking is its own by construction; the price is that a
+rare word does not outweigh a common one. Its recall next to FTS5's bm25 is measured by
+bench/backends_bench.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .fts import query_tokens
+
+__all__ = ["TEXT_SEARCH_CONFIG", "messages_search_sql", "tsquery_text"]
+
+TEXT_SEARCH_CONFIG = "english"
+RANK_NORMALISATION = 1
+
+
+def tsquery_text(text: str, *, drop_stop_words: bool = False) -> str | None:
+    """A `to_tsquery` argument OR-ing the text's word tokens, or None when it holds none."""
+    tokens = query_tokens(text, drop_stop_words=drop_stop_words)
+    if not tokens:
+        return None
+    return " | ".join(f"'{token}'" for token in tokens)
+
+
+def passage_rank_sql(alias: str) -> str:
+    """The rank expression of a passage row `alias` against the bound query `q.query`."""
+    return f"ts_rank_cd({alias}.content_tsv, q.query, {RANK_NORMALISATION})"
+
+
+def passage_search(conn: Any, query: str, clause: str, params: list[Any], limit: int) -> list[tuple[str, float]]:
+    """(passage_id, rank) of the `limit` best matches among rows passing `clause` (alias `p`)."""
+    rows = conn.execute(
+        f"SELECT p.passage_id, {passage_rank_sql('p')} AS rank"
+        f" FROM passages p, to_tsquery('{TEXT_SEARCH_CONFIG}', ?) AS q(query)"
+        f" WHERE p.content_tsv @@ q.query AND {clause}"
+        " ORDER BY rank DESC, p.passage_rowid LIMIT ?",
+        (query, *params, limit),
+    ).fetchall()
+    return [(row[0], float(row[1])) for row in rows]
+
+
+def messages_search_sql(where: str) -> str:
+    """Messages of `where` (alias `m`) matching the bound query, best first, with LIMIT/OFFSET."""
+    return (
+        f"SELECT m.* FROM messages m, to_tsquery('{TEXT_SEARCH_CONFIG}', ?) AS q(query)"
+        f" WHERE m.text_tsv @@ q.query AND {where}"
+        f" ORDER BY ts_rank_cd(m.text_tsv, q.query, {RANK_NORMALISATION}) DESC, m.message_id DESC"
+        " LIMIT ? OFFSET ?"
+    )
