@@ -8,6 +8,7 @@ differences they use, each in one place:
 - `INSERT OR IGNORE INTO ...` becomes `INSERT INTO ... ON CONFLICT DO NOTHING`;
 - an `INSERT` into a table with a generated key gets `RETURNING <key>`, which is how the
   connection adapter answers `cursor.lastrowid` (PostgreSQL has no last-insert-rowid);
+- `length(CAST(x AS BLOB))` (a text's size in UTF-8 bytes) becomes `octet_length(x)`;
 - a bare `BEGIN` (a consistent multi-table read, e.g. an export) becomes a REPEATABLE READ
   transaction, which is what SQLite's deferred BEGIN gives: one snapshot for every statement.
 
@@ -35,6 +36,7 @@ GENERATED_KEYS: dict[str, str] = {
 """Tables whose key the database generates, and that key (`cursor.lastrowid` reads it)."""
 
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+IGNORE\s+)?INTO\s+(\w+)", re.IGNORECASE)
+_BYTE_LENGTH = re.compile(r"length\(CAST\(([\w.]+) AS BLOB\)\)", re.IGNORECASE)
 _BARE_BEGIN = re.compile(r"^\s*BEGIN\s*;?\s*$", re.IGNORECASE)
 
 
@@ -48,7 +50,7 @@ def translate(sql: str) -> tuple[str, str | None]:
     """PostgreSQL's text for a statement written for SQLite, and the key column it returns (if any)."""
     if _BARE_BEGIN.match(sql):
         return "BEGIN ISOLATION LEVEL REPEATABLE READ", None
-    text = sql.replace("%", "%%").replace("?", "%s")
+    text = _BYTE_LENGTH.sub(r"octet_length(\1)", sql.replace("%", "%%").replace("?", "%s"))
     returning: str | None = None
     insert = _INSERT.match(text)
     if insert is not None:

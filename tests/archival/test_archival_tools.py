@@ -12,6 +12,9 @@ from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, ChromaVectorStore, VectorConfig
 from memory_agent.archival.tool_specs import ARCHIVAL_TOOLS, format_archival_hits
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[MemoryManager]:

@@ -1,5 +1,7 @@
 """`init` and `agents ...` on real storage dirs."""
 
+import pytest
+
 from __future__ import annotations
 
 import json
@@ -9,6 +11,9 @@ from pathlib import Path
 from click.testing import Result
 
 from memory_agent import MemoryManager
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_init_creates_storage_and_a_default_agent(run: Callable[..., Result], storage: Path) -> None:

@@ -3,6 +3,8 @@
 These use the real offline embedding model and embedded Chroma, so they are kept few.
 """
 
+import pytest
+
 from __future__ import annotations
 
 import json
@@ -16,6 +18,9 @@ from memory_agent import MemoryManager
 
 Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def _remember(run: Run, text: str, *tags: str) -> str:

@@ -1,5 +1,7 @@
 """`messages`, `summary` and `compact` on stored conversations."""
 
+import pytest
+
 from __future__ import annotations
 
 import json
@@ -11,6 +13,9 @@ from memory_agent import MemoryManager
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
 Run = Callable[..., Result]
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def _conversation(memory: MemoryManager, turns: int) -> None:

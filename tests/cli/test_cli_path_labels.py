@@ -1,5 +1,7 @@
 """Path labels through the CLI: created, shown, edited and listed under their normal form."""
 
+import pytest
+
 from __future__ import annotations
 
 import json
@@ -8,6 +10,9 @@ from collections.abc import Callable
 from click.testing import Result
 
 Run = Callable[..., Result]
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_path_labels_through_the_cli(initialised: Run, error_of: Callable[[Result], str]) -> None:

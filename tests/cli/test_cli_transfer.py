@@ -17,6 +17,9 @@ Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
 AGENT_FILES = ("memgpt_agent.af", "memgpt_agent_with_convo.af")
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _memory_of(run: Run, storage: Path, agent: str | None = None) -> dict:
     """Blocks (label -> value, limit, description, read-only) and messages (role, type, text, in context)."""

@@ -22,6 +22,9 @@ from memory_agent.portability import (
     to_letta,
 )
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def test_every_record_field_type_is_checked_on_import() -> None:
     for record_type in (getattr(records, name) for name in records.__all__ if name not in ("Snapshot", "ImportNotes")):

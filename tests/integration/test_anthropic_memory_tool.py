@@ -80,6 +80,9 @@ EXTENDED = {
 }
 """Paths the filesystem tool resolves and we refuse outright: our message starts with its sentence."""
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _script(server: ScriptedMessagesServer, script: list[dict[str, Any]]) -> int:
     """Script one `memory` call per command, then a final answer; the index of the run's first request."""

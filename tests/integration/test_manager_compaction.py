@@ -11,6 +11,9 @@ from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
 from memory_agent.testing import ScriptedMessagesServer, error_response, text_response
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def server() -> Iterator[ScriptedMessagesServer]:

@@ -20,6 +20,9 @@ from memory_agent.college import (
 
 LABEL = COLLEGE_BLOCK_LABEL
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _settings(directory: Path, **extra: str) -> Settings:
     return Settings.from_env({"PERSIST_DIRECTORY": str(directory), **extra}, env_file=None)

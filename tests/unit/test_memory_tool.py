@@ -29,6 +29,9 @@ from memory_agent.memory_paths import (
 from memory_agent.memory_tool import MemoryFiles, specs_for_tool_set
 from memory_agent.rendering import MAX_LISTED_FILES
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def call(memory: MemoryManager, agent: str | None = None, **arguments: Any) -> tuple[str, bool]:
     outcome = memory.execute_tool("memory", arguments, agent_id=agent)
