@@ -73,7 +73,7 @@ def open_database(storage_dir: Path, *, create: bool = False, database_url: str 
 
     With a PostgreSQL `database_url` the server holds the data (its schema is created on first use)."""
     if database_url:
-        return open_store(storage_dir, database_url)
+        return open_store(storage_dir, database_url, create=create)
     path = storage_dir / DATABASE_FILENAME
     check_not_orphaned(path)
     if not create and not path.is_file():

@@ -19,8 +19,11 @@ __all__ = ["AnyDatabase", "open_store"]
 AnyDatabase = Union[Database, PostgresDatabase]
 
 
-def open_store(storage_dir: Path, database_url: str | None = None) -> AnyDatabase:
-    """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file."""
+def open_store(storage_dir: Path, database_url: str | None = None, *, create: bool = True) -> AnyDatabase:
+    """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file.
+
+    Without `create`, a PostgreSQL database where memory-agent never ran is an error (SQLite's
+    equivalent, a missing file, is checked by the caller, which knows the storage dir's rules)."""
     if not database_url:
         return Database(Path(storage_dir) / DATABASE_FILENAME)
     if not is_postgres_url(database_url):
@@ -28,4 +31,4 @@ def open_store(storage_dir: Path, database_url: str | None = None) -> AnyDatabas
             f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redacted_url(database_url)!r}. "
             "Leave it unset to keep SQLite in the storage dir."
         )
-    return PostgresDatabase(database_url, Path(storage_dir))
+    return PostgresDatabase(database_url, Path(storage_dir), create=create)

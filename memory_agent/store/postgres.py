@@ -156,7 +156,7 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, storage_dir: Path) -> None:
+    def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
         self.url = url
         self.display = redacted_url(url)
         self.path = Path(storage_dir) / "postgresql"
@@ -164,6 +164,10 @@ class PostgresDatabase:
         self._depth = 0
         self._conn = PostgresConnection(self._connect())
         try:
+            if not create and not self._has_schema():
+                raise StorageError(
+                    f"No memory-agent storage in the database at {self.display} yet. Run 'memory-agent init' "
+                    "first, or point MEMORY_DATABASE_URL (--database-url) at the database that holds it.")
             self._migrate()
         except BaseException:
             self._conn.raw.close()
@@ -193,6 +197,10 @@ class PostgresDatabase:
                                    "nothing of it was written. Try again.")
             self._conn = PostgresConnection(self._connect())
         return self._conn
+
+    def _has_schema(self) -> bool:
+        row = self._conn.raw.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
+        return row is not None and row[0] is not None
 
     def _migrate(self) -> None:
         conn = self._conn

@@ -3,8 +3,6 @@
 These use the real offline embedding model and embedded Chroma, so they are kept few.
 """
 
-import pytest
-
 from __future__ import annotations
 
 import json
@@ -12,6 +10,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from memory_agent import MemoryManager

@@ -1,12 +1,11 @@
 """`messages`, `summary` and `compact` on stored conversations."""
 
-import pytest
-
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 
+import pytest
 from click.testing import Result
 
 from memory_agent import MemoryManager

@@ -1,12 +1,11 @@
 """Path labels through the CLI: created, shown, edited and listed under their normal form."""
 
-import pytest
-
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 
+import pytest
 from click.testing import Result
 
 Run = Callable[..., Result]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-
 from letta_af_rules import letta_errors
+
 from memory_agent import MemoryManager
 
 Run = Callable[..., Result]
