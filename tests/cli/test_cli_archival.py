@@ -21,7 +21,6 @@ ErrorOf = Callable[[Result], str]
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def _remember(run: Run, text: str, *tags: str) -> str:
     args = [arg for tag in tags for arg in ("--tag", tag)]
     result = run("--json", "remember", text, *args)
