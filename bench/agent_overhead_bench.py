@@ -2,8 +2,9 @@
 
 All clients run the real SDK and its bundled CLI against the local scripted Messages API server:
 a plain client with the user's options; a plain client given the same request as the agent (the
-rendered memory in its system prompt, the memory tools served in-process), which isolates the
-wrapper's own work (persisting, bookkeeping) from the cost of a larger request; and the agent.
+rendered memory in its system prompt, the memory tools served in-process, and a fork of the
+agent's session, so the same conversation), which isolates the wrapper's own work (persisting,
+bookkeeping) from the cost of a larger request; and the agent.
 Turns rotate between the clients so that drift of the machine affects all alike. Printed: median
 turn time of each, the median overhead and the ratio of medians against both plain clients, with
 an empty database and with 10,000 stored messages; then the median turn right after a memory
@@ -16,6 +17,7 @@ Run: python bench/agent_overhead_bench.py [--turns 40]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import asyncio
 import statistics
 import tempfile
@@ -25,7 +27,7 @@ from pathlib import Path
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
-from memory_agent.agent.options import merge_options
+from memory_agent.agent.options import compose_system_text, merge_options
 from memory_agent.testing import ScriptedMessagesServer
 from memory_agent.tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 
@@ -45,25 +47,31 @@ def populate(memory: MemoryManager, count: int) -> None:
 
 
 async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, turns: int) -> None:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(directory)}, env_file=None)
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(directory), "ANTHROPIC_BASE_URL": server.url,
+                                  "ANTHROPIC_API_KEY": "bench-key"}, env_file=None)
     project = directory / "project"
     project.mkdir()
     options = ClaudeAgentOptions(env=server.env(), system_prompt="You are terse.", tools=[], cwd=str(project))
     with MemoryManager(agent_id="bench", settings=settings) as memory:
         populate(memory, stored)
-        same_request = merge_options(
-            options, memory_text=memory.get_system_prompt_addition(), memory_server_name=MEMORY_SERVER_NAME,
-            memory_server=build_memory_server(memory, "bench"), memory_tools=memory_tool_names(memory),
-            resume=None, session_id=None, session_store=None, model=None,
-        )
         plain = ClaudeSDKClient(options)
-        matched = ClaudeSDKClient(same_request)
         agent = MemoryAwareAgent(options, memory=memory)
-        for client in (plain, matched, agent):
+        for client in (plain, agent):
             await client.connect()
+            await timed_turn(client, "warm up")
+        # The same request as the agent's: its system prompt and tools, and a fork of its session,
+        # so it carries the same conversation (with 10,000 stored messages, the kept window).
+        prompt_path = directory / "system-prompt.md"
+        prompt_path.write_text(compose_system_text(options.system_prompt, memory.get_system_prompt_addition()))
+        same_request = dataclasses.replace(merge_options(
+            options, system_prompt_path=prompt_path, memory_server_name=MEMORY_SERVER_NAME,
+            memory_server=build_memory_server(memory, "bench"), memory_tools=memory_tool_names(memory),
+            resume=agent.session_id, session_id=None, session_store=agent.session_store, model=None,
+        ), fork_session=True)
+        matched = ClaudeSDKClient(same_request)
+        await matched.connect()
         try:
-            for client in (plain, matched, agent):
-                await timed_turn(client, "warm up")
+            await timed_turn(matched, "warm up")
             plain_times, matched_times, agent_times = [], [], []
             for number in range(turns):
                 plain_times.append(await timed_turn(plain, f"turn {number}"))
@@ -92,10 +100,14 @@ async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 3 turns, 0 and 1,000 stored messages")
     args = parser.parse_args()
+    sizes = (0, 1_000) if args.quick else (0, 10_000)
+    if args.quick:
+        args.turns = 3
     print(f"{args.turns} alternating turns per client, unchanged memory; medians")
     with ScriptedMessagesServer() as server:
-        for stored in (0, 10_000):
+        for stored in sizes:
             with tempfile.TemporaryDirectory() as directory:
                 await compare(server, Path(directory), stored, args.turns)
 

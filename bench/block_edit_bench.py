@@ -35,7 +35,10 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=1000)
     parser.add_argument("--blocks-per-agent", type=int, default=10)
     parser.add_argument("--edits", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 20 agents, 7 blocks each, 50 edits")
     args = parser.parse_args()
+    if args.quick:
+        args.agents, args.blocks_per_agent, args.edits = 20, 7, 50
 
     with tempfile.TemporaryDirectory() as directory:
         settings = Settings.from_env({"PERSIST_DIRECTORY": directory}, env_file=None)

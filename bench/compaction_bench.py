@@ -73,11 +73,11 @@ def make_history(count: int, rng: random.Random, words: tuple[int, int]) -> list
     return messages[:count]
 
 
-def bench_trigger_check(turns: int) -> None:
+def bench_trigger_check(turns: int, history_size: int = 10_000) -> None:
     rng = random.Random(7)
     settings = CompactionSettings()
     counter = default_counter()
-    history = make_history(10_000, rng, (20, 120))
+    history = make_history(history_size, rng, (20, 120))
     counter.count_text("warm up")  # load the encoding outside the timings
 
     started = time.perf_counter()
@@ -98,7 +98,7 @@ def bench_trigger_check(turns: int) -> None:
         samples.append(time.perf_counter() - started)
 
     samples.sort()
-    print("(a) trigger check per turn, history of 10,000 messages (+2 new messages per turn)")
+    print(f"(a) trigger check per turn, history of {history_size:,} messages (+2 new messages per turn)")
     print(f"    turns measured          {turns}")
     print(f"    median                  {statistics.median(samples) * 1e3:.3f} ms")
     print(f"    p95                     {samples[int(0.95 * len(samples))] * 1e3:.3f} ms")
@@ -135,9 +135,9 @@ async def compact_until_under_target(
     return compacts, calls, before, after, elapsed
 
 
-async def bench_compaction() -> None:
+async def bench_compaction(history_size: int = 2_000) -> None:
     rng = random.Random(11)
-    history = make_history(2_000, rng, (60, 160))
+    history = make_history(history_size, rng, (60, 160))
     counter = default_counter()
     started = time.perf_counter()
     history = [m.with_tokens(counter.count_message(m)) for m in history]
@@ -149,8 +149,8 @@ async def bench_compaction() -> None:
         ("mode 'all', 100k-token chunks", dataclasses.replace(sliding, mode="all"), False),
     )
 
-    print("(b) compacting a 2,000-message history against the scripted Messages API server")
-    print(f"    counting 2,000 messages {counting * 1e3:.0f} ms (tiktoken, once)")
+    print(f"(b) compacting a {history_size:,}-message history against the scripted Messages API server")
+    print(f"    counting {history_size:,} messages {counting * 1e3:.0f} ms (tiktoken, once)")
     with ScriptedMessagesServer(default_text=SUMMARY_TEXT) as server:
         for label, settings, with_429 in scenarios:
             server.clear()
@@ -176,9 +176,10 @@ async def bench_compaction() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=1000, help="turns timed in (a)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 1,000-message history, 20 turns")
     args = parser.parse_args()
-    bench_trigger_check(args.turns)
-    asyncio.run(bench_compaction())
+    bench_trigger_check(20 if args.quick else args.turns, history_size=1_000 if args.quick else 10_000)
+    asyncio.run(bench_compaction(history_size=200 if args.quick else 2_000))
 
 
 if __name__ == "__main__":

@@ -109,7 +109,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--appends", type=int, default=300, help="appends per writer (default 300)")
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 4, 8], help="writer counts to measure")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 1 and 2 writers, 20 appends each")
     args = parser.parse_args()
+    if args.quick:
+        args.appends, args.writers = 20, [1, 2]
     print(f"{'writers':>7} {'appends':>7} {'wall s':>7} {'appends/s':>9} {'p50 ms':>7} {'p95 ms':>7} "
           f"{'max ms':>7} {'chars':>7} {'intact':>6}")
     for writers in args.writers:

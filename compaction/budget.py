@@ -130,9 +130,10 @@ class ContextBudget:
         self.add(messages)
         return self._total
 
-    def should_compact(self) -> bool:
-        """Whether the next request reaches the compaction trigger."""
-        return should_compact(self._total, self.settings)
+    def should_compact(self, headroom: int = 0) -> bool:
+        """Whether the next request reaches the compaction trigger, if the conversation grows by
+        ``headroom`` tokens before it is sent (the next prompt, the next turn's tool results)."""
+        return should_compact(self._total + max(headroom, 0), self.settings)
 
     def would_overflow(self) -> bool:
         """Whether the next request is past the overflow threshold (deferring is unsafe)."""

@@ -102,17 +102,22 @@ class Compactor:
         return cached
 
     def observe_turn(self, agent_id: str, fixed_tokens: int, *, usage: Any | None,
-                     through_id: int | None) -> bool:
+                     through_id: int | None, headroom: int = 0) -> bool:
         """After a turn: take the API's usage of the last request as the exact size up to
-        `through_id`, count what came after, and say whether compaction is due."""
+        `through_id`, count what came after, and say whether compaction is due before the next
+        turn, which is expected to add `headroom` tokens."""
         budget = self.budget(agent_id, fixed_tokens)
         if usage:
             budget.calibrate(usage, through_id=through_id)
             budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=through_id or 0))
-        return self.settings.enabled and budget.should_compact()
+        return self.settings.enabled and budget.should_compact(headroom)
 
-    def should_compact(self, agent_id: str, fixed_tokens: int) -> bool:
-        return self.settings.enabled and self.budget(agent_id, fixed_tokens).should_compact()
+    def should_compact(self, agent_id: str, fixed_tokens: int, *, headroom: int = 0) -> bool:
+        return self.settings.enabled and self.budget(agent_id, fixed_tokens).should_compact(headroom)
+
+    def context_tokens(self, agent_id: str, fixed_tokens: int) -> int:
+        """The running estimate of the next request's size (fixed part, summary, messages)."""
+        return self.budget(agent_id, fixed_tokens).total_tokens
 
     async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it."""

@@ -35,7 +35,6 @@ __all__ = [
     "escape_markdown",
     "escape_text",
     "render_memory",
-    "render_recent_conversation",
 ]
 
 MAX_LISTED_FILES = 100
@@ -96,15 +95,6 @@ _text = escape_text
 def escape_markdown(value: str) -> str:
     """Backslash-escape every line that would start a markdown heading (leading spaces allowed)."""
     return "\n".join(f"\\{line}" if line.lstrip(" ").startswith("#") else line for line in value.split("\n"))
-
-
-def render_recent_conversation(transcript: str) -> str:
-    """Messages carried into a fresh session after a compaction, as an escaped transcript."""
-    return (
-        "<recent_conversation>\nThe most recent messages before this session, verbatim "
-        "(older ones are in the conversation summary):\n"
-        f"{escape_text(transcript)}\n</recent_conversation>"
-    )
 
 
 def block_tags(label: str) -> tuple[str, str]:

@@ -12,8 +12,13 @@ How a turn runs:
 4. After the result, the token budget is calibrated with the usage the API reported and
    checked against the compaction trigger.
 
-After a compaction the next turn starts a fresh SDK session whose system prompt carries the
-summary and the kept messages, so evicted messages are never sent to the model again.
+After a compaction the next turn starts a fresh SDK session: the summary is in its system prompt
+and the kept messages are seeded into its transcript (`session_seed`), so the model sees them as
+real turns and never sees the evicted ones again. The same happens when a session cannot be
+resumed (another working directory, an imported conversation). A conversation over the trigger
+when the agent connects is compacted before its first request. Nothing on the way has a size cap:
+the system prompt goes to the CLI as a file or a control request, the kept messages through the
+session store.
 """
 
 from __future__ import annotations
@@ -33,19 +38,20 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import PermissionMode
 
-from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens, render_transcript
+from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
 
-from ..compactor import to_record
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
 from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
-from ..rendering import render_recent_conversation
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from .model_errors import raise_for_authentication_failure
-from .options import compose_system_prompt, merge_options, user_system_text, with_base_prompt
+from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
+from .prompt_file import PromptFile
 from .recorder import message_fields
+from .session_seed import seed_lines
 from .turn import TurnResult
+from .turn_growth import TurnGrowth
 
 __all__ = ["MemoryAwareAgent", "RefreshMode"]
 
@@ -55,7 +61,6 @@ RefreshMode = Literal["live", "reconnect"]
 """How a changed memory reaches a running session: a control request, or a new CLI process."""
 
 _SESSION_KEY = "sdk_session_id"
-_CARRY_KEY = "carried_through_message_id"
 
 
 class MemoryAwareAgent:
@@ -98,6 +103,7 @@ class MemoryAwareAgent:
             else self.memory.compactor
         )
         self.session_store = SQLiteSessionStore(self.memory.db)
+        self._prompt_file = PromptFile()
         self._client: ClaudeSDKClient | None = None
         self._connected_fingerprint: str | None = None
         self._fixed_tokens = 0
@@ -109,10 +115,12 @@ class MemoryAwareAgent:
         self._last_request_through: int | None = None
         self._last_stored_id: int | None = None
         self._compaction_due = False
+        self._growth = TurnGrowth()
         self.last_compaction: CompactionOutcome | None = None
         self._needs_new_process = False
         self.reconnects = 0
         self.live_refreshes = 0
+        self._growth.seed(self._recent_turn_sizes())
         state = self.memory.get_agent_state(agent_id=self.agent_id)
         self.session_id: str | None = state.get(_SESSION_KEY) or self.options.resume
         self._session_started = self.session_id is not None
@@ -128,10 +136,17 @@ class MemoryAwareAgent:
     async def query(self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default") -> None:
         """Store the prompt and send it, after bringing the session's memory up to date."""
         if not self._turn_open:
+            if isinstance(prompt, str) and self._client is not None and not self._compaction_due:
+                # The prompt is known now: if it would carry the request over the trigger,
+                # compact first (kept in context, it is sent after the compaction).
+                headroom = max(self._growth.headroom, self._estimate("user", prompt))
+                self._compaction_due = self.compactor.should_compact(
+                    self.agent_id, self._fixed_tokens, headroom=headroom)
             await self._settle_session()
         client = self._require_client()
         self._turn_id = uuid.uuid4().hex
         self._turn_open = True
+        self._growth.start(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
         if isinstance(prompt, str):
             self._store_prompt(prompt)
             await client.query(prompt, session_id=session_id)
@@ -197,6 +212,7 @@ class MemoryAwareAgent:
 
     async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
         await self.disconnect()
+        self._prompt_file.close()
         await self.compactor.aclose()
         if self._owns_memory:
             self.memory.close()
@@ -216,7 +232,7 @@ class MemoryAwareAgent:
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:
         """The manual trigger: compact now; the next turn starts a session without the evicted part."""
-        outcome = await self.compactor.compact(self.agent_id, self._fixed_tokens, force=force)
+        outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=force)
         self._after_compaction(outcome)
         return outcome
 
@@ -229,55 +245,63 @@ class MemoryAwareAgent:
 
     async def _settle_session(self) -> None:
         """Compact if due, then reuse the CLI process or reconnect with the current memory."""
+        if self._client is None and not self._compaction_due:
+            # A history over the trigger (an import, a restart elsewhere, a long-closed agent) is
+            # compacted before the first request rather than after a failed one.
+            self._compaction_due = self.compactor.should_compact(self.agent_id, self._request_fixed_tokens())
         if self._compaction_due:
             self._compaction_due = False
-            outcome = await self.compactor.compact(self.agent_id, self._fixed_tokens)
+            # Forced: the running budget, calibrated on reported usage, already decided; the
+            # engine's own check would re-estimate the messages uncalibrated and could skip.
+            outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=True)
             self._after_compaction(outcome)
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
         if self._client is not None and fingerprint == self._connected_fingerprint:
             return
+        refreshed = False
         if self._client is not None and not self._needs_new_process:
-            memory_text = self._memory_text()
-            refreshed = await self._refresh_live(memory_text)
-        else:
-            refreshed = False
+            refreshed = await self._refresh_live(self._memory_text())
         if refreshed:
             self.live_refreshes += 1
         else:
             await self.disconnect()
-            resume = self.session_id if self._resumable() else None
-            if resume is None:
-                self._carry_context_into_new_session()
-            memory_text = self._memory_text()
-            client = ClaudeSDKClient(self._session_options(memory_text, resume))
-            await client.connect()
-            self._client = client
-            self._needs_new_process = False
-            self.reconnects += 1
+            await self._start_process()
         self._connected_fingerprint = fingerprint
-        # The request outside the conversation. The summary and the carried messages are left
-        # out: the budget counts them as the summary and as in-context messages.
+        self._fixed_tokens = self._request_fixed_tokens()
+
+    def _request_fixed_tokens(self) -> int:
+        """The request outside the conversation: the user's prompt, rendered memory and tools.
+        The summary is left out: the budget counts it as the summary."""
         own_prompt = user_system_text(self.options.system_prompt) or ""
-        self._fixed_tokens = self.compactor.count_text(own_prompt) + self.memory.memory_tokens(agent_id=self.agent_id)
+        return self.compactor.count_text(own_prompt) + self.memory.memory_tokens(agent_id=self.agent_id)
+
+    async def _start_process(self) -> None:
+        """A new CLI process on the current session, or on a new one seeded with the context."""
+        resume = self.session_id if self._resumable() else await self._seed_new_session()
+        client = ClaudeSDKClient(self._session_options(self._memory_text(), resume))
+        await client.connect()
+        self._client = client
+        self._needs_new_process = False
+        self.reconnects += 1
 
     async def _refresh_live(self, memory_text: str) -> bool:
         """Give the running CLI process the new system prompt, keeping process and session.
 
         The CLI's `set_model` control request takes a `system_prompt` field (the SDK has no public
-        method for it yet), and a session started with `snapshot: False` uses the new prompt from
-        its next request on: about 20 ms instead of about 600 ms for a new process. Used for
-        custom prompts only (a preset's text lives in the CLI); when the request is refused, the
-        agent falls back to reconnecting for the rest of its life.
+        method for it yet), and a session whose prompt is rebuilt per request (snapshot off) uses
+        the new prompt from its next request on: about 20 ms instead of about 600 ms for a new
+        process. Control requests travel as JSON lines on the CLI's stdin, so no argument size
+        limit applies (measured with a 430 kB prompt: 13 ms). Not for presets (their text lives
+        in the CLI); when the request is refused, the agent reconnects for the rest of its life.
         """
-        if self.refresh_mode != "live":
+        if self.refresh_mode != "live" or is_preset(self.options.system_prompt):
             return False
-        prompt = compose_system_prompt(self.options.system_prompt, memory_text)
         send = getattr(getattr(self._client, "_query", None), "_send_control_request", None)
-        if prompt.get("type") != "custom" or send is None:
+        if send is None:
             return False
         try:
             await send({"subtype": "set_model", "model": self.options.model or self.memory.settings.model_name,
-                        "system_prompt": prompt["prompt"]})
+                        "system_prompt": compose_system_text(self.options.system_prompt, memory_text)})
         except Exception as error:  # an older or newer CLI: reconnecting always works
             logger.info("live system prompt refresh refused (%s); reconnecting from now on", error)
             self.refresh_mode = "reconnect"
@@ -285,55 +309,58 @@ class MemoryAwareAgent:
         return True
 
     def _memory_text(self) -> str:
-        """Rendered memory, plus the in-context messages this session carries in its prompt
-        (those from before it started, which its SDK transcript does not hold)."""
-        text = self.memory.get_system_prompt_addition(agent_id=self.agent_id)
-        carried = self._carried_messages()
-        if carried:
-            transcript = render_transcript([to_record(m) for m in carried])
-            text += "\n\n" + render_recent_conversation(transcript)
-        return text
+        """Rendered memory: blocks, metadata and the conversation summary."""
+        return self.memory.get_system_prompt_addition(agent_id=self.agent_id)
 
-    def _carried_messages(self) -> list[Any]:
-        state = self.memory.get_agent_state(agent_id=self.agent_id)
-        carried_through = state.get(_CARRY_KEY)
-        if not carried_through:
-            return []
-        return self.memory.recall.in_context(self.agent_id, up_to_id=carried_through)
+    def _cwd(self) -> Path:
+        return Path(self.options.cwd) if self.options.cwd else Path.cwd()
+
+    def _store(self) -> Any:
+        """The SessionStore the CLI's transcripts go to: the user's, else memory.db."""
+        return self.options.session_store if self.options.session_store is not None else self.session_store
 
     def _resumable(self) -> bool:
         """Whether the current session can be resumed from the store, seen from this cwd.
 
         The SDK keys stored sessions by working directory; a restart elsewhere (or a store that
-        lost the transcript) cannot resume, so the conversation continues in a new session that
-        carries every message still in context instead.
+        lost the transcript) cannot resume, so the conversation continues in a new session seeded
+        with every message still in context instead.
         """
         if not (self._session_started and self.session_id):
             return False
         if self.options.session_store is not None:
             return True
-        cwd = Path(self.options.cwd) if self.options.cwd else Path.cwd()
-        if self.session_store.has_session(project_key_for_directory(cwd), self.session_id):
+        if self.session_store.has_session(project_key_for_directory(self._cwd()), self.session_id):
             return True
         self.session_id = None
         self._session_started = False
         return False
 
-    def _carry_context_into_new_session(self) -> None:
-        """A new session starts empty, so every message still in context travels in its system
-        prompt: the kept messages after a compaction, a conversation that could not be resumed,
-        or one imported or stored through the MemoryManager."""
-        last = self.memory.recall.recent(self.agent_id, 1)
-        self.memory.set_agent_state({_SESSION_KEY: None, _CARRY_KEY: last[-1].message_id if last else None},
-                                    agent_id=self.agent_id)
+    async def _seed_new_session(self) -> str | None:
+        """Write the in-context messages into the store as a new session's transcript and return
+        its id (None, for a fresh session, when there is nothing in context)."""
+        messages = self.memory.recall.in_context(self.agent_id)
+        if not messages:
+            self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
+            return None
+        session_id = str(uuid.uuid4())
+        cwd = self._cwd()
+        lines = seed_lines(messages, session_id=session_id, cwd=str(cwd),
+                           model=self.options.model or self.memory.settings.model_name)
+        await self._store().append({"project_key": project_key_for_directory(cwd), "session_id": session_id}, lines)
+        self.session_id = session_id
+        self._session_started = True
+        self.memory.set_agent_state({_SESSION_KEY: session_id}, agent_id=self.agent_id)
+        return session_id
 
     def _session_options(self, memory_text: str, resume: str | None) -> ClaudeAgentOptions:
         """Options for a new CLI process: resume `resume`, or start a session with a fresh id."""
         new_id = None if resume else str(uuid.uuid4())
         self._pending_session_id = new_id
+        prompt_path = self._prompt_file.write(compose_system_text(self.options.system_prompt, memory_text))
         return merge_options(
             self.options,
-            memory_text=memory_text,
+            system_prompt_path=prompt_path,
             memory_server_name=MEMORY_SERVER_NAME,
             memory_server=build_memory_server(self.memory, self.agent_id, tool_set=self.memory_tools),
             memory_tools=memory_tool_names(self.memory, tool_set=self.memory_tools),
@@ -352,6 +379,14 @@ class MemoryAwareAgent:
         self.session_id = None
         self._session_started = False
         self._needs_new_process = True
+
+    def _recent_turn_sizes(self, messages: int = 200) -> list[int]:
+        """Estimated tokens of each of the last turns still in context (by stored turn id)."""
+        sizes: dict[str, int] = {}
+        for message in self.memory.recall.recent(self.agent_id, messages):
+            if message.turn_id:
+                sizes[message.turn_id] = sizes.get(message.turn_id, 0) + (message.token_count or 0)
+        return list(sizes.values())
 
     # ----- recording ----------------------------------------------------------------------
 
@@ -397,8 +432,11 @@ class MemoryAwareAgent:
                 self.session_id = result.session_id
                 self._session_started = True
                 self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
-        self._compaction_due = self.compactor.observe_turn(
+        self.compactor.observe_turn(
             self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
+        self._growth.finish(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self._compaction_due = self.compactor.should_compact(
+            self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None
 
     def _estimate(self, role: str, content: Any) -> int:

@@ -1,7 +1,8 @@
 """Merging the user's `ClaudeAgentOptions` with what the memory layer adds.
 
 Nothing the user set is dropped: their system prompt (string, preset, custom or file) gets the
-rendered memory appended, their MCP servers get the `memory` server beside them, their allowed
+rendered memory appended (the whole text goes to the CLI as a file: a command-line argument is
+capped at 128 KiB on Linux), their MCP servers get the `memory` server beside them, their allowed
 tools get the memory tools added, and their environment gets the variable that keeps the CLI's
 own auto-compaction from firing before ours.
 """
@@ -18,10 +19,21 @@ from claude_agent_sdk.types import McpSdkServerConfig
 
 from ..errors import ConfigurationError
 
-__all__ = ["CLI_COMPACTION_ENV", "compose_system_prompt", "merge_options", "user_system_text", "with_base_prompt"]
+__all__ = ["CLI_COMPACTION_ENV", "READ_BUFFER_BYTES", "SNAPSHOT_OFF", "compose_system_text", "file_system_prompt", "is_preset",
+           "merge_options", "user_system_text", "with_base_prompt"]
 
 CLI_COMPACTION_ENV = {"DISABLE_AUTO_COMPACT": "1"}
 """Turns off the Claude Code CLI's own auto-compaction, so only ours summarises the context."""
+
+READ_BUFFER_BYTES = 64 * 1024 * 1024
+"""Largest single message the SDK reads from the CLI. The SDK's default (1 MiB) is below one
+context window of text, and a message the CLI emits can hold a whole resumed conversation or a
+large tool result; a user's own `max_buffer_size` is kept."""
+
+SNAPSHOT_OFF = {"system-prompt-snapshot": "off"}
+"""CLI flag: rebuild the system prompt on every request instead of replaying the one recorded on
+the session's first request, so a resumed session sees the current memory. The SDK sets the same
+through `snapshot: False` for custom and preset prompts, but not for a file prompt."""
 
 
 def with_base_prompt(options: ClaudeAgentOptions, base_prompt: str | None) -> ClaudeAgentOptions:
@@ -55,17 +67,27 @@ def user_system_text(system_prompt: Any) -> str | None:
     raise ConfigurationError(f"Unknown system prompt type {kind!r}; use a string, a preset, custom or file.")
 
 
-def compose_system_prompt(system_prompt: Any, memory_text: str) -> dict[str, Any]:
-    """The user's system prompt followed by the memory, rebuilt on every request of the session.
+def is_preset(system_prompt: Any) -> bool:
+    return isinstance(system_prompt, dict) and system_prompt.get("type") == "preset"
 
-    `snapshot: False` makes a resumed session use this prompt instead of the one it recorded
-    on its first request, which is what lets memory change between turns.
-    """
+
+def compose_system_text(system_prompt: Any, memory_text: str) -> str:
+    """The text the memory layer adds to: the user's own prompt (or a preset's `append`) followed
+    by the memory."""
     own = user_system_text(system_prompt)
-    combined = memory_text if not own else f"{own}\n\n{memory_text}"
-    if isinstance(system_prompt, dict) and system_prompt.get("type") == "preset":
-        return {**system_prompt, "append": combined, "snapshot": False}
-    return {"type": "custom", "prompt": combined, "snapshot": False}
+    return memory_text if not own else f"{own}\n\n{memory_text}"
+
+
+def file_system_prompt(system_prompt: Any, path: Path) -> tuple[Any, dict[str, str | None]]:
+    """The `system_prompt` option and extra CLI flags that hand the composed text over as a file.
+
+    A preset stays a preset (the CLI's own prompt) with the composed text appended from the file;
+    anything else becomes a file prompt. Either way the prompt is rebuilt on every request.
+    """
+    if is_preset(system_prompt):
+        preset = {key: value for key, value in system_prompt.items() if key != "append"}
+        return {**preset, "snapshot": False}, {**SNAPSHOT_OFF, "append-system-prompt-file": str(path)}
+    return {"type": "file", "path": str(path)}, dict(SNAPSHOT_OFF)
 
 
 def _user_servers(mcp_servers: Any) -> dict[str, Any]:
@@ -82,7 +104,7 @@ def _user_servers(mcp_servers: Any) -> dict[str, Any]:
 def merge_options(
     user: ClaudeAgentOptions,
     *,
-    memory_text: str,
+    system_prompt_path: Path,
     memory_server_name: str,
     memory_server: McpSdkServerConfig,
     memory_tools: list[str],
@@ -91,7 +113,10 @@ def merge_options(
     session_store: Any,
     model: str | None,
 ) -> ClaudeAgentOptions:
-    """A copy of the user's options with the memory layer's additions."""
+    """A copy of the user's options with the memory layer's additions.
+
+    `system_prompt_path` holds the composed system prompt (`compose_system_text`).
+    """
     servers = _user_servers(user.mcp_servers)
     if memory_server_name in servers:
         raise ConfigurationError(
@@ -101,9 +126,11 @@ def merge_options(
     servers[memory_server_name] = memory_server
     allowed = list(user.allowed_tools) + [name for name in memory_tools if name not in user.allowed_tools]
     env = {**CLI_COMPACTION_ENV, **user.env}
+    system_prompt, flags = file_system_prompt(user.system_prompt, system_prompt_path)
     return dataclasses.replace(
         user,
-        system_prompt=compose_system_prompt(user.system_prompt, memory_text),
+        system_prompt=system_prompt,
+        extra_args={**user.extra_args, **flags},
         mcp_servers=servers,
         allowed_tools=allowed,
         env=env,
@@ -112,4 +139,5 @@ def merge_options(
         continue_conversation=False if resume else user.continue_conversation,
         session_store=user.session_store if user.session_store is not None else session_store,
         model=user.model or model,
+        max_buffer_size=user.max_buffer_size or READ_BUFFER_BYTES,
     )

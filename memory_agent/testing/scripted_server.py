@@ -128,6 +128,7 @@ class ScriptedMessagesServer:
         self._lock = threading.Condition()
         self._script: list[_Entry] = []
         self._requests: list[RecordedRequest] = []
+        self._recorded = 0
         self._ids = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -239,6 +240,17 @@ class ScriptedMessagesServer:
             self._script.clear()
             self._requests.clear()
 
+    def take_requests(self) -> list[RecordedRequest]:
+        """Return the requests recorded so far and forget them (the script stays).
+
+        A long run (a soak of a thousand turns of 500 kB requests) would otherwise keep every
+        request body in memory; take them turn by turn and keep only what you measure.
+        """
+        with self._lock:
+            taken = [r for r in self._requests if r.completed]
+            self._requests = [r for r in self._requests if not r.completed]
+            return taken
+
     def _take(self, model: str) -> ScriptedResponse | None:
         """Pop the reply for a turn request: a filtered match first, else the first unfiltered."""
         with self._lock:
@@ -287,7 +299,8 @@ class ScriptedMessagesServer:
 
     def _record(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> RecordedRequest:
         with self._lock:
-            request = RecordedRequest.parse(len(self._requests), method, target, headers, raw)
+            request = RecordedRequest.parse(self._recorded, method, target, headers, raw)
+            self._recorded += 1
             self._requests.append(request)
         return request
 
@@ -372,7 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
     scripted: ScriptedMessagesServer
     _current: RecordedRequest
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request log lines http.server prints to stderr."""
 
     def do_GET(self) -> None:

@@ -211,7 +211,8 @@ async def test_sdk_errors_reach_the_caller_as_the_sdk_raises_them(
 async def test_a_restart_from_another_directory_carries_the_conversation(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path
 ) -> None:
-    """The SDK finds stored sessions by cwd; elsewhere, the kept messages travel in the prompt."""
+    """The SDK finds stored sessions by cwd; elsewhere, a new session is seeded with the kept
+    messages, which reach the model as real turns (not as text in the system prompt)."""
     server.enqueue(text_response("Noted: the meeting is at 10:30."))
     with MemoryManager(agent_id="mover", settings=storage_settings) as memory:
         async with MemoryAwareAgent(options, memory=memory) as agent:
@@ -222,9 +223,25 @@ async def test_a_restart_from_another_directory_carries_the_conversation(
         async with MemoryAwareAgent(dataclasses.replace(options, cwd=str(elsewhere)), memory=memory) as agent:
             await agent.process_turn("When is the meeting?")
     last = server.message_requests()[-1]
-    assert "The meeting is at 10:30." in last.system_text
-    assert "Noted: the meeting is at 10:30." in last.system_text
-    assert "When is the meeting?" in str(last.messages)
+    assert conversation(last) == [("user", "The meeting is at 10:30."),
+                                  ("assistant", "Noted: the meeting is at 10:30."),
+                                  ("user", "When is the meeting?")]
+    assert "10:30" not in last.system_text
+
+
+def conversation(request) -> list[tuple[str, str]]:
+    """(role, text) of every user and assistant message a request carried, in order; the CLI's
+    own system reminders left out."""
+    turns = []
+    for message in request.messages:
+        if message["role"] not in ("user", "assistant"):
+            continue
+        content = message["content"]
+        text = content if isinstance(content, str) else " ".join(
+            str(block.get("text", "")) for block in content if block.get("type") == "text")
+        if text.strip() and not text.lstrip().startswith("<system-reminder>"):
+            turns.append((message["role"], text.strip()))
+    return turns
 
 
 async def test_an_interrupted_turn_keeps_what_was_stored_and_stores_nothing_twice(
@@ -295,4 +312,6 @@ async def test_a_conversation_stored_without_a_session_is_carried_into_the_first
     async with MemoryAwareAgent(options, memory=agent_memory) as agent:
         await agent.process_turn("What is my favourite colour?")
     first = server.message_requests()[0]
-    assert "my favourite colour is teal" in first.system_text and "noted, teal" in first.system_text
+    assert conversation(first) == [("user", "Imported: my favourite colour is teal."),
+                                   ("assistant", "Imported: noted, teal."),
+                                   ("user", "What is my favourite colour?")]

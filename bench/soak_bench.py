@@ -1,0 +1,64 @@
+"""Soak: a conversation of real length through MemoryAwareAgent, the real SDK and CLI.
+
+1,000 turns at the default 200,000-token window (trigger 0.8), mixing short chat, pasted logs of
+10-20 kB (every third turn) and calls of a log tool whose results are 8-16 kB (every fifth),
+against the local scripted Messages API server; the agent is reopened in the same working
+directory (turn 250), in another one (turn 500) and after `memory-agent export` / `import` into
+a new storage dir (turn 750). The last turn asks for the first turn's text through
+`conversation_search`.
+
+Printed: turns, compactions, the largest request against the trigger (the server's token count,
+which is also the usage the agent calibrates on), the first request after each compaction
+against the kept-window floor, latency of the first and last 100 non-compacting turns, process
+RSS and open file descriptors, the stable-prefix share of consecutive requests (how much of the
+previous request the next repeats verbatim, what a prompt cache reuses), and whether the first
+turn was found at the end.
+
+Goals (issue 10): every request under the trigger; last/first latency within 1.2x; RSS and
+descriptors flat. Run: python bench/soak_bench.py [--turns 1000] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from memory_agent.soak import SoakConfig, TurnRecord, run_soak, summary_lines
+from memory_agent.testing import ScriptedMessagesServer
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--quick", action="store_true", help="60 turns at a 40,000-token window, one restart of each kind")
+    parser.add_argument("--no-restarts", action="store_true", help="one agent for the whole conversation")
+    args = parser.parse_args()
+    turns = 60 if args.quick else args.turns
+    window = 40_000 if args.quick else None
+    restarts = {} if args.no_restarts else {turns // 4: "same-cwd", turns // 2: "other-cwd", 3 * turns // 4: "import"}
+    began = time.perf_counter()
+
+    def progress(turn: TurnRecord) -> None:
+        if turn.compacted or turn.restarted or (turn.number + 1) % 100 == 0:
+            what = "compacted" if turn.compacted else "restarted" if turn.restarted else ""
+            print(f"  turn {turn.number + 1}: {turn.seconds * 1000:.0f} ms {what} "
+                  f"({time.perf_counter() - began:.0f} s)", flush=True)
+
+    with tempfile.TemporaryDirectory() as directory, ScriptedMessagesServer() as server:
+        base = Path(directory)
+        (base / "project").mkdir()
+        (base / "elsewhere").mkdir()
+        config = SoakConfig(turns=turns, storage_dir=base / "store", project_dir=base / "project",
+                            other_dir=base / "elsewhere", restarts=restarts, context_window=window)
+        result = await run_soak(server, config, progress=progress)
+    print(f"soak of {turns} turns in {time.perf_counter() - began:.0f} s"
+          + (f" (window {window:,} tokens)" if window else " (default 200,000-token window)"))
+    for line in summary_lines(result):
+        print(line)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
