@@ -235,8 +235,7 @@ class RecallMemory:
                     (*params, limit, offset),
                 ).fetchall()
             elif is_postgres(conn):
-                rows = conn.execute(pg_fulltext.messages_search_sql(where),
-                                    (match, *params, limit, offset)).fetchall()
+                rows = pg_fulltext.messages_search(conn, match, where, params, limit, offset)
             else:
                 rows = conn.execute(
                     "SELECT m.* FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"

@@ -8,6 +8,11 @@ tsquery lexeme and joined with `|` (OR), so no user text is ever tsquery syntax.
 normalised by `to_tsquery('english', ...)` exactly as the stored text was (stemmed; a token that
 is itself a stop word is dropped by PostgreSQL with no error).
 
+A query made only of stop words ("what is it") would be empty in the english configuration,
+while FTS5 keeps such words and still finds something: then the words are matched with the
+'simple' configuration (no stemming, no stop words) against a tsvector built on the fly from the
+filtered rows, which is slower (no index) but only for that rare kind of query.
+
 Ranking is `ts_rank_cd` (cover density: how many query words a passage holds and how close
 together) normalised by document length (flag 1, divide by 1 + log(length)). Unlike bm25 it
 uses no corpus statistics, so an agent's ranking is its own by construction; the price is that a
@@ -21,7 +26,7 @@ from typing import Any
 
 from .fts import query_tokens
 
-__all__ = ["TEXT_SEARCH_CONFIG", "messages_search_sql", "tsquery_text"]
+__all__ = ["TEXT_SEARCH_CONFIG", "messages_search", "passage_search", "tsquery_text"]
 
 TEXT_SEARCH_CONFIG = "english"
 RANK_NORMALISATION = 1
@@ -35,28 +40,35 @@ def tsquery_text(text: str, *, drop_stop_words: bool = False) -> str | None:
     return " | ".join(f"'{token}'" for token in tokens)
 
 
-def passage_rank_sql(alias: str) -> str:
-    """The rank expression of a passage row `alias` against the bound query `q.query`."""
-    return f"ts_rank_cd({alias}.content_tsv, q.query, {RANK_NORMALISATION})"
+def _matching(conn: Any, query: str, alias: str, column: str, text: str) -> tuple[str, str]:
+    """The tsvector expression and the tsquery config for `query` on `alias`: the stored,
+    indexed english vector, or for a query of stop words only an on-the-fly 'simple' one."""
+    lexemes = conn.execute(f"SELECT numnode(to_tsquery('{TEXT_SEARCH_CONFIG}', ?))", (query,)).fetchone()[0]
+    if lexemes:
+        return f"{alias}.{column}", TEXT_SEARCH_CONFIG
+    return f"to_tsvector('simple', {alias}.{text})", "simple"
 
 
 def passage_search(conn: Any, query: str, clause: str, params: list[Any], limit: int) -> list[tuple[str, float]]:
     """(passage_id, rank) of the `limit` best matches among rows passing `clause` (alias `p`)."""
+    vector, config = _matching(conn, query, "p", "content_tsv", "content")
     rows = conn.execute(
-        f"SELECT p.passage_id, {passage_rank_sql('p')} AS rank"
-        f" FROM passages p, to_tsquery('{TEXT_SEARCH_CONFIG}', ?) AS q(query)"
-        f" WHERE p.content_tsv @@ q.query AND {clause}"
+        f"SELECT p.passage_id, ts_rank_cd({vector}, q.query, {RANK_NORMALISATION}) AS rank"
+        f" FROM passages p, to_tsquery('{config}', ?) AS q(query)"
+        f" WHERE {vector} @@ q.query AND {clause}"
         " ORDER BY rank DESC, p.passage_rowid LIMIT ?",
         (query, *params, limit),
     ).fetchall()
     return [(row[0], float(row[1])) for row in rows]
 
 
-def messages_search_sql(where: str) -> str:
-    """Messages of `where` (alias `m`) matching the bound query, best first, with LIMIT/OFFSET."""
-    return (
-        f"SELECT m.* FROM messages m, to_tsquery('{TEXT_SEARCH_CONFIG}', ?) AS q(query)"
-        f" WHERE m.text_tsv @@ q.query AND {where}"
-        f" ORDER BY ts_rank_cd(m.text_tsv, q.query, {RANK_NORMALISATION}) DESC, m.message_id DESC"
-        " LIMIT ? OFFSET ?"
-    )
+def messages_search(conn: Any, query: str, where: str, params: list[Any], limit: int, offset: int) -> list[Any]:
+    """Message rows of `where` (alias `m`) matching `query`, best first."""
+    vector, config = _matching(conn, query, "m", "text_tsv", "text")
+    return conn.execute(
+        f"SELECT m.* FROM messages m, to_tsquery('{config}', ?) AS q(query)"
+        f" WHERE {vector} @@ q.query AND {where}"
+        f" ORDER BY ts_rank_cd({vector}, q.query, {RANK_NORMALISATION}) DESC, m.message_id DESC"
+        " LIMIT ? OFFSET ?",
+        (query, *params, limit, offset),
+    ).fetchall()

@@ -5,9 +5,14 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+
 from memory_agent import MemoryManager, Settings
 
 APPENDS = 200
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def _append_many(storage: str, writer: str) -> None:

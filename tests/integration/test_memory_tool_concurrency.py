@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import StaleBlockError
 from memory_agent.memory_tool import MemoryFiles
 
 PLAN = "/memories/team/plan.md"
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_concurrent_inserts_lose_nothing(settings: Settings) -> None:
