@@ -21,7 +21,7 @@ from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
 from .store import journal, passage_fts
-from .store.backend import AnyDatabase, open_store
+from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 
 __all__ = [
@@ -68,7 +68,7 @@ def storage_path(storage_dir: str | Path | None, settings: Settings) -> Path:
     return Path(storage_dir).expanduser() if storage_dir is not None else settings.persist_directory
 
 
-def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None) -> AnyDatabase:
+def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None) -> Database:
     """The storage dir's database; without `create`, a missing one is an error, not a new file.
 
     With a PostgreSQL `database_url` the server holds the data (its schema is created on first use)."""

@@ -82,7 +82,7 @@ class SQLiteSessionStore(SessionStore):
 
         The store owns that database: `close()` closes it.
         """
-        store = cls(open_store(Path(storage_dir), database_url))  # type: ignore[arg-type]
+        store = cls(open_store(Path(storage_dir), database_url))
         store._owns_db = True
         return store
 

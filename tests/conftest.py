@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnavailable
@@ -64,11 +65,24 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.fixture
+def other_store_environ(request: pytest.FixtureRequest) -> Callable[[Mapping[str, str]], dict[str, str]]:
+    """Settings' environment for a second storage dir of the test: on PostgreSQL another deployment
+    is another database (made once per test), on SQLite the directory alone says where."""
+    made: list[str] = []
+
+    def environ(base: Mapping[str, str]) -> dict[str, str]:
+        if not os.environ.get("MEMORY_DATABASE_URL"):
+            return dict(base)
+        if not made:
+            made.append(request.getfixturevalue("postgres_cluster").database_url("other"))
+        return {**base, "MEMORY_DATABASE_URL": made[0]}
+
+    return environ
+
+
+@pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    environ = {"PERSIST_DIRECTORY": str(tmp_path / "store")}
-    if os.environ.get("MEMORY_DATABASE_URL"):  # set by the `backend` fixture
-        environ["MEMORY_DATABASE_URL"] = os.environ["MEMORY_DATABASE_URL"]
-    return Settings.from_env(environ, env_file=None)
+    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
 
 
 @pytest.fixture

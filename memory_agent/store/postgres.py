@@ -17,6 +17,7 @@ are on SQLite; measured in bench/backends_bench.py.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ from .dialect import translate
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 
 __all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postgres_url", "redacted_url"]
+
+logger = logging.getLogger(__name__)
 
 WRITE_LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock every write transaction holds
 MIGRATION_LOCK_KEY = WRITE_LOCK_KEY + 1
@@ -224,7 +227,7 @@ class PostgresDatabase:
                     conn.raw.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (PG_SCHEMA_VERSION,))
                 conn.raw.execute("COMMIT")
             except BaseException as error:
-                conn.raw.execute("ROLLBACK") if not conn.raw.broken else None
+                self._rollback(conn)
                 raise self._translated(error) from error
 
     def schema_version(self) -> int:
@@ -275,8 +278,8 @@ class PostgresDatabase:
             return
         try:
             conn.raw.execute("ROLLBACK")
-        except Exception:  # noqa: BLE001 - the original error is what matters
-            pass
+        except Exception as error:  # noqa: BLE001 - the original error is what matters
+            logger.debug("ROLLBACK after a failed transaction on %s failed too: %s", self.display, error)
 
     @contextmanager
     def reading(self) -> Iterator[PostgresConnection]:
@@ -310,9 +313,9 @@ class PostgresDatabase:
         if isinstance(error, psycopg.OperationalError):
             return StorageError(f"The PostgreSQL server at {self.display} failed: {_first_line(error)}. "
                                 "Nothing was written; check the server and try again.")
-        if isinstance(error, psycopg.ProgrammingError) and not isinstance(error, psycopg.errors.SyntaxError):
-            if "cannot adapt" in str(error) or "not all arguments" in str(error):
-                return ConfigurationError(f"A value sent to {self.display} has a type PostgreSQL cannot "
+        if isinstance(error, psycopg.ProgrammingError) and ("cannot adapt" in str(error)
+                                                            or "not all arguments" in str(error)):
+            return ConfigurationError(f"A value sent to {self.display} has a type PostgreSQL cannot "
                                           f"store ({_first_line(error)}); nothing was written.")
         return StorageError(f"The database {self.display} refused the operation "
                             f"({type(error).__name__}: {_first_line(error)}); nothing was written.")

@@ -67,7 +67,7 @@ class PostgresCluster:
         self.started = False
 
     def _run(self, *args: str) -> None:
-        result = subprocess.run([*self._run_as, *args], capture_output=True, text=True, timeout=120)
+        result = subprocess.run([*self._run_as, *args], check=False, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise PostgresUnavailable(f"{Path(args[0]).name} failed: {(result.stderr or result.stdout).strip()[-800:]}")
 
@@ -107,7 +107,7 @@ class PostgresCluster:
     def stop(self) -> None:
         if self.started:
             subprocess.run([*self._run_as, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
-                            "-w", "stop"], capture_output=True, timeout=120)
+                            "-w", "stop"], check=False, capture_output=True, timeout=120)
             self.started = False
         shutil.rmtree(self.root, ignore_errors=True)
 

@@ -4,7 +4,6 @@ loaded once per session; `HashEmbedding` where a test is about storage rather th
 from __future__ import annotations
 
 import os
-
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -6,7 +6,6 @@ import random
 import sqlite3
 from pathlib import Path
 
-import pytest
 from archival_helpers import HashEmbedding
 
 from memory_agent import MemoryManager, Settings

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 from click.testing import CliRunner, Result
 
 from memory_agent import MemoryManager, Settings
@@ -60,10 +61,7 @@ def initialised(run: Invoke) -> Invoke:
 @pytest.fixture
 def open_store(storage: Path) -> Callable[[str], MemoryManager]:
     """Open the test's storage dir in Python, as an agent's own code would."""
-    environ = {"PERSIST_DIRECTORY": str(storage)}
-    if os.environ.get("MEMORY_DATABASE_URL"):  # the `backend` fixture chose PostgreSQL
-        environ["MEMORY_DATABASE_URL"] = os.environ["MEMORY_DATABASE_URL"]
-    settings = Settings.from_env(environ, env_file=None)
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
     return lambda agent_id: MemoryManager(agent_id=agent_id, settings=settings)
 
 

@@ -16,6 +16,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings, StaleBlockError
 from memory_agent.blocks import append_text
@@ -30,10 +31,7 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _settings(storage: str) -> Settings:
-    environ = {"PERSIST_DIRECTORY": storage}
-    if os.environ.get("MEMORY_DATABASE_URL"):
-        environ["MEMORY_DATABASE_URL"] = os.environ["MEMORY_DATABASE_URL"]
-    return Settings.from_env(environ, env_file=None)
+    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": storage}), env_file=None)
 
 
 def _storage_of(tmp_path: Path, process: str) -> str:

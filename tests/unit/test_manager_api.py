@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 import memory_agent
 from memory_agent import ConfigurationError, MemoryManager, Settings
@@ -110,8 +111,8 @@ def test_bad_settings_are_refused_clearly(environ: dict[str, str], needle: str) 
 
 
 def test_character_limits_apply_to_default_blocks(tmp_path: Path) -> None:
-    settings = Settings.from_env(
-        {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_CHARACTER_LIMITS": "persona=300", "MEMORY_PERSONA": "I am Kit."},
+    settings = Settings.from_env(backend_environ(
+        {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_CHARACTER_LIMITS": "persona=300", "MEMORY_PERSONA": "I am Kit."}),
         env_file=None,
     )
     with MemoryManager(agent_id="kit", settings=settings) as memory:
@@ -121,7 +122,7 @@ def test_character_limits_apply_to_default_blocks(tmp_path: Path) -> None:
 
 def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> None:
     settings = Settings.from_env(
-        {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_SHARED_BLOCKS": "team"}, env_file=None
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_SHARED_BLOCKS": "team"}), env_file=None
     )
     with MemoryManager(agent_id="one", settings=settings) as one, MemoryManager(agent_id="two", settings=settings) as two:
         assert one.get_block("team").block_id == two.get_block("team").block_id
