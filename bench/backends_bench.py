@@ -7,7 +7,7 @@ One run measures both backends on the same machine, one after the other:
 2. appends per second to one shared block with 1, 4 and 8 writer processes
    (bench/shared_block_bench.py's run; every entry is checked to be there exactly once);
 3. keyword search on the LoCoMo dev conversations: evidence recall@5/10/20 over the questions
-   of categories 1-4 and search latency, FTS5 bm25 (SQLite) against ts_rank_cd (PostgreSQL),
+   of categories 1-4 and search latency, FTS5 bm25 (SQLite) against ts_rank (PostgreSQL),
    each conversation stored as its own agent, one passage per turn ("Speaker: words");
 4. hybrid search p95 at `--passages` passages of one agent (cheap hashed embeddings, so the
    figure is storage + fusion, not the model; the vector side is embedded Chroma either way).

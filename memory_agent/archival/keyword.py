@@ -33,7 +33,7 @@ HEAD_FACTOR = 4
 class KeywordMatch:
     passage_id: str
     score: float
-    """-bm25 on SQLite, ts_rank_cd on PostgreSQL: higher is a better match."""
+    """-bm25 on SQLite, ts_rank on PostgreSQL: higher is a better match."""
 
 
 def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
