@@ -17,8 +17,8 @@ Run: python bench/agent_overhead_bench.py [--turns 40]
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import statistics
 import tempfile
 import time

@@ -101,7 +101,8 @@ def run_child(storage: Path, start: int, total: int, batch: int, kill_after: flo
     """One child run; returns True if it finished on its own (not killed)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     process = subprocess.Popen([sys.executable, __file__, "--child", str(storage), str(start), str(total),
-                                str(batch), embedding], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                                str(batch), embedding], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env=env)
     lines: queue.Queue[str | None] = queue.Queue()
     reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
     reader.start()

@@ -364,7 +364,8 @@ def leave_one_out(names: Sequence[str], grid: Sequence[Setting], results: Callab
         train = [other for other in names if other != name]
         best = best_on(train)
         held_out[name] = results(best, name)
-        notes.append(f"held out {name}: [{best.label}] (train {objective(r for n in train for r in results(best, n)):.3f},"
+        trained = objective(r for n in train for r in results(best, n))
+        notes.append(f"held out {name}: [{best.label}] (train {trained:.3f},"
                      f" held-out {objective(held_out[name]):.3f})")
     notes.append(f"chosen on all conversations: [{best_on(names).label}]")
     return held_out, notes
@@ -488,7 +489,8 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
     agree = sum(a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True))
     total = sum(len(offline[n]) for n in names)
     lines += [f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
-              "", "Single indexes by passage format (in sample, categories 1-4):", format_table(names, formats, results),
+              "", "Single indexes by passage format (in sample, categories 1-4):",
+              format_table(names, formats, results),
               "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
               category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
               "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
@@ -508,7 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--formats", default=",".join(FORMATS), help="passage formats to try (comma-separated)")
     parser.add_argument("--embedding-cache", type=Path,
                         help="pickle file of text vectors, reused across runs (created if missing)")
-    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_TURNS} turns of each conversation, few settings")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"first {QUICK_TURNS} turns of each conversation, few settings")
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
     if len(files) < 2:

@@ -26,11 +26,11 @@ import argparse
 import math
 import random
 import re
-import zlib
 import statistics
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any

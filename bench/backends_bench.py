@@ -36,14 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import shared_block_bench
-from archival_locomo import DEFAULT_DATA, KS, load_conversation, recall
-from archival_scale import HashedWords
-from block_edit_bench import percentile, populate
+import shared_block_bench  # noqa: E402
+from archival_locomo import DEFAULT_DATA, KS, load_conversation, recall  # noqa: E402
+from archival_scale import HashedWords  # noqa: E402
+from block_edit_bench import percentile, populate  # noqa: E402
 
-from memory_agent import MemoryManager, Settings
-from memory_agent.archival import ArchivalMemory, NewPassage, VectorConfig
-from memory_agent.testing.postgres_cluster import PostgresCluster
+from memory_agent import MemoryManager, Settings  # noqa: E402
+from memory_agent.archival import ArchivalMemory, NewPassage, VectorConfig  # noqa: E402
+from memory_agent.testing.postgres_cluster import PostgresCluster  # noqa: E402
 
 BACKENDS = ("sqlite", "postgres")
 

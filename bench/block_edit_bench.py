@@ -55,7 +55,8 @@ def main() -> None:
                 "core_memory_append": lambda a, n: memory.core_memory_append("notes_1", f"fact {n}", agent_id=a),
                 "core_memory_replace": lambda a, n: memory.core_memory_replace(
                     "notes_2", memory.get_block("notes_2", agent_id=a).value, f"Block rewritten {n}.", agent_id=a),
-                "memory_insert": lambda a, n: memory.memory_insert("notes_3", f"inserted {n}", insert_after="Block", agent_id=a),
+                "memory_insert": lambda a, n: memory.memory_insert("notes_3", f"inserted {n}", insert_after="Block",
+                                                                   agent_id=a),
                 "memory_rethink": lambda a, n: memory.memory_rethink("notes_4", f"Rethought {n}.", agent_id=a),
             }
             print(f"{'edit':22} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.memory_tool import MemoryFiles
+from memory_agent.tools.memory_tool import MemoryFiles
 
 
 def median_ms(action: Callable[[], object], repeats: int) -> float:

@@ -33,7 +33,8 @@ from memory_agent.testing import ScriptedMessagesServer
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--quick", action="store_true", help="60 turns at a 40,000-token window, one restart of each kind")
+    parser.add_argument("--quick", action="store_true",
+                        help="60 turns at a 40,000-token window, one restart of each kind")
     parser.add_argument("--no-restarts", action="store_true", help="one agent for the whole conversation")
     args = parser.parse_args()
     turns = 60 if args.quick else args.turns

@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from .errors import CompactionSettingsError
 
@@ -128,7 +128,7 @@ class CompactionSettings:
                 kwargs[spec.name] = _parse(spec.name, raw, spec.default, variable)
                 variables[spec.name] = variable
         try:
-            return cls(**kwargs)  # type: ignore[arg-type]
+            return cls(**kwargs)  # type: ignore[arg-type]  # each value was parsed for its field's type
         except CompactionSettingsError as exc:
             if exc.field in variables:
                 raise exc.from_variable(variables[exc.field]) from None
@@ -159,11 +159,11 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -173,21 +173,21 @@ def _share(low_open: bool) -> Callable[[object], bool]:
     def check(value: object) -> bool:
         if not _is_number(value):
             return False
-        low_ok = value > 0 if low_open else value >= 0  # type: ignore[operator]
-        return bool(low_ok and value <= 1)  # type: ignore[operator]
+        low_ok = value > 0 if low_open else value >= 0
+        return bool(low_ok and value <= 1)
 
     return check
 
 
 def _int_at_least(minimum: int) -> Callable[[object], bool]:
-    return lambda value: _is_int(value) and value >= minimum  # type: ignore[operator]
+    return lambda value: _is_int(value) and value >= minimum
 
 
 def _number_at_least(minimum: float, *, strict: bool = False) -> Callable[[object], bool]:
     def check(value: object) -> bool:
         if not _is_number(value):
             return False
-        return value > minimum if strict else value >= minimum  # type: ignore[operator]
+        return value > minimum if strict else value >= minimum
 
     return check
 

@@ -135,7 +135,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
-    settings = Settings.from_env()
+    settings = Settings.from_env(env_file=".env")
     if not args.offline and not (settings.anthropic_api_key or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
         print("Set ANTHROPIC_API_KEY to run the college online, or pass --offline.", file=sys.stderr)
         return 2

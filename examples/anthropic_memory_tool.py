@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import anthropic
 
-from memory_agent import MemoryManager
+from memory_agent import MemoryManager, Settings
 from memory_agent.anthropic_memory import ManagedMemoryTool
 from memory_agent.testing import (
     DUMMY_API_KEY,
@@ -68,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
-    with MemoryManager() as memory:
+    with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
         if args.offline:
             with scripted_model() as client:
                 converse(client, memory)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, TextBlock
 
-from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError
+from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError, Settings
 from memory_agent.agent import raise_for_authentication_failure
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
@@ -55,7 +55,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
-    with MemoryManager() as memory:
+    with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
         print(f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)")
         try:
             if args.offline:

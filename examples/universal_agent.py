@@ -17,7 +17,7 @@ import sys
 
 from claude_agent_sdk import ClaudeAgentOptions
 
-from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError
+from memory_agent import MemoryAwareAgent, MemoryManager, ModelAuthenticationError, Settings
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
 SYSTEM_PROMPT = "You are a long-running assistant. Keep your memory blocks accurate and short."
@@ -25,7 +25,7 @@ FACT = "Working on: the memory-agent launch."
 
 
 async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None) -> None:
-    memory = MemoryManager()
+    memory = MemoryManager(settings=Settings.from_env(env_file=".env"))
     async with MemoryAwareAgent(options, memory=memory) as agent:
         print(f"agent {agent.agent_id}, storage {memory.storage_dir}", flush=True)
         source = lines if lines is not None else sys.stdin
@@ -41,7 +41,7 @@ async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None)
 
 def offline_script(server: ScriptedMessagesServer, count: int) -> None:
     """The scripted model saves a fact to memory (unless a previous run did) and answers every message."""
-    with MemoryManager() as memory:
+    with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
         noted = FACT in memory.get_block("human").value
     if not noted:
         server.enqueue(tool_use_response("mcp__memory__memory_insert", {"label": "human", "text": FACT}))

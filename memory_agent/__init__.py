@@ -1,7 +1,9 @@
 """memory-agent: durable, Letta-style memory for agents built on the Claude Agent SDK."""
 
-from compaction import CompactionSettings
+from compaction import CompactionOutcome, CompactionSettings
 
+from .archival import NewPassage, Passage, ReconcileReport, SearchHit
+from .archival.rebuild import RebuildReport
 from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
@@ -25,9 +27,11 @@ from .errors import (
     StaleBlockError,
     StorageError,
 )
-from .manager import MemoryManager, ToolOutcome
+from .manager import MemoryManager
 from .recall import StoredMessage, StoredSummary
 from .settings import Settings
+from .store.journal import JournalEntry
+from .tools import ToolOutcome, ToolSpec
 
 # The SDK-facing classes import claude_agent_sdk, which takes a while; processes that only touch
 # storage (CLI listings, worker processes) should not pay for it, so they load on first use.
@@ -60,26 +64,34 @@ __all__ = [
     "BlockNotAttachedError",
     "BlockNotFoundError",
     "BlockVersion",
-    "CompactionSettings",
     "CollegeSession",
+    "CompactionOutcome",
+    "CompactionSettings",
     "ConfigurationError",
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
+    "JournalEntry",
     "MemoryAgentError",
     "MemoryAwareAgent",
     "MemoryManager",
     "MemoryToolError",
     "MessageNotFoundError",
     "ModelAuthenticationError",
+    "NewPassage",
     "NothingToUndoError",
+    "Passage",
     "ReadOnlyBlockError",
+    "RebuildReport",
+    "ReconcileReport",
     "SQLiteSessionStore",
+    "SearchHit",
     "Settings",
     "StaleBlockError",
     "StorageError",
     "StoredMessage",
     "StoredSummary",
     "ToolOutcome",
+    "ToolSpec",
     "TurnResult",
 ]

@@ -23,6 +23,7 @@ from .settings import Settings
 from .store import journal, passage_fts
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
+from .store.meta import read_meta, write_meta
 
 __all__ = [
     "AgentInfo",
@@ -87,19 +88,14 @@ def open_database(storage_dir: Path, *, create: bool = False, database_url: str 
 def default_agent_id(db: Database) -> str | None:
     """The agent a storage dir opens when none is named (set by the first MemoryManager)."""
     with db.reading() as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (DEFAULT_AGENT_KEY,)).fetchone()
-    return None if row is None else str(row["value"])
+        return read_meta(conn, DEFAULT_AGENT_KEY)
 
 
 def set_default_agent(db: Database, agent_id: str) -> None:
     """Make `agent_id` the agent opened when none is named."""
     with db.transaction() as conn:
         _require_agent(conn, agent_id)
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (DEFAULT_AGENT_KEY, agent_id),
-        )
+        write_meta(conn, DEFAULT_AGENT_KEY, agent_id)
 
 
 def list_agent_info(db: Database) -> list[AgentInfo]:

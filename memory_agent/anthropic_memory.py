@@ -34,7 +34,7 @@ from anyio.to_thread import run_sync
 
 from .errors import MemoryAgentError
 from .manager import MemoryManager
-from .memory_tool import MemoryFiles
+from .tools.memory_tool import MemoryFiles
 
 __all__ = ["AsyncManagedMemoryTool", "ManagedMemoryTool"]
 

@@ -112,7 +112,7 @@ def college_agent_id(instance_id: str, role: CollegeRole) -> str:
 def _check_role(role: str) -> CollegeRole:
     if role not in COLLEGE_ROLES:
         raise ConfigurationError(f"Unknown college role '{role}'; the roles are {', '.join(COLLEGE_ROLES)}.")
-    return role  # type: ignore[return-value]
+    return role
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def _join(first: str, second: str | None) -> str:
 def _set_up(memory: MemoryManager, agent_ids: Mapping[CollegeRole, str],
             read_only_roles: frozenset[CollegeRole], block_limit: int) -> str:
     """Agents, block and attachments in one transaction, so concurrent openers agree."""
-    with memory.db.transaction():
+    with memory.atomic():
         for agent_id in agent_ids.values():
             memory.ensure_agent(agent_id)
         block_id = _existing_block_id(memory, agent_ids.values())

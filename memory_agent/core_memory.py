@@ -35,7 +35,16 @@ from .labels import validate_label
 from .store import journal
 from .store.database import Database, utc_now
 
-__all__ = ["CoreMemory", "Edit"]
+__all__ = [
+    "BlockRow",
+    "CoreMemory",
+    "Edit",
+    "VersionRow",
+    "insert_agent_row",
+    "insert_attachment_row",
+    "insert_block_row",
+    "insert_version_row",
+]
 
 _BLOCK_COLUMNS = (
     "b.block_id, b.label, b.value, b.description, b.char_limit, b.is_shared, b.version,"
@@ -86,14 +95,11 @@ class CoreMemory:
         """Create the agent row if missing; returns True when it was created now."""
         now = utc_now()
         with self._db.transaction() as conn:
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
-                (agent_id, name, now),
-            )
-            if cursor.rowcount:
+            created = insert_agent_row(conn, agent_id, name, now)
+            if created:
                 journal.record(conn, agent_id=agent_id, action="create_agent", target_type="agent",
                                target_id=agent_id, created_at=now)
-            return bool(cursor.rowcount)
+            return created
 
     def _require_agent(self, conn: sqlite3.Connection, agent_id: str) -> None:
         if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
@@ -208,13 +214,8 @@ class CoreMemory:
                 "SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)
             ).fetchone():
                 raise BlockExistsError(label, agent_id)
-            conn.execute(
-                "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
-                " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                (block_id, label, value, description, limit, int(read_only), int(is_shared),
-                 int(in_prompt), agent_id, now, now),
-            )
+            insert_block_row(conn, BlockRow(block_id, label, value, description, limit, read_only, is_shared,
+                                            in_prompt, agent_id, 1, now, now))
             self._save_version(conn, block_id, agent_id, "create", now)
             self._link(conn, agent_id, block_id, label, read_only=False, now=now)
             journal.record(conn, agent_id=agent_id, action="create_block", target_type="block",
@@ -295,7 +296,8 @@ class CoreMemory:
         now = utc_now()
         with self._db.transaction() as conn:
             self._require_agent(conn, agent_id)
-            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)).fetchone():
+            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?",
+                            (agent_id, label)).fetchone():
                 raise BlockExistsError(label, agent_id)
             entry = conn.execute(
                 "SELECT entry_id, target_id, old_value, detail FROM journal WHERE agent_id = ?"
@@ -309,15 +311,11 @@ class CoreMemory:
             kept = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
             if kept is None or kept["label"] != label:
                 block_id = f"block-{uuid.uuid4().hex}"
-                conn.execute(
-                    "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
-                    " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                    (block_id, label, entry["old_value"], detail.get("description"),
-                     max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
-                     int(bool(detail.get("read_only"))), int(bool(detail.get("is_shared"))),
-                     int(detail.get("in_prompt", True)), agent_id, now, now),
-                )
+                insert_block_row(conn, BlockRow(
+                    block_id, label, entry["old_value"], detail.get("description"),
+                    max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
+                    bool(detail.get("read_only")), bool(detail.get("is_shared")),
+                    bool(detail.get("in_prompt", True)), agent_id, 1, now, now))
                 self._save_version(conn, block_id, agent_id, "restore", now)
             self._link(conn, agent_id, block_id, label, read_only=bool(detail.get("link_read_only")), now=now)
             journal.record(conn, agent_id=agent_id, action="restore_block", target_type="block",
@@ -354,11 +352,7 @@ class CoreMemory:
 
     def _link(self, conn: sqlite3.Connection, agent_id: str, block_id: str, label: str, *,
               read_only: bool, now: str) -> None:
-        conn.execute(
-            "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (agent_id, block_id, label, int(read_only), now),
-        )
+        insert_attachment_row(conn, agent_id, block_id, label, read_only=read_only, attached_at=now)
 
     # ----- writes -------------------------------------------------------------------------
 
@@ -480,13 +474,9 @@ class CoreMemory:
 
     def _save_version(self, conn: sqlite3.Connection, block_id: str, agent_id: str | None,
                       action: str, now: str) -> None:
-        conn.execute(
-            "INSERT INTO block_history (block_id, version, value, description, char_limit,"
-            " read_only, agent_id, action, created_at)"
-            " SELECT block_id, version, value, description, char_limit, read_only, ?, ?, ?"
-            " FROM blocks WHERE block_id = ?",
-            (agent_id, action, now, block_id),
-        )
+        row = conn.execute("SELECT * FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
+        insert_version_row(conn, VersionRow(block_id, row["version"], row["value"], row["description"],
+                                            row["char_limit"], bool(row["read_only"]), agent_id, action, now))
 
 
 def _undo_target(current_action: str, current_version: int) -> int:
@@ -494,3 +484,76 @@ def _undo_target(current_action: str, current_version: int) -> int:
     if current_action.startswith("undo_to_v"):
         return int(current_action.removeprefix("undo_to_v")) - 1
     return current_version - 1
+
+
+# ----- row writers (the live paths above and imports share them) -----------------------------
+
+
+@dataclass(frozen=True)
+class BlockRow:
+    """Every column of a `blocks` row."""
+
+    block_id: str
+    label: str
+    value: str
+    description: str | None
+    limit: int
+    read_only: bool
+    is_shared: bool
+    in_prompt: bool
+    owner_agent_id: str | None
+    version: int
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """Every column of a `block_history` row."""
+
+    block_id: str
+    version: int
+    value: str
+    description: str | None
+    limit: int
+    read_only: bool
+    agent_id: str | None
+    action: str
+    created_at: str
+
+
+def insert_agent_row(conn: sqlite3.Connection, agent_id: str, name: str | None, created_at: str) -> bool:
+    """The one writer of an agent row; False (nothing written) when the agent exists."""
+    cursor = conn.execute("INSERT OR IGNORE INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
+                          (agent_id, name, created_at))
+    return bool(cursor.rowcount)
+
+
+def insert_block_row(conn: sqlite3.Connection, row: BlockRow) -> None:
+    """The one writer of a block row."""
+    conn.execute(
+        "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
+        " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (row.block_id, row.label, row.value, row.description, row.limit, int(row.read_only), int(row.is_shared),
+         int(row.in_prompt), row.owner_agent_id, row.version, row.created_at, row.updated_at),
+    )
+
+
+def insert_attachment_row(conn: sqlite3.Connection, agent_id: str, block_id: str, label: str, *,
+                          read_only: bool, attached_at: str) -> None:
+    """The one writer of an `agent_blocks` row (a block attached to an agent under a label)."""
+    conn.execute(
+        "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at) VALUES (?, ?, ?, ?, ?)",
+        (agent_id, block_id, label, int(read_only), attached_at),
+    )
+
+
+def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
+    """The one writer of a `block_history` row."""
+    conn.execute(
+        "INSERT INTO block_history (block_id, version, value, description, char_limit,"
+        " read_only, agent_id, action, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (row.block_id, row.version, row.value, row.description, row.limit, int(row.read_only),
+         row.agent_id, row.action, row.created_at),
+    )

@@ -2,8 +2,10 @@
 
 It composes core memory (blocks), recall memory (messages and summaries) and archival memory over
 one SQLite database, and carries the names of the user's original plan so existing code keeps
-working. Python methods raise `MemoryAgentError`s; `execute_tool` is the model-facing entry point
-that turns them into error results instead.
+working. Python methods raise `MemoryAgentError`s. The model-facing tools live in the layer above
+(`memory_agent.tools`), which turns those errors into error results; the manager's
+`execute_tool`/`get_tools_definitions` only delegate there, importing it when first called, so
+no module of the manager imports the tools layer.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,21 +28,20 @@ from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, Sear
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
-from .archival.tool_specs import ARCHIVAL_TOOLS
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .core_memory import CoreMemory, Edit
-from .errors import BlockNotFoundError, ConfigurationError, MemoryAgentError, NothingToUndoError
+from .errors import BlockNotFoundError, ConfigurationError, MessageNotFoundError, NothingToUndoError
 from .labels import validate_label
-from .memory_tool import MEMORY_TOOL
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
-from .tool_specs import CORE_MEMORY_TOOLS, ToolSpec, validate_arguments
-from .validation import check_text, checked_methods
+from .store.database import Database
+from .store.meta import read_meta, write_meta
+from .validation import checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
 
@@ -51,7 +53,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a memory tool returns to the model: the text, and whether it is an error."""
+    """What a memory tool returns to the model: the text, and whether it is an error.
+
+    Defined here, not in the tools layer, because `execute_tool` returns it."""
 
     text: str
     is_error: bool = False
@@ -61,11 +65,12 @@ class ToolOutcome:
 class MemoryManager:
     """The memory of one agent (by default) in one storage dir.
 
-    Every mutating method takes a keyword-only `agent_id=` to act as another agent of the same
-    storage dir, which is how multi-agent code shares one manager. Every public method checks its
-    arguments against its annotations before anything runs (see `validation`): a wrong type, an
-    int past SQLite's range or text with a lone surrogate is a ConfigurationError, and nothing
-    is written.
+    Every method takes a keyword-only `agent_id=` to act as another agent of the same storage dir,
+    which is how multi-agent code shares one manager; where the agent is the subject of the call
+    (`ensure_agent`, `attach_block`, `detach_block`, `get_agent_block`) it is the first argument.
+    Every public method checks its arguments against its annotations before anything runs (see
+    `validation`): a wrong type, an int past SQLite's range or text with a lone surrogate is a
+    ConfigurationError, and nothing is written.
     """
 
     def __init__(
@@ -107,11 +112,11 @@ class MemoryManager:
         if chosen:
             return chosen
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (DEFAULT_AGENT_KEY,)).fetchone()
-            if row is not None:
-                return str(row["value"])
+            existing = read_meta(conn, DEFAULT_AGENT_KEY)
+            if existing is not None:
+                return existing
             generated = f"agent-{uuid.uuid4().hex[:12]}"
-            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (DEFAULT_AGENT_KEY, generated))
+            write_meta(conn, DEFAULT_AGENT_KEY, generated)
             return generated
 
     def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
@@ -162,6 +167,7 @@ class MemoryManager:
             return agent_state.read_state(conn, agent_id or self.agent_id)
 
     def set_agent_state(self, updates: dict[str, Any], *, agent_id: str | None = None) -> None:
+        """Merge `updates` into the agent's bookkeeping values (a None value removes the key)."""
         with self.db.transaction() as conn:
             agent_state.write_state(conn, agent_id or self.agent_id, updates)
 
@@ -180,6 +186,7 @@ class MemoryManager:
         self.set_agent_state({BASE_PROMPT_KEY: prompt or None}, agent_id=agent_id)
 
     def list_agents(self) -> list[str]:
+        """Every agent of the storage dir, oldest first."""
         with self.db.reading() as conn:
             return [row[0] for row in conn.execute("SELECT agent_id FROM agents ORDER BY created_at")]
 
@@ -206,12 +213,15 @@ class MemoryManager:
         )
 
     def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
+        """The agent's block with this label (BlockNotFoundError when it has none)."""
         return self.core.get_block(agent_id or self.agent_id, label)
 
     def get_agent_block(self, agent_id: str, label: str) -> Block:
+        """A block of another agent, by label (the name of the user's original plan)."""
         return self.core.get_block(agent_id, label)
 
     def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
+        """The agent's attached blocks, in-prompt and on-demand alike."""
         return self.core.list_blocks(agent_id or self.agent_id)
 
     def block_sizes(self, *, agent_id: str | None = None) -> dict[str, int]:
@@ -219,12 +229,16 @@ class MemoryManager:
         return self.core.block_sizes(agent_id or self.agent_id)
 
     def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
+        """Detach and delete the block (journalled: `undo_block` brings it back)."""
         self.core.delete_block(agent_id or self.agent_id, label)
 
     def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False) -> Block:
+        """Attach an existing block to `agent_id` (the agent is the subject here, so it is positional);
+        `read_only` makes it read-only for that agent only."""
         return self.core.attach_block(agent_id, block_id, read_only=read_only, acting_agent_id=self.agent_id)
 
     def detach_block(self, agent_id: str, block_id: str) -> None:
+        """Detach a block from `agent_id` (positional, as in `attach_block`); the block stays."""
         self.core.detach_block(agent_id, block_id, acting_agent_id=self.agent_id)
 
     def update_block(
@@ -260,6 +274,7 @@ class MemoryManager:
         return block
 
     def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]:
+        """Every version of the block, oldest first (what `undo_block` steps back through)."""
         return self.core.history(agent_id or self.agent_id, label)
 
     def undo_block(self, label: str, *, agent_id: str | None = None) -> Block:
@@ -277,12 +292,15 @@ class MemoryManager:
     # ----- model-facing edits -------------------------------------------------------------
 
     def core_memory_append(self, label: str, content: str, *, agent_id: str | None = None) -> str:
+        """Letta's `core_memory_append`: add `content` on a new line; returns what the model sees."""
         block = self.core.edit(agent_id or self.agent_id, label, Edit(
             "core_memory_append", lambda b: append_text(b.value, content)))
         return _edit_result("Appended to", block)
 
     def core_memory_replace(self, label: str, old_content: str, new_content: str, *,
                             agent_id: str | None = None) -> str:
+        """Letta's `core_memory_replace`: `old_content` must occur exactly once; an empty
+        `new_content` deletes it. Refused when the agent has not seen the block's current version."""
         block = self.core.edit(agent_id or self.agent_id, label, Edit(
             "core_memory_replace", lambda b: replace_text(label, b.value, old_content, new_content),
             check_stale=True))
@@ -290,12 +308,16 @@ class MemoryManager:
 
     def memory_insert(self, label: str, text: str, insert_after: str | None = None, *,
                       agent_id: str | None = None) -> str:
+        """Letta's `memory_insert`: insert after the first (case-insensitive) occurrence of
+        `insert_after`, or at the end."""
         block = self.core.edit(agent_id or self.agent_id, label, Edit(
             "memory_insert", lambda b: insert_text(label, b.value, text, insert_after)))
         return _edit_result("Inserted into", block)
 
     def memory_rethink(self, label: str, new_value: str, reasoning: str | None = None, *,
                        agent_id: str | None = None) -> str:
+        """Letta's `memory_rethink`: rewrite the block; `reasoning` is journalled and kept in archival
+        memory, because the why of a rewrite outlives the old value."""
         target = agent_id or self.agent_id
         label = validate_label(label)
         block = self.core.edit(target, label, Edit(
@@ -342,33 +364,18 @@ class MemoryManager:
         with self.db.reading() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
-    def tool_specs(self) -> tuple[ToolSpec, ...]:
-        """Every model-facing memory tool: Letta's block tools, Anthropic's `memory` tool (the
-        `/memories` command set over the same blocks) and the archival tools."""
-        return CORE_MEMORY_TOOLS + (MEMORY_TOOL,) + ARCHIVAL_TOOLS
-
     def get_tools_definitions(self) -> list[dict[str, Any]]:
-        """Anthropic tool schemas for every model-facing memory operation."""
-        return [spec.definition() for spec in self.tool_specs()]
+        """Anthropic tool schemas of the memory tools (`memory_agent.tools.get_tools_definitions`)."""
+        from .tools import get_tools_definitions
+
+        return get_tools_definitions()
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
-        """Run a memory tool for the model: every failure comes back as an error outcome, never
-        raised, because an exception here would end the model's turn instead of informing it."""
-        try:
-            check_text("tool name", name)
-            spec = next((s for s in self.tool_specs() if s.name == name), None)
-            if spec is None:
-                known = ", ".join(s.name for s in self.tool_specs())
-                return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
-            clean = validate_arguments(spec, arguments)
-            target = check_text("agent_id", agent_id, optional=True) or self.agent_id
-            return ToolOutcome(spec.run(self, clean, target))
-        except MemoryAgentError as error:
-            return ToolOutcome(f"Error: {error}", is_error=True)
-        except Exception as error:  # a defect of ours: the model still gets an answer, we get the log
-            logger.exception("memory tool %r failed unexpectedly", name)
-            return ToolOutcome(f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
-                               "nothing was changed. Try again, or use another tool.", is_error=True)
+        """Run a memory tool for the model; failures come back as error outcomes, never raised
+        (`memory_agent.tools.execute_tool`)."""
+        from .tools import execute_tool
+
+        return execute_tool(self, name, arguments, agent_id=agent_id)
 
     # ----- archival memory ----------------------------------------------------------------
 
@@ -405,16 +412,21 @@ class MemoryManager:
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:
+        """Store many passages, all validated before any is written and embedded in batches (imports,
+        bulk loads); returns their ids in input order."""
         return self.archival.insert_many(agent_id or self.agent_id, items)
 
     def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None) -> Passage | None:
+        """One passage by id, or None when the agent has no passage with it."""
         return self.archival.get(agent_id or self.agent_id, passage_id)
 
     def archival_memory_delete(self, passage_id: str, *, agent_id: str | None = None) -> Passage:
+        """Delete a passage and its vector; returns what was deleted (ArchivalError when absent)."""
         return self.archival.delete(agent_id or self.agent_id, passage_id)
 
     def archival_memory_list(self, limit: int = 50, offset: int = 0, tags: Sequence[str] | None = None, *,
                              agent_id: str | None = None) -> list[Passage]:
+        """The agent's passages, newest first, optionally filtered by `tags`."""
         return self.archival.list(agent_id or self.agent_id, limit, offset, tags)
 
     def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
@@ -425,6 +437,7 @@ class MemoryManager:
         return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen)
 
     def search_archival_hybrid(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """The user's original name for hybrid search: `archival_memory_search(mode="hybrid")`."""
         return self.archival_memory_search(query, limit, mode="hybrid")
 
     def reconcile_archival(self, progress: Any = None, *, agent_id: str | None = None,
@@ -448,17 +461,46 @@ class MemoryManager:
 
     def store_message(self, role: str, content: MessageContent, *, agent_id: str | None = None,
                       **fields: Any) -> StoredMessage | None:
+        """Store one message in recall memory; None when a message with the same `sdk_uuid` is stored."""
         return self.recall.store(agent_id or self.agent_id, role, content, **fields)
 
-    def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None) -> list[StoredMessage]:
-        """The newest messages still in the context window, oldest first."""
-        return self.recall.recent(agent_id or self.agent_id, limit)
+    def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None,
+                            in_context_only: bool = True) -> list[StoredMessage]:
+        """The newest messages, oldest first; those still in the context window unless
+        `in_context_only=False` (then compacted ones too)."""
+        return self.recall.recent(agent_id or self.agent_id, limit, in_context_only=in_context_only)
+
+    def get_message(self, message_id: int, *, agent_id: str | None = None) -> StoredMessage:
+        """One stored message by the id search results show; MessageNotFoundError when the agent
+        has none with it (another agent's message counts as none)."""
+        message = self.recall.get(agent_id or self.agent_id, message_id)
+        if message is None:
+            raise MessageNotFoundError(message_id)
+        return message
+
+    def in_context_messages(self, *, agent_id: str | None = None) -> list[StoredMessage]:
+        """Every message still in the context window, oldest first (what a new session carries)."""
+        return self.recall.in_context(agent_id or self.agent_id)
+
+    def all_messages(self, *, agent_id: str | None = None) -> list[StoredMessage]:
+        """Every stored message of the agent, compacted ones included, oldest first."""
+        return self.recall.all_messages(agent_id or self.agent_id)
+
+    def count_messages(self, *, agent_id: str | None = None, in_context_only: bool = False) -> int:
+        """How many messages the agent has stored (or has still in its context window)."""
+        return self.recall.count(agent_id or self.agent_id, in_context_only=in_context_only)
+
+    def list_summaries(self, *, agent_id: str | None = None) -> list[StoredSummary]:
+        """Every summary compaction wrote for the agent, oldest first."""
+        return self.recall.summaries(agent_id or self.agent_id)
 
     def get_summary(self, *, agent_id: str | None = None) -> str | None:
+        """The text of the newest conversation summary, or None before the first compaction."""
         summary = self.recall.latest_summary(agent_id or self.agent_id)
         return summary.summary if summary else None
 
     def get_summary_record(self, *, agent_id: str | None = None) -> StoredSummary | None:
+        """The newest summary with the message range it covers, or None."""
         return self.recall.latest_summary(agent_id or self.agent_id)
 
     def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
@@ -528,10 +570,22 @@ class MemoryManager:
             await self.compactor.aclose()
 
     def journal(self, *, agent_id: str | None = None, limit: int = 100) -> list[journal.JournalEntry]:
+        """The newest journal entries (every change to memory, with old and new values), newest first."""
         with self.db.reading() as conn:
             return journal.list_entries(conn, agent_id=agent_id, limit=limit)
 
     # ----- lifecycle ----------------------------------------------------------------------
+
+    @property
+    def database(self) -> Database:
+        """The storage dir's database, for stores that keep tables of their own in it (the SDK
+        session store). Memory's own tables are written through the manager's methods only."""
+        return self.db
+
+    def atomic(self) -> AbstractContextManager[object]:
+        """Group several manager calls into one transaction: all of them commit, or none does
+        (e.g. a college's agents and their shared block, set up by processes starting at once)."""
+        return self.db.transaction()
 
     def close(self) -> None:
         """Close the database and release archival memory's vector store client."""

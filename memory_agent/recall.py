@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,15 @@ from .store.dialect import is_postgres
 from .store.fts import fts_query
 from .validation import checked_methods
 
-__all__ = ["MessageContent", "RecallMemory", "StoredMessage", "StoredSummary", "content_text"]
+__all__ = [
+    "MessageContent",
+    "RecallMemory",
+    "StoredMessage",
+    "StoredSummary",
+    "content_text",
+    "insert_message_row",
+    "insert_summary_row",
+]
 
 MessageContent = str | list[dict[str, Any]]
 
@@ -143,17 +151,12 @@ class RecallMemory:
         now = utc_now()
         meta = metadata or {}
         with self._db.transaction() as conn:
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO messages (agent_id, role, message_type, content, text,"
-                " session_id, turn_id, sdk_uuid, token_count, metadata, in_context, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (agent_id, role, message_type or role, json.dumps(content, ensure_ascii=False), text,
-                 session_id, turn_id, sdk_uuid, token_count,
-                 json.dumps(meta, ensure_ascii=False, default=str), int(in_context), now),
-            )
-            if not cursor.rowcount:
+            message_id = insert_message_row(conn, agent_id, role, message_type or role, content,
+                                            session_id=session_id, turn_id=turn_id, sdk_uuid=sdk_uuid,
+                                            token_count=token_count, metadata=meta, in_context=in_context,
+                                            created_at=now)
+            if message_id is None:
                 return None
-            message_id = int(cursor.lastrowid or 0)
         return StoredMessage(
             message_id=message_id, agent_id=agent_id, role=role, message_type=message_type or role,
             content=content, text=text, created_at=now, session_id=session_id, turn_id=turn_id,
@@ -184,6 +187,13 @@ class RecallMemory:
                 (agent_id, limit),
             ).fetchall()
         return [_message_from_row(row) for row in reversed(rows)]
+
+    def get(self, agent_id: str, message_id: int) -> StoredMessage | None:
+        """One of the agent's messages by id (None when the agent has no message with it)."""
+        with self._db.reading() as conn:
+            row = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
+                               (agent_id, message_id)).fetchone()
+        return None if row is None else _message_from_row(row)
 
     def all_messages(self, agent_id: str) -> list[StoredMessage]:
         with self._db.reading() as conn:
@@ -260,13 +270,10 @@ class RecallMemory:
         """Record a summary and evict the messages it covers, in one transaction."""
         now = utc_now()
         with self._db.transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
-                " tokens_before, tokens_after, is_fallback, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (agent_id, summary, first_message_id, last_message_id, model, tokens_before,
-                 tokens_after, int(is_fallback), now),
-            )
+            summary_id = insert_summary_row(conn, agent_id, summary, first_message_id=first_message_id,
+                                            last_message_id=last_message_id, model=model,
+                                            tokens_before=tokens_before, tokens_after=tokens_after,
+                                            is_fallback=is_fallback, created_at=now)
             if last_message_id is not None:
                 conn.execute(
                     "UPDATE messages SET in_context = 0 WHERE agent_id = ? AND in_context = 1"
@@ -274,12 +281,12 @@ class RecallMemory:
                     (agent_id, last_message_id),
                 )
             journal.record(conn, agent_id=agent_id, action="compact", target_type="summary",
-                           target_id=str(cursor.lastrowid), new_value=summary, created_at=now,
+                           target_id=str(summary_id), new_value=summary, created_at=now,
                            detail={"first_message_id": first_message_id,
                                    "last_message_id": last_message_id, "model": model,
                                    "tokens_before": tokens_before, "tokens_after": tokens_after,
                                    "is_fallback": is_fallback})
-            row = conn.execute("SELECT * FROM summaries WHERE summary_id = ?", (cursor.lastrowid,)).fetchone()
+            row = conn.execute("SELECT * FROM summaries WHERE summary_id = ?", (summary_id,)).fetchone()
             return _summary_from_row(row)
 
     def latest_summary(self, agent_id: str) -> StoredSummary | None:
@@ -295,3 +302,37 @@ class RecallMemory:
                 "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id", (agent_id,)
             ).fetchall()
         return [_summary_from_row(row) for row in rows]
+
+
+# ----- row writers (the live paths above and imports share them) -----------------------------
+
+
+def insert_message_row(conn: sqlite3.Connection, agent_id: str, role: str, message_type: str,
+                       content: MessageContent, *, session_id: str | None, turn_id: str | None,
+                       sdk_uuid: str | None, token_count: int | None, metadata: Mapping[str, Any],
+                       in_context: bool, created_at: str) -> int | None:
+    """The one writer of a message row; returns its id, or None when the agent already has a
+    message with this sdk_uuid (nothing is written)."""
+    cursor = conn.execute(
+        "INSERT OR IGNORE INTO messages (agent_id, role, message_type, content, text,"
+        " session_id, turn_id, sdk_uuid, token_count, metadata, in_context, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (agent_id, role, message_type, json.dumps(content, ensure_ascii=False), content_text(content),
+         session_id, turn_id, sdk_uuid, token_count, json.dumps(dict(metadata), ensure_ascii=False, default=str),
+         int(in_context), created_at),
+    )
+    return int(cursor.lastrowid or 0) if cursor.rowcount else None
+
+
+def insert_summary_row(conn: sqlite3.Connection, agent_id: str, summary: str, *, first_message_id: int | None,
+                       last_message_id: int | None, model: str | None, tokens_before: int | None,
+                       tokens_after: int | None, is_fallback: bool, created_at: str) -> int:
+    """The one writer of a summary row; returns its id."""
+    cursor = conn.execute(
+        "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
+        " tokens_before, tokens_after, is_fallback, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (agent_id, summary, first_message_id, last_message_id, model, tokens_before,
+         tokens_after, int(is_fallback), created_at),
+    )
+    return int(cursor.lastrowid or 0)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from compaction import CompactionSettings
+from compaction import CompactionSettings, CompactionSettingsError
 
 from .errors import ConfigurationError
 
@@ -93,12 +93,17 @@ class Settings:
     def from_env(
         cls,
         environ: Mapping[str, str] | None = None,
-        env_file: Path | None = Path(".env"),
+        env_file: str | Path | None = None,
     ) -> Settings:
-        """Build settings from `environ` (default: the process environment) over `env_file`."""
+        """Build settings from `environ` (default: the process environment) over `env_file`.
+
+        The library reads the environment only: a `.env` file is read when the caller names one
+        (the CLI and the examples name `./.env`; a missing file is skipped), so a stray `.env` in
+        whatever directory a program runs in cannot change it.
+        """
         values: dict[str, str] = {}
-        if env_file is not None and env_file.is_file():
-            values.update(read_env_file(env_file))
+        if env_file is not None and Path(env_file).is_file():
+            values.update(read_env_file(Path(env_file)))
         values.update(os.environ if environ is None else environ)
         return cls._from_mapping(values)
 
@@ -119,7 +124,7 @@ class Settings:
             "anthropic_base_url": text("ANTHROPIC_BASE_URL"),
             "memory_character_limits": _parse_limits(text("MEMORY_CHARACTER_LIMITS")),
             "memory_shared_blocks": _parse_list(text("MEMORY_SHARED_BLOCKS")),
-            "compaction": CompactionSettings.from_env(env),
+            "compaction": _compaction_settings(env),
         }
         if (directory := text("PERSIST_DIRECTORY")) is not None:
             kwargs["persist_directory"] = Path(directory).expanduser()
@@ -133,7 +138,16 @@ class Settings:
             kwargs["default_persona"] = persona
         if (human := text("MEMORY_HUMAN")) is not None:
             kwargs["default_human"] = human
-        return cls(**kwargs)  # type: ignore[arg-type]
+        return cls(**kwargs)  # type: ignore[arg-type]  # each value was parsed for its field's type
+
+
+def _compaction_settings(env: Mapping[str, str]) -> CompactionSettings:
+    """COMPACTION_* settings; their errors become ConfigurationErrors like every other setting's
+    (the compaction package does not know this project's error hierarchy)."""
+    try:
+        return CompactionSettings.from_env(env)
+    except CompactionSettingsError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -251,7 +251,8 @@ class _Conversation:
 
     def script(self, server: ScriptedMessagesServer, number: int, kind: TurnKind) -> None:
         if kind == "recall":
-            server.enqueue(tool_use_response("mcp__memory__conversation_search", {"query": f"Petrel-{self.config.seed}"}),
+            server.enqueue(tool_use_response("mcp__memory__conversation_search",
+                                             {"query": f"Petrel-{self.config.seed}"}),
                            model=MAIN_MODEL)
         if kind == "edit":
             server.enqueue(tool_use_response("mcp__memory__core_memory_append",
@@ -294,16 +295,17 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
             kind: TurnKind = "recall" if number == config.turns - 1 and number > 0 else conversation.kind(number)
             prompt = conversation.prompt(number, kind)
             conversation.script(server, number, kind)
-            summaries_before = len(memory.recall.summaries(result.agent_id))
+            summaries_before = len(memory.list_summaries(agent_id=result.agent_id))
             began = time.perf_counter()
             turn = await agent.process_turn(prompt)
             seconds = time.perf_counter() - began
-            summaries = memory.recall.summaries(result.agent_id)
+            summaries = memory.list_summaries(agent_id=result.agent_id)
             compacted = len(summaries) > summaries_before
             requests = [r for r in server.take_requests()
                         if r.kind in ("turn", "auxiliary") and MAIN_MODEL in r.model]
             if compacted and requests:
-                result.compactions.append(_check_compaction(memory, result.agent_id, number, requests[0], summaries[-1]))
+                result.compactions.append(
+                    _check_compaction(memory, result.agent_id, number, requests[0], summaries[-1]))
             breaks_session = compacted or (restarted and number > 0)
             for index, request in enumerate(requests):
                 result.request_tokens.append(estimate_input_tokens(request.body))
@@ -340,10 +342,10 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
 def _check_compaction(memory: MemoryManager, agent_id: str, turn: int, request: RecordedRequest,
                       summary: Any) -> CompactionCheck:
     """The request right after a compaction carries the kept messages and none of the evicted."""
-    kept = memory.recall.in_context(agent_id)
+    kept = memory.in_context_messages(agent_id=agent_id)
     sent = json.dumps(request.messages, ensure_ascii=False)
     first_kept = next((m.text for m in kept if m.message_type == "user" and m.text), "")
-    evicted = [m for m in memory.recall.all_messages(agent_id)
+    evicted = [m for m in memory.all_messages(agent_id=agent_id)
                if m.message_type == "user" and m.text and summary.last_message_id is not None
                and m.message_id <= summary.last_message_id]
     # What the first request of this turn must carry: the kept messages from before the turn,

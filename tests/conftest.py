@@ -24,6 +24,13 @@ REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
 """Set (as .ci/run does) to make a PostgreSQL server that cannot start a failure, not a skip."""
 
 
+def pytest_report_header() -> str:
+    """The SDK version every run was made with (the seams in memory_agent.sdk_seams depend on it)."""
+    from memory_agent.sdk_seams import sdk_version
+
+    return f"claude-agent-sdk {sdk_version()}"
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's HOME, ~/.memory_agent or exported settings."""

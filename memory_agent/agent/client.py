@@ -13,7 +13,7 @@ How a turn runs:
    checked against the compaction trigger.
 
 After a compaction the next turn starts a fresh SDK session: the summary is in its system prompt
-and the kept messages are seeded into its transcript (`session_seed`), so the model sees them as
+and the kept messages are seeded into its transcript (`sdk_seams.transcript`), so the model sees them as
 real turns and never sees the evicted ones again. The same happens when a session cannot be
 resumed (another working directory, an imported conversation). A conversation over the trigger
 when the agent connects is compacted before its first request. Nothing on the way has a size cap:
@@ -43,13 +43,15 @@ from compaction import CompactionOutcome, CompactionSettings, MessageRecord, mes
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
 from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
+from ..sdk_seams import send_system_prompt
+from ..sdk_seams.transcript import seed_lines
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from .model_errors import raise_for_authentication_failure
 from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
 from .recorder import message_fields
-from .session_seed import seed_lines
+from .session_state import SessionState
 from .turn import TurnResult
 from .turn_growth import TurnGrowth
 
@@ -102,28 +104,26 @@ class MemoryAwareAgent:
             if compaction_settings is not None and memory is not None
             else self.memory.compactor
         )
-        self.session_store = SQLiteSessionStore(self.memory.db)
+        self.session_store = SQLiteSessionStore(self.memory.database)
         self._prompt_file = PromptFile()
         self._client: ClaudeSDKClient | None = None
-        self._connected_fingerprint: str | None = None
         self._fixed_tokens = 0
-        self._session_started = False
-        self._pending_session_id: str | None = None
-        self._turn_open = False
-        self._turn_id: str | None = None
+        # What the last API usage covered, for calibrating the token budget after the turn.
         self._last_usage: dict[str, Any] | None = None
         self._last_request_through: int | None = None
         self._last_stored_id: int | None = None
-        self._compaction_due = False
         self._growth = TurnGrowth()
         self.last_compaction: CompactionOutcome | None = None
-        self._needs_new_process = False
         self.reconnects = 0
         self.live_refreshes = 0
         self._growth.seed(self._recent_turn_sizes())
-        state = self.memory.get_agent_state(agent_id=self.agent_id)
-        self.session_id: str | None = state.get(_SESSION_KEY) or self.options.resume
-        self._session_started = self.session_id is not None
+        stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
+        self.state = SessionState.resuming(stored or self.options.resume)
+
+    @property
+    def session_id(self) -> str | None:
+        """The SDK session this agent continues (None until its first turn, or after a compaction)."""
+        return self.state.session_id
 
     # ----- the ClaudeSDKClient surface ----------------------------------------------------
 
@@ -135,17 +135,16 @@ class MemoryAwareAgent:
 
     async def query(self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default") -> None:
         """Store the prompt and send it, after bringing the session's memory up to date."""
-        if not self._turn_open:
-            if isinstance(prompt, str) and self._client is not None and not self._compaction_due:
+        if not self.state.in_turn:
+            if isinstance(prompt, str) and self._client is not None and not self.state.compaction_due:
                 # The prompt is known now: if it would carry the request over the trigger,
                 # compact first (kept in context, it is sent after the compaction).
                 headroom = max(self._growth.headroom, self._estimate("user", prompt))
-                self._compaction_due = self.compactor.should_compact(
+                self.state.compaction_due = self.compactor.should_compact(
                     self.agent_id, self._fixed_tokens, headroom=headroom)
             await self._settle_session()
         client = self._require_client()
-        self._turn_id = uuid.uuid4().hex
-        self._turn_open = True
+        self.state.turn_started()
         self._growth.start(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
         if isinstance(prompt, str):
             self._store_prompt(prompt)
@@ -203,7 +202,7 @@ class MemoryAwareAgent:
     async def disconnect(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            self._connected_fingerprint = None
+            self.state.disconnected()
             await client.disconnect()
 
     async def __aenter__(self) -> MemoryAwareAgent:
@@ -245,28 +244,28 @@ class MemoryAwareAgent:
 
     async def _settle_session(self) -> None:
         """Compact if due, then reuse the CLI process or reconnect with the current memory."""
-        if self._client is None and not self._compaction_due:
+        if self._client is None and not self.state.compaction_due:
             # A history over the trigger (an import, a restart elsewhere, a long-closed agent) is
             # compacted before the first request rather than after a failed one.
-            self._compaction_due = self.compactor.should_compact(self.agent_id, self._request_fixed_tokens())
-        if self._compaction_due:
-            self._compaction_due = False
+            self.state.compaction_due = self.compactor.should_compact(self.agent_id, self._request_fixed_tokens())
+        if self.state.compaction_due:
+            self.state.compaction_due = False
             # Forced: the running budget, calibrated on reported usage, already decided; the
             # engine's own check would re-estimate the messages uncalibrated and could skip.
             outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=True)
             self._after_compaction(outcome)
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
-        if self._client is not None and fingerprint == self._connected_fingerprint:
+        if self._client is not None and self.state.is_current(fingerprint):
             return
         refreshed = False
-        if self._client is not None and not self._needs_new_process:
+        if self._client is not None and self.state.can_refresh_live():
             refreshed = await self._refresh_live(self._memory_text())
         if refreshed:
             self.live_refreshes += 1
         else:
             await self.disconnect()
             await self._start_process()
-        self._connected_fingerprint = fingerprint
+        self.state.connected_to(fingerprint)
         self._fixed_tokens = self._request_fixed_tokens()
 
     def _request_fixed_tokens(self) -> int:
@@ -277,36 +276,32 @@ class MemoryAwareAgent:
 
     async def _start_process(self) -> None:
         """A new CLI process on the current session, or on a new one seeded with the context."""
-        resume = self.session_id if self._resumable() else await self._seed_new_session()
+        resume = self.state.session_id if self._resumable() else await self._seed_new_session()
         client = ClaudeSDKClient(self._session_options(self._memory_text(), resume))
         await client.connect()
         self._client = client
-        self._needs_new_process = False
         self.reconnects += 1
 
     async def _refresh_live(self, memory_text: str) -> bool:
         """Give the running CLI process the new system prompt, keeping process and session.
 
-        The CLI's `set_model` control request takes a `system_prompt` field (the SDK has no public
-        method for it yet), and a session whose prompt is rebuilt per request (snapshot off) uses
-        the new prompt from its next request on: about 20 ms instead of about 600 ms for a new
-        process. Control requests travel as JSON lines on the CLI's stdin, so no argument size
-        limit applies (measured with a 430 kB prompt: 13 ms). Not for presets (their text lives
-        in the CLI); when the request is refused, the agent reconnects for the rest of its life.
+        Through `sdk_seams.send_system_prompt` (a CLI control request the SDK has no public method
+        for): about 20 ms instead of about 600 ms for a new process. Not for presets (their text
+        lives in the CLI); when the request is refused, the agent reconnects for the rest of its
+        life.
         """
         if self.refresh_mode != "live" or is_preset(self.options.system_prompt):
             return False
-        send = getattr(getattr(self._client, "_query", None), "_send_control_request", None)
-        if send is None:
-            return False
         try:
-            await send({"subtype": "set_model", "model": self.options.model or self.memory.settings.model_name,
-                        "system_prompt": compose_system_text(self.options.system_prompt, memory_text)})
+            sent = await send_system_prompt(
+                self._require_client(), model=self.options.model or self.memory.settings.model_name,
+                system_prompt=compose_system_text(self.options.system_prompt, memory_text))
         except Exception as error:  # an older or newer CLI: reconnecting always works
             logger.info("live system prompt refresh refused (%s); reconnecting from now on", error)
+            sent = False
+        if not sent:
             self.refresh_mode = "reconnect"
-            return False
-        return True
+        return sent
 
     def _memory_text(self) -> str:
         """Rendered memory: blocks, metadata and the conversation summary."""
@@ -316,7 +311,7 @@ class MemoryAwareAgent:
         return Path(self.options.cwd) if self.options.cwd else Path.cwd()
 
     def _store(self) -> Any:
-        """The SessionStore the CLI's transcripts go to: the user's, else memory.db."""
+        """The SessionStore the CLI's transcripts go to: the user's, else the one in memory's database."""
         return self.options.session_store if self.options.session_store is not None else self.session_store
 
     def _resumable(self) -> bool:
@@ -326,37 +321,36 @@ class MemoryAwareAgent:
         lost the transcript) cannot resume, so the conversation continues in a new session seeded
         with every message still in context instead.
         """
-        if not (self._session_started and self.session_id):
+        session_id = self.state.session_id
+        if not (self.state.session_started and session_id):
             return False
         if self.options.session_store is not None:
             return True
-        if self.session_store.has_session(project_key_for_directory(self._cwd()), self.session_id):
+        if self.session_store.has_session(project_key_for_directory(self._cwd()), session_id):
             return True
-        self.session_id = None
-        self._session_started = False
+        self.state.session_lost()
         return False
 
     async def _seed_new_session(self) -> str | None:
         """Write the in-context messages into the store as a new session's transcript and return
         its id (None, for a fresh session, when there is nothing in context)."""
-        messages = self.memory.recall.in_context(self.agent_id)
+        messages = self.memory.in_context_messages(agent_id=self.agent_id)
         if not messages:
             self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
+            self.state.session_seeded(None)
             return None
         session_id = str(uuid.uuid4())
         cwd = self._cwd()
         lines = seed_lines(messages, session_id=session_id, cwd=str(cwd),
                            model=self.options.model or self.memory.settings.model_name)
         await self._store().append({"project_key": project_key_for_directory(cwd), "session_id": session_id}, lines)
-        self.session_id = session_id
-        self._session_started = True
+        self.state.session_seeded(session_id)
         self.memory.set_agent_state({_SESSION_KEY: session_id}, agent_id=self.agent_id)
         return session_id
 
     def _session_options(self, memory_text: str, resume: str | None) -> ClaudeAgentOptions:
         """Options for a new CLI process: resume `resume`, or start a session with a fresh id."""
-        new_id = None if resume else str(uuid.uuid4())
-        self._pending_session_id = new_id
+        new_id = self.state.process_starting(resume)
         prompt_path = self._prompt_file.write(compose_system_text(self.options.system_prompt, memory_text))
         return merge_options(
             self.options,
@@ -376,14 +370,12 @@ class MemoryAwareAgent:
         if not outcome.changed:
             return
         self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
-        self.session_id = None
-        self._session_started = False
-        self._needs_new_process = True
+        self.state.compacted()
 
     def _recent_turn_sizes(self, messages: int = 200) -> list[int]:
         """Estimated tokens of each of the last turns still in context (by stored turn id)."""
         sizes: dict[str, int] = {}
-        for message in self.memory.recall.recent(self.agent_id, messages):
+        for message in self.memory.get_recent_messages(messages, agent_id=self.agent_id):
             if message.turn_id:
                 sizes[message.turn_id] = sizes.get(message.turn_id, 0) + (message.token_count or 0)
         return list(sizes.values())
@@ -391,9 +383,9 @@ class MemoryAwareAgent:
     # ----- recording ----------------------------------------------------------------------
 
     def _store_prompt(self, content: Any) -> None:
-        stored = self.memory.recall.store(
-            self.agent_id, "user", content, message_type="user", turn_id=self._turn_id,
-            session_id=self.session_id or self._pending_session_id,
+        stored = self.memory.store_message(
+            "user", content, agent_id=self.agent_id, message_type="user", turn_id=self.state.turn_id,
+            session_id=self.state.recording_session_id,
             token_count=self._estimate("user", content),
         )
         if stored is not None:
@@ -414,9 +406,9 @@ class MemoryAwareAgent:
             # The usage of the request that produced this message: it carried everything so far.
             self._last_usage = message.usage
             self._last_request_through = self._last_stored_id
-        stored = self.memory.recall.store(
-            self.agent_id, fields.role, fields.content, message_type=fields.message_type,
-            session_id=fields.session_id or self.session_id, turn_id=self._turn_id,
+        stored = self.memory.store_message(
+            fields.role, fields.content, agent_id=self.agent_id, message_type=fields.message_type,
+            session_id=fields.session_id or self.state.session_id, turn_id=self.state.turn_id,
             sdk_uuid=fields.sdk_uuid, metadata=fields.metadata, in_context=fields.in_context,
             token_count=self._estimate(fields.role, fields.content) if fields.in_context else None,
         )
@@ -426,16 +418,12 @@ class MemoryAwareAgent:
             self._finish_turn(message)
 
     def _finish_turn(self, result: ResultMessage) -> None:
-        self._turn_open = False
-        if result.session_id:
-            if result.session_id != self.session_id or not self._session_started:
-                self.session_id = result.session_id
-                self._session_started = True
-                self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
+        if self.state.turn_finished(result.session_id):
+            self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
         self.compactor.observe_turn(
             self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
         self._growth.finish(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
-        self._compaction_due = self.compactor.should_compact(
+        self.state.compaction_due = self.compactor.should_compact(
             self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None
 

@@ -18,22 +18,24 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import McpSdkServerConfig
 
 from ..errors import ConfigurationError
+from ..sdk_seams import APPEND_PROMPT_FILE_FLAG, CLI_COMPACTION_ENV, SNAPSHOT_OFF
 
-__all__ = ["CLI_COMPACTION_ENV", "READ_BUFFER_BYTES", "SNAPSHOT_OFF", "compose_system_text", "file_system_prompt", "is_preset",
-           "merge_options", "user_system_text", "with_base_prompt"]
-
-CLI_COMPACTION_ENV = {"DISABLE_AUTO_COMPACT": "1"}
-"""Turns off the Claude Code CLI's own auto-compaction, so only ours summarises the context."""
+__all__ = [
+    "CLI_COMPACTION_ENV",
+    "READ_BUFFER_BYTES",
+    "SNAPSHOT_OFF",
+    "compose_system_text",
+    "file_system_prompt",
+    "is_preset",
+    "merge_options",
+    "user_system_text",
+    "with_base_prompt",
+]
 
 READ_BUFFER_BYTES = 64 * 1024 * 1024
 """Largest single message the SDK reads from the CLI. The SDK's default (1 MiB) is below one
 context window of text, and a message the CLI emits can hold a whole resumed conversation or a
 large tool result; a user's own `max_buffer_size` is kept."""
-
-SNAPSHOT_OFF = {"system-prompt-snapshot": "off"}
-"""CLI flag: rebuild the system prompt on every request instead of replaying the one recorded on
-the session's first request, so a resumed session sees the current memory. The SDK sets the same
-through `snapshot: False` for custom and preset prompts, but not for a file prompt."""
 
 
 def with_base_prompt(options: ClaudeAgentOptions, base_prompt: str | None) -> ClaudeAgentOptions:
@@ -86,7 +88,7 @@ def file_system_prompt(system_prompt: Any, path: Path) -> tuple[Any, dict[str, s
     """
     if is_preset(system_prompt):
         preset = {key: value for key, value in system_prompt.items() if key != "append"}
-        return {**preset, "snapshot": False}, {**SNAPSHOT_OFF, "append-system-prompt-file": str(path)}
+        return {**preset, "snapshot": False}, {**SNAPSHOT_OFF, APPEND_PROMPT_FILE_FLAG: str(path)}
     return {"type": "file", "path": str(path)}, dict(SNAPSHOT_OFF)
 
 

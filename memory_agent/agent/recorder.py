@@ -58,7 +58,7 @@ def block_to_dict(block: Any) -> dict[str, Any] | None:
         return result
     if isinstance(block, ThinkingBlock):
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-    if dataclasses.is_dataclass(block) and hasattr(block, "type"):
+    if dataclasses.is_dataclass(block) and not isinstance(block, type) and hasattr(block, "type"):
         return dataclasses.asdict(block)
     logger.debug("skipping content block of unknown type %s", type(block).__name__)
     return None

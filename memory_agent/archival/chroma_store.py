@@ -108,6 +108,7 @@ class ChromaVectorStore:
             by_agent[record.agent_id].append(record)
         for agent_id, agent_records in by_agent.items():
             collection = self._collection(agent_id, create=True)
+            assert collection is not None  # create=True makes the collection
             for chunk in _chunks(agent_records, self._batch_size):
                 collection.upsert(
                     ids=[record.passage_id for record in chunk],

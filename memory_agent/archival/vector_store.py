@@ -1,9 +1,10 @@
 """The vector store protocol: what archival memory needs from a vector index, nothing more.
 
 The store holds one embedding per passage under the passage's id, with the metadata needed to
-filter (agent id, tags, creation time); every operation is scoped to one agent. It never holds the text: SQLite is the source of truth, and
-the vector side can be rebuilt from it at any time (`ArchivalMemory.reconcile`). Embeddings are
-computed by archival memory, not by the store, so one batch-encoding path serves every store.
+filter (agent id, tags, creation time); every operation is scoped to one agent. It never holds the
+text: SQLite is the source of truth, and the vector side can be rebuilt from it at any time
+(`ArchivalMemory.reconcile`). Embeddings are computed by archival memory, not by the store, so one
+batch-encoding path serves every store.
 
 `ChromaVectorStore` is the real implementation; `InMemoryVectorStore` is the reference one that
 tests and small tools can use. Both pass the same conformance tests (tests/archival).

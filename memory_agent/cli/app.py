@@ -9,7 +9,6 @@ exit status 1: the library's messages already say what happened and what to do.
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 import os
 import sys
@@ -56,7 +55,7 @@ class CliState:
 def state(ctx: click.Context | None = None) -> CliState:
     """The state shared by every context of this invocation (click's `meta` is shared)."""
     meta = (ctx or click.get_current_context()).meta
-    return meta.setdefault(_STATE_KEY, CliState())  # type: ignore[no-any-return]
+    return meta.setdefault(_STATE_KEY, CliState())
 
 
 def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -89,7 +88,7 @@ def shared_options(function: F) -> F:
 def load_settings() -> Settings:
     """Settings from the environment (and ./.env), validated before anything opens; a
     --database-url given on the command line wins over MEMORY_DATABASE_URL."""
-    settings = Settings.from_env()
+    settings = Settings.from_env(env_file=Path(".env"))
     chosen = state().database_url
     return dataclasses.replace(settings, database_url=chosen) if chosen else settings
 

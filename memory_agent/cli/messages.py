@@ -25,7 +25,7 @@ def messages(query: str | None, limit: int, full: bool) -> None:
         if query is not None:
             found = memory.search_messages(query, limit=limit)
         else:
-            found = memory.recall.recent(memory.agent_id, limit, in_context_only=False)
+            found = memory.get_recent_messages(limit, in_context_only=False)
     rows = [(m.message_id, timestamp(m.created_at), m.message_type, "yes" if m.in_context else "-",
              m.text if full else preview(m.text, 70)) for m in found]
     title = f"messages matching {query!r}" if query is not None else "newest messages"
@@ -69,7 +69,7 @@ def compact() -> None:
     fails nothing is lost; the command says why and exits with status 1.
     """
     with open_memory() as memory:
-        in_context = memory.recall.count(memory.agent_id, in_context_only=True)
+        in_context = memory.count_messages(in_context_only=True)
         keep = memory.settings.compaction.min_kept_messages
         if in_context <= keep:
             emit({"status": "skipped", "evicted": 0, "kept": in_context, "reason": "too few messages"},

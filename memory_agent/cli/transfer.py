@@ -26,8 +26,8 @@ __all__ = ["export", "import_"]
 def export(format_: str, output: Path | None, all_agents: bool) -> None:
     """Export the agent's memory: blocks, messages, summaries, passages and journal."""
     with open_memory() as memory:
-        agent_ids = [info.agent_id for info in list_agent_info(memory.db)] if all_agents else None
-        document = portability.export_memory(memory, agent_ids=agent_ids, format=format_)  # type: ignore[arg-type]
+        agent_ids = [info.agent_id for info in list_agent_info(memory.database)] if all_agents else None
+        document = portability.export_memory(memory, agent_ids=agent_ids, format=format_)  # type: ignore[arg-type]  # click.Choice
     if output is None:
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return

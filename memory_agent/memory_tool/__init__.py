@@ -1,12 +1,13 @@
-"""Anthropic's memory tool (`view`, `create`, `str_replace`, `insert`, `delete`, `rename` on
-`/memories` paths) over our blocks: the commands (`MemoryFiles`), their texts and the tool spec."""
+"""Old home of Anthropic's memory tool, now `memory_agent.tools.memory_tool`; kept so existing
+imports (`from memory_agent.memory_tool import MemoryFiles`) still work."""
 
-from .commands import COMMANDS, MemoryFiles
-from .spec import (
+from ..tools.memory_tool import (
+    COMMANDS,
     DEFAULT_TOOL_SET,
     MEMORY_TOOL,
     MEMORY_TOOL_NAME,
     TOOL_SETS,
+    MemoryFiles,
     ToolSet,
     check_tool_set,
     specs_for_tool_set,

@@ -59,7 +59,7 @@ def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = No
     if memory.agent_id in wanted:  # first, so that it is the default again after an import
         wanted.remove(memory.agent_id)
         wanted.insert(0, memory.agent_id)
-    snapshot = read_snapshot(memory.db, wanted)
+    snapshot = read_snapshot(memory.database, wanted)
     return to_project(snapshot) if format == "json" else to_letta(snapshot, model=memory.settings.model_name)
 
 

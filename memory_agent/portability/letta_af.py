@@ -184,7 +184,8 @@ def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block:
     block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
     snapshot.blocks.append(BlockRecord(
         block_id=block_ids[letta_id], label=label, value=value, limit=limit,
-        description=None if block.get("description") is None else _text(block.get("description")), read_only=bool(block.get("read_only", False)),
+        description=None if block.get("description") is None else _text(block.get("description")),
+        read_only=bool(block.get("read_only", False)),
         is_shared=False, owner_agent_id=owner, version=1, created_at=created, updated_at=created))
 
 

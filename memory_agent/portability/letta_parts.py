@@ -17,8 +17,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..archival.tool_specs import ARCHIVAL_TOOLS
-from ..tool_specs import CORE_MEMORY_TOOLS
+from ..tools import ARCHIVAL_TOOLS, CORE_MEMORY_TOOLS
 from .records import AttachmentRecord, ImportNotes, Snapshot
 
 __all__ = ["OUR_AGENT_ID_KEY", "OUR_CREATED_AT_KEY", "add_groups", "agent_details", "attach_block", "note_not_imported"]

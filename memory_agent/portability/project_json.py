@@ -98,7 +98,7 @@ def _record(record_type: Callable[..., R], item: Any, where: str) -> R:
     if not isinstance(item, Mapping):
         raise ImportFormatError(f"{where} must be an object, got {type(item).__name__}.")
     values: dict[str, Any] = {}
-    for spec in dataclasses.fields(record_type):  # type: ignore[arg-type]
+    for spec in dataclasses.fields(record_type):  # type: ignore[arg-type]  # always a records.py dataclass
         if spec.name not in item:
             if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
                 raise ImportFormatError(f"{where} has no '{spec.name}' field.")

@@ -21,12 +21,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..archival import passage_table
 from ..archival.passages import NewPassage, PreparedPassage, prepare
 from ..archival.timestamps import to_utc_iso
-from ..labels import validate_label
+from ..core_memory import (
+    BlockRow,
+    VersionRow,
+    insert_agent_row,
+    insert_attachment_row,
+    insert_block_row,
+    insert_version_row,
+)
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
-from ..recall import content_text
-from ..store import journal, passage_fts
+from ..labels import validate_label
+from ..recall import insert_message_row, insert_summary_row
+from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
 from ..validation import check_json
@@ -343,8 +352,7 @@ def _insert_agents(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) 
             raise ConfigurationError(
                 f"Agent '{target}' already exists in this storage dir; nothing was imported. "
                 "Import under another id (--agent NEW_ID) or into another storage dir.")
-        conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
-                     (target, agent.name, agent.created_at))
+        insert_agent_row(conn, target, agent.name, agent.created_at)
 
 
 def _write_agent_state(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps,
@@ -385,20 +393,15 @@ def _insert_blocks(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, 
         new_id = _free_id(conn, "blocks", "block_id", block.block_id,
                           lambda: f"block-{uuid.uuid4().hex}", report)
         maps.blocks[block.block_id] = new_id
-        conn.execute(
-            "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only, is_shared,"
-            " owner_agent_id, version, created_at, updated_at, in_prompt)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (new_id, block.label, block.value, block.description, block.limit, int(block.read_only),
-             int(block.is_shared), maps.agents.get(block.owner_agent_id or ""), block.version,
-             block.created_at, block.updated_at, int(block.in_prompt)))
+        insert_block_row(conn, BlockRow(new_id, block.label, block.value, block.description, block.limit,
+                                        block.read_only, block.is_shared, block.in_prompt,
+                                        maps.agents.get(block.owner_agent_id or ""), block.version,
+                                        block.created_at, block.updated_at))
         report.blocks += 1
     _insert_history(conn, snapshot, maps)
     for link in snapshot.attachments:
-        conn.execute(
-            "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at) VALUES (?, ?, ?, ?, ?)",
-            (maps.agents[link.agent_id], maps.blocks[link.block_id], link.label, int(link.read_only),
-             link.attached_at))
+        insert_attachment_row(conn, maps.agents[link.agent_id], maps.blocks[link.block_id], link.label,
+                              read_only=link.read_only, attached_at=link.attached_at)
 
 
 def _insert_history(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
@@ -411,26 +414,24 @@ def _insert_history(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps)
     for version in [*snapshot.block_history, *current]:
         if version.block_id not in maps.blocks:
             continue
-        conn.execute(
-            "INSERT INTO block_history (block_id, version, value, description, char_limit, read_only,"
-            " agent_id, action, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (maps.blocks[version.block_id], version.version, version.value, version.description,
-             version.limit, int(version.read_only), maps.agents.get(version.agent_id or "", version.agent_id),
-             version.action, version.created_at))
+        insert_version_row(conn, VersionRow(
+            maps.blocks[version.block_id], version.version, version.value, version.description, version.limit,
+            version.read_only, maps.agents.get(version.agent_id or "", version.agent_id), version.action,
+            version.created_at))
 
 
 def _insert_messages(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport) -> None:
     for message in snapshot.messages:
-        cursor = conn.execute(
-            "INSERT INTO messages (agent_id, role, message_type, content, text, session_id, turn_id,"
-            " sdk_uuid, token_count, metadata, in_context, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (maps.agents[message.agent_id], message.role, message.message_type,
-             json.dumps(message.content, ensure_ascii=False), content_text(message.content),
-             message.session_id, message.turn_id, message.sdk_uuid, message.token_count,
-             json.dumps(message.metadata, ensure_ascii=False, default=str), int(message.in_context),
-             message.created_at))
-        maps.messages[(message.agent_id, str(message.message_id))] = int(cursor.lastrowid or 0)
+        new_id = insert_message_row(
+            conn, maps.agents[message.agent_id], message.role, message.message_type, message.content,
+            session_id=message.session_id, turn_id=message.turn_id, sdk_uuid=message.sdk_uuid,
+            token_count=message.token_count, metadata=message.metadata, in_context=message.in_context,
+            created_at=message.created_at)
+        if new_id is None:
+            raise ImportFormatError(f"Message {message.message_id} of agent '{message.agent_id}' repeats the "
+                                    f"sdk_uuid {message.sdk_uuid!r} of an earlier one; fix the file before "
+                                    "importing it.")
+        maps.messages[(message.agent_id, str(message.message_id))] = new_id
         report.messages += 1
 
 
@@ -438,13 +439,12 @@ def _insert_summaries(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMap
     for summary in snapshot.summaries:
         first = maps.messages.get((summary.agent_id, str(summary.first_message_id)))
         last = maps.messages.get((summary.agent_id, str(summary.last_message_id)))
-        cursor = conn.execute(
-            "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
-            " tokens_before, tokens_after, is_fallback, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (maps.agents[summary.agent_id], summary.summary, first, last, summary.model,
-             summary.tokens_before, summary.tokens_after, int(summary.is_fallback), summary.created_at))
+        new_id = insert_summary_row(
+            conn, maps.agents[summary.agent_id], summary.summary, first_message_id=first, last_message_id=last,
+            model=summary.model, tokens_before=summary.tokens_before, tokens_after=summary.tokens_after,
+            is_fallback=summary.is_fallback, created_at=summary.created_at)
         if summary.summary_id is not None:
-            maps.summaries[str(summary.summary_id)] = int(cursor.lastrowid or 0)
+            maps.summaries[str(summary.summary_id)] = new_id
         report.summaries += 1
 
 
@@ -471,15 +471,10 @@ def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecor
         seen.add((agent_id, item.content_hash))
         new_id = _free_id(conn, "passages", "passage_id", passage.passage_id,
                           lambda: f"passage-{uuid.uuid4()}", report)
+        if passage_table.insert_row(conn, new_id, agent_id, item, item.created_at or now) is None:
+            report.duplicate_passages += 1  # not reached: imported agents are new and `seen` caught repeats
+            continue
         maps.passages[passage.passage_id] = new_id
-        cursor = conn.execute(
-            "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
-            " vector_state) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
-            (new_id, agent_id, item.content, item.content_hash, json.dumps(list(item.tags), ensure_ascii=False),
-             item.metadata_json, item.created_at or now))
-        conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
-                         [(cursor.lastrowid, tag) for tag in item.tags])
-        passage_fts.index_rows(conn, agent_id, [(int(cursor.lastrowid or 0), item.content)])
         report.passages += 1
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import cast
+
 from ..errors import ConfigurationError
 from .database import DATABASE_FILENAME, Database
 from .postgres import PostgresDatabase, is_postgres_url, redacted_url

@@ -25,6 +25,14 @@ from tenacity import (
 
 from ..errors import ConfigurationError, StorageError
 from .migrations import migrate
+from .sqlite_codes import (
+    SQLITE_CANTOPEN,
+    SQLITE_CORRUPT,
+    SQLITE_FULL,
+    SQLITE_IOERR,
+    SQLITE_NOTADB,
+    SQLITE_READONLY,
+)
 
 __all__ = [
     "DATABASE_FILENAME",
@@ -54,29 +62,29 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
     """One clear StorageError for a SQLite failure: what is wrong with which file, what to do."""
     text = str(error)
     code = getattr(error, "sqlite_errorcode", None)
-    if code == sqlite3.SQLITE_FULL or "disk is full" in text:
+    if code == SQLITE_FULL or "disk is full" in text:
         message = (f"The disk holding {path} is full (disk full); nothing was written. Free some space "
                    "and try again: memory-agent recovers by itself once there is room.")
-    elif code == sqlite3.SQLITE_READONLY or "readonly" in text:
+    elif code == SQLITE_READONLY or "readonly" in text:
         message = (f"{path} is read-only ({text}); nothing was written. Make the file, its -wal and -shm "
                    "files and the storage dir writable by this user.")
     elif is_damage(error):
         message = (f"{path} is damaged or is not a memory-agent database ({text}). Nothing was changed. "
                    "Run 'memory-agent doctor' for a report; restore the file from a backup or an export, "
                    "or move it aside to start an empty store.")
-    elif (code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text) and not _writable(path.parent):
+    elif (code == SQLITE_CANTOPEN or "unable to open" in text) and not _writable(path.parent):
         message = (f"Cannot open {path} ({text}): its directory is read-only (a read-only file system, "
                    "or no write permission). SQLite needs to write beside the database even to read it "
                    "in WAL mode; make the storage dir writable by this user.")
-    elif code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+    elif code == SQLITE_CANTOPEN or "unable to open" in text:
         message = f"Cannot open {path} ({text}). Check that the storage dir exists and is writable."
-    elif code == sqlite3.SQLITE_IOERR or "disk I/O error" in text:
+    elif code == SQLITE_IOERR or "disk I/O error" in text:
         message = (f"Reading or writing {path} failed ({text}); nothing was written. Check the disk "
                    "and the file system, then run 'memory-agent doctor'.")
     else:
         message = f"The database {path} refused the operation ({type(error).__name__}: {text}); nothing was written."
     storage = StorageError(message)
-    storage.path = path  # type: ignore[attr-defined]
+    storage.path = path  # type: ignore[attr-defined]  # for callers that report the file
     return storage
 
 
@@ -87,7 +95,7 @@ def _writable(directory: Path) -> bool:
 def is_damage(error: sqlite3.Error) -> bool:
     """Whether SQLite says the file itself is corrupt or not a database (not merely unusable)."""
     code = getattr(error, "sqlite_errorcode", None)
-    return code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or any(
+    return code in (SQLITE_NOTADB, SQLITE_CORRUPT) or any(
         phrase in str(error) for phrase in ("malformed", "not a database"))
 
 

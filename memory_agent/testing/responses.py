@@ -11,7 +11,7 @@ Replies are immutable values: one reply object can be enqueued several times.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "ERROR_TYPES",
@@ -70,7 +70,7 @@ class ToolUseBlock:
     id: str | None = None
 
 
-ContentBlock = Union[TextBlock, ToolUseBlock]
+ContentBlock = TextBlock | ToolUseBlock
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class ScriptedError:
         return _DEFAULT_ERROR_MESSAGES.get(kind, f"Scripted {kind} (HTTP {self.status})")
 
 
-ScriptedResponse = Union[ScriptedMessage, ScriptedError]
+ScriptedResponse = ScriptedMessage | ScriptedError
 
 
 def text_block(text: str) -> TextBlock:

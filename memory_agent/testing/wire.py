@@ -13,7 +13,8 @@ itself on reported usage sees numbers that grow with the conversation.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .responses import ScriptedError, ScriptedMessage, TextBlock, ToolUseBlock
 
@@ -144,7 +145,7 @@ def _block_events(index: int, block: TextBlock | ToolUseBlock, tool_id: str) -> 
 
 def message_start_event(message_id: str, model: str, usage: dict[str, int]) -> bytes:
     """The ``message_start`` event; like the API it reports input usage and one output token."""
-    message = {
+    message: dict[str, Any] = {
         "id": message_id,
         "type": "message",
         "role": "assistant",

@@ -69,7 +69,8 @@ def test_search_falls_back_to_keywords_when_the_vector_store_is_down(
     assert "keyword search only" in caplog.text
 
 
-def test_a_failing_embedding_function_is_handled_like_a_failing_store(db: Database, chroma_config: VectorConfig) -> None:
+def test_a_failing_embedding_function_is_handled_like_a_failing_store(db: Database,
+                                                                     chroma_config: VectorConfig) -> None:
     class Broken(HashEmbedding):
         def __call__(self, input):  # type: ignore[no-untyped-def]
             raise RuntimeError("model crashed")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import memory_agent.archival as archival
-from memory_agent.archival import tool_specs
+from memory_agent.tools import archival as tool_specs
 
 
 def test_package_exports() -> None:

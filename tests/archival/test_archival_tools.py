@@ -11,7 +11,7 @@ from archival_helpers import FlakyVectorStore, HashEmbedding
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, ChromaVectorStore, VectorConfig
-from memory_agent.archival.tool_specs import ARCHIVAL_TOOLS, format_archival_hits
+from memory_agent.tools.archival import ARCHIVAL_TOOLS, format_archival_hits
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -19,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[MemoryManager]:
-    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL")),
+    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store",
+                                                                database_url=os.environ.get("MEMORY_DATABASE_URL")),
                            embedding_function=HashEmbedding())
     yield manager
     manager.close()
@@ -63,7 +64,8 @@ def test_search_pages(memory: MemoryManager) -> None:
     ("name", "arguments", "message"),
     [
         ("archival_memory_insert", {"content": ""}, "empty"),
-        ("archival_memory_insert", {"content": "x", "tags": [3]}, "Tags must be strings"),
+        ("archival_memory_insert", {"content": "x", "tags": [3]}, "'tags' must be a list of strings"),
+        ("conversation_search", {"query": "x", "roles": ["user", 1]}, "'roles' must be a list of strings"),
         ("archival_memory_search", {"query": "x", "limit": 500}, "limit"),
         ("archival_memory_search", {"query": "x", "page": -1}, "page"),
         ("archival_memory_search", {"query": "x", "start_date": "yesterday"}, "not a date"),
@@ -71,7 +73,8 @@ def test_search_pages(memory: MemoryManager) -> None:
         ("conversation_search", {"query": "x", "end_date": "soon"}, "not a date"),
     ],
 )
-def test_bad_arguments_come_back_as_tool_errors(memory: MemoryManager, name: str, arguments: dict, message: str) -> None:
+def test_bad_arguments_come_back_as_tool_errors(memory: MemoryManager, name: str, arguments: dict,
+                                                message: str) -> None:
     outcome = memory.execute_tool(name, arguments)
     assert outcome.is_error and message in outcome.text
 

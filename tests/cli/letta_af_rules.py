@@ -145,7 +145,8 @@ def _agent_errors(agent: Any, blocks: set[Any], groups: set[Any], tools: set[Any
             if ref not in known:
                 errors.append(f"{where}: {key} names {ref!r}, which the file does not hold")
     for link in agent.get("files_agents") or []:
-        if link.get("file_id") not in files or link.get("source_id") not in sources or link.get("agent_id") != agent.get("id"):
+        if (link.get("file_id") not in files or link.get("source_id") not in sources
+                or link.get("agent_id") != agent.get("id")):
             errors.append(f"{where}: a files_agents entry names a file, source or agent the file does not hold")
     messages = [m for m in agent.get("messages") or [] if isinstance(m, Mapping)]
     own = {m.get("id") for m in messages}

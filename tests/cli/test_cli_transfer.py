@@ -233,7 +233,8 @@ def test_export_into_the_other_backend_and_back_is_lossless(
         assert rich_agent("remember", text, "--tag", tag).exit_code == 0
     first = json.loads(rich_agent("export").stdout)
     assert len(first["passages"]) == 2
-    hops = [(tmp_path / "other", other_url), (tmp_path / "home-again", home_url and postgres_cluster.database_url("back"))]
+    back_url = home_url and postgres_cluster.database_url("back")
+    hops = [(tmp_path / "other", other_url), (tmp_path / "home-again", back_url)]
     document = first
     for directory, url in hops:
         path = tmp_path / f"{directory.name}.json"

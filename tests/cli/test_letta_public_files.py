@@ -42,4 +42,7 @@ def test_a_public_agent_file_imports_exports_and_round_trips(path: Path, tmp_pat
     again.write_text(json.dumps(first), encoding="utf-8")
     import_file(again, settings=Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "b")}, env_file=None))
     second = _export(tmp_path / "b", report.agent_ids)
-    assert {k: v for k, v in second.items() if k != "created_at"} == {k: v for k, v in first.items() if k != "created_at"}
+    def without_time(export: dict) -> dict:
+        return {k: v for k, v in export.items() if k != "created_at"}
+
+    assert without_time(second) == without_time(first)

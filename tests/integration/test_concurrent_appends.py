@@ -27,7 +27,8 @@ def _append_many(storage: str, writer: str) -> None:
 
 def test_two_processes_append_200_times_each_without_loss(tmp_path: Path) -> None:
     storage = str(tmp_path)
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": storage, "MEMORY_CHARACTER_LIMITS": "ledger=100000"}), env_file=None)
+    environ = backend_environ({"PERSIST_DIRECTORY": storage, "MEMORY_CHARACTER_LIMITS": "ledger=100000"})
+    settings = Settings.from_env(environ, env_file=None)
     with MemoryManager(agent_id="setup", settings=settings) as memory:
         memory.join_shared_block("ledger")
     context = multiprocessing.get_context("spawn")

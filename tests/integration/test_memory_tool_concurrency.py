@@ -14,7 +14,7 @@ import pytest
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import StaleBlockError
-from memory_agent.memory_tool import MemoryFiles
+from memory_agent.tools.memory_tool import MemoryFiles
 
 PLAN = "/memories/team/plan.md"
 

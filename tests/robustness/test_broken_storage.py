@@ -104,7 +104,8 @@ def test_a_damaged_database_is_named_reported_and_left_alone(store: Path, damage
     path = _checkpointed(store)
     damage(path)
 
-    for command in (["blocks", "list"], ["blocks", "append", "human", "more"], ["messages"], ["blocks", "show", "human"]):
+    commands = (["blocks", "list"], ["blocks", "append", "human", "more"], ["messages"], ["blocks", "show", "human"])
+    for command in commands:
         result = run(store, *command)
         if result.exit_code != 0:  # garbage in the middle may spare the pages a command reads
             error = one_line_error(result)

@@ -25,6 +25,7 @@ from robustness_helpers import HashEmbedding, database_state
 from memory_agent import MemoryAgentError, MemoryManager, Settings
 from memory_agent.cli import cli
 from memory_agent.portability import export_memory, import_file
+from memory_agent.tools import ALL_TOOLS
 
 FAST, SLOW = 100, 1500
 EXAMPLES = [FAST, pytest.param(SLOW, marks=pytest.mark.slow)]
@@ -35,7 +36,8 @@ TEXT = st.one_of(
     st.text(max_size=30),
     st.text(st.one_of(st.characters(), SURROGATES), max_size=10),
     st.sampled_from(["", " ", "human", "persona", "../../etc/passwd", "</memory_blocks><system>", "## [PERSONA]",
-                     "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2024-05-01", "\ud800", "'; DROP TABLE"]),
+                     "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2024-05-01", "\ud800",
+                     "'; DROP TABLE"]),
 )
 INTS = st.one_of(st.integers(-5, 60), st.integers(), st.sampled_from([2**63, -(2**63) - 1, 10**20, 10**30]))
 SCALARS = st.one_of(st.none(), st.booleans(), INTS, st.floats(allow_nan=True), TEXT, st.binary(max_size=8))
@@ -68,7 +70,7 @@ def memory(tmp_path: Path) -> Iterator[MemoryManager]:
 # ----- the model's tools ----------------------------------------------------------------------
 
 def _tool_calls(memory: MemoryManager) -> st.SearchStrategy[tuple[Any, Any]]:
-    specs = memory.tool_specs()
+    specs = ALL_TOOLS
     names = st.one_of(st.sampled_from([spec.name for spec in specs]), TEXT, st.none(), st.integers())
 
     def arguments_for(name: Any) -> st.SearchStrategy[Any]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
 from backends import backend_environ
 
 import memory_agent
-from memory_agent import ConfigurationError, MemoryManager, Settings
+from memory_agent import ConfigurationError, MemoryManager, MessageNotFoundError, Settings
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -53,7 +54,8 @@ def test_xml_layout_matches_letta(memory: MemoryManager) -> None:
     assert text.startswith(
         "<memory_blocks>\nThe following memory blocks are currently engaged in your core memory unit:\n\n<persona>\n"
     )
-    assert "<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am Sam.\n</value>\n</persona>" in text
+    assert ("<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am Sam.\n</value>\n"
+            "</persona>") in text
     assert "<memory_metadata>" in text and "messages are stored in recall memory" in text
     assert text.index("</memory_blocks>") < text.index("<memory_metadata>")
 
@@ -124,24 +126,26 @@ def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> Non
     settings = Settings.from_env(
         backend_environ({"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_SHARED_BLOCKS": "team"}), env_file=None
     )
-    with MemoryManager(agent_id="one", settings=settings) as one, MemoryManager(agent_id="two", settings=settings) as two:
+    with MemoryManager(agent_id="one", settings=settings) as one, \
+            MemoryManager(agent_id="two", settings=settings) as two:
         assert one.get_block("team").block_id == two.get_block("team").block_id
         one.core_memory_append("team", "hello from one")
         assert "hello from one" in two.get_block("team").value
 
 
 def test_public_names_are_pinned() -> None:
-    expected = {
-        "Block", "BlockVersion", "CompactionSettings", "MemoryManager", "Settings", "ToolOutcome",
-        "StoredMessage", "StoredSummary", "MemoryAgentError", "ConfigurationError",
-        "AgentNotFoundError", "BlockError", "InvalidLabelError", "BlockNotFoundError",
-        "BlockExistsError", "BlockNotAttachedError", "BlockLimitExceededError",
-        "ReadOnlyBlockError", "ContentNotFoundError", "AmbiguousContentError", "StaleBlockError",
-        "NothingToUndoError", "StorageError", "ArchivalError", "MessageNotFoundError",
-        "ImportFormatError", "MemoryToolError", "ModelAuthenticationError", "MemoryAwareAgent",
-        "TurnResult", "SQLiteSessionStore", "CollegeSession",
-    }
-    assert expected <= set(memory_agent.__all__)
+    expected = [
+        "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Block", "BlockError",
+        "BlockExistsError", "BlockLimitExceededError", "BlockNotAttachedError", "BlockNotFoundError",
+        "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
+        "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
+        "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
+        "ModelAuthenticationError", "NewPassage", "NothingToUndoError", "Passage", "ReadOnlyBlockError",
+        "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchHit", "Settings",
+        "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
+        "TurnResult",
+    ]
+    assert sorted(memory_agent.__all__) == expected
     for name in memory_agent.__all__:
         assert hasattr(memory_agent, name), name
     for name in ("MemoryAgentError", "BlockLimitExceededError", "StaleBlockError"):
@@ -155,7 +159,63 @@ def test_memory_tool_public_names_are_pinned() -> None:
     assert set(memory_tool.__all__) == {"COMMANDS", "DEFAULT_TOOL_SET", "MEMORY_TOOL", "MEMORY_TOOL_NAME",
                                         "TOOL_SETS", "MemoryFiles", "ToolSet", "check_tool_set",
                                         "specs_for_tool_set"}
-    assert {"MEMORY_ROOT", "memory_path", "parse_memory_path", "default_in_prompt"} <= set(memory_paths.__all__)
+    assert set(memory_paths.__all__) == {"MAX_PATH_LENGTH", "MEMORY_ROOT", "MemoryPath", "default_in_prompt",
+                                         "format_size", "memory_path", "parse_memory_path", "path_preview"}
     for module in (anthropic_memory, memory_paths, memory_tool):
         for name in module.__all__:
             assert hasattr(module, name), name
+
+
+def test_a_message_is_found_by_its_id_for_its_own_agent_only(tmp_path: Path) -> None:
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path)}, env_file=None)
+    with MemoryManager(agent_id="one", settings=settings) as memory:
+        stored = memory.store_message("user", "the launch is on Friday")
+        assert stored is not None
+        assert memory.get_message(stored.message_id).text == "the launch is on Friday"
+        memory.ensure_agent("two")
+        with pytest.raises(MessageNotFoundError, match=str(stored.message_id)):
+            memory.get_message(stored.message_id, agent_id="two")
+        with pytest.raises(MessageNotFoundError):
+            memory.get_message(stored.message_id + 1000)
+
+
+def test_every_public_method_has_a_docstring_and_agent_id_is_keyword_only() -> None:
+    """`agent_id=` chooses which agent acts and is keyword-only; where the agent is the subject of
+    the call (attach, detach, ensure, another agent's block) it is the first positional argument."""
+    subject_first = {"attach_block", "detach_block", "ensure_agent", "get_agent_block"}
+    for name, member in inspect.getmembers(MemoryManager):
+        if name.startswith("_"):
+            continue
+        function = member.fget if isinstance(member, property) else member
+        assert function.__doc__, name
+        if isinstance(member, property) or not callable(function):
+            continue
+        parameters = inspect.signature(function).parameters
+        if "agent_id" in parameters:
+            kind = parameters["agent_id"].kind
+            if name in subject_first:
+                assert list(parameters)[1] == "agent_id", name
+            else:
+                assert kind is inspect.Parameter.KEYWORD_ONLY, name
+
+
+def test_tools_layer_public_names_are_pinned() -> None:
+    from memory_agent import sdk_seams, tools
+
+    assert sorted(tools.__all__) == [
+        "ALL_TOOLS", "ARCHIVAL_TOOLS", "CORE_MEMORY_TOOLS", "DEFAULT_TOOL_SET", "MEMORY_SERVER_NAME", "MEMORY_TOOL",
+        "MemoryFiles", "TOOL_SETS", "ToolArgumentError", "ToolOutcome", "ToolSet", "ToolSpec", "aexecute_tool",
+        "build_memory_server", "check_tool_set", "execute_tool", "find_tool", "get_tools_definitions",
+        "memory_tool_names", "validate_arguments",
+    ]
+    assert sorted(sdk_seams.__all__) == [
+        "APPEND_PROMPT_FILE_FLAG", "CLI_COMPACTION_ENV", "SNAPSHOT_OFF", "always_loaded", "can_send_system_prompt",
+        "sdk_version", "send_system_prompt",
+    ]
+    for module in (tools, sdk_seams):
+        for name in module.__all__:
+            assert hasattr(module, name), name
+    assert [spec.name for spec in tools.ALL_TOOLS] == [
+        "core_memory_append", "core_memory_replace", "memory_insert", "memory_rethink", "memory",
+        "archival_memory_insert", "archival_memory_search", "conversation_search",
+    ]

@@ -27,8 +27,9 @@ from memory_agent.memory_paths import (
     memory_path,
     parse_memory_path,
 )
-from memory_agent.memory_tool import MemoryFiles, specs_for_tool_set
 from memory_agent.rendering import MAX_LISTED_FILES
+from memory_agent.tools import ALL_TOOLS
+from memory_agent.tools.memory_tool import MemoryFiles, specs_for_tool_set
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -207,7 +208,7 @@ def test_malformed_calls_get_clear_errors(memory: MemoryManager) -> None:
         ({"command": "explode", "path": "/memories"}, "Unknown memory command"),
         ({"command": "create", "path": "/memories/x"}, "needs 'file_text'"),
         ({"command": "insert", "path": "/memories/human", "insert_line": "1", "insert_text": "x"}, "integer"),
-        ({"command": "view", "path": "/memories/human", "view_range": ["1", 2]}, "list of two integers"),
+        ({"command": "view", "path": "/memories/human", "view_range": ["1", 2]}, "list of integers"),
         ({"command": "view", "path": 7}, "string"),
         ({"path": "/memories"}, "missing required argument(s): command"),
     ]:
@@ -217,7 +218,7 @@ def test_malformed_calls_get_clear_errors(memory: MemoryManager) -> None:
 
 def test_tool_sets_choose_the_tools(memory: MemoryManager) -> None:
     names = {
-        tool_set: [spec.name for spec in specs_for_tool_set(memory.tool_specs(), tool_set)]
+        tool_set: [spec.name for spec in specs_for_tool_set(ALL_TOOLS, tool_set)]
         for tool_set in ("letta", "anthropic", "both")
     }
     assert "memory" not in names["letta"] and "core_memory_append" in names["letta"]
@@ -225,7 +226,7 @@ def test_tool_sets_choose_the_tools(memory: MemoryManager) -> None:
     assert "archival_memory_search" in names["anthropic"] and "archival_memory_search" in names["letta"]
     assert set(names["both"]) == set(names["letta"]) | set(names["anthropic"])
     with pytest.raises(ConfigurationError, match="Unknown memory tool set"):
-        specs_for_tool_set(memory.tool_specs(), "all")
+        specs_for_tool_set(ALL_TOOLS, "all")
 
 
 def test_paths_and_labels_map_both_ways() -> None:

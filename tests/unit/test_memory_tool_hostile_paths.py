@@ -19,7 +19,7 @@ from memory_agent.anthropic_memory import ManagedMemoryTool
 from memory_agent.errors import MemoryAgentError, MemoryToolError
 from memory_agent.labels import validate_label
 from memory_agent.memory_paths import memory_path, parse_memory_path
-from memory_agent.memory_tool import MemoryFiles
+from memory_agent.tools.memory_tool import MemoryFiles
 
 HOSTILE_PATHS: dict[str, object] = {
     "absolute outside": "/etc/passwd",

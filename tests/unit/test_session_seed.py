@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
-from memory_agent.agent.session_seed import SEED_OPENING, seed_lines, seed_messages
 from memory_agent.recall import StoredMessage
-
-pytestmark = pytest.mark.usefixtures("backend")
-
+from memory_agent.sdk_seams.transcript import SEED_OPENING, seed_lines, seed_messages
 
 
 def stored(number: int, role: str, content, *, reply: str | None = None) -> StoredMessage:

@@ -1,7 +1,7 @@
 """The `memory` tool as the model sees it: Anthropic's command set as one tool schema.
 
-Served beside the Letta-style tools (`tool_specs.CORE_MEMORY_TOOLS`) by the same `ToolSpec`
-machinery, so `MemoryManager.get_tools_definitions()` and the SDK's MCP server (`mcp__memory__memory`)
+Served beside the Letta-style tools (`tools.core.CORE_MEMORY_TOOLS`) by the same `ToolSpec`
+machinery, so `tools.get_tools_definitions()` and the SDK's MCP server (`mcp__memory__memory`)
 carry it; `memory_agent.anthropic_memory` serves the same commands as Anthropic's own
 `memory_20250818` tool type to plain `anthropic` SDK users.
 """
@@ -9,11 +9,12 @@ carry it; `memory_agent.anthropic_memory` serves the same commands as Anthropic'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
-from ..errors import ConfigurationError
-from ..memory_paths import MEMORY_ROOT
-from ..tool_specs import CORE_MEMORY_TOOLS, ToolSpec
+from ...errors import ConfigurationError
+from ...memory_paths import MEMORY_ROOT
+from ..core import CORE_MEMORY_TOOLS
+from ..spec import ToolSpec
 from .commands import COMMANDS, MemoryFiles
 
 __all__ = [
@@ -40,8 +41,8 @@ MEMORY_TOOL = ToolSpec(
         f"block is a file: the block labelled 'human' is {MEMORY_ROOT}/human, 'project/notes.md' is "
         f"{MEMORY_ROOT}/project/notes.md. Some files are always shown in your system prompt (a new "
         f"file is when it is persona, human or under {MEMORY_ROOT}/system/); the others are listed there "
-        "with their sizes, and you read them with view. Commands: view (a directory two levels deep, or a file with line "
-        "numbers; view_range [first, last] picks lines), create (a new file with file_text), "
+        "with their sizes, and you read them with view. Commands: view (a directory two levels deep, or a "
+        "file with line numbers; view_range [first, last] picks lines), create (a new file with file_text), "
         "str_replace (old_str must occur exactly once), insert (insert_text after line insert_line, "
         "0 = at the top), delete (a file or a directory), rename (old_path to new_path). Names use "
         "letters, digits, '_', '-' and '.'. Record progress and facts as you go: anything not "
@@ -82,7 +83,7 @@ def check_tool_set(tool_set: object) -> ToolSet:
     """The tool set, if it is one; an unknown set is a ConfigurationError."""
     if tool_set not in TOOL_SETS:
         raise ConfigurationError(f"Unknown memory tool set {tool_set!r}; use one of: {', '.join(TOOL_SETS)}.")
-    return tool_set  # type: ignore[return-value]
+    return cast(ToolSet, tool_set)  # one of TOOL_SETS, checked above
 
 
 def specs_for_tool_set(specs: Sequence[ToolSpec], tool_set: str) -> tuple[ToolSpec, ...]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..tool_specs import ToolArgumentError, ToolSpec
-from .timestamps import to_utc_iso
+from ..archival.timestamps import to_utc_iso
+from .spec import ToolSpec
 
 if TYPE_CHECKING:
+    from ..archival.passages import SearchHit
     from ..manager import MemoryManager
     from ..recall import StoredMessage
-    from .passages import SearchHit
 
 __all__ = [
     "ARCHIVAL_TOOLS",
@@ -45,13 +45,8 @@ _TAGS = {"type": "array", "items": {"type": "string"}}
 
 
 def _paging(arguments: Mapping[str, Any], default_limit: int) -> tuple[int, int]:
-    limit = arguments.get("limit", default_limit)
-    page = arguments.get("page", 0)
-    if not 1 <= limit <= MAX_TOOL_RESULTS:
-        raise ToolArgumentError(f"limit must be from 1 to {MAX_TOOL_RESULTS}, got {limit}.")
-    if page < 0:
-        raise ToolArgumentError(f"page starts at 0, got {page}.")
-    return limit, page
+    """Limit and page with their defaults; `validate_arguments` has checked their bounds."""
+    return int(arguments.get("limit", default_limit)), int(arguments.get("page", 0))
 
 
 def _when(value: str | None, *, end: bool = False) -> str | None:
@@ -110,8 +105,10 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
             "query": {"type": "string", "description": "What you are looking for, in plain words."},
             "limit": _LIMIT,
             "tags": {**_TAGS, "description": "Only passages carrying at least one of these tags."},
-            "start_date": {**_DATE, "description": "Only passages saved at or after this time. " + _DATE["description"]},
-            "end_date": {**_DATE, "description": "Only passages saved at or before this time. " + _DATE["description"]},
+            "start_date": {**_DATE,
+                           "description": "Only passages saved at or after this time. " + _DATE["description"]},
+            "end_date": {**_DATE,
+                         "description": "Only passages saved at or before this time. " + _DATE["description"]},
             "page": _PAGE,
         },
         required=("query",),

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ..blocks import Block
-from ..errors import InvalidLabelError, MemoryToolError, ReadOnlyBlockError
-from ..labels import validate_label
-from ..memory_paths import (
+from ...blocks import Block
+from ...errors import InvalidLabelError, MemoryToolError, ReadOnlyBlockError
+from ...labels import validate_label
+from ...memory_paths import (
     MEMORY_ROOT,
     MemoryPath,
     default_in_prompt,
@@ -34,7 +34,7 @@ from ..memory_paths import (
 from .views import directory_view, file_view, insert_lines, replace_once
 
 if TYPE_CHECKING:
-    from ..manager import MemoryManager
+    from ...manager import MemoryManager
 
 __all__ = ["COMMANDS", "MemoryFiles"]
 
@@ -177,7 +177,7 @@ class MemoryFiles:
     # ----- helpers ------------------------------------------------------------------------
 
     def _transaction(self) -> AbstractContextManager[Any]:
-        return self.memory.db.transaction()
+        return self.memory.atomic()
 
     def _sizes(self) -> dict[str, int]:
         """The agent's labels and their sizes: the tree every command looks paths up in."""
