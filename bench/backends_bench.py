@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -170,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         args.agents, args.edits, args.appends, args.writers, args.passages = 20, 80, 20, [1, 4], 500
     turns_cap = 60 if args.quick else None
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
     cluster = None if args.database_url else PostgresCluster().start()
     try:
         databases = Databases(cluster, args.database_url)
