@@ -62,7 +62,7 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     postgres_cluster.drop(url)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once per backend: PostgreSQL through MEMORY_DATABASE_URL (a fresh database),
     which every MemoryManager, Settings.from_env() and CLI process of the test then uses."""

@@ -27,6 +27,8 @@ PG_ONLY_COLUMNS = {("messages", "text_tsv"), ("passages", "content_tsv"), ("bloc
 # SQLite-only tables: FTS5 (its shadow tables and views) and the per-agent FTS5 registry.
 SQLITE_ONLY_TABLES = {"passage_fts_tables", "sqlite_sequence"}
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def pg(postgres_url: str, tmp_path: Path) -> Iterator[PostgresDatabase]:
