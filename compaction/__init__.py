@@ -12,8 +12,20 @@ values and a `Summarizer` protocol.
                                 settings=settings, fixed_tokens=fixed)
 """
 
-from .budget import ContextBudget, reported_input_tokens, should_compact
-from .engine import CompactionOutcome, CompactionStatus, compact, summary_tokens, truncation_summary
+from .backoff import SummarizerBackoff
+from .budget import (
+    UNMEASURED_SCALE,
+    ContextBudget,
+    reported_input_tokens,
+    should_compact,
+)
+from .engine import (
+    CompactionOutcome,
+    CompactionStatus,
+    compact,
+    summary_tokens,
+    truncation_summary,
+)
 from .errors import CompactionError, CompactionSettingsError, SummarizerError
 from .prompts import SUMMARY_SYSTEM_PROMPT, TRUNCATION_MARKER, summary_request_text
 from .records import MessageRecord
@@ -38,6 +50,7 @@ __all__ = [
     "MODES",
     "SUMMARY_SYSTEM_PROMPT",
     "TRUNCATION_MARKER",
+    "UNMEASURED_SCALE",
     "AnthropicSummarizer",
     "CompactionError",
     "CompactionMode",
@@ -50,6 +63,7 @@ __all__ = [
     "MessageRecord",
     "RetryPolicy",
     "Summarizer",
+    "SummarizerBackoff",
     "SummarizerError",
     "TiktokenCounter",
     "TokenCounter",

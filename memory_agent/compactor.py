@@ -5,6 +5,12 @@ agent's in-context messages from SQLite and records the outcome: the summary wit
 covers, the model and the token counts, and the evicted messages marked out of context (never
 deleted). It keeps one running `ContextBudget` per agent, so the per-turn check reads only the
 messages stored since the last check.
+
+Two things outlive a turn. The budget's scale (reported tokens per estimated token) is kept in
+the agent's state, so an agent reopened later sizes its first request with the scale its
+requests showed rather than by raw estimate; an agent never measured starts at the cautious
+`UNMEASURED_SCALE`. And after a summariser failure the automatic check backs off
+(`SummarizerBackoff`) instead of failing, and warning, on every turn.
 """
 
 from __future__ import annotations
@@ -13,26 +19,38 @@ import threading
 from typing import Any
 
 from compaction import (
+    UNMEASURED_SCALE,
     AnthropicSummarizer,
     CompactionOutcome,
     CompactionSettings,
     ContextBudget,
     MessageRecord,
     Summarizer,
+    SummarizerBackoff,
     TokenCounter,
     compact,
     default_counter,
+    message_tokens,
     summary_tokens,
 )
 
 from .recall import RecallMemory, StoredMessage, StoredSummary
+from .store import agent_state
+from .store.database import Database
 
 __all__ = ["Compactor", "to_record"]
+
+_SCALE_CHANGE = 0.01
+"""A measured scale is stored again only when it moved by more than this share."""
 
 
 def to_record(message: StoredMessage) -> MessageRecord:
     return MessageRecord(id=message.message_id, role=message.role, content=message.content,
                          tokens=message.token_count)
+
+
+def _scaled(record: MessageRecord, scale: float, counter: TokenCounter) -> MessageRecord:
+    return record.with_tokens(round(message_tokens(record, counter) * scale))
 
 
 class Compactor:
@@ -47,14 +65,18 @@ class Compactor:
         counter: TokenCounter | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
+        state_db: Database | None = None,
     ) -> None:
         self.recall = recall
+        self._state_db = state_db
         self._api_key = api_key
         self._base_url = base_url
         self.settings = settings
         self._summarizer = summarizer
         self._counter = counter
         self._budgets: dict[str, ContextBudget] = {}
+        self._scales: dict[str, float | None] = {}
+        self._backoffs: dict[str, SummarizerBackoff] = {}
         self._summary_cache: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -85,7 +107,8 @@ class Compactor:
         with self._lock:
             budget = self._budgets.get(agent_id)
             if budget is None:
-                budget = ContextBudget(self.settings, self.counter, fixed_tokens=fixed)
+                budget = ContextBudget(self.settings, self.counter, fixed_tokens=fixed,
+                                       scale=self._stored_scale(agent_id) or UNMEASURED_SCALE)
                 self._budgets[agent_id] = budget
             elif budget.fixed_tokens != fixed:
                 budget.set_fixed_tokens(fixed)
@@ -107,32 +130,87 @@ class Compactor:
         `through_id`, count what came after, and say whether compaction is due before the next
         turn, which is expected to add `headroom` tokens."""
         budget = self.budget(agent_id, fixed_tokens)
+        self._backoff(agent_id).turn_passed()
         if usage:
             budget.calibrate(usage, through_id=through_id)
             budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=through_id or 0))
-        return self.settings.enabled and budget.should_compact(headroom)
+            if budget.scale_measured:
+                self._store_scale(agent_id, budget.scale)
+        return self._due(agent_id, budget, headroom)
 
     def should_compact(self, agent_id: str, fixed_tokens: int, *, headroom: int = 0) -> bool:
-        return self.settings.enabled and self.budget(agent_id, fixed_tokens).should_compact(headroom)
+        """Whether an automatic compaction should run before the next request (not while backing
+        off after a summariser failure, unless the request would reach the overflow line)."""
+        return self._due(agent_id, self.budget(agent_id, fixed_tokens), headroom)
+
+    def _due(self, agent_id: str, budget: ContextBudget, headroom: int) -> bool:
+        return (self.settings.enabled and budget.should_compact(headroom)
+                and self._backoff(agent_id).allows(budget.total_tokens + max(headroom, 0)))
+
+    def _backoff(self, agent_id: str) -> SummarizerBackoff:
+        with self._lock:
+            return self._backoffs.setdefault(agent_id, SummarizerBackoff(self.settings))
+
+    def scale(self, agent_id: str) -> float:
+        """Reported tokens per estimated token for this agent: as measured, else cautious."""
+        with self._lock:
+            budget = self._budgets.get(agent_id)
+        return budget.scale if budget is not None else self._stored_scale(agent_id) or UNMEASURED_SCALE
+
+    def scaled(self, agent_id: str, estimate: int) -> int:
+        """An estimate in the tokens the API will count for this agent."""
+        return round(estimate * self.scale(agent_id))
+
+    def _stored_scale(self, agent_id: str) -> float | None:
+        """The scale measured on the agent's requests, in this process or an earlier one."""
+        if agent_id not in self._scales:
+            value = None
+            if self._state_db is not None:
+                with self._state_db.reading() as conn:
+                    value = agent_state.read_state(conn, agent_id).get(agent_state.TOKEN_SCALE_KEY)
+            self._scales[agent_id] = float(value) if isinstance(value, (int, float)) and value > 0 else None
+        return self._scales[agent_id]
+
+    def _store_scale(self, agent_id: str, scale: float) -> None:
+        stored = self._stored_scale(agent_id)
+        if stored is not None and abs(scale - stored) <= _SCALE_CHANGE * stored:
+            return
+        self._scales[agent_id] = scale
+        if self._state_db is not None:
+            with self._state_db.transaction() as conn:
+                agent_state.write_state(conn, agent_id, {agent_state.TOKEN_SCALE_KEY: round(scale, 4)})
 
     def context_tokens(self, agent_id: str, fixed_tokens: int) -> int:
         """The running estimate of the next request's size (fixed part, summary, messages)."""
         return self.budget(agent_id, fixed_tokens).total_tokens
 
+    def grown_tokens(self, agent_id: str, fixed_tokens: int) -> int:
+        """The context's size for measuring how much a turn adds: scaled estimates throughout,
+        so the first turn after opening does not count the calibration's correction as growth."""
+        return self.budget(agent_id, fixed_tokens).scaled_estimate
+
     async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
-        """Summarise the oldest messages if needed (always, with `force`) and record it."""
-        messages = [to_record(m) for m in self.recall.in_context(agent_id)]
+        """Summarise the oldest messages if needed (always, with `force`) and record it.
+
+        The plan is made on scaled estimates (the agent's measured scale), so the kept window
+        fits under the target in the tokens the API will count.
+        """
+        scale = self.budget(agent_id, fixed_tokens).scale
+        messages = [_scaled(to_record(m), scale, self.counter) for m in self.recall.in_context(agent_id)]
         previous = self.recall.latest_summary(agent_id)
         outcome = await compact(
             messages,
             previous_summary=previous.summary if previous else None,
             summarizer=self.summarizer,
             settings=self.settings,
-            fixed_tokens=fixed_tokens,
+            fixed_tokens=round(fixed_tokens * scale),
             counter=self.counter,
             force=force,
         )
-        if outcome.changed:
+        if outcome.deferred:
+            self._backoff(agent_id).failed(outcome.tokens_before)
+        elif outcome.changed:
+            self._backoff(agent_id).succeeded()
             self._record(agent_id, outcome)
         return outcome
 

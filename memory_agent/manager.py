@@ -159,7 +159,8 @@ class MemoryManager:
                        counter: TokenCounter | None = None) -> Compactor:
         """A compactor on this storage dir; the summariser uses the configured API key and URL."""
         return Compactor(self.recall, settings, summarizer=summarizer, counter=counter,
-                         api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url)
+                         api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url,
+                         state_db=self.db)
 
     def get_agent_state(self, *, agent_id: str | None = None) -> dict[str, Any]:
         """Small bookkeeping values of an agent (e.g. its current SDK session)."""

@@ -153,6 +153,13 @@ class SoakResult:
     final_storage_dir: Path | None = None
     agent_id: str = "soak"
 
+    def reopen_requests(self) -> list[tuple[int, int, bool]]:
+        """(turn, tokens, compacted) of the first request after each reopening of the agent."""
+        firsts: dict[int, int] = {}
+        for turn, tokens in zip(self.request_turns, self.request_tokens):
+            firsts.setdefault(turn, tokens)
+        return [(t.number, firsts[t.number], t.compacted) for t in self.turns if t.restarted and t.number in firsts]
+
     def latencies(self) -> list[float]:
         """Seconds per turn, leaving out turns that compacted or reopened the agent."""
         return [t.seconds for t in self.turns if not (t.compacted or t.restarted)]
@@ -416,6 +423,10 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
         "first request after each compaction: "
         + ", ".join(f"{c.request_tokens:,} (floor {c.floor_tokens:,})" for c in result.compactions[:8])
         + (" ..." if len(result.compactions) > 8 else ""),
+        "first request after each reopening: " + (", ".join(
+            f"turn {turn}: {tokens:,} tokens ({'compacted first' if compacted else 'no compaction'})"
+            for turn, tokens, compacted in result.reopen_requests()) or "none")
+        + f" (trigger {result.trigger_tokens:,})",
         (f"latency of non-compacting turns (ms): first {len(first)} median {median(first) * 1000:.0f} "
         f"mean {mean(first) * 1000:.0f}; last {len(last)} median {median(last) * 1000:.0f} "
         f"mean {mean(last) * 1000:.0f}; last/first means {mean(last) / mean(first):.2f}"),

@@ -116,7 +116,7 @@ class MemoryAwareAgent:
         self.last_compaction: CompactionOutcome | None = None
         self.reconnects = 0
         self.live_refreshes = 0
-        self._growth.seed(self._recent_turn_sizes())
+        self._growth.seed(self._recent_turn_sizes(), scale=self.compactor.scale(self.agent_id))
         stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
         self.state = SessionState.resuming(stored or self.options.resume)
 
@@ -139,13 +139,14 @@ class MemoryAwareAgent:
             if isinstance(prompt, str) and self._client is not None and not self.state.compaction_due:
                 # The prompt is known now: if it would carry the request over the trigger,
                 # compact first (kept in context, it is sent after the compaction).
-                headroom = max(self._growth.headroom, self._estimate("user", prompt))
+                prompt_tokens = self.compactor.scaled(self.agent_id, self._estimate("user", prompt))
+                headroom = max(self._growth.headroom, prompt_tokens)
                 self.state.compaction_due = self.compactor.should_compact(
                     self.agent_id, self._fixed_tokens, headroom=headroom)
             await self._settle_session()
         client = self._require_client()
         self.state.turn_started()
-        self._growth.start(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self._growth.start(self.compactor.grown_tokens(self.agent_id, self._fixed_tokens))
         if isinstance(prompt, str):
             self._store_prompt(prompt)
             await client.query(prompt, session_id=session_id)
@@ -422,7 +423,7 @@ class MemoryAwareAgent:
             self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
         self.compactor.observe_turn(
             self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
-        self._growth.finish(self.compactor.context_tokens(self.agent_id, self._fixed_tokens))
+        self._growth.finish(self.compactor.grown_tokens(self.agent_id, self._fixed_tokens))
         self.state.compaction_due = self.compactor.should_compact(
             self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None

@@ -6,12 +6,15 @@ import json
 import sqlite3
 from typing import Any
 
-__all__ = ["BASE_PROMPT_KEY", "LETTA_KEY", "read_state", "write_state"]
+__all__ = ["BASE_PROMPT_KEY", "LETTA_KEY", "TOKEN_SCALE_KEY", "read_state", "write_state"]
 
 BASE_PROMPT_KEY = "base_system_prompt"
 """The agent's own base system prompt (an imported Letta agent's `system`)."""
 LETTA_KEY = "letta"
 """What an imported Letta agent had that only a Letta export uses again (model configs, groups)."""
+TOKEN_SCALE_KEY = "token_scale"
+"""Reported input tokens per estimated token, measured on this agent's requests, so a reopened
+agent sizes its first request by it (see `compaction.budget`)."""
 
 
 def read_state(conn: sqlite3.Connection, agent_id: str) -> dict[str, Any]:

@@ -120,3 +120,52 @@ def test_reset_and_recount_after_compaction() -> None:
 
     assert total > 500 and budget.total_tokens == 900 and budget.through_id == 20
     assert not budget.calibrated
+
+
+def sized(first_id: int, *tokens: int) -> list[MessageRecord]:
+    return [MessageRecord(first_id + i, "user", "x", tokens=size) for i, size in enumerate(tokens)]
+
+
+def test_calibration_measures_the_scale_and_later_estimates_use_it() -> None:
+    budget = ContextBudget(CompactionSettings(), fixed_tokens=2_000)  # trigger 160,000
+    budget.add(sized(1, 30_000, 30_000, 500))
+
+    budget.calibrate({"input_tokens": 31_000}, through_id=2)  # the request before message 3
+    budget.add(sized(1, 30_000, 30_000, 500))
+
+    assert budget.scale == 0.5 and budget.scale_measured
+    assert budget.total_tokens == 31_000 + 250  # message 3 counted at the measured scale
+    budget.add(sized(4, 1_000))
+    assert budget.total_tokens == 31_750
+
+
+def test_a_small_request_does_not_measure_the_scale() -> None:
+    """Under a quarter of the trigger the client's own text dominates the ratio."""
+    budget = ContextBudget(CompactionSettings(), fixed_tokens=1_000, scale=1.25)
+    budget.add(sized(1, 9_000))
+
+    budget.calibrate({"input_tokens": 20_000}, through_id=1)
+
+    assert budget.scale == 1.25 and not budget.scale_measured
+    assert budget.total_tokens == 20_000  # the usage itself is still taken as exact
+
+
+def test_an_unmeasured_budget_scales_the_whole_estimate() -> None:
+    budget = ContextBudget(CompactionSettings(), fixed_tokens=1_000, scale=1.25)
+    budget.add(sized(1, 3_000))
+
+    assert budget.total_tokens == 5_000 and not budget.calibrated
+    assert ContextBudget(CompactionSettings(), scale=1_000.0).scale == 5.0  # clamped
+
+
+def test_the_scaled_estimate_moves_by_what_was_added_not_by_corrections() -> None:
+    budget = ContextBudget(CompactionSettings(), fixed_tokens=2_000, scale=1.25)
+    budget.add(sized(1, 60_000))
+    before = budget.scaled_estimate
+
+    budget.add(sized(2, 4_000))
+    budget.calibrate({"input_tokens": 40_000}, through_id=2)  # scale now 40/66 ≈ 0.61
+    budget.add(sized(1, 60_000, 4_000))
+
+    assert budget.total_tokens == 40_000
+    assert budget.scaled_estimate - before == 5_000  # the 4,000 added, at the scale then in force

@@ -13,10 +13,10 @@ import compaction
 PACKAGE_DIR = Path(compaction.__file__).resolve().parent
 
 PUBLIC_NAMES = {
-    "DEFAULT_ENCODING", "MODES", "SUMMARY_SYSTEM_PROMPT", "TRUNCATION_MARKER",
+    "DEFAULT_ENCODING", "MODES", "SUMMARY_SYSTEM_PROMPT", "TRUNCATION_MARKER", "UNMEASURED_SCALE",
     "AnthropicSummarizer", "CompactionError", "CompactionMode", "CompactionOutcome",
     "CompactionPlan", "CompactionSettings", "CompactionSettingsError", "CompactionStatus",
-    "ContextBudget", "MessageRecord", "RetryPolicy", "Summarizer", "SummarizerError",
+    "ContextBudget", "MessageRecord", "RetryPolicy", "Summarizer", "SummarizerBackoff", "SummarizerError",
     "TiktokenCounter", "TokenCounter", "clip_text", "compact", "count_messages", "count_request",
     "count_system", "count_tools", "default_counter", "is_retryable", "message_tokens",
     "plan_compaction", "render_transcript", "reported_input_tokens", "should_compact",

@@ -38,6 +38,7 @@ def assert_soak_holds(result: SoakResult, *, min_compactions: int) -> None:
     assert all(t.answer.startswith("Answer") and not t.is_error for t in result.turns)
     assert len(result.compactions) >= min_compactions
     assert max(result.request_tokens) < result.trigger_tokens
+    assert all(tokens < result.trigger_tokens for _, tokens, _ in result.reopen_requests())
     for check in result.compactions:
         assert check.floor_tokens <= check.request_tokens < result.trigger_tokens, check
         assert check.kept_first_present and check.evicted_last_absent, check
@@ -94,11 +95,10 @@ async def test_ten_thousand_stored_messages_without_a_session(
         assert result.text == "Still here."
         first, second = server.message_requests("opus")
         settings = memory.compactor.settings
-        # The first request is sized by estimate alone (no usage reported yet): the scripted
-        # server's four-characters-per-token count of such short messages runs a few per cent
-        # above it, so the bound here is the overflow line; from the second request on the
-        # agent is calibrated on reported usage and stays under the trigger.
-        assert estimate_input_tokens(first.body) < settings.overflow_tokens
+        # The first request is sized by estimate alone (nothing measured yet for this agent),
+        # at the cautious unmeasured scale: short messages run over the estimate in the
+        # scripted server's count, and the request still stays under the trigger.
+        assert estimate_input_tokens(first.body) < settings.trigger_tokens
         assert estimate_input_tokens(second.body) < settings.trigger_tokens
         assert "Earlier answer 4999: the plan is on track" in json.dumps(first.messages)
         assert len(json.dumps(first.messages)) > MAX_ARG_STRLEN
@@ -112,7 +112,7 @@ async def test_a_history_larger_than_the_window_is_compacted_before_the_first_re
         for number in range(70):  # about 1.1 MB, well over 200,000 tokens
             memory.store_message("user", f"Log {number}:\n{pasted_log(rng, 16_000)}")
             memory.store_message("assistant", f"Read log {number}.")
-        server.enqueue(*[text_response("Summary of the logs.")] * 5, model="haiku")  # one per chunk
+        server.enqueue(*[text_response("Summary of the logs.")] * 10, model="haiku")  # one per chunk
         server.enqueue(text_response("Caught up."), model="opus")
         async with MemoryAwareAgent(options, memory=memory) as agent:
             result = await agent.process_turn("Anything new?")
