@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -45,6 +46,8 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 def postgres_cluster() -> Iterator[PostgresCluster]:
     """One throwaway PostgreSQL server for the whole run (see memory_agent.testing.postgres_cluster)."""
     try:
+        if importlib.util.find_spec("psycopg") is None:
+            raise PostgresUnavailable("psycopg is not installed (pip install -e '.[postgres]')")
         cluster = PostgresCluster().start()
     except PostgresUnavailable as error:
         if os.environ.get(REQUIRE_POSTGRES):
