@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import statistics
 import tempfile
 import time
@@ -50,7 +51,12 @@ class RunResult:
 
 
 def _settings(storage: str) -> Settings:
-    return Settings.from_env({"PERSIST_DIRECTORY": storage}, env_file=None)
+    """The storage dir, and the PostgreSQL server when MEMORY_DATABASE_URL names one (writers
+    are spawned, so they inherit it; bench/backends_bench.py runs this on both backends)."""
+    environ = {"PERSIST_DIRECTORY": storage}
+    if os.environ.get("MEMORY_DATABASE_URL"):
+        environ["MEMORY_DATABASE_URL"] = os.environ["MEMORY_DATABASE_URL"]
+    return Settings.from_env(environ, env_file=None)
 
 
 def _writer(storage: str, writer: str, appends: int, start: Barrier, reports: Queue[WriterReport]) -> None:

@@ -21,6 +21,7 @@ from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
 from .store import journal, passage_fts
+from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 from .store.meta import read_meta, write_meta
 
@@ -68,8 +69,12 @@ def storage_path(storage_dir: str | Path | None, settings: Settings) -> Path:
     return Path(storage_dir).expanduser() if storage_dir is not None else settings.persist_directory
 
 
-def open_database(storage_dir: Path, *, create: bool = False) -> Database:
-    """The storage dir's database; without `create`, a missing one is an error, not a new file."""
+def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None) -> Database:
+    """The storage dir's database; without `create`, a missing one is an error, not a new file.
+
+    With a PostgreSQL `database_url` the server holds the data (its schema is created on first use)."""
+    if database_url:
+        return open_store(storage_dir, database_url, create=create)
     path = storage_dir / DATABASE_FILENAME
     check_not_orphaned(path)
     if not create and not path.is_file():
@@ -126,7 +131,7 @@ def open_agent(storage_dir: str | Path | None = None, agent_id: str | None = Non
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory) as db:
+    with open_database(directory, database_url=settings.database_url) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         if chosen is None:
             raise ConfigurationError(
@@ -147,7 +152,7 @@ def init_storage(storage_dir: str | Path | None = None, agent_id: str | None = N
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, create=True) as db:
+    with open_database(directory, create=True, database_url=settings.database_url) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
     with _open_creating(directory, chosen, settings, persona, human) as memory:
@@ -161,7 +166,7 @@ def create_agent(storage_dir: str | Path | None, agent_id: str, *, settings: Set
     directory = storage_path(storage_dir, settings)
     if not agent_id.strip():
         raise ConfigurationError("An agent id must not be empty.")
-    with open_database(directory, create=True) as db:
+    with open_database(directory, create=True, database_url=settings.database_url) as db:
         if _agent_exists(db, agent_id):
             raise ConfigurationError(
                 f"Agent '{agent_id}' already exists in this storage dir. Pick another id, "

@@ -153,14 +153,12 @@ class CoreMemory:
     def fingerprint(self, agent_id: str) -> str:
         """Changes whenever any attached block, or the set of attachments, changes: one query."""
         with self._db.reading() as conn:
-            row = conn.execute(
-                "SELECT group_concat(part, ',') FROM (SELECT b.block_id || ':' || b.version || ':'"
-                " || (b.read_only | ab.read_only) || ':' || b.in_prompt || ':' || b.label AS part"
-                " FROM agent_blocks ab JOIN blocks b USING (block_id)"
-                " WHERE ab.agent_id = ? ORDER BY b.block_id)",
+            rows = conn.execute(
+                "SELECT b.block_id, b.version, b.read_only | ab.read_only, b.in_prompt, b.label"
+                " FROM agent_blocks ab JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id",
                 (agent_id,),
-            ).fetchone()
-        return row[0] or ""
+            ).fetchall()
+        return ",".join(":".join(str(value) for value in row) for row in rows)
 
     def changed_by_others(self, agent_id: str, since: Mapping[str, int]) -> list[str]:
         """Ids of attached blocks with a version after `since` (block id -> version) that the

@@ -38,7 +38,8 @@ from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
 from .store import agent_state, journal
 from .store.agent_state import BASE_PROMPT_KEY
-from .store.database import DATABASE_FILENAME, Database
+from .store.backend import open_store
+from .store.database import Database
 from .store.meta import read_meta, write_meta
 from .turn_context import TurnContext
 from .validation import checked_methods
@@ -84,6 +85,7 @@ class MemoryManager:
         token_counter: TokenCounter | None = None,
         embedding_function: Any = None,
         vector_store: VectorStore | None = None,
+        database_url: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
@@ -91,7 +93,7 @@ class MemoryManager:
         else:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
-        self.db = Database(self.storage_dir / DATABASE_FILENAME)
+        self.db = open_store(self.storage_dir, database_url or self.settings.database_url)
         self.core = CoreMemory(self.db)
         self.recall = RecallMemory(self.db)
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,

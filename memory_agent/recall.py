@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationError
-from .store import journal
+from .store import journal, pg_fulltext
 from .store.database import Database, utc_now
+from .store.dialect import is_postgres
 from .store.fts import fts_query
 from .validation import checked_methods
 
@@ -235,14 +236,16 @@ class RecallMemory:
         if end_date:
             clauses.append("m.created_at <= ?")
             params.append(end_date)
-        match = fts_query(query)
         where = " AND ".join(clauses)
         with self._db.reading() as conn:
+            match = pg_fulltext.tsquery_text(query) if is_postgres(conn) else fts_query(query)
             if match is None:
                 rows = conn.execute(
                     f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? OFFSET ?",
                     (*params, limit, offset),
                 ).fetchall()
+            elif is_postgres(conn):
+                rows = pg_fulltext.messages_search(conn, match, where, params, limit, offset)
             else:
                 rows = conn.execute(
                     "SELECT m.* FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"

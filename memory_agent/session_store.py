@@ -49,6 +49,7 @@ from claude_agent_sdk import (
 
 from .errors import ConfigurationError
 from .store import Database
+from .store.backend import open_store
 from .store.database import DATABASE_FILENAME
 
 __all__ = ["DATABASE_FILENAME", "SQLiteSessionStore"]
@@ -75,12 +76,13 @@ class SQLiteSessionStore(SessionStore):
         self._owns_db = False
 
     @classmethod
-    def open(cls, storage_dir: str | Path) -> SQLiteSessionStore:
-        """Open (creating and migrating if needed) `memory.db` in `storage_dir`.
+    def open(cls, storage_dir: str | Path, database_url: str | None = None) -> SQLiteSessionStore:
+        """Open (creating and migrating if needed) `memory.db` in `storage_dir`, or the
+        PostgreSQL server at `database_url` (then transcripts are shared by every host using it).
 
         The store owns that database: `close()` closes it.
         """
-        store = cls(Database(Path(storage_dir) / DATABASE_FILENAME))
+        store = cls(open_store(Path(storage_dir), database_url))
         store._owns_db = True
         return store
 

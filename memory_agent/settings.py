@@ -29,6 +29,9 @@ class Settings:
 
     persist_directory: Path = field(default_factory=lambda: Path.home() / ".memory_agent")
     """Storage dir holding memory.db and the embedded Chroma data (PERSIST_DIRECTORY)."""
+    database_url: str | None = field(default=None, repr=False)
+    """A PostgreSQL server for agents on many hosts, e.g. postgresql://user:pw@host/db
+    (MEMORY_DATABASE_URL); unset keeps SQLite in the storage dir. Never shown by repr."""
     agent_id: str | None = None
     """Agent to open; when unset a generated id is stored and reused (AGENT_ID)."""
     agent_instance_id: str | None = None
@@ -79,7 +82,8 @@ class Settings:
         """The dataclass repr, with the API key shown only as set or not: reprs end up in logs."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
         key = "'***'" if self.anthropic_api_key else "None"
-        return f"{type(self).__name__}({shown}, anthropic_api_key={key})"
+        url = "'***'" if self.database_url else "None"
+        return f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key})"
 
     def block_limit_for(self, label: str) -> int:
         """The limit a new block with this label gets when the caller names none."""
@@ -110,6 +114,7 @@ class Settings:
             return value or None
 
         kwargs: dict[str, object] = {
+            "database_url": text("MEMORY_DATABASE_URL"),
             "agent_id": text("AGENT_ID"),
             "agent_instance_id": text("AGENT_INSTANCE_ID"),
             "model_name": text("MODEL_NAME"),

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
+from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnavailable
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -15,7 +19,10 @@ _OUR_VARIABLES = (
     "PERSIST_DIRECTORY", "AGENT_ID", "AGENT_INSTANCE_ID", "MODEL_NAME", "DEFAULT_BLOCK_LIMIT",
     "MEMORY_CHARACTER_LIMITS", "MEMORY_SHARED_BLOCKS", "MEMORY_HYBRID_SEARCH", "MEMORY_PERSONA",
     "MEMORY_HUMAN", "CHROMA_HOST", "CHROMA_PORT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+    "MEMORY_DATABASE_URL",
 )
+REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
+"""Set (as .ci/run does) to make a PostgreSQL server that cannot start a failure, not a skip."""
 
 
 def pytest_report_header() -> str:
@@ -35,9 +42,57 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 
 
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL server for the whole run (see memory_agent.testing.postgres_cluster)."""
+    try:
+        if importlib.util.find_spec("psycopg") is None:
+            raise PostgresUnavailable("psycopg is not installed (pip install -e '.[postgres]')")
+        cluster = PostgresCluster().start()
+    except PostgresUnavailable as error:
+        if os.environ.get(REQUIRE_POSTGRES):
+            pytest.fail(f"PostgreSQL is required ({REQUIRE_POSTGRES} is set) but cannot start: {error}")
+        pytest.skip(f"PostgreSQL backend not tested here: {error}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """A fresh empty database on the session's PostgreSQL server, dropped afterwards."""
+    url = postgres_cluster.database_url()
+    yield url
+    postgres_cluster.drop(url)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per backend: PostgreSQL through MEMORY_DATABASE_URL (a fresh database),
+    which every MemoryManager, Settings.from_env() and CLI process of the test then uses."""
+    if request.param == "postgres":
+        monkeypatch.setenv("MEMORY_DATABASE_URL", request.getfixturevalue("postgres_url"))
+    return str(request.param)
+
+
+@pytest.fixture
+def other_store_environ(request: pytest.FixtureRequest) -> Callable[[Mapping[str, str]], dict[str, str]]:
+    """Settings' environment for a second storage dir of the test: on PostgreSQL another deployment
+    is another database (made once per test), on SQLite the directory alone says where."""
+    made: list[str] = []
+
+    def environ(base: Mapping[str, str]) -> dict[str, str]:
+        if not os.environ.get("MEMORY_DATABASE_URL"):
+            return dict(base)
+        if not made:
+            made.append(request.getfixturevalue("postgres_cluster").database_url("other"))
+        return {**base, "MEMORY_DATABASE_URL": made[0]}
+
+    return environ
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "store")}, env_file=None)
+    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
+from ..store import pg_fulltext
+from ..store.dialect import is_postgres
 from ..store.fts import fts_query
 from ..store.passage_fts import agent_fts_table
 from .filters import PassageFilter
@@ -31,7 +33,7 @@ HEAD_FACTOR = 4
 class KeywordMatch:
     passage_id: str
     score: float
-    """-bm25: higher is a better match."""
+    """-bm25 on SQLite, ts_rank on PostgreSQL: higher is a better match."""
 
 
 def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
@@ -44,6 +46,8 @@ def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, li
     way: if `limit` rows of the head pass, no row outside the head can outrank them; otherwise
     (a selective tag or date filter) the joined query runs instead.
     """
+    if is_postgres(conn):
+        return _postgres(conn, text, where, limit)
     match = fts_query(text, drop_stop_words=True)
     table = agent_fts_table(conn, where.agent_id)
     if match is None or limit <= 0 or table is None:
@@ -91,3 +95,14 @@ def _joined(conn: sqlite3.Connection, table: str, match: str, where: PassageFilt
         (match, *params, limit),
     ).fetchall()
     return [KeywordMatch(row[0], -float(row[1])) for row in rows]
+
+
+def _postgres(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
+    """PostgreSQL's full-text ranking (see `store.pg_fulltext`); the filter is part of the query,
+    whose planner has statistics to choose between the GIN index and the agent's rows."""
+    query = pg_fulltext.tsquery_text(text, drop_stop_words=True)
+    if query is None or limit <= 0:
+        return []
+    clause, params = where.sql("p")
+    return [KeywordMatch(passage_id, rank)
+            for passage_id, rank in pg_fulltext.passage_search(conn, query, clause, list(params), limit)]

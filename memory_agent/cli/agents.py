@@ -42,8 +42,9 @@ def agents() -> None:
 @shared_options
 def list_agents() -> None:
     """List the agents, with how much memory each holds (* marks the default)."""
-    directory = admin.storage_path(state().storage_dir, load_settings())
-    with admin.open_database(directory) as db:
+    settings = load_settings()
+    directory = admin.storage_path(state().storage_dir, settings)
+    with admin.open_database(directory, database_url=settings.database_url) as db:
         infos = admin.list_agent_info(db)
 
     def render() -> None:
@@ -98,8 +99,9 @@ def create_agent(agent_id: str, name: str | None, persona: str | None, human: st
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def delete_agent(agent_id: str, yes: bool) -> None:
     """Delete an agent with its messages, summaries, passages and unshared blocks (journalled)."""
-    directory = admin.storage_path(state().storage_dir, load_settings())
-    with admin.open_database(directory) as db:
+    settings = load_settings()
+    directory = admin.storage_path(state().storage_dir, settings)
+    with admin.open_database(directory, database_url=settings.database_url) as db:
         admin.agent_info(db, agent_id)  # an unknown agent is an error before the question
         if not yes:
             click.confirm(f"Delete agent '{agent_id}' and all of its memory?", abort=True, err=True)

@@ -8,6 +8,7 @@ exit status 1: the library's messages already say what happened and what to do.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -46,6 +47,7 @@ class CliState:
     """What the global options chose, wherever on the command line they were given."""
 
     storage_dir: Path | None = None
+    database_url: str | None = None
     agent_id: str | None = None
     json: bool = False
 
@@ -69,6 +71,10 @@ def shared_options(function: F) -> F:
         click.option("--storage-dir", "chosen_storage_dir", type=click.Path(file_okay=False, path_type=Path),
                      expose_value=False, callback=_store("storage_dir"),
                      help="Storage dir holding memory.db (default: PERSIST_DIRECTORY, else ~/.memory_agent)."),
+        click.option("--database-url", "chosen_database_url", metavar="URL", expose_value=False,
+                     callback=_store("database_url"),
+                     help="PostgreSQL server holding the memory, for agents on many hosts "
+                          "(default: MEMORY_DATABASE_URL, else SQLite in the storage dir)."),
         click.option("--agent", "chosen_agent", metavar="AGENT_ID", expose_value=False, callback=_store("agent_id"),
                      help="Agent to act as (default: AGENT_ID, else the storage dir's default agent)."),
         click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_store("json"),
@@ -80,8 +86,11 @@ def shared_options(function: F) -> F:
 
 
 def load_settings() -> Settings:
-    """Settings from the environment (and ./.env), validated before anything opens."""
-    return Settings.from_env(env_file=Path(".env"))
+    """Settings from the environment (and ./.env), validated before anything opens; a
+    --database-url given on the command line wins over MEMORY_DATABASE_URL."""
+    settings = Settings.from_env(env_file=Path(".env"))
+    chosen = state().database_url
+    return dataclasses.replace(settings, database_url=chosen) if chosen else settings
 
 
 @contextmanager

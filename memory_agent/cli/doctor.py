@@ -35,6 +35,15 @@ def doctor(repair: bool, full: bool) -> None:
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
+    if settings.database_url:
+        # A PostgreSQL server keeps its own files consistent: only the vector store is checked.
+        with admin.open_database(directory, database_url=settings.database_url) as db:
+            checks = _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full) \
+                if admin.list_agent_info(db) else []
+        _report(directory, checks)
+        if not all(check.ok for check in checks):
+            click.get_current_context().exit(1)
+        return
     path = directory / DATABASE_FILENAME
     if health.is_orphaned(path) and repair:
         _start_empty_database(path)

@@ -133,7 +133,7 @@ def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, create=True) as db:
+    with open_database(directory, create=True, database_url=settings.database_url) as db:
         report = write_snapshot(db, snapshot, agent_id=agent_id)
         if default_agent_id(db) is None:
             set_default_agent(db, report.agent_ids[0])

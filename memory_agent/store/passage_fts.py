@@ -22,6 +22,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from .dialect import is_postgres
+
 __all__ = [
     "REGISTRY_TABLE",
     "agent_fts_table",
@@ -47,12 +49,16 @@ def _sql_text(value: str) -> str:
 
 def agent_fts_table(conn: sqlite3.Connection, agent_id: str) -> str | None:
     """The name of the agent's FTS5 table, or None when the agent has never had passages."""
+    if is_postgres(conn):
+        return None  # PostgreSQL's index is a generated column of `passages` (see pg_fulltext)
     row = conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)).fetchone()
     return None if row is None else _names(int(row[0]))[0]
 
 
 def all_fts_tables(conn: sqlite3.Connection) -> list[str]:
     """Every agent's FTS5 table, in registry order (for health checks and repairs)."""
+    if is_postgres(conn):
+        return []
     return [_names(int(row[0]))[0] for row in conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} ORDER BY fts_id")]
 
 
@@ -80,8 +86,10 @@ def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
 
 
 def index_rows(conn: sqlite3.Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
-    """Add (passage_rowid, content) rows of the agent to its index (creating the index if needed)."""
-    if not rows:
+    """Add (passage_rowid, content) rows of the agent to its index (creating the index if needed).
+
+    On PostgreSQL the database derives the index from the row itself: nothing to add."""
+    if not rows or is_postgres(conn):
         return
     table = ensure_agent_index(conn, agent_id)
     conn.executemany(f"INSERT INTO {table} (rowid, content) VALUES (?, ?)", rows)
@@ -89,6 +97,8 @@ def index_rows(conn: sqlite3.Connection, agent_id: str, rows: Sequence[tuple[int
 
 def drop_agent_index(conn: sqlite3.Connection, agent_id: str) -> None:
     """Drop the agent's index, view, trigger and registry row (before the agent is deleted)."""
+    if is_postgres(conn):
+        return
     row = conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)).fetchone()
     if row is not None:
         _drop(conn, int(row[0]))

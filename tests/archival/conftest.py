@@ -3,6 +3,7 @@ loaded once per session; `HashEmbedding` where a test is about storage rather th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,9 @@ def storage(tmp_path: Path) -> Path:
 @pytest.fixture
 def manager(storage: Path) -> Iterator[MemoryManager]:
     """A storage dir with two agents, alice and bob."""
-    memory = MemoryManager(agent_id="alice", settings=Settings(persist_directory=storage))
+    # The database URL is set when the test runs under the `backend` fixture's PostgreSQL param.
+    settings = Settings(persist_directory=storage, database_url=os.environ.get("MEMORY_DATABASE_URL"))
+    memory = MemoryManager(agent_id="alice", settings=settings)
     memory.ensure_agent("bob")
     yield memory
     memory.close()

@@ -21,6 +21,9 @@ from memory_agent.store.database import Database
 
 STARTUP_SECONDS = 60
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _free_port() -> int:
     with socket.socket() as probe:

@@ -14,7 +14,11 @@ import numpy as np
 import pytest
 from chromadb.api.types import EmbeddingFunction
 
-from memory_agent.archival import ArchivalMemory, MiniLMEmbeddingFunction, bundled_model_path
+from memory_agent.archival import (
+    ArchivalMemory,
+    MiniLMEmbeddingFunction,
+    bundled_model_path,
+)
 from memory_agent.archival.config import collection_prefix_for
 from memory_agent.archival.embeddings import MODEL_SHA256, bundled_tokenizer_path
 from memory_agent.errors import ArchivalError

@@ -10,6 +10,9 @@ from archival_helpers import FlakyVectorStore, HashEmbedding
 from memory_agent.archival import ArchivalMemory, ChromaVectorStore, VectorConfig
 from memory_agent.store.database import Database
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def flaky(chroma_store: ChromaVectorStore) -> FlakyVectorStore:

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent.archival.fusion import FusionConfig, fuse, min_max, reciprocal_rank, z_score
+from memory_agent.archival.fusion import (
+    FusionConfig,
+    fuse,
+    min_max,
+    reciprocal_rank,
+    z_score,
+)
 from memory_agent.errors import ConfigurationError
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_min_max_maps_onto_the_unit_interval() -> None:

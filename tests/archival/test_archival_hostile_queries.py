@@ -43,6 +43,9 @@ HOSTILE = [
     " ".join(f"word{n}" for n in range(2000)),
 ]
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def seeded(hashed: ArchivalMemory) -> ArchivalMemory:

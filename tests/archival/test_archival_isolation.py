@@ -7,6 +7,9 @@ import pytest
 from memory_agent.archival import ArchivalMemory
 from memory_agent.errors import ArchivalError
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def two_agents(archival: ArchivalMemory) -> dict[str, str]:

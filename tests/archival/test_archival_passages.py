@@ -12,6 +12,9 @@ from memory_agent.errors import AgentNotFoundError, ArchivalError
 from memory_agent.store import journal
 from memory_agent.store.database import Database
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def test_identical_content_by_the_same_agent_is_stored_once(hashed: ArchivalMemory) -> None:
     first = hashed.insert("alice", "The launch moved to Friday.", tags=["work"])

@@ -16,6 +16,9 @@ FACTS = {
     "guitar": ("Alice is learning to play the classical guitar on weekends.", ["hobby"], "2024-01-15"),
 }
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def ids(archival: ArchivalMemory) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,10 +13,14 @@ from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, ChromaVectorStore, VectorConfig
 from memory_agent.tools.archival import ARCHIVAL_TOOLS, format_archival_hits
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[MemoryManager]:
-    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store"),
+    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store",
+                                                                database_url=os.environ.get("MEMORY_DATABASE_URL")),
                            embedding_function=HashEmbedding())
     yield manager
     manager.close()
@@ -91,7 +96,7 @@ def test_conversation_search_finds_compacted_messages_too(memory: MemoryManager)
 
 
 def test_manager_opens_archival_lazily_and_reconciles_on_first_use(tmp_path: Path) -> None:
-    settings = Settings(persist_directory=tmp_path / "store")
+    settings = Settings(persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL"))
     with MemoryManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:
         # A previous run whose vector writes all failed left pending passages behind.
         config = VectorConfig.from_settings(settings)
@@ -103,7 +108,8 @@ def test_manager_opens_archival_lazily_and_reconciles_on_first_use(tmp_path: Pat
 
 
 def test_hybrid_setting_off_means_keyword_search(tmp_path: Path) -> None:
-    settings = Settings(persist_directory=tmp_path / "store", memory_hybrid_search=False)
+    settings = Settings(persist_directory=tmp_path / "store", memory_hybrid_search=False,
+                        database_url=os.environ.get("MEMORY_DATABASE_URL"))
     with MemoryManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:
         memory.archival_memory_insert("keyword only please")
         hit = memory.archival_memory_search("keyword")[0]

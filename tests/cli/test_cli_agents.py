@@ -6,15 +6,20 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from memory_agent import MemoryManager
 
+pytestmark = pytest.mark.usefixtures("backend")
 
-def test_init_creates_storage_and_a_default_agent(run: Callable[..., Result], storage: Path) -> None:
+
+
+def test_init_creates_storage_and_a_default_agent(run: Callable[..., Result], storage: Path, backend: str) -> None:
     result = run("init", "--persona", "I am Sam.")
     assert result.exit_code == 0, result.output
-    assert "Created agent" in result.output and (storage / "memory.db").is_file()
+    # On PostgreSQL the server holds the memory: no database file in the storage dir.
+    assert "Created agent" in result.output and (storage / "memory.db").is_file() == (backend == "sqlite")
     again = run("--json", "init")
     data = json.loads(again.stdout)
     assert again.exit_code == 0 and data["created"] is False and data["agent"]["is_default"] is True

@@ -10,12 +10,15 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from memory_agent import MemoryManager
 
 Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
+
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _remember(run: Run, text: str, *tags: str) -> str:

@@ -15,6 +15,9 @@ from memory_agent import MemoryManager
 Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _block(run: Run, label: str) -> dict:
     result = run("--json", "blocks", "show", label)

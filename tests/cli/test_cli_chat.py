@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from memory_agent.testing import ScriptedMessagesServer, error_response, text_response, tool_use_response
+from memory_agent.testing import (
+    ScriptedMessagesServer,
+    error_response,
+    text_response,
+    tool_use_response,
+)
 
 Run = Callable[..., Result]
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from click.testing import Result
 
 from memory_agent import MemoryManager
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
 Run = Callable[..., Result]
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def _conversation(memory: MemoryManager, turns: int) -> None:

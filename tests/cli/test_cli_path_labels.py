@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from click.testing import Result
 
 Run = Callable[..., Result]
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_path_labels_through_the_cli(initialised: Run, error_of: Callable[[Result], str]) -> None:

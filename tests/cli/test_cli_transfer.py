@@ -8,14 +8,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import Result
+from click.testing import CliRunner, Result
 from letta_af_rules import letta_errors
 
 from memory_agent import MemoryManager
+from memory_agent.cli import cli
+from memory_agent.testing.postgres_cluster import PostgresCluster
 
 Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
 AGENT_FILES = ("memgpt_agent.af", "memgpt_agent_with_convo.af")
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def _memory_of(run: Run, storage: Path, agent: str | None = None) -> dict:
@@ -209,3 +214,43 @@ def test_unreadable_and_missing_files(tmp_path: Path, run: Run, error_of: ErrorO
 def test_export_to_an_unwritable_place_is_one_error(rich_agent: Run, tmp_path: Path, error_of: ErrorOf) -> None:
     assert "Cannot write the export" in error_of(rich_agent("export", "-o", str(tmp_path / "no" / "dir.json")))
     assert not list(tmp_path.glob("**/*.tmp"))
+
+
+def _portable(document: dict) -> dict:
+    """An export without what an import renumbers or stamps anew (ids, export time)."""
+    text = json.dumps({k: v for k, v in document.items() if k not in ("exported_at", "source")}, sort_keys=True)
+    return json.loads(text)
+
+
+def test_export_into_the_other_backend_and_back_is_lossless(
+        rich_agent: Run, storage: Path, tmp_path: Path, backend: str,
+        postgres_cluster: PostgresCluster) -> None:
+    # From this test's backend into the other one and back: SQLite -> PostgreSQL -> SQLite, or
+    # PostgreSQL -> SQLite -> PostgreSQL. Each hop is `export` then `import` into an empty store.
+    other_url = postgres_cluster.database_url("hop") if backend == "sqlite" else ""
+    home_url = os.environ.get("MEMORY_DATABASE_URL", "")
+    for text, tag in (("The launch moved to Friday", "plans"), ("Ada's boat is the Petrel", "people")):
+        assert rich_agent("remember", text, "--tag", tag).exit_code == 0
+    first = json.loads(rich_agent("export").stdout)
+    assert len(first["passages"]) == 2
+    back_url = home_url and postgres_cluster.database_url("back")
+    hops = [(tmp_path / "other", other_url), (tmp_path / "home-again", back_url)]
+    document = first
+    for directory, url in hops:
+        path = tmp_path / f"{directory.name}.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        runner = CliRunner()
+        base = ["--storage-dir", str(directory), *(["--database-url", url] if url else [])]
+        env = {"MEMORY_DATABASE_URL": ""}  # the hop's backend is only what --database-url says
+        imported = runner.invoke(cli, [*base, "import", str(path)], env=env)
+        assert imported.exit_code == 0, imported.output
+        assert (directory / "memory.db").is_file() == (not url)
+        exported = runner.invoke(cli, [*base, "export"], env=env)
+        assert exported.exit_code == 0, exported.output
+        document = json.loads(exported.stdout)
+    # Everything comes back as it was; each import journals itself, once per hop.
+    after, before = _portable(document), _portable(first)
+    added = after["journal"][len(before["journal"]):]
+    assert [entry["action"] for entry in added] == ["import_agent", "import_agent"]
+    after["journal"] = after["journal"][:len(before["journal"])]
+    assert after == before

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from backends import OtherEnviron, backend_environ
 
 from memory_agent import ImportFormatError, MemoryManager, Settings
 from memory_agent.admin import open_agent
@@ -21,6 +22,9 @@ from memory_agent.portability import (
     records,
     to_letta,
 )
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_every_record_field_type_is_checked_on_import() -> None:
@@ -62,7 +66,7 @@ def test_letta_messages_map_to_ours_and_back() -> None:
 def test_a_block_named_by_two_letta_agents_is_one_shared_block(tmp_path: Path) -> None:
     document = {"blocks": [{"id": "b", "label": "team", "value": "v", "limit": 10}],
                 "agents": [{"name": "a", "block_ids": ["b"]}, {"name": "b", "block_ids": ["b"]}]}
-    settings = Settings.from_env({}, env_file=None)
+    settings = Settings.from_env(backend_environ({}), env_file=None)
     snapshot = parse_document(document, default_limit=5000)
     report = import_snapshot(snapshot, tmp_path, settings=settings)
     assert report.agent_ids == ["a", "b"]
@@ -72,16 +76,17 @@ def test_a_block_named_by_two_letta_agents_is_one_shared_block(tmp_path: Path) -
         assert memory.get_block("team").is_shared
 
 
-def test_python_callers_can_export_and_import(tmp_path: Path) -> None:
-    settings = Settings.from_env({}, env_file=None)
+def test_python_callers_can_export_and_import(tmp_path: Path, other_store_environ: OtherEnviron) -> None:
+    settings = Settings.from_env(backend_environ({}), env_file=None)
+    target_settings = Settings.from_env(other_store_environ({}), env_file=None)
     with MemoryManager(tmp_path / "a", agent_id="ada", settings=settings) as memory:
         memory.core_memory_append("human", "Name: Ada")
         document = export_memory(memory)
     path = tmp_path / "ada.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    report = import_file(path, tmp_path / "b", settings=settings)
+    report = import_file(path, tmp_path / "b", settings=target_settings)
     assert report.agent_ids == ["ada"] and report.blocks == 2
-    with open_agent(tmp_path / "b", settings=settings) as copy:
+    with open_agent(tmp_path / "b", settings=target_settings) as copy:
         assert copy.get_block("human").value.endswith("Name: Ada")
     with pytest.raises(ImportFormatError):
         parse_document({"neither": True}, default_limit=5000)
@@ -98,10 +103,12 @@ class _LetterCounts:
         return "letter_counts"
 
 
-def test_passages_keep_ids_tags_and_times_and_get_their_vectors(tmp_path: Path) -> None:
+def test_passages_keep_ids_tags_and_times_and_get_their_vectors(tmp_path: Path,
+                                                                other_store_environ: OtherEnviron) -> None:
     from memory_agent.archival import ArchivalMemory, VectorConfig
 
-    settings = Settings.from_env({}, env_file=None)
+    settings = Settings.from_env(backend_environ({}), env_file=None)
+    target_settings = Settings.from_env(other_store_environ({}), env_file=None)
     with MemoryManager(tmp_path / "a", agent_id="ada", settings=settings) as memory:
         source = ArchivalMemory(memory.db, VectorConfig(path=tmp_path / "a" / "chroma"), _LetterCounts())
         source.insert("ada", "The launch is on the fifth of May", tags=["plans"],
@@ -109,10 +116,10 @@ def test_passages_keep_ids_tags_and_times_and_get_their_vectors(tmp_path: Path) 
         source.insert("ada", "Ada prefers tea")
         document = json.loads(json.dumps(export_memory(memory)))
         before = source.list("ada")
-    report = import_snapshot(parse_document(document, default_limit=5000), tmp_path / "b", settings=settings,
-                             embedding_function=_LetterCounts())
+    report = import_snapshot(parse_document(document, default_limit=5000), tmp_path / "b",
+                             settings=target_settings, embedding_function=_LetterCounts())
     assert (report.passages, report.vectors_pending) == (2, 0)
-    with open_agent(tmp_path / "b", settings=settings) as copy:
+    with open_agent(tmp_path / "b", settings=target_settings) as copy:
         target = ArchivalMemory(copy.db, VectorConfig(path=tmp_path / "b" / "chroma"), _LetterCounts())
         after = target.list("ada")
         assert [(p.passage_id, p.content, p.tags, p.created_at) for p in after] == \

@@ -13,7 +13,11 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.college import COLLEGE_BLOCK_LABEL, CollegeSession
-from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
+from memory_agent.testing import (
+    ScriptedMessagesServer,
+    text_response,
+    tool_use_response,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -19,7 +19,11 @@ from claude_agent_sdk import (
 
 from compaction import reported_input_tokens
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
-from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
+from memory_agent.testing import (
+    ScriptedMessagesServer,
+    text_response,
+    tool_use_response,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -18,6 +18,7 @@ from anthropic.tools import (
     BetaAsyncLocalFilesystemMemoryTool,
     BetaLocalFilesystemMemoryTool,
 )
+from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.anthropic_memory import AsyncManagedMemoryTool, ManagedMemoryTool
@@ -80,6 +81,9 @@ EXTENDED = {
 }
 """Paths the filesystem tool resolves and we refuse outright: our message starts with its sentence."""
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _script(server: ScriptedMessagesServer, script: list[dict[str, Any]]) -> int:
     """Script one `memory` call per command, then a final answer; the index of the run's first request."""
@@ -135,7 +139,7 @@ def server() -> Any:
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Any:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "store")}, env_file=None)
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
     with MemoryManager(agent_id="api-user", settings=settings) as manager:
         yield manager
 
@@ -168,7 +172,7 @@ def test_what_the_runner_did_is_stored_journalled_and_seen_by_the_next_process(
     server: ScriptedMessagesServer, memory: MemoryManager, tmp_path: Path
 ) -> None:
     _run(server, ManagedMemoryTool(memory), SCRIPT[:14])
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "store")}, env_file=None)
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
     with MemoryManager(agent_id="api-user", settings=settings) as reopened:
         block = reopened.get_block("project/notes.md")
         assert block.value == "top\nalpha\nbeta\nbeta\nGAMMA\nbottom\n" and not block.in_prompt

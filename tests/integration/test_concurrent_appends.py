@@ -5,13 +5,19 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+from backends import backend_environ
+
 from memory_agent import MemoryManager, Settings
 
 APPENDS = 200
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _append_many(storage: str, writer: str) -> None:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": storage}, env_file=None)
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": storage}), env_file=None)
     with MemoryManager(agent_id=writer, settings=settings) as memory:
         block_id = memory.join_shared_block("ledger").block_id
         assert block_id
@@ -21,8 +27,8 @@ def _append_many(storage: str, writer: str) -> None:
 
 def test_two_processes_append_200_times_each_without_loss(tmp_path: Path) -> None:
     storage = str(tmp_path)
-    settings = Settings.from_env({"PERSIST_DIRECTORY": storage, "MEMORY_CHARACTER_LIMITS": "ledger=100000"},
-                                 env_file=None)
+    environ = backend_environ({"PERSIST_DIRECTORY": storage, "MEMORY_CHARACTER_LIMITS": "ledger=100000"})
+    settings = Settings.from_env(environ, env_file=None)
     with MemoryManager(agent_id="setup", settings=settings) as memory:
         memory.join_shared_block("ledger")
     context = multiprocessing.get_context("spawn")

@@ -6,10 +6,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
 from memory_agent.testing import ScriptedMessagesServer, error_response, text_response
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 @pytest.fixture
@@ -20,7 +24,8 @@ def server() -> Iterator[ScriptedMessagesServer]:
 
 def _manager(tmp_path: Path, server: ScriptedMessagesServer, **compaction: object) -> MemoryManager:
     settings = Settings.from_env(
-        {"PERSIST_DIRECTORY": str(tmp_path), "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "k"},
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path), "ANTHROPIC_BASE_URL": server.url,
+                         "ANTHROPIC_API_KEY": "k"}),
         env_file=None,
     )
     fast_retries = {"retry_initial_wait": 0.01, "retry_max_wait": 0.02, "max_attempts": 3}

@@ -1,17 +1,22 @@
 """Many processes, one shared block: no update is lost or doubled, and stale rewrites are refused.
 
-Each worker is a spawned process with its own MemoryManager (its own SQLite connection) on the
-same storage dir, released together from a barrier so that their writes contend for the lock.
+Each worker is a spawned process with its own MemoryManager (its own database connection),
+released together from a barrier so that their writes contend for the lock. On SQLite they share
+one storage dir; on PostgreSQL (the `backend` fixture sets MEMORY_DATABASE_URL, which spawned
+processes inherit) each process has a storage dir of its own, as processes on separate hosts
+would, and they share nothing but the database URL.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import Counter
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings, StaleBlockError
 from memory_agent.blocks import append_text
@@ -22,8 +27,16 @@ REWRITES = 25
 SPAWN = multiprocessing.get_context("spawn")
 
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 def _settings(storage: str) -> Settings:
-    return Settings.from_env({"PERSIST_DIRECTORY": storage}, env_file=None)
+    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": storage}), env_file=None)
+
+
+def _storage_of(tmp_path: Path, process: str) -> str:
+    """One storage dir for every process on SQLite; a storage dir per process on PostgreSQL."""
+    return str(tmp_path / process) if os.environ.get("MEMORY_DATABASE_URL") else str(tmp_path)
 
 
 def _entry(writer: str, number: int) -> str:
@@ -40,9 +53,9 @@ def _rewrite_with(memory: MemoryManager, label: str, value: str, entry: str) -> 
             value = stale.current_value
 
 
-def _writer(storage: str, writer: str, edits: int, start: Barrier) -> None:
+def _writer(tmp_path: Path, writer: str, edits: int, start: Barrier) -> None:
     """One process: `edits` appends and inserts, then REWRITES compare-and-set rethinks."""
-    with MemoryManager(agent_id=writer, settings=_settings(storage)) as memory:
+    with MemoryManager(agent_id=writer, settings=_settings(_storage_of(tmp_path, writer))) as memory:
         for label in ("appended", "inserted", "rewritten"):
             memory.join_shared_block(label)
         start.wait(timeout=240)
@@ -55,8 +68,8 @@ def _writer(storage: str, writer: str, edits: int, start: Barrier) -> None:
             value = _rewrite_with(memory, "rewritten", value, _entry(writer, number))
 
 
-def _append_once(storage: str, writer: str, label: str, text: str) -> None:
-    with MemoryManager(agent_id=writer, settings=_settings(storage)) as memory:
+def _append_once(tmp_path: Path, writer: str, label: str, text: str) -> None:
+    with MemoryManager(agent_id=writer, settings=_settings(_storage_of(tmp_path, writer))) as memory:
         memory.join_shared_block(label)
         memory.core_memory_append(label, text)
 
@@ -70,8 +83,8 @@ def _run(target: object, argument_sets: list[tuple[object, ...]]) -> None:
     assert [worker.exitcode for worker in workers] == [0] * len(workers)
 
 
-def _set_up(storage: str, blocks: dict[str, str]) -> None:
-    with MemoryManager(agent_id="setup", settings=_settings(storage)) as memory:
+def _set_up(tmp_path: Path, blocks: dict[str, str]) -> None:
+    with MemoryManager(agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))) as memory:
         for label, value in blocks.items():
             memory.create_block(label, value, limit=LIMIT, is_shared=True)
 
@@ -104,13 +117,12 @@ def _check_journal(memory: MemoryManager, label: str, writers: list[str], action
 
 
 def _stress(tmp_path: Path, writers_count: int, edits: int) -> None:
-    storage = str(tmp_path)
-    _set_up(storage, {"appended": "", "inserted": HEADER, "rewritten": ""})
+    _set_up(tmp_path, {"appended": "", "inserted": HEADER, "rewritten": ""})
     writers = [f"w{n}" for n in range(writers_count)]
     start = SPAWN.Barrier(writers_count)
-    _run(_writer, [(storage, writer, edits, start) for writer in writers])
+    _run(_writer, [(tmp_path, writer, edits, start) for writer in writers])
 
-    with MemoryManager(agent_id="setup", settings=_settings(storage)) as memory:
+    with MemoryManager(agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))) as memory:
         appended = memory.get_block("appended")
         _check_entries(appended.value.splitlines(), writers, edits)
         assert appended.version == 1 + writers_count * edits
@@ -142,9 +154,8 @@ def test_eight_processes_edit_one_shared_block_200_times_each_without_loss(tmp_p
 
 
 def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current_value(tmp_path: Path) -> None:
-    storage = str(tmp_path)
-    _set_up(storage, {"state": "Task: prove the lemma."})
-    with MemoryManager(agent_id="reader", settings=_settings(storage)) as memory:
+    _set_up(tmp_path, {"state": "Task: prove the lemma."})
+    with MemoryManager(agent_id="reader", settings=_settings(_storage_of(tmp_path, "reader"))) as memory:
         memory.join_shared_block("state")
         for agent in ("rethinker", "replacer", "never_looked"):
             memory.ensure_agent(agent)
@@ -152,7 +163,7 @@ def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current
         memory.get_system_prompt_addition(agent_id="rethinker")  # both see version 1
         memory.get_system_prompt_addition(agent_id="replacer")
 
-        _run(_append_once, [(storage, "critic", "state", "Critic: step 2 divides by zero.")])
+        _run(_append_once, [(tmp_path, "critic", "state", "Critic: step 2 divides by zero.")])
         current = "Task: prove the lemma.\nCritic: step 2 divides by zero."
 
         with pytest.raises(StaleBlockError) as stale:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import ConfigurationError, MemoryManager, ReadOnlyBlockError, Settings
@@ -20,9 +21,12 @@ from memory_agent.college import (
 
 LABEL = COLLEGE_BLOCK_LABEL
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 def _settings(directory: Path, **extra: str) -> Settings:
-    return Settings.from_env({"PERSIST_DIRECTORY": str(directory), **extra}, env_file=None)
+    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(directory), **extra}), env_file=None)
 
 
 @pytest.fixture

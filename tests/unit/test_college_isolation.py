@@ -19,6 +19,9 @@ SECRET = "Critic's private notes: the exam answers are 42."
 ORPHAN = "A block attached to nobody."
 TOOLS = ("core_memory_append", "memory_insert", "core_memory_replace", "memory_rethink")
 
+pytestmark = pytest.mark.usefixtures("backend")
+
+
 
 @pytest.fixture
 def college(settings: Settings) -> Iterator[CollegeSession]:

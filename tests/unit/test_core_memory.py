@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from memory_agent import (
@@ -17,7 +15,11 @@ from memory_agent import (
     NothingToUndoError,
     ReadOnlyBlockError,
     StaleBlockError,
+    StorageError,
 )
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_new_agent_gets_persona_and_human(memory: MemoryManager) -> None:
@@ -138,7 +140,8 @@ def test_labels_that_climb_a_path_or_carry_sql_are_refused(memory: MemoryManager
             memory.create_block(label, "x")
         outcome = memory.execute_tool("core_memory_append", {"label": label, "content": "x"})
         assert outcome.is_error
-    assert sqlite3.connect(memory.db.path).execute("SELECT COUNT(*) FROM blocks").fetchone()[0] == 2
+    with memory.db.reading() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0] == 2
 
 
 def test_an_agent_only_reaches_blocks_attached_to_it(settings) -> None:
@@ -189,11 +192,10 @@ def test_journal_records_every_change_and_is_append_only(memory: MemoryManager) 
     entry = memory.journal(limit=1)[0]
     assert (entry.agent_id, entry.action, entry.label) == ("agent-a", "core_memory_append", "human")
     assert entry.new_value.endswith("Likes jazz") and entry.old_value is not None
-    conn = sqlite3.connect(memory.db.path)
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        conn.execute("UPDATE journal SET action = 'forged'")
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        conn.execute("DELETE FROM journal")
+    for forgery in ("UPDATE journal SET action = 'forged'", "DELETE FROM journal"):
+        with pytest.raises(StorageError, match="append-only"), memory.db.transaction() as conn:
+            conn.execute(forgery)
+    assert memory.journal(limit=1)[0] == entry
 
 
 def test_rethink_reasoning_is_journalled_and_archived(memory: MemoryManager) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +19,9 @@ from memory_agent.labels import (
 from memory_agent.rendering import MemoryMetadata, block_tags, render_memory
 
 METADATA = MemoryMetadata(last_modified=None)
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 @pytest.mark.parametrize(("label", "normal"), [
@@ -102,5 +104,5 @@ def test_path_labels_work_through_the_api_the_tools_and_every_spelling(memory: M
     assert [v.action for v in memory.block_history("/system/human/family")][-1] == "memory_rethink"
     bad = memory.execute_tool("core_memory_append", {"label": "system/../persona", "content": "x"})
     assert bad.is_error and "not a valid block label" in bad.text
-    assert sqlite3.connect(memory.db.path).execute(
-        "SELECT COUNT(*) FROM blocks WHERE label LIKE '%..%'").fetchone()[0] == 0
+    with memory.db.reading() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM blocks WHERE label LIKE '%..%'").fetchone()[0] == 0

@@ -6,9 +6,13 @@ import inspect
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 import memory_agent
 from memory_agent import ConfigurationError, MemoryManager, MessageNotFoundError, Settings
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def test_generated_agent_id_is_persisted_for_the_storage_dir(tmp_path: Path) -> None:
@@ -26,14 +30,18 @@ def test_agent_id_falls_back_to_the_environment(tmp_path: Path, monkeypatch: pyt
         assert memory.agent_id == "from-env"
 
 
-def test_persist_directory_sets_the_default_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_persist_directory_sets_the_default_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   backend: str) -> None:
     monkeypatch.setenv("PERSIST_DIRECTORY", str(tmp_path / "elsewhere"))
     with MemoryManager() as memory:
-        assert memory.db.path == tmp_path / "elsewhere" / "memory.db"
-    assert (tmp_path / "elsewhere" / "memory.db").is_file()
+        assert memory.storage_dir == tmp_path / "elsewhere"
+    # On PostgreSQL the server holds the data: no database file appears in the storage dir.
+    assert (tmp_path / "elsewhere" / "memory.db").is_file() == (backend == "sqlite")
 
 
-def test_database_pragmas(memory: MemoryManager) -> None:
+def test_database_pragmas(memory: MemoryManager, backend: str) -> None:
+    if backend == "postgres":
+        pytest.skip("PRAGMAs are SQLite's; the PostgreSQL store's settings are tested in test_postgres_store.py")
     with memory.db.reading() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -106,8 +114,8 @@ def test_bad_settings_are_refused_clearly(environ: dict[str, str], needle: str) 
 
 
 def test_character_limits_apply_to_default_blocks(tmp_path: Path) -> None:
-    settings = Settings.from_env(
-        {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_CHARACTER_LIMITS": "persona=300", "MEMORY_PERSONA": "I am Kit."},
+    settings = Settings.from_env(backend_environ(
+        {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_CHARACTER_LIMITS": "persona=300", "MEMORY_PERSONA": "I am Kit."}),
         env_file=None,
     )
     with MemoryManager(agent_id="kit", settings=settings) as memory:
@@ -117,7 +125,7 @@ def test_character_limits_apply_to_default_blocks(tmp_path: Path) -> None:
 
 def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> None:
     settings = Settings.from_env(
-        {"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_SHARED_BLOCKS": "team"}, env_file=None
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path), "MEMORY_SHARED_BLOCKS": "team"}), env_file=None
     )
     with MemoryManager(agent_id="one", settings=settings) as one, \
             MemoryManager(agent_id="two", settings=settings) as two:

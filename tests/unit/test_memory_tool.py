@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import OtherEnviron
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import (
@@ -29,6 +30,9 @@ from memory_agent.memory_paths import (
 from memory_agent.rendering import MAX_LISTED_FILES
 from memory_agent.tools import ALL_TOOLS
 from memory_agent.tools.memory_tool import MemoryFiles, specs_for_tool_set
+
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 
 def call(memory: MemoryManager, agent: str | None = None, **arguments: Any) -> tuple[str, bool]:
@@ -232,13 +236,14 @@ def test_paths_and_labels_map_both_ways() -> None:
     assert memory_path("project/notes.md") == "/memories/project/notes.md"
 
 
-def test_an_export_and_import_keep_on_demand_blocks_on_demand(memory: MemoryManager, tmp_path: Path) -> None:
+def test_an_export_and_import_keep_on_demand_blocks_on_demand(memory: MemoryManager, tmp_path: Path,
+                                                             other_store_environ: OtherEnviron) -> None:
     from memory_agent.portability import export_memory, import_file
 
     MemoryFiles(memory).create("/memories/project/notes.md", "on demand")
     document = export_memory(memory)
     (tmp_path / "export.json").write_text(json.dumps(document), encoding="utf-8")
-    target = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "other")}, env_file=None)
+    target = Settings.from_env(other_store_environ({"PERSIST_DIRECTORY": str(tmp_path / "other")}), env_file=None)
     import_file(tmp_path / "export.json", tmp_path / "other", settings=target)
     with MemoryManager(agent_id="agent-a", settings=target) as imported:
         assert not imported.get_block("project/notes.md").in_prompt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -40,9 +41,10 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SQLiteSessionStore]:
-    with Database(db_path) as db:
-        yield SQLiteSessionStore(db)
+def store(db_path: Path, backend: str) -> Iterator[SQLiteSessionStore]:
+    """The store on each backend (PostgreSQL's URL is set by `backend`)."""
+    with SQLiteSessionStore.open(db_path.parent, os.environ.get("MEMORY_DATABASE_URL")) as opened:
+        yield opened
 
 
 def test_public_names() -> None:

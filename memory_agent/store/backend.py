@@ -1,0 +1,36 @@
+"""Which database a storage dir uses: SQLite in the dir (the default) or a PostgreSQL server.
+
+The choice is made once, here, from the database URL (`MEMORY_DATABASE_URL`, the CLI's
+`--database-url`, `MemoryManager(database_url=...)`); everything above the store sees the same
+`transaction()` / `reading()` interface either way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+from ..errors import ConfigurationError
+from .database import DATABASE_FILENAME, Database
+from .postgres import PostgresDatabase, is_postgres_url, redacted_url
+
+__all__ = ["open_store"]
+
+
+def open_store(storage_dir: Path, database_url: str | None = None, *, create: bool = True) -> Database:
+    """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file.
+
+    Without `create`, a PostgreSQL database where memory-agent never ran is an error (SQLite's
+    equivalent, a missing file, is checked by the caller, which knows the storage dir's rules).
+
+    Typed as `Database` because that is the interface every caller uses: `PostgresDatabase`
+    implements it structurally (its connection speaks sqlite3's calls), and the contract suite,
+    run on both backends, is what holds the two to the same behaviour."""
+    if not database_url:
+        return Database(Path(storage_dir) / DATABASE_FILENAME)
+    if not is_postgres_url(database_url):
+        raise ConfigurationError(
+            f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redacted_url(database_url)!r}. "
+            "Leave it unset to keep SQLite in the storage dir."
+        )
+    return cast(Database, PostgresDatabase(database_url, Path(storage_dir), create=create))

@@ -1,0 +1,335 @@
+"""The store on a PostgreSQL server, for agents on many hosts sharing one memory.
+
+`PostgresDatabase` has `Database`'s interface (`transaction()`, `reading()`, `close()`), and
+hands the writers a connection adapter that speaks like `sqlite3.Connection` (`execute` with `?`
+placeholders, rows readable by name and position, `rowcount`, `lastrowid`), so every writer and
+reader of the store is written once (see `store.dialect` for the translation).
+
+Why one advisory lock per write transaction: the writers were written for SQLite, where
+`BEGIN IMMEDIATE` serialises writers, so a read-modify-write (an append reads the block's value,
+checks the limit, writes the new value and its history version) can never interleave with
+another and lose an update. `pg_advisory_xact_lock` on one key gives PostgreSQL's writers exactly
+that guarantee, across hosts, released by COMMIT or ROLLBACK (or by the server when a client
+dies), with no retry loop and no writer-by-writer audit of which rows to lock. Readers are never
+blocked (MVCC). Writes stay short transactions, so the cost is that writes are serial, as they
+are on SQLite; measured in bench/backends_bench.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import ConfigurationError, StorageError
+from .dialect import translate
+from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+
+__all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postgres_url", "redacted_url"]
+
+logger = logging.getLogger(__name__)
+
+WRITE_LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock every write transaction holds
+MIGRATION_LOCK_KEY = WRITE_LOCK_KEY + 1
+CONNECT_TIMEOUT_S = 10
+
+
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and urlsplit(str(url)).scheme in ("postgresql", "postgres")
+
+
+def redacted_url(url: str) -> str:
+    """The URL without its password (errors and reprs must never show a secret)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise ConfigurationError(
+            "MEMORY_DATABASE_URL names a PostgreSQL server, but psycopg is not installed. "
+            "Install the extra: pip install 'memory-agent[postgres]'."
+        ) from error
+    return psycopg
+
+
+class PgRow:
+    """One result row, readable by column name and by position, like `sqlite3.Row`."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
+        self._names = names
+        self._values = tuple(values)
+
+    def __getitem__(self, key: int | str | slice) -> Any:
+        if isinstance(key, str):
+            return self._values[self._names[key]]
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"PgRow({dict(zip(self._names, self._values))!r})"
+
+
+def _row_factory(cursor: Any) -> Any:
+    description = cursor.description or ()
+    names = {column.name: index for index, column in enumerate(description)}
+
+    def make(values: Sequence[Any]) -> PgRow:
+        return PgRow(names, values)
+
+    return make
+
+
+def _params(params: Sequence[Any]) -> tuple[Any, ...]:
+    """SQLite stores bools as 0/1 and the schema keeps flags as integers: send them as such."""
+    return tuple(int(value) if isinstance(value, bool) else value for value in params)
+
+
+class PgCursor:
+    """The result of one statement: `fetchone`, `fetchall`, iteration, `rowcount`, `lastrowid`."""
+
+    def __init__(self, cursor: Any, returning: str | None) -> None:
+        self._cursor = cursor
+        self.rowcount: int = cursor.rowcount
+        self.lastrowid: int | None = None
+        if returning is not None:
+            row = cursor.fetchone()
+            self.lastrowid = None if row is None else int(row[0])
+
+    def _has_rows(self) -> bool:
+        return self._cursor.description is not None
+
+    def fetchone(self) -> PgRow | None:
+        return self._cursor.fetchone() if self._has_rows() else None
+
+    def fetchall(self) -> list[PgRow]:
+        return self._cursor.fetchall() if self._has_rows() else []
+
+    def __iter__(self) -> Iterator[PgRow]:
+        return iter(self.fetchall())
+
+
+class PostgresConnection:
+    """What the writers call `conn`: `sqlite3.Connection`'s calls, on a psycopg connection."""
+
+    dialect = "postgresql"
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
+        text, returning = translate(sql)
+        cursor = self.raw.cursor()
+        cursor.execute(text, _params(params))
+        return PgCursor(cursor, returning)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> PgCursor:
+        text, _ = translate(sql)
+        cursor = self.raw.cursor()
+        cursor.executemany(text, [_params(row) for row in rows])
+        return PgCursor(cursor, None)
+
+
+class PostgresDatabase:
+    """`Database` on a PostgreSQL server: same calls, one connection per instance.
+
+    `path` is the storage dir's nominal database path: PostgreSQL holds the data, and the storage
+    dir beside it holds only local derived data (the embedded vector store, if no Chroma server).
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
+        self.url = url
+        self.display = redacted_url(url)
+        self.path = Path(storage_dir) / "postgresql"
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._conn = PostgresConnection(self._connect())
+        try:
+            if not create and not self._has_schema():
+                raise StorageError(
+                    f"No memory-agent storage in the database at {self.display} yet. Run 'memory-agent init' "
+                    "first, or point MEMORY_DATABASE_URL (--database-url) at the database that holds it.")
+            self._migrate()
+        except BaseException:
+            self._conn.raw.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({self.display!r})"
+
+    # ----- connection --------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        psycopg = _psycopg()
+        try:
+            return psycopg.connect(self.url, autocommit=True, row_factory=_row_factory,
+                                   connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as error:
+            raise StorageError(
+                f"Cannot connect to the PostgreSQL server at {self.display}: {_first_line(error)}. "
+                "Check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs."
+            ) from None
+
+    def _usable(self) -> PostgresConnection:
+        """The connection, reopened if the server dropped it (a restart, a network cut)."""
+        if self._conn.raw.broken or self._conn.raw.closed:
+            if self._depth:
+                raise StorageError(f"The connection to {self.display} was lost inside a transaction; "
+                                   "nothing of it was written. Try again.")
+            self._conn = PostgresConnection(self._connect())
+        return self._conn
+
+    def _has_schema(self) -> bool:
+        row = self._conn.raw.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
+        return row is not None and row[0] is not None
+
+    def _migrate(self) -> None:
+        conn = self._conn
+        with self._lock:
+            conn.raw.execute("BEGIN")
+            try:
+                conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+                conn.raw.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)")
+                row = conn.raw.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+                current = 0 if row is None else int(row[0])
+                if current > PG_SCHEMA_VERSION:
+                    raise StorageError(
+                        f"The database at {self.display} is at schema version {current}, newer than this "
+                        f"memory-agent understands ({PG_SCHEMA_VERSION}). Upgrade memory-agent.")
+                for migration in PG_MIGRATIONS[current:]:
+                    with conn.raw.cursor() as cursor:
+                        migration(cursor)
+                if row is None:
+                    conn.raw.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (PG_SCHEMA_VERSION,))
+                else:
+                    conn.raw.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (PG_SCHEMA_VERSION,))
+                conn.raw.execute("COMMIT")
+            except BaseException as error:
+                self._rollback(conn)
+                raise self._translated(error) from error
+
+    def schema_version(self) -> int:
+        with self.reading() as conn:
+            row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+        return 0 if row is None else int(row[0])
+
+    # ----- transactions ------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresConnection]:
+        """One short write transaction holding the write lock; nested use is a savepoint."""
+        with self._lock:
+            conn = self._usable()
+            if self._depth:
+                name = f"sp{self._depth}"
+                conn.raw.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield conn
+                except BaseException:
+                    conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                    raise
+                else:
+                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                conn.raw.execute("BEGIN")
+                conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+            except BaseException as error:
+                self._rollback(conn)
+                raise self._translated(error) from error
+            self._depth = 1
+            try:
+                yield conn
+                conn.raw.execute("COMMIT")
+            except BaseException as error:
+                self._rollback(conn)
+                raise self._translated(error) from error
+            finally:
+                self._depth = 0
+
+    def _rollback(self, conn: PostgresConnection) -> None:
+        if conn.raw.broken or conn.raw.closed:
+            return
+        try:
+            conn.raw.execute("ROLLBACK")
+        except Exception as error:  # noqa: BLE001 - the original error is what matters
+            logger.debug("ROLLBACK after a failed transaction on %s failed too: %s", self.display, error)
+
+    @contextmanager
+    def reading(self) -> Iterator[PostgresConnection]:
+        """The connection for reads (autocommit: each statement sees the latest commit)."""
+        with self._lock:
+            conn = self._usable()
+            try:
+                yield conn
+            except BaseException as error:
+                translated = self._translated(error)
+                if translated is error:
+                    raise
+                raise translated from error
+
+    def _translated(self, error: BaseException) -> BaseException:
+        """Our error for a driver failure: bad values are ConfigurationErrors, the rest StorageErrors."""
+        psycopg = _psycopg()
+        if not isinstance(error, psycopg.Error):
+            if isinstance(error, OverflowError):
+                return ConfigurationError(f"A number sent to {self.display} is too large ({error}); "
+                                          "nothing was written.")
+            return error
+        errors = psycopg.errors
+        if isinstance(error, (errors.NumericValueOutOfRange, errors.UntranslatableCharacter,
+                              errors.CharacterNotInRepertoire)) or "NUL (0x00)" in str(error):
+            return ConfigurationError(f"PostgreSQL at {self.display} cannot store a value sent to it "
+                                      f"({_first_line(error)}); nothing was written.")
+        if isinstance(error, psycopg.DataError) and "out of range" in str(error):
+            return ConfigurationError(f"A number sent to {self.display} is out of range "
+                                      f"({_first_line(error)}); nothing was written.")
+        if isinstance(error, psycopg.OperationalError):
+            return StorageError(f"The PostgreSQL server at {self.display} failed: {_first_line(error)}. "
+                                "Nothing was written; check the server and try again.")
+        if isinstance(error, psycopg.ProgrammingError) and ("cannot adapt" in str(error)
+                                                            or "not all arguments" in str(error)):
+            return ConfigurationError(f"A value sent to {self.display} has a type PostgreSQL cannot "
+                                          f"store ({_first_line(error)}); nothing was written.")
+        return StorageError(f"The database {self.display} refused the operation "
+                            f"({type(error).__name__}: {_first_line(error)}); nothing was written.")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.raw.close()
+
+    def __enter__(self) -> PostgresDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]

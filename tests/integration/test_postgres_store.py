@@ -1,0 +1,138 @@
+"""The PostgreSQL store itself: schema parity with SQLite, the SDK's session-store conformance
+suite, the write lock across connections, errors that keep secrets out, reconnecting."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk.testing import run_session_store_conformance
+
+from memory_agent import MemoryManager
+from memory_agent.errors import ConfigurationError, StorageError
+from memory_agent.session_store import SQLiteSessionStore
+from memory_agent.store.backend import open_store
+from memory_agent.store.database import Database
+from memory_agent.store.pg_schema import PG_SCHEMA_VERSION
+from memory_agent.store.postgres import PostgresDatabase, redacted_url
+from memory_agent.testing.postgres_cluster import PostgresCluster
+
+# Columns PostgreSQL has for its own reasons (see store.pg_schema): the generated full-text
+# vectors and the identities standing in for SQLite's implicit rowid.
+PG_ONLY_COLUMNS = {("messages", "text_tsv"), ("passages", "content_tsv"), ("blocks", "rowid"),
+                   ("agent_blocks", "rowid")}
+# SQLite-only tables: FTS5 (its shadow tables and views) and the per-agent FTS5 registry.
+SQLITE_ONLY_TABLES = {"passage_fts_tables", "sqlite_sequence"}
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg(postgres_url: str, tmp_path: Path) -> Iterator[PostgresDatabase]:
+    with PostgresDatabase(postgres_url, tmp_path) as db:
+        yield db
+
+
+def _sqlite_columns(tmp_path: Path) -> set[tuple[str, str]]:
+    with Database(tmp_path / "lite" / "memory.db") as db, db.reading() as conn:
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'")]
+        return {(table, row[1]) for table in tables if table not in SQLITE_ONLY_TABLES
+                for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def test_schema_has_the_same_tables_and_columns_as_sqlite(pg: PostgresDatabase, tmp_path: Path) -> None:
+    with pg.reading() as conn:
+        columns = {(row[0], row[1]) for row in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+            " AND table_name != 'memory_agent_schema'")}
+    assert columns - PG_ONLY_COLUMNS == _sqlite_columns(tmp_path)
+    assert pg.schema_version() == PG_SCHEMA_VERSION
+
+
+def test_a_second_open_does_not_migrate_again(postgres_url: str, tmp_path: Path) -> None:
+    with PostgresDatabase(postgres_url, tmp_path) as first, PostgresDatabase(postgres_url, tmp_path) as second:
+        assert first.schema_version() == second.schema_version() == PG_SCHEMA_VERSION
+
+
+def test_a_writer_waits_for_another_hosts_transaction(postgres_url: str, tmp_path: Path) -> None:
+    # Two connections stand for two hosts: the second's write transaction cannot start its
+    # read-modify-write until the first commits, so it reads the committed value.
+    with MemoryManager(tmp_path / "a", agent_id="a", database_url=postgres_url) as one, \
+            MemoryManager(tmp_path / "b", agent_id="a", database_url=postgres_url) as two:
+        entered, release = threading.Event(), threading.Event()
+        seen: list[str] = []
+
+        def second_host() -> None:
+            entered.wait(10)
+            with two.db.transaction() as conn:
+                seen.append(conn.execute("SELECT value FROM meta WHERE key = 'probe'").fetchone()[0])
+
+        thread = threading.Thread(target=second_host)
+        thread.start()
+        with one.db.transaction() as conn:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('probe', 'first')")
+            entered.set()
+            release.wait(0.5)  # the other host is blocked on the write lock meanwhile
+            assert not seen
+        thread.join(10)
+        assert seen == ["first"]
+
+
+def test_errors_never_show_the_password(postgres_cluster: PostgresCluster, tmp_path: Path) -> None:
+    url = f"postgresql://nobody:s3cret-pw@127.0.0.1:{postgres_cluster.port}/no_such_database"
+    with pytest.raises(StorageError) as caught:
+        open_store(tmp_path, url)
+    assert "s3cret-pw" not in str(caught.value) and "nobody:***@" in str(caught.value)
+    assert redacted_url(url) == f"postgresql://nobody:***@127.0.0.1:{postgres_cluster.port}/no_such_database"
+
+
+def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="postgresql://"):
+        open_store(tmp_path, "mysql://user:pw@host/db")
+
+
+def test_text_postgresql_cannot_hold_is_refused_and_nothing_written(postgres_url: str, tmp_path: Path) -> None:
+    # PostgreSQL's text cannot hold NUL; SQLite's can. The difference is a clear error, not a crash.
+    with MemoryManager(tmp_path, agent_id="a", database_url=postgres_url) as memory:
+        before = memory.get_block("human").value
+        with pytest.raises(ConfigurationError, match="cannot store"):
+            memory.core_memory_append("human", "nul\x00byte")
+        assert memory.get_block("human").value == before
+
+
+def test_the_connection_comes_back_after_the_server_drops_it(postgres_url: str, tmp_path: Path,
+                                                          postgres_cluster: PostgresCluster) -> None:
+    import psycopg
+
+    with MemoryManager(tmp_path, agent_id="a", database_url=postgres_url) as memory:
+        name = postgres_url.rsplit("/", 1)[1]
+        with psycopg.connect(postgres_cluster.url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        with pytest.raises(StorageError):
+            memory.get_block("human")  # the call in flight fails clearly ...
+        memory.core_memory_append("human", "still here")  # ... and the next one reconnects
+        assert memory.get_block("human").value.endswith("still here")
+
+
+async def test_session_store_passes_the_sdk_conformance_suite(postgres_cluster: PostgresCluster,
+                                                              tmp_path: Path) -> None:
+    # Every contract gets a fresh database on the server; every optional method is implemented.
+    counter = itertools.count()
+    opened: list[SQLiteSessionStore] = []
+
+    def make_store() -> SQLiteSessionStore:
+        url = postgres_cluster.database_url("conf")
+        opened.append(SQLiteSessionStore.open(tmp_path / f"s{next(counter)}", url))
+        return opened[-1]
+
+    try:
+        await run_session_store_conformance(make_store)
+    finally:
+        for each in opened:
+            each.close()
+            postgres_cluster.drop(each.db.url)  # type: ignore[attr-defined]
+    assert len(opened) >= 14
