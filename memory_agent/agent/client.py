@@ -43,11 +43,11 @@ from compaction import CompactionOutcome, CompactionSettings, MessageRecord, mes
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
-from ..memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..sdk_seams import send_system_prompt
 from ..sdk_seams.transcript import seed_lines
 from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
+from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..turn_context import render_turn_context, with_turn_context
 from .model_errors import raise_for_authentication_failure
 from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt

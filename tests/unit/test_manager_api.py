@@ -154,7 +154,8 @@ def test_public_names_are_pinned() -> None:
 
 
 def test_memory_tool_public_names_are_pinned() -> None:
-    from memory_agent import anthropic_memory, memory_paths, memory_tool
+    from memory_agent import anthropic_memory, memory_paths
+    from memory_agent.tools import memory_tool
 
     assert set(anthropic_memory.__all__) == {"AsyncManagedMemoryTool", "ManagedMemoryTool"}
     assert set(memory_tool.__all__) == {"COMMANDS", "DEFAULT_TOOL_SET", "MEMORY_TOOL", "MEMORY_TOOL_NAME",
