@@ -25,6 +25,7 @@ from tenacity import (
 
 from ..errors import ConfigurationError, StorageError
 from .migrations import migrate
+from .savepoint import savepoint
 from .sqlite_codes import (
     SQLITE_CANTOPEN,
     SQLITE_CORRUPT,
@@ -217,17 +218,10 @@ class Database:
         """
         with self._lock:
             if self._depth:
-                name = f"sp{self._depth}"
-                self._conn.execute(f"SAVEPOINT {name}")
                 self._depth += 1
                 try:
-                    yield self._conn
-                except BaseException:
-                    self._conn.execute(f"ROLLBACK TO {name}")
-                    self._conn.execute(f"RELEASE {name}")
-                    raise
-                else:
-                    self._conn.execute(f"RELEASE {name}")
+                    with savepoint(self._conn.execute, self._depth - 1):
+                        yield self._conn
                 finally:
                     self._depth -= 1
                 return

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import ConfigurationError, StorageError
 from .dialect import translate
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+from .savepoint import savepoint
 
 __all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postgres_url", "redacted_url"]
 
@@ -243,17 +244,10 @@ class PostgresDatabase:
         with self._lock:
             conn = self._usable()
             if self._depth:
-                name = f"sp{self._depth}"
-                conn.raw.execute(f"SAVEPOINT {name}")
                 self._depth += 1
                 try:
-                    yield conn
-                except BaseException:
-                    conn.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
-                    raise
-                else:
-                    conn.raw.execute(f"RELEASE SAVEPOINT {name}")
+                    with savepoint(conn.raw.execute, self._depth - 1):
+                        yield conn
                 finally:
                     self._depth -= 1
                 return
