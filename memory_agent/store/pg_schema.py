@@ -199,4 +199,30 @@ def p001_schema_of_sqlite_v5(cursor: Any) -> None:
     )
 
 
+@_migration
+def p002_search_words_as_fts5_splits_them(cursor: Any) -> None:
+    """Index the words keyword search asks for. PostgreSQL's text parser keeps some runs of
+    punctuated text whole or signed: "MARKER-01" gave 'marker' and '-01', "/api/v1/items" one
+    file-path lexeme, "ada@example.com" one email lexeme, so searching "01", "items" or "example"
+    missed them, where FTS5 (which splits on every non-alphanumeric) finds them. Queries are made of
+    `\\w+` tokens (`store.fts.query_tokens`), so the indexed text now has the characters that
+    join such runs turned into spaces first, by `memory_agent_words` (one definition, used by the
+    generated columns and by the on-the-fly 'simple' vectors of `store.pg_fulltext`)."""
+    cursor.execute(
+        r"""
+        CREATE FUNCTION memory_agent_words(input TEXT) RETURNS TEXT
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            AS $$ SELECT translate(input, '-+./@:~\', '        ') $$;
+        ALTER TABLE messages DROP COLUMN text_tsv;
+        ALTER TABLE messages ADD COLUMN text_tsv tsvector
+            GENERATED ALWAYS AS (to_tsvector('english'::regconfig, memory_agent_words(text))) STORED;
+        CREATE INDEX messages_text_tsv ON messages USING GIN (text_tsv);
+        ALTER TABLE passages DROP COLUMN content_tsv;
+        ALTER TABLE passages ADD COLUMN content_tsv tsvector
+            GENERATED ALWAYS AS (to_tsvector('english'::regconfig, memory_agent_words(content))) STORED;
+        CREATE INDEX passages_content_tsv ON passages USING GIN (content_tsv);
+        """
+    )
+
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
