@@ -1,4 +1,9 @@
-"""Fixtures for end-to-end tests: the real SDK and CLI against the scripted Messages API server."""
+"""Fixtures for end-to-end tests: the real SDK and CLI against the scripted Messages API server.
+
+`storage_settings` follows the test's backend: a test module that uses the `backend` fixture
+(`pytestmark = pytest.mark.usefixtures("backend")`) runs once on SQLite and once on PostgreSQL,
+and its agents, managers and CLI processes all store to that backend.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryManager, Settings
@@ -29,8 +35,8 @@ def project_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def storage_settings(tmp_path: Path, server: ScriptedMessagesServer) -> Settings:
     return Settings.from_env(
-        {"PERSIST_DIRECTORY": str(tmp_path / "store"), "ANTHROPIC_BASE_URL": server.url,
-         "ANTHROPIC_API_KEY": "test-key"},
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"), "ANTHROPIC_BASE_URL": server.url,
+                         "ANTHROPIC_API_KEY": "test-key"}),
         env_file=None,
     )
 

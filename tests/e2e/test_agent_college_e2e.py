@@ -1,7 +1,7 @@
 """Agent College end to end: what the Critic writes with a tool reaches the Professor's next request.
 
 Real SDK, real CLI, in-process memory tools; the two agents run on one storage dir through two
-MemoryManager instances (two SQLite connections), as two processes would.
+MemoryManager instances (two database connections), as two processes would.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from memory_agent.testing import (
     tool_use_response,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 APPEND = "mcp__memory__core_memory_append"
 FINDING = "Critic: step 2 divides by n, which may be zero."

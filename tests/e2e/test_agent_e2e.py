@@ -25,7 +25,7 @@ from memory_agent.testing import (
     tool_use_response,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 APPEND = "mcp__memory__core_memory_append"
 

@@ -13,7 +13,7 @@ from memory_agent import MemoryAwareAgent, MemoryManager
 from memory_agent.testing import ScriptedMessagesServer, text_response
 from memory_agent.testing.scripted_server import is_compaction_request
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 SUMMARY = "SUMMARY-7731: the user listed their travel plans for March."
 

@@ -13,7 +13,7 @@ from memory_agent import MemoryAwareAgent, MemoryManager, Settings
 from memory_agent.portability import import_file
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 SYSTEM = "You are Juniper, imported from Letta. Always answer in haiku."
 

@@ -26,7 +26,7 @@ from memory_agent.soak import (
 from memory_agent.store.database import DATABASE_FILENAME
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 MAX_ARG_STRLEN = 128 * 1024
 

@@ -1,12 +1,12 @@
 """The `memory` tool end to end: the real SDK and its bundled CLI call `mcp__memory__memory`.
 
-The scripted model creates, views and edits files; SQLite holds the result, and the next turn's
-system prompt renders the in-prompt file and only lists the on-demand one.
+The scripted model creates, views and edits files; the store (SQLite or PostgreSQL) holds the
+result, and the next turn's system prompt renders the in-prompt file and only lists the
+on-demand one.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from memory_agent.testing import (
     tool_use_response,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 MEMORY = "mcp__memory__memory"
 NOTES = "/memories/project/notes.md"
@@ -33,7 +33,7 @@ def _result(request: Any) -> tuple[str, bool]:
     return text, bool(result.get("is_error"))
 
 
-async def test_create_view_str_replace_reach_sqlite_and_the_next_turn(
+async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
     server.enqueue(
@@ -60,12 +60,11 @@ async def test_create_view_str_replace_reach_sqlite_and_the_next_turn(
     assert _result(turns[4])[0].startswith("The memory file has been edited.")
     assert "     1\tLaunch: Monday" in _result(turns[4])[0]
 
-    with sqlite3.connect(agent_memory.db.path) as conn:
-        rows = dict(conn.execute(
-            "SELECT b.label, b.value || '|' || b.in_prompt FROM blocks b JOIN agent_blocks ab USING (block_id)"
-            " WHERE ab.agent_id = 'e2e-agent'").fetchall())
-    assert rows["project/notes.md"] == "Launch: Monday\nOwner: Ada\n|0"
-    assert rows["system/style.md"] == "Answer in haiku.|1"
+    # Stored: read back through a manager of its own, as another process would see it.
+    with MemoryManager(agent_id="e2e-agent", settings=agent_memory.settings) as reader:
+        rows = {block.label: (block.value, block.in_prompt) for block in reader.list_blocks()}
+    assert rows["project/notes.md"] == ("Launch: Monday\nOwner: Ada\n", False)
+    assert rows["system/style.md"] == ("Answer in haiku.", True)
 
     # The next turn: the in-prompt file is rendered, the on-demand one only listed with its size.
     following = turns[5].system_text

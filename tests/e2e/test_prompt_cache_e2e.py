@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from backends import backend_environ
 from claude_agent_sdk import ClaudeAgentOptions
 
 from compaction import default_counter
@@ -21,7 +22,7 @@ from memory_agent.testing import (
     tool_use_response,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 APPEND = "mcp__memory__core_memory_append"
 BUILT = datetime(2026, 11, 23, 9, 14, 3, tzinfo=timezone.utc)
@@ -65,9 +66,9 @@ def billed_options(billing_server: ScriptedMessagesServer, options: ClaudeAgentO
 
 @pytest.fixture
 def billed_memory(billing_server: ScriptedMessagesServer, tmp_path: Any) -> Any:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "billed"),
-                                  "ANTHROPIC_BASE_URL": billing_server.url,
-                                  "ANTHROPIC_API_KEY": "test-key"}, env_file=None)
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "billed"),
+                                                  "ANTHROPIC_BASE_URL": billing_server.url,
+                                                  "ANTHROPIC_API_KEY": "test-key"}), env_file=None)
     with MemoryManager(agent_id="clocked", settings=settings) as memory:
         yield memory
 

@@ -1,8 +1,10 @@
-"""The real SDK and CLI mirror a session into SQLite, and a second client resumes it from there."""
+"""The real SDK and CLI mirror a session into our SessionStore (memory.db, or the PostgreSQL
+database of MEMORY_DATABASE_URL), and a second client resumes it from there."""
 
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,14 +20,13 @@ from claude_agent_sdk import (
 )
 
 from memory_agent.session_store import SQLiteSessionStore
-from memory_agent.store.database import Database
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 QUESTION = "What is the capital of France?"
 ANSWER = "The capital of France is Paris."
-EDITED_ANSWER = "The capital of France is Paris (as remembered in SQLite)."
+EDITED_ANSWER = "The capital of France is Paris (as remembered in the store)."
 FOLLOW_UP = "What did I just ask you?"
 
 
@@ -55,19 +56,21 @@ def _assistant_text(entry: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in content if isinstance(b, dict))
 
 
-async def test_a_session_mirrored_into_sqlite_resumes_in_another_process(tmp_path: Path) -> None:
+async def test_a_session_mirrored_into_the_store_resumes_in_another_process(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    db_path = tmp_path / "store" / "memory.db"
+    storage_dir = tmp_path / "store"
+    database_url = os.environ.get("MEMORY_DATABASE_URL")  # set by the `backend` fixture on PostgreSQL
     first_config = tmp_path / "config-first"
 
     with ScriptedMessagesServer() as server:
         server.enqueue(text_response(ANSWER), text_response("You asked for the capital of France."))
 
         # First "process": its own connection and its own CLI config dir.
-        with Database(db_path) as db, Database(db_path) as observer_db:
+        with SQLiteSessionStore.open(storage_dir, database_url) as store, \
+                SQLiteSessionStore.open(storage_dir, database_url) as observer:
             options = ClaudeAgentOptions(
-                session_store=SQLiteSessionStore(db),
+                session_store=store,
                 env=server.env(CLAUDE_CONFIG_DIR=str(first_config)),
                 cwd=str(project),
                 max_turns=1,
@@ -80,7 +83,7 @@ async def test_a_session_mirrored_into_sqlite_resumes_in_another_process(tmp_pat
                     "project_key": project_key_for_directory(project),
                     "session_id": result.session_id,
                 }
-                entries = await SQLiteSessionStore(observer_db).load(key)
+                entries = await observer.load(key)
 
         assert entries is not None
         users = [e for e in entries if e.get("type") == "user"]
@@ -88,17 +91,16 @@ async def test_a_session_mirrored_into_sqlite_resumes_in_another_process(tmp_pat
         assert [u["message"]["content"] for u in users] == [QUESTION]
         assert [_assistant_text(a) for a in assistants] == [ANSWER]
 
-        # Only SQLite can supply the transcript now.
+        # Only the store can supply the transcript now.
         shutil.rmtree(first_config)
 
         # Rewrite the stored answer through the uuid idempotency key (last write wins), so the
-        # resumed request can only carry this text if it came from SQLite.
+        # resumed request can only carry this text if it came from the store.
         edited = copy.deepcopy(assistants[0])
         edited["message"]["content"] = [{"type": "text", "text": EDITED_ANSWER}]
 
         # Second "process": a new connection, a fresh config dir, resume by session id.
-        with Database(db_path) as db:
-            store = SQLiteSessionStore(db)
+        with SQLiteSessionStore.open(storage_dir, database_url) as store:
             await store.append(key, [edited])
             options = ClaudeAgentOptions(
                 session_store=store,

@@ -32,7 +32,7 @@ from memory_agent.testing import ScriptedMessagesServer, error_response, text_re
 from memory_agent.testing.recorded import RecordedRequest
 from memory_agent.testing.wire import estimate_input_tokens
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 WINDOW = CompactionSettings(context_window=40_000, max_attempts=1)  # trigger 32,000, overflow 38,000
 LONG_WORDS = "Notwithstanding the aforementioned considerations, responsibilities "

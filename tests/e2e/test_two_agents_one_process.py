@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import backend_environ
 from chromadb import Documents, EmbeddingFunction, Embeddings
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 GATE_SECONDS = 60
 
@@ -68,8 +69,9 @@ async def test_a_slow_tool_call_of_one_agent_does_not_stall_the_other(tmp_path: 
         server_b.enqueue(text_response("Hello from B."))
 
         def settings(server: ScriptedMessagesServer) -> Settings:
-            return Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "store"), "ANTHROPIC_BASE_URL": server.url,
-                                      "ANTHROPIC_API_KEY": "test-key"}, env_file=None)
+            return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"),
+                                                      "ANTHROPIC_BASE_URL": server.url,
+                                                      "ANTHROPIC_API_KEY": "test-key"}), env_file=None)
 
         def options(server: ScriptedMessagesServer, name: str) -> ClaudeAgentOptions:
             cwd = tmp_path / name
