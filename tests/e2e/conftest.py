@@ -7,7 +7,10 @@ and its agents, managers and CLI processes all store to that backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +42,36 @@ def storage_settings(tmp_path: Path, server: ScriptedMessagesServer) -> Settings
                          "ANTHROPIC_API_KEY": "test-key"}),
         env_file=None,
     )
+
+
+StoreCopier = Callable[[Settings, Path], Settings]
+"""The `copy_store` fixture: the settings of a copy of a store, made at `Path`."""
+
+
+@pytest.fixture
+def copy_store(request: pytest.FixtureRequest) -> Iterator[StoreCopier]:
+    """Copy a whole store, SDK session transcripts included: the storage dir, and on PostgreSQL
+    its database too (cloned by the server, `CREATE DATABASE ... TEMPLATE`, while nothing is
+    connected to it), so the copy starts exactly where the original stands."""
+    made: list[str] = []
+
+    def copy(settings: Settings, target: Path) -> Settings:
+        if settings.persist_directory.exists():  # on PostgreSQL it may hold nothing, not even exist
+            shutil.copytree(settings.persist_directory, target)
+        if not settings.database_url:
+            return dataclasses.replace(settings, persist_directory=target)
+        import psycopg
+
+        cluster = request.getfixturevalue("postgres_cluster")
+        name = f"copy_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(cluster.url(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{settings.database_url.rsplit("/", 1)[1]}"')
+        made.append(cluster.url(name))
+        return dataclasses.replace(settings, persist_directory=target, database_url=made[-1])
+
+    yield copy
+    for url in made:
+        request.getfixturevalue("postgres_cluster").drop(url)
 
 
 @pytest.fixture

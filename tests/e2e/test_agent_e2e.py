@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,9 +122,16 @@ async def test_a_restart_continues_memory_and_conversation(
         async with MemoryAwareAgent(options, memory=memory) as agent:
             await agent.process_turn("Remember the secret word marmalade.")
             memory.core_memory_append("human", "Knows the secret word.")
+            session = agent.session_id
+    # The CLI's own copy of the transcript is gone: only our SessionStore (memory.db, or the
+    # PostgreSQL database) can give the next process the session to resume.
+    local_transcripts = Path.home() / ".claude" / "projects"
+    assert any(local_transcripts.rglob(f"{session}.jsonl"))
+    shutil.rmtree(local_transcripts)
     with MemoryManager(agent_id="restarter", settings=storage_settings) as memory:
         async with MemoryAwareAgent(options, memory=memory) as agent:
             await agent.process_turn("What was the secret word?")
+            assert agent.session_id == session  # resumed, not a new session seeded from messages
     last = server.message_requests()[-1]
     assert "Remember the secret word marmalade." in str(last.messages)
     assert "The secret word is noted: marmalade." in str(last.messages)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-import shutil
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,18 +74,13 @@ def stored(settings: Settings) -> tuple[dict[str, object], int, int]:
                 len(memory.recall.summaries("scaled")))
 
 
-def copy_of(settings: Settings, tmp_path: Path, name: str) -> Settings:
-    """The same storage dir copied elsewhere (SDK sessions included: they live in memory.db)."""
-    shutil.copytree(settings.persist_directory, tmp_path / name)
-    return replace(settings, persist_directory=tmp_path / name)
-
-
 def summariser_requests(server: ScriptedMessagesServer) -> list[RecordedRequest]:
     return [r for r in server.message_requests("haiku") if SUMMARY_SYSTEM_PROMPT[:60] in r.system_text]
 
 
 async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path,
+    copy_store: Callable[[Settings, Path], Settings],
 ) -> None:
     """Logs: the estimate is about twice the server's count. With the scale its first session
     measured, the reopened agent sends a history whose estimate is over the trigger as it is."""
@@ -97,7 +91,8 @@ async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
     state, estimate, summaries = stored(storage_settings)
     assert 0.3 < float(state[TOKEN_SCALE_KEY]) < 0.9  # measured on the reported usage, and stored
     assert estimate > WINDOW.trigger_tokens and summaries == 0  # over the trigger by raw estimate
-    unscaled = copy_of(storage_settings, tmp_path, "unscaled")
+    # A copy of the store (SDK sessions included: they live in memory.db, or in PostgreSQL).
+    unscaled = copy_store(storage_settings, tmp_path / "unscaled")
 
     first = (await run_turns(server, options, storage_settings, ["And now?"]))[0]
 
@@ -113,7 +108,8 @@ async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
 
 
 async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_first_request(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path,
+    copy_store: Callable[[Settings, Path], Settings],
 ) -> None:
     """Long words: the server counts more than twice the estimate. The reopened agent knows it
     from its stored scale and compacts before a first request that would cross the trigger."""
@@ -122,7 +118,7 @@ async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_f
                               [f"Paste {n}:\n{long_words(6_000)}" for n in range(8, 18)])
     assert max(estimate_input_tokens(r.body) for r in session) < WINDOW.trigger_tokens
     assert float(stored(storage_settings)[0][TOKEN_SCALE_KEY]) > 1.5
-    unscaled = copy_of(storage_settings, tmp_path, "unscaled")
+    unscaled = copy_store(storage_settings, tmp_path / "unscaled")
     big_prompt = f"One more:\n{long_words(16_000)}"
     server.enqueue(text_response("Summary of the pastes."), model="haiku")
 
