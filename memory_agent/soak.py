@@ -1,7 +1,8 @@
 """A long conversation through `MemoryAwareAgent`, for soak tests and the soak benchmark.
 
 Real length, real parts: the real SDK and CLI against the scripted Messages API server, real
-SQLite, the default 200,000-token window unless told otherwise. The conversation mixes short
+SQLite (or a PostgreSQL server, `SoakConfig.database_url`), the default 200,000-token window
+unless told otherwise. The conversation mixes short
 chat, pasted logs of 10-20 kB and calls of a tool (an in-process MCP server the user brings)
 whose results are logs of 8-16 kB. It can be reopened in the middle: in the same working
 directory, in another one, or in a new storage dir after `memory-agent export` / `import`.
@@ -45,6 +46,7 @@ from .agent.refresh_policy import (
     PromptRefresh,
     PromptRefreshPolicy,
 )
+from .errors import ConfigurationError
 from .manager import MemoryManager
 from .settings import Settings
 from .testing.prompt_cache import CacheUsage, without_cache_control
@@ -114,6 +116,9 @@ class SoakConfig:
             the shared block `SHARED_LABEL`, which the soak agent has joined (0: never).
         prompt_refresh: The agent's system-prompt refresh policy (`refresh_policy`).
         max_stale_turns: The deferred policy's limit of turns on a prompt lagging own edits.
+        database_url: A PostgreSQL database to store in (default: SQLite in the storage dir).
+        import_database_url: On PostgreSQL, the database an "import" restart imports into: another
+            one, as the exporting database already holds the agent (required for that restart).
     """
 
     turns: int
@@ -129,6 +134,14 @@ class SoakConfig:
     shared_edit_every: int = 0
     prompt_refresh: PromptRefresh = DEFAULT_PROMPT_REFRESH
     max_stale_turns: int = DEFAULT_MAX_STALE_TURNS
+    database_url: str | None = field(default=None, repr=False)
+    import_database_url: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.database_url and "import" in self.restarts.values() and not self.import_database_url:
+            raise ConfigurationError(
+                "An 'import' restart on PostgreSQL imports into another database: set "
+                "import_database_url (bench: --import-database-url), or leave that restart out.")
 
 
 @dataclass(frozen=True)
@@ -173,6 +186,9 @@ class SoakResult:
     first_text_recalled: bool = False
     last_request: RecordedRequest | None = None
     final_storage_dir: Path | None = None
+    final_database_url: str | None = field(default=None, repr=False)
+    """The PostgreSQL database the soak ended in (None on SQLite): with `final_storage_dir`,
+    where its agent's memory is."""
     agent_id: str = "soak"
     cache_usage: list[CacheUsage] = field(default_factory=list)
     """How the server billed each main-model request's input (cache read / write / uncached)."""
@@ -297,7 +313,7 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
     """
     conversation = _Conversation(config)
     result = SoakResult(config=config, first_text=conversation.first_text)
-    storage, cwd = config.storage_dir, config.project_dir
+    storage, cwd, database_url = config.storage_dir, config.project_dir, config.database_url
     agent: MemoryAwareAgent | None = None
     memory: MemoryManager | None = None
     previous: RecordedRequest | None = None
@@ -315,8 +331,10 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                     if config.restarts[number] == "other-cwd":
                         cwd = config.other_dir if cwd == config.project_dir else config.project_dir
                     elif config.restarts[number] == "import":
-                        storage = _export_and_import(storage, result.agent_id)
-                memory, agent = await _open_agent(server, config, conversation, storage, cwd, result)
+                        storage, database_url = _export_and_import(
+                            storage, database_url, config.import_database_url, result.agent_id)
+                memory, agent = await _open_agent(server, config, conversation, storage, database_url, cwd,
+                                                  result)
             assert memory is not None and agent is not None
             if config.shared_edit_every and number and number % config.shared_edit_every == 0:
                 _colleague_edit(memory.settings, number)
@@ -367,6 +385,7 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
     result.rss_kb.append((config.turns, _rss_kb()))
     result.fds.append((config.turns, _open_fds()))
     result.final_storage_dir = storage
+    result.final_database_url = database_url
     return result
 
 
@@ -406,9 +425,12 @@ def _options(server: ScriptedMessagesServer, conversation: _Conversation, cwd: P
 
 
 async def _open_agent(server: ScriptedMessagesServer, config: SoakConfig, conversation: _Conversation,
-                      storage: Path, cwd: Path, result: SoakResult) -> tuple[MemoryManager, MemoryAwareAgent]:
+                      storage: Path, database_url: str | None, cwd: Path,
+                      result: SoakResult) -> tuple[MemoryManager, MemoryAwareAgent]:
     environment = {"PERSIST_DIRECTORY": str(storage), "ANTHROPIC_BASE_URL": server.url,
                    "ANTHROPIC_API_KEY": "test-key", "MODEL_NAME": MAIN_MODEL}
+    if database_url:
+        environment["MEMORY_DATABASE_URL"] = database_url
     if config.context_window:
         environment["COMPACTION_CONTEXT_WINDOW"] = str(config.context_window)
     settings = Settings.from_env(environment, env_file=None)
@@ -448,18 +470,26 @@ async def run_plain_soak(server: ScriptedMessagesServer, config: SoakConfig) -> 
     return result
 
 
-def _export_and_import(storage: Path, agent_id: str) -> Path:
-    """`memory-agent export` the agent, then `memory-agent import` it into a new storage dir
-    (the command line itself, in a child process, as a user would run it)."""
+def _export_and_import(storage: Path, database_url: str | None, target_database_url: str | None,
+                       agent_id: str) -> tuple[Path, str | None]:
+    """`memory-agent export` the agent, then `memory-agent import` it into a new storage dir (on
+    PostgreSQL, into `target_database_url`), by the command line itself, in a child process, as a
+    user would run it. Returns the new storage dir and database URL."""
     target = storage.parent / f"{storage.name}-imported"
     exported = storage.parent / f"{storage.name}-export.json"
+    target_url = target_database_url if database_url else None
     command = [sys.executable, "-c", "from memory_agent.cli import main; main()"]
-    for arguments in (["--storage-dir", str(storage), "--agent", agent_id, "export", "-o", str(exported)],
-                      ["--storage-dir", str(target), "import", str(exported)]):
-        done = subprocess.run([*command, *arguments], capture_output=True, text=True, check=False)
+    # The backend is said on each command line, never inherited from this process's environment.
+    environment = {name: value for name, value in os.environ.items() if name != "MEMORY_DATABASE_URL"}
+    for directory, url, arguments in (
+            (storage, database_url, ["--agent", agent_id, "export", "-o", str(exported)]),
+            (target, target_url, ["import", str(exported)])):
+        backend = ["--database-url", url] if url else []
+        done = subprocess.run([*command, "--storage-dir", str(directory), *backend, *arguments],
+                              capture_output=True, text=True, check=False, env=environment)
         if done.returncode:
             raise RuntimeError(f"memory-agent {' '.join(arguments)} failed: {done.stderr.strip()}")
-    return target
+    return target, target_url
 
 
 def summary_lines(result: SoakResult) -> Sequence[str]:

@@ -3,13 +3,17 @@
 Linux refuses one command-line argument over 128 KiB, and a kept window after a compaction at
 the default 200,000-token window is about 400 kB; these tests carry far more than that, through
 compactions, restarts in the same and another working directory, and `memory-agent import`.
+Every test runs on SQLite and on PostgreSQL. The two longest are slow on PostgreSQL (about 40 and
+20 s there under load), so its default run is a shorter soak: 70 turns, still three compactions
+and a restart of each kind, the same cwd's resuming its session from the database.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
-import sqlite3
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -17,16 +21,20 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
 from memory_agent.soak import (
+    Restart,
     SoakConfig,
     SoakResult,
     pasted_log,
     run_soak,
     summary_lines,
 )
-from memory_agent.store.database import DATABASE_FILENAME
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
+pytestmark = pytest.mark.e2e
+
+POSTGRES_SLOW = pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])], indirect=True)
+"""On both backends, the PostgreSQL run kept out of the default suite (it is the expensive one)."""
 
 MAX_ARG_STRLEN = 128 * 1024
 
@@ -48,36 +56,62 @@ def assert_soak_holds(result: SoakResult, *, min_compactions: int) -> None:
 
 
 def stored_prompts(result: SoakResult) -> list[str]:
-    """Every stored user prompt of the soak's agent, in the storage dir it ended in."""
+    """Every stored user prompt of the soak's agent, read back from the store it ended in."""
     assert result.final_storage_dir is not None
-    with sqlite3.connect(result.final_storage_dir / DATABASE_FILENAME) as conn:
-        rows = conn.execute("SELECT content FROM messages WHERE agent_id = ? AND message_type = 'user' "
-                            "ORDER BY message_id", (result.agent_id,)).fetchall()
-    return [json.loads(row[0]) if row[0].startswith('"') else row[0] for row in rows]
+    environ = {"PERSIST_DIRECTORY": str(result.final_storage_dir)}
+    if result.final_database_url:
+        environ["MEMORY_DATABASE_URL"] = result.final_database_url
+    with MemoryManager(agent_id=result.agent_id, settings=Settings.from_env(environ, env_file=None)) as memory:
+        return [m.text for m in memory.all_messages() if m.message_type == "user"]
 
 
-async def test_pasted_logs_compactions_and_restarts_at_real_length(
-    server: ScriptedMessagesServer, tmp_path: Path
-) -> None:
-    """The shortened soak: 15 kB turns at the default window, several compactions, and restarts
-    in the same cwd, another cwd and after export/import, each with well over 128 KiB carried."""
+async def soak_with_restarts(server: ScriptedMessagesServer, tmp_path: Path,
+                             other_store_environ: Callable[[Mapping[str, str]], dict[str, str]], *,
+                             turns: int, restarts: dict[int, Restart], context_window: int | None = None) -> None:
+    """A soak of 15 kB turns with restarts in the same cwd, another cwd and after export/import
+    (on PostgreSQL into another database), each reopened agent carrying well over 128 KiB."""
     dirs = {name: tmp_path / name for name in ("project", "elsewhere")}
     for directory in dirs.values():
         directory.mkdir()
-    config = SoakConfig(turns=115, storage_dir=tmp_path / "store", project_dir=dirs["project"],
-                        other_dir=dirs["elsewhere"], paste_every=1, tool_every=7,
-                        restarts={30: "same-cwd", 55: "other-cwd", 80: "import"})
+    config = SoakConfig(turns=turns, storage_dir=tmp_path / "store", project_dir=dirs["project"],
+                        other_dir=dirs["elsewhere"], paste_every=1, tool_every=7, restarts=restarts,
+                        context_window=context_window, database_url=os.environ.get("MEMORY_DATABASE_URL"),
+                        import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"))
     result = await run_soak(server, config)
     assert_soak_holds(result, min_compactions=3)
-    restarts = [t for t in result.turns if t.restarted]
-    assert [t.number for t in restarts] == [30, 55, 80]
-    # Each reopened agent carried the conversation as messages, far over one argument's limit.
+    assert [t.number for t in result.turns if t.restarted] == sorted(restarts)
+    # Each reopened agent carried the conversation as messages, far over one argument's limit:
+    # read back from the store (on PostgreSQL, the session transcript and messages in the database).
     first_requests = {turn: index for index, turn in reversed(list(enumerate(result.request_turns)))}
-    for turn in (30, 55, 80):
+    for turn in restarts:
         assert result.carried_chars[first_requests[turn]] > MAX_ARG_STRLEN
     assert result.final_storage_dir == tmp_path / "store-imported"
+    assert result.final_database_url == config.import_database_url
 
 
+@POSTGRES_SLOW
+async def test_pasted_logs_compactions_and_restarts_at_real_length(
+    server: ScriptedMessagesServer, tmp_path: Path, backend: str,
+    other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
+) -> None:
+    """The shortened soak: 115 turns at the default window, at least three compactions."""
+    await soak_with_restarts(server, tmp_path, other_store_environ, turns=115,
+                             restarts={30: "same-cwd", 55: "other-cwd", 80: "import"})
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+async def test_a_shorter_soak_on_postgres(
+    server: ScriptedMessagesServer, tmp_path: Path, backend: str,
+    other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
+) -> None:
+    """PostgreSQL's run in the default suite: 70 turns at the default window (compactions near
+    turns 41, 55 and 67), each reopened agent reading its conversation back from the database."""
+    await soak_with_restarts(server, tmp_path, other_store_environ, turns=70,
+                             restarts={20: "same-cwd", 45: "other-cwd", 60: "import"})
+
+
+@POSTGRES_SLOW
+@pytest.mark.usefixtures("backend")
 async def test_ten_thousand_stored_messages_without_a_session(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings
 ) -> None:
@@ -103,6 +137,7 @@ async def test_ten_thousand_stored_messages_without_a_session(
         assert len(json.dumps(first.messages)) > MAX_ARG_STRLEN
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_history_larger_than_the_window_is_compacted_before_the_first_request(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings
 ) -> None:
@@ -126,6 +161,7 @@ async def test_a_history_larger_than_the_window_is_compacted_before_the_first_re
         assert "Log 0:" not in json.dumps(first_turn.messages)
 
 
+@pytest.mark.usefixtures("backend")
 async def test_a_block_larger_than_one_argument_reaches_the_model_and_refreshes_live(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings
 ) -> None:
