@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-__all__ = ["OtherEnviron", "backend_environ"]
+import pytest
+
+__all__ = ["POSTGRES_SLOW", "OtherEnviron", "backend_environ"]
 
 OtherEnviron = Callable[[Mapping[str, str]], dict[str, str]]
 """The `other_store_environ` fixture: settings' environment for a test's second storage dir."""
@@ -15,3 +17,9 @@ def backend_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` plus MEMORY_DATABASE_URL when the `backend` fixture chose PostgreSQL."""
     url = os.environ.get("MEMORY_DATABASE_URL")
     return {**environ, "MEMORY_DATABASE_URL": url} if url else dict(environ)
+
+
+POSTGRES_SLOW = pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])], indirect=True)
+"""Run on both backends, the PostgreSQL run under `slow` (for a test too long to run twice in the
+default suite, whose PostgreSQL run a shorter test stands in for)."""

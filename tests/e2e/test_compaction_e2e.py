@@ -13,7 +13,7 @@ from memory_agent import MemoryAwareAgent, MemoryManager
 from memory_agent.testing import ScriptedMessagesServer, text_response
 from memory_agent.testing.scripted_server import is_compaction_request
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
+pytestmark = pytest.mark.e2e
 
 SUMMARY = "SUMMARY-7731: the user listed their travel plans for March."
 
@@ -23,6 +23,7 @@ def _prompt(number: int) -> str:
     return f"MARKER-{number:02d} " + ("Here are more details about my travel plans. " * 60)
 
 
+@pytest.mark.usefixtures("backend")  # the CLI's own compaction (below) stores nothing: SQLite alone
 async def test_an_agent_over_the_threshold_compacts_and_drops_evicted_messages(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:

@@ -5,7 +5,7 @@ the default 200,000-token window is about 400 kB; these tests carry far more tha
 compactions, restarts in the same and another working directory, and `memory-agent import`.
 Every test runs on SQLite and on PostgreSQL. The two longest are slow on PostgreSQL (about 40 and
 20 s there under load), so its default run is a shorter soak: 70 turns, still three compactions
-and a restart of each kind, the same cwd's resuming its session from the database.
+and a restart of each kind.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from backends import POSTGRES_SLOW
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
@@ -31,10 +32,6 @@ from memory_agent.soak import (
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
 pytestmark = pytest.mark.e2e
-
-POSTGRES_SLOW = pytest.mark.parametrize(
-    "backend", ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])], indirect=True)
-"""On both backends, the PostgreSQL run kept out of the default suite (it is the expensive one)."""
 
 MAX_ARG_STRLEN = 128 * 1024
 
@@ -67,7 +64,7 @@ def stored_prompts(result: SoakResult) -> list[str]:
 
 async def soak_with_restarts(server: ScriptedMessagesServer, tmp_path: Path,
                              other_store_environ: Callable[[Mapping[str, str]], dict[str, str]], *,
-                             turns: int, restarts: dict[int, Restart], context_window: int | None = None) -> None:
+                             turns: int, restarts: dict[int, Restart]) -> None:
     """A soak of 15 kB turns with restarts in the same cwd, another cwd and after export/import
     (on PostgreSQL into another database), each reopened agent carrying well over 128 KiB."""
     dirs = {name: tmp_path / name for name in ("project", "elsewhere")}
@@ -75,7 +72,7 @@ async def soak_with_restarts(server: ScriptedMessagesServer, tmp_path: Path,
         directory.mkdir()
     config = SoakConfig(turns=turns, storage_dir=tmp_path / "store", project_dir=dirs["project"],
                         other_dir=dirs["elsewhere"], paste_every=1, tool_every=7, restarts=restarts,
-                        context_window=context_window, database_url=os.environ.get("MEMORY_DATABASE_URL"),
+                        database_url=os.environ.get("MEMORY_DATABASE_URL"),
                         import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"))
     result = await run_soak(server, config)
     assert_soak_holds(result, min_compactions=3)
@@ -104,8 +101,10 @@ async def test_a_shorter_soak_on_postgres(
     server: ScriptedMessagesServer, tmp_path: Path, backend: str,
     other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
 ) -> None:
-    """PostgreSQL's run in the default suite: 70 turns at the default window (compactions near
-    turns 41, 55 and 67), each reopened agent reading its conversation back from the database."""
+    """PostgreSQL's run in the default suite: 70 turns at the default window, compacting at
+    turns 41 and 55 and on reopening after the import, each reopened agent reading its
+    conversation back from the database. (At a smaller window the same checks cost as much:
+    each compaction and restart starts a CLI, and they come more often.)"""
     await soak_with_restarts(server, tmp_path, other_store_environ, turns=70,
                              restarts={20: "same-cwd", 45: "other-cwd", 60: "import"})
 

@@ -19,7 +19,7 @@ from memory_agent.testing import (
     tool_use_response,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
+pytestmark = pytest.mark.e2e
 
 MEMORY = "mcp__memory__memory"
 NOTES = "/memories/project/notes.md"
@@ -33,6 +33,7 @@ def _result(request: Any) -> tuple[str, bool]:
     return text, bool(result.get("is_error"))
 
 
+@pytest.mark.usefixtures("backend")  # the tool-set choice (below) stores nothing: SQLite alone
 async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:

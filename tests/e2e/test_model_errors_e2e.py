@@ -1,5 +1,9 @@
 """The model API without credentials, or refusing them: one clear error, nothing of the CLI's
-"Not logged in" / "Failed to authenticate" reply stored as the agent's answer or kept in context."""
+"Not logged in" / "Failed to authenticate" reply stored as the agent's answer or kept in context.
+
+The refused-key tests run on SQLite alone: what they pin is decided before anything is stored
+(the failed turn is dropped by the recorder, which is the same code on either backend and is run
+on PostgreSQL by test_agent_e2e.py). First use, which creates the store, runs on both."""
 
 from __future__ import annotations
 
@@ -56,17 +60,21 @@ async def test_no_key_at_all_is_not_logged_in_and_names_the_variable(
     assert server.turn_requests() == []
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_agent_creates_its_storage_dir_and_agent_on_first_use(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    backend: str,
 ) -> None:
-    """No init step: a MemoryAwareAgent in a fresh home creates ~/.memory_agent and its agent."""
+    """No init step: a MemoryAwareAgent in a fresh home creates ~/.memory_agent and its agent
+    (on PostgreSQL, the schema and the agent in the database of MEMORY_DATABASE_URL)."""
     home = tmp_path / "fresh-home"
     monkeypatch.setenv("HOME", str(home))
     server.enqueue(text_response("Hi."))
     async with MemoryAwareAgent(options) as agent:
         assert (await agent.process_turn("Hello")).text == "Hi."
         storage = agent.memory.storage_dir
-    assert storage == home / ".memory_agent" and (storage / "memory.db").is_file()
+    assert storage == home / ".memory_agent"
+    assert (storage / "memory.db").is_file() == (backend == "sqlite")  # nothing in SQLite on PostgreSQL
     with MemoryManager(storage) as reopened:
         assert reopened.agent_id == agent.agent_id  # the default agent, reused by the next run
         assert [m.role for m in reopened.recall.all_messages(agent.agent_id) if m.in_context] == ["user", "assistant"]

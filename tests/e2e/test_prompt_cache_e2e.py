@@ -1,5 +1,9 @@
 """The prompt cache is kept: a truthful clock per turn, a byte-identical system prompt, and the
-`deferred` refresh policy (real SDK and CLI; the scripted server bills like the API)."""
+`deferred` refresh policy (real SDK and CLI; the scripted server bills like the API).
+
+The tests of edits made by another agent or process between turns run on both backends (how the
+agent learns of them is a query of the store); the rest pin what the agent sends, which the
+backend has no part in, and run on SQLite."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from memory_agent.testing import (
     tool_use_response,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
+pytestmark = pytest.mark.e2e
 
 APPEND = "mcp__memory__core_memory_append"
 BUILT = datetime(2026, 11, 23, 9, 14, 3, tzinfo=timezone.utc)
@@ -122,6 +126,7 @@ async def test_deferred_own_edit_shows_in_the_tool_result_and_keeps_the_prompt(
     assert second.cache_usage is not None and second.cache_usage.read > 0.9 * second.cache_usage.total
 
 
+@pytest.mark.usefixtures("backend")
 async def test_deferred_rebuilds_for_another_agents_shared_edit_by_the_next_turn(
     billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager,
     tmp_path: Any,
@@ -146,6 +151,7 @@ async def test_deferred_rebuilds_for_another_agents_shared_edit_by_the_next_turn
     assert "likes Rust" in turns[3].system_text
 
 
+@pytest.mark.usefixtures("backend")
 async def test_announce_brings_another_agents_edit_with_the_next_turn_and_keeps_the_prompt(
     billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager,
 ) -> None:

@@ -5,6 +5,9 @@ claude-agent-sdk (the pytest header prints the version that ran).
 The other seams are checked through the agent in `test_agent_e2e.py`: `SNAPSHOT_OFF` by
 `test_reconnect_mode_resumes_the_session_with_the_new_prompt`, the transcript format by
 `test_a_restart_from_another_directory_carries_the_conversation`.
+
+These run on SQLite alone: they pin the SDK's and CLI's behaviour, which stores nothing of ours
+(the memory server is only listed); the agent tests built on these seams run on both backends.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from backends import POSTGRES_SLOW
 from claude_agent_sdk import ClaudeAgentOptions
 
 from compaction import (
@@ -134,6 +135,7 @@ async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_f
     assert estimate_input_tokens(crossing.body) >= WINDOW.trigger_tokens
 
 
+@POSTGRES_SLOW  # the reloads above are the PostgreSQL runs in the default suite
 async def test_a_failing_summariser_backs_off_and_truncates_at_the_overflow_line(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings,
     caplog: pytest.LogCaptureFixture,
