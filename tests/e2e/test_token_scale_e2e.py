@@ -108,6 +108,7 @@ async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
     assert stored(unscaled)[2] >= 1
 
 
+@POSTGRES_SLOW  # the reload above is PostgreSQL's run of this in the default suite
 async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_first_request(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path,
     copy_store: Callable[[Settings, Path], Settings],
@@ -135,7 +136,7 @@ async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_f
     assert estimate_input_tokens(crossing.body) >= WINDOW.trigger_tokens
 
 
-@POSTGRES_SLOW  # the reloads above are the PostgreSQL runs in the default suite
+@POSTGRES_SLOW  # the first reload above is PostgreSQL's run in the default suite
 async def test_a_failing_summariser_backs_off_and_truncates_at_the_overflow_line(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings,
     caplog: pytest.LogCaptureFixture,
