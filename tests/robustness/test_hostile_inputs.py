@@ -165,6 +165,20 @@ def test_ensure_agent_none_inserts_nothing(memory: MemoryManager, witness: Datab
     assert memory.list_agents() == ["ada"]
 
 
+def test_a_text_of_megabytes_is_stored_and_found_by_its_words(memory: MemoryManager) -> None:
+    """A large tool result of varied words (a listing, a log) is stored on both backends: on
+    PostgreSQL its keyword vector would pass the 1 MB tsvector limit, which must not refuse the row."""
+    words = [f"{n:x}zq{n * 7919 % 100_003:x}" for n in range(90_000)]  # 1.1 MB, every word distinct: 1.6 MB of vector
+    text = " ".join(words)
+    message_id = memory.store_message("tool", text).message_id
+    passage_id = memory.archival_memory_insert(text)
+    assert memory.get_message(message_id).text == text
+    assert any(m.message_id == message_id for m in memory.search_messages(words[10], limit=5))
+    assert any(hit.passage_id == passage_id for hit in memory.archival_memory_search(words[10], mode="keyword"))
+    stop_words = memory.store_message("user", "it is the one").message_id  # a query of stop words only ...
+    assert [m.message_id for m in memory.search_messages("it is the", limit=5)] == [stop_words]  # ... scans every text
+
+
 # ----- the command line -----------------------------------------------------------------------
 
 CLI_WORDS = st.one_of(TEXT, INTS.map(str), st.sampled_from(["notes", "human", "--limit", "--json", "-v", "--file"]))
