@@ -23,11 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from robustness_helpers import observer
+from robustness_helpers import cli_run, observer, one_line_error
 
 from memory_agent import MemoryManager, StorageError
-from memory_agent.cli import cli
 from memory_agent.testing.postgres_cluster import PostgresCluster
 from memory_agent.testing.store_snapshot import store_snapshot
 
@@ -63,20 +61,6 @@ def url(cluster: PostgresCluster) -> Iterator[str]:
     made = cluster.database_url("broken")
     yield made
     cluster.drop(made)
-
-
-def cli_run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=True)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output + result.stderr
-    return result
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 def terminate(admin: object, url: str) -> int:
