@@ -9,12 +9,17 @@ Then it starts a new child from the first batch not acknowledged. At the end it 
 acknowledged writes, passages lost (acknowledged but absent from SQLite or from Chroma after
 reconcile/repair), duplicated (two rows or two vectors for one text) and repairs needed.
 
+On PostgreSQL (`--postgres` starts a throwaway cluster, `--database-url` names a database) the
+rows live on the server and the vectors in the storage dir's embedded Chroma, so a kill lands
+between a server-side transaction and a local vector write; the checks are the same.
+
 The embedding is by default the tests' hashing one widened to 384 dimensions (no model: the
 campaign is about storage, and a fast embedding makes Chroma's writes, where a kill can land, the
 bulk of the time); `--embedding default` uses the manager's own model instead.
 
     python bench/archival_kill_campaign.py [--kills 40] [--passages 10000] [--batch 100] [--seed 11]
     python bench/archival_kill_campaign.py --quick      # 5 kills, 1,000 passages
+    python bench/archival_kill_campaign.py --postgres   # the same on a throwaway PostgreSQL server
 """
 
 from __future__ import annotations
@@ -43,9 +48,12 @@ from archival_helpers import HashEmbedding
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, VectorConfig
 from memory_agent.archival.rebuild import rebuild_vectors
-from memory_agent.store.database import Database
+from memory_agent.store.backend import open_store
+from memory_agent.testing.postgres_cluster import PostgresCluster
 
 AGENT = "writer"
+DATABASE_URL = "MEMORY_DATABASE_URL"
+"""How the child learns the database (the environment, so a password never shows in `ps`)."""
 
 
 class WideHashEmbedding(HashEmbedding):
@@ -73,7 +81,7 @@ def content(number: int) -> str:
 # ----- the child: inserts until killed -------------------------------------------------------
 
 def child(storage: Path, start: int, total: int, batch: int, embedding: str) -> None:
-    settings = Settings(persist_directory=storage, agent_id=AGENT)
+    settings = Settings(persist_directory=storage, agent_id=AGENT, database_url=os.environ.get(DATABASE_URL) or None)
     with MemoryManager(agent_id=AGENT, settings=settings, embedding_function=EMBEDDINGS[embedding]()) as memory:
         memory.reconcile_archival()  # open (and reconcile) before reporting ready
         print("ready", flush=True)
@@ -97,9 +105,10 @@ class Tally:
 
 
 def run_child(storage: Path, start: int, total: int, batch: int, kill_after: float | None,
-              tally: Tally, embedding: str) -> bool:
+              tally: Tally, embedding: str, database_url: str | None) -> bool:
     """One child run; returns True if it finished on its own (not killed)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           DATABASE_URL: database_url or ""}
     process = subprocess.Popen([sys.executable, __file__, "--child", str(storage), str(start), str(total),
                                 str(batch), embedding], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env=env)
@@ -138,9 +147,9 @@ def _read_lines(process: subprocess.Popen[str], lines: queue.Queue[str | None]) 
     lines.put(None)
 
 
-def verify(storage: Path, tally: Tally, embedding: str) -> None:
+def verify(storage: Path, tally: Tally, embedding: str, database_url: str | None) -> None:
     """Reopen as a restarted agent would; repair if reconcile cannot make the stores agree."""
-    with Database(storage / "memory.db") as db:
+    with open_store(storage, database_url) as db:
         archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]())
         try:
             healthy = _reconciled(archival, tally)
@@ -182,8 +191,10 @@ def _count_losses(archival: ArchivalMemory, tally: Tally) -> None:
                   if by_id.get(passage_id) != content(number) or passage_id not in vectors}
 
 
-def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, embedding: str) -> Tally:
-    """Kill at random moments spread so that the kills cover the whole run of `passages`."""
+def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, embedding: str,
+             database_url: str | None = None) -> Tally:
+    """Kill at random moments spread so that the kills cover the whole run of `passages` (rows in
+    SQLite in `storage`, or in the PostgreSQL database at `database_url`)."""
     rng = random.Random(seed)
     tally = Tally()
     started = time.monotonic()
@@ -195,16 +206,16 @@ def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, em
         window = 0.8 * (passages - start) / (kills - tally.kills) / rate
         kill_after = rng.uniform(0.0, window)
         before = len(tally.acknowledged)
-        run_child(storage, start, passages, batch, kill_after, tally, embedding)
+        run_child(storage, start, passages, batch, kill_after, tally, embedding, database_url)
         if kill_after > 0.2 and len(tally.acknowledged) > before:
             rate = 0.5 * rate + 0.5 * (len(tally.acknowledged) - before) / kill_after
-        verify(storage, tally, embedding)
+        verify(storage, tally, embedding, database_url)
         print(f"kill {tally.kills:3d} at {kill_after:5.2f} s: {len(tally.acknowledged):6d} acknowledged, "
               f"lost {len(tally.lost)}, repairs {tally.repairs}  ({time.monotonic() - started:.0f} s)", flush=True)
     start = _first_unacknowledged(tally, batch, passages)
     if start < passages:  # finish the job without killing, then check once more
-        run_child(storage, start, passages, batch, None, tally, embedding)
-        verify(storage, tally, embedding)
+        run_child(storage, start, passages, batch, None, tally, embedding, database_url)
+        verify(storage, tally, embedding, database_url)
     return tally
 
 
@@ -227,14 +238,24 @@ def main() -> None:
     parser.add_argument("--embedding", choices=sorted(EMBEDDINGS), default="hash384",
                         help="hash384 (default): fast hashing, 384 dimensions; default: the manager's own model")
     parser.add_argument("--quick", action="store_true", help="5 kills, 1,000 passages")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--database-url", help="an empty PostgreSQL database to keep the rows in (default: SQLite)")
+    where.add_argument("--postgres", action="store_true", help="keep the rows on a throwaway PostgreSQL cluster")
     args = parser.parse_args()
     kills, passages = (5, 1000) if args.quick else (args.kills, args.passages)
-    with tempfile.TemporaryDirectory(prefix="kill-campaign-") as directory:
-        storage = Path(directory) / "store"
-        started = time.monotonic()
-        tally = campaign(kills, passages, args.batch, args.seed, storage, args.embedding)
-        elapsed = time.monotonic() - started
+    cluster = PostgresCluster().start() if args.postgres else None
+    database_url = cluster.database_url("kill") if cluster else args.database_url
+    try:
+        with tempfile.TemporaryDirectory(prefix="kill-campaign-") as directory:
+            storage = Path(directory) / "store"
+            started = time.monotonic()
+            tally = campaign(kills, passages, args.batch, args.seed, storage, args.embedding, database_url)
+            elapsed = time.monotonic() - started
+    finally:
+        if cluster:
+            cluster.stop()
     print()
+    print(f"rows in:               {'PostgreSQL' if database_url else 'SQLite'}")
     print(f"kills:                 {tally.kills}")
     print(f"acknowledged passages: {len(tally.acknowledged)} of {passages}")
     print(f"lost:                  {len(tally.lost)}")

@@ -49,7 +49,7 @@ def _matching(conn: Any, query: str, alias: str, column: str, text: str) -> tupl
     lexemes = conn.execute(f"SELECT numnode(to_tsquery('{TEXT_SEARCH_CONFIG}', ?))", (query,)).fetchone()[0]
     if lexemes:
         return f"{alias}.{column}", TEXT_SEARCH_CONFIG
-    return f"to_tsvector('simple', memory_agent_words({alias}.{text}))", "simple"
+    return f"memory_agent_tsvector('simple', {alias}.{text})", "simple"  # any length: see pg_schema p003
 
 
 def passage_search(conn: Any, query: str, clause: str, params: list[Any], limit: int) -> list[tuple[str, float]]:

@@ -225,4 +225,39 @@ def p002_search_words_as_fts5_splits_them(cursor: Any) -> None:
     )
 
 
+INDEXED_PREFIX_CHARS = 200_000
+"""What keyword search indexes of a text too long for one tsvector (PostgreSQL caps one at 1 MB)."""
+
+
+@_migration
+def p003_keyword_index_of_any_text(cursor: Any) -> None:
+    """Store texts of any length. A generated `to_tsvector` column fails the whole INSERT when the
+    text's vector would pass PostgreSQL's 1 MB tsvector limit ("string is too long for tsvector":
+    a few MB of varied words, such as a large tool result), so a message SQLite stores was refused,
+    and with it the agent's turn. `memory_agent_tsvector` indexes the whole text when it fits and
+    otherwise its first INDEXED_PREFIX_CHARS characters (about 0.3 MB of vector at most); the row is
+    stored either way. The indexed text still goes through p002's `memory_agent_words`."""
+    words = "memory_agent_words(input)"
+    prefix = words.replace("input", f"left(input, {INDEXED_PREFIX_CHARS})")
+    cursor.execute(
+        f"""
+        CREATE FUNCTION memory_agent_tsvector(config regconfig, input TEXT) RETURNS tsvector
+            LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+            BEGIN
+                RETURN to_tsvector(config, {words});
+            EXCEPTION WHEN program_limit_exceeded THEN
+                RETURN to_tsvector(config, {prefix});
+            END $$;
+        ALTER TABLE messages DROP COLUMN text_tsv;
+        ALTER TABLE messages ADD COLUMN text_tsv tsvector
+            GENERATED ALWAYS AS (memory_agent_tsvector('english'::regconfig, text)) STORED;
+        CREATE INDEX messages_text_tsv ON messages USING GIN (text_tsv);
+        ALTER TABLE passages DROP COLUMN content_tsv;
+        ALTER TABLE passages ADD COLUMN content_tsv tsvector
+            GENERATED ALWAYS AS (memory_agent_tsvector('english'::regconfig, content)) STORED;
+        CREATE INDEX passages_content_tsv ON passages USING GIN (content_tsv);
+        """
+    )
+
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -18,15 +18,18 @@ are on SQLite; measured in bench/backends_bench.py.
 from __future__ import annotations
 
 import logging
+import re
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, StorageError
 from .dialect import translate
+from .pg_errors import Target, connect_error, server_condition
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 from .savepoint import savepoint
 
@@ -37,6 +40,8 @@ logger = logging.getLogger(__name__)
 WRITE_LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock every write transaction holds
 MIGRATION_LOCK_KEY = WRITE_LOCK_KEY + 1
 CONNECT_TIMEOUT_S = 10
+COMMIT_SETTLE_S = 5.0
+"""How long to wait for the server to finish a COMMIT whose answer was lost with the connection."""
 
 
 def is_postgres_url(url: str | None) -> bool:
@@ -44,13 +49,17 @@ def is_postgres_url(url: str | None) -> bool:
 
 
 def redacted_url(url: str) -> str:
-    """The URL without its password (errors and reprs must never show a secret)."""
+    """The URL without its password, in the user part or the query (errors and reprs must never
+    show a secret)."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "password" for key, _ in query):
+        parts = parts._replace(query=urlencode([(k, "***" if k == "password" else v) for k, v in query], safe="*"))
+    return urlunsplit(parts)
 
 
 def _psycopg() -> Any:
@@ -130,19 +139,43 @@ class PgCursor:
         return iter(self.fetchall())
 
 
+_REPEATABLE = re.compile(r"^\s*(SELECT|BEGIN)\b", re.IGNORECASE)
+
+
 class PostgresConnection:
-    """What the writers call `conn`: `sqlite3.Connection`'s calls, on a psycopg connection."""
+    """What the writers call `conn`: `sqlite3.Connection`'s calls, on a psycopg connection.
+
+    A connection the server dropped while it sat idle (a restart, an idle timeout, a proxy) is
+    noticed only when the next statement fails. If that statement is a read or a BEGIN sent
+    outside any transaction, nothing can have happened twice, so it is sent again on a new
+    connection (`reconnect`); anything else fails with the error and the caller decides.
+    """
 
     dialect = "postgresql"
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, reconnect: Callable[[], Any] | None = None) -> None:
         self.raw = raw
+        self._reconnect = reconnect
+
+    @property
+    def lost(self) -> bool:
+        return bool(self.raw.broken or self.raw.closed)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
         text, returning = translate(sql)
-        cursor = self.raw.cursor()
-        cursor.execute(text, _params(params))
-        return PgCursor(cursor, returning)
+        return PgCursor(self._run(text, _params(params)), returning)
+
+    def _run(self, text: str, params: Sequence[Any]) -> Any:
+        psycopg = _psycopg()
+        idle = self.raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        try:
+            return self.raw.execute(text, params)
+        except psycopg.OperationalError:
+            if not (idle and self.lost and self._reconnect is not None and _REPEATABLE.match(text)):
+                raise
+            logger.info("The connection was lost while idle; reconnecting to repeat a read")
+        self.raw = self._reconnect()
+        return self.raw.execute(text, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> PgCursor:
         text, _ = translate(sql)
@@ -166,7 +199,8 @@ class PostgresDatabase:
         self.path = Path(storage_dir) / "postgresql"
         self._lock = threading.RLock()
         self._depth = 0
-        self._conn = PostgresConnection(self._connect())
+        self.target = Target(url)
+        self._conn = PostgresConnection(self._connect(), self._connect)
         try:
             if not create and not self._has_schema():
                 raise StorageError(
@@ -188,10 +222,7 @@ class PostgresDatabase:
             return psycopg.connect(self.url, autocommit=True, row_factory=_row_factory,
                                    connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as error:
-            raise StorageError(
-                f"Cannot connect to the PostgreSQL server at {self.display}: {_first_line(error)}. "
-                "Check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs."
-            ) from None
+            raise connect_error(self.display, self.target, error) from None
 
     def _usable(self) -> PostgresConnection:
         """The connection, reopened if the server dropped it (a restart, a network cut)."""
@@ -199,16 +230,29 @@ class PostgresDatabase:
             if self._depth:
                 raise StorageError(f"The connection to {self.display} was lost inside a transaction; "
                                    "nothing of it was written. Try again.")
-            self._conn = PostgresConnection(self._connect())
+            self._conn = PostgresConnection(self._connect(), self._connect)
         return self._conn
 
     def _has_schema(self) -> bool:
         row = self._conn.raw.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
         return row is not None and row[0] is not None
 
+    def _current(self) -> bool:
+        """Whether the schema is already at this version: then opening writes nothing, so a
+        read-only server or a role allowed only to SELECT can still read memory."""
+        if not self._has_schema():
+            return False
+        row = self._conn.raw.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+        return row is not None and int(row[0]) == PG_SCHEMA_VERSION
+
     def _migrate(self) -> None:
         conn = self._conn
         with self._lock:
+            try:
+                if self._current():
+                    return
+            except BaseException as error:
+                raise self._translated(error) from error
             conn.raw.execute("BEGIN")
             try:
                 conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
@@ -252,23 +296,65 @@ class PostgresDatabase:
                     self._depth -= 1
                 return
             try:
-                conn.raw.execute("BEGIN")
-                conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+                conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                xid = conn.raw.execute("SELECT pg_current_xact_id()::text, pg_advisory_xact_lock(%s)",
+                                       (WRITE_LOCK_KEY,)).fetchone()[0]
             except BaseException as error:
                 self._rollback(conn)
                 raise self._translated(error) from error
             self._depth = 1
             try:
                 yield conn
-                conn.raw.execute("COMMIT")
             except BaseException as error:
                 self._rollback(conn)
                 raise self._translated(error) from error
             finally:
                 self._depth = 0
+            self._commit(conn, xid)
+
+    def _commit(self, conn: PostgresConnection, xid: str) -> None:
+        """COMMIT; if the connection is lost on the way, ask the server whether it committed.
+
+        A COMMIT whose answer never arrived may have been applied. Reporting "nothing was
+        written" then would make a caller's retry write twice, so the outcome is looked up on a
+        new connection by transaction id (`pg_xact_status`, which PostgreSQL provides for
+        exactly this) and the write counts as done if the server committed it."""
+        try:
+            conn.raw.execute("COMMIT")
+            return
+        except BaseException as error:
+            if not conn.lost:
+                self._rollback(conn)
+                raise self._translated(error) from error
+            lost = error
+        status = self._settled_status(xid)
+        if status == "committed":
+            logger.info("The connection to %s was lost during COMMIT; the server had committed it", self.display)
+            return
+        if status == "aborted":
+            raise StorageError(f"The connection to {self.display} was lost while committing ({_first_line(lost)}); "
+                               "the server rolled the write back, so nothing was written. Try again.") from lost
+        raise StorageError(f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and "
+                           "whether the server saved the write cannot be known now. Check (for example view the "
+                           "block or list the passages) before repeating it.") from lost
+
+    def _settled_status(self, xid: str) -> str | None:
+        """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if unknown."""
+        deadline = time.monotonic() + COMMIT_SETTLE_S
+        try:
+            self._conn = PostgresConnection(self._connect(), self._connect)
+            while True:
+                row = self._conn.raw.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                status = None if row is None else row[0]
+                if status != "in progress" or time.monotonic() > deadline:
+                    return status if status in ("committed", "aborted") else None
+                time.sleep(0.05)
+        except Exception as error:  # noqa: BLE001 - the server is unreachable: the outcome is unknown
+            logger.warning("Cannot ask %s whether a lost COMMIT was applied: %s", self.display, error)
+            return None
 
     def _rollback(self, conn: PostgresConnection) -> None:
-        if conn.raw.broken or conn.raw.closed:
+        if conn.lost:
             return
         try:
             conn.raw.execute("ROLLBACK")
@@ -296,6 +382,9 @@ class PostgresDatabase:
                 return ConfigurationError(f"A number sent to {self.display} is too large ({error}); "
                                           "nothing was written.")
             return error
+        condition = server_condition(self.display, error)
+        if condition is not None:
+            return condition
         errors = psycopg.errors
         if isinstance(error, (errors.NumericValueOutOfRange, errors.UntranslatableCharacter,
                               errors.CharacterNotInRepertoire)) or "NUL (0x00)" in str(error):

@@ -1,40 +1,49 @@
-"""Helpers for hostile-input and broken-environment tests: a database fingerprint, so that a
-refused call can be shown to have changed nothing, and the tests' hashing embedding."""
+"""Helpers for hostile-input and broken-environment tests: the tests' hashing embedding, a
+snapshot of a store (see memory_agent.testing.store_snapshot) so that a refused call can be shown
+to have changed nothing, on SQLite and on PostgreSQL alike, and the CLI's one-line errors."""
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "archival"))
 
 from archival_helpers import HashEmbedding
+from click.testing import CliRunner, Result
 
-__all__ = ["HashEmbedding", "database_state"]
+from memory_agent.cli import cli
+from memory_agent.store.backend import open_store
+from memory_agent.store.database import Database
+from memory_agent.testing.store_snapshot import Snapshot, store_snapshot
 
-
-def database_state(path: Path) -> str:
-    """A hash of every row of every table, read through a separate read-only connection."""
-    digest = hashlib.sha256()
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        for table in tables:
-            digest.update(table.encode())
-            for row in conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid' if _has_rowid(conn, table)
-                                    else f'SELECT * FROM "{table}"'):
-                digest.update(repr(row).encode("utf-8", "backslashreplace"))
-    finally:
-        conn.close()
-    return digest.hexdigest()
+__all__ = ["HashEmbedding", "cli_run", "observer", "one_line_error", "state_of"]
 
 
-def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
-    try:
-        conn.execute(f'SELECT rowid FROM "{table}" LIMIT 0')
-        return True
-    except sqlite3.OperationalError:
-        return False
+def observer(storage: Path, database_url: str | None = None) -> Database:
+    """A second, separate connection to the store of `storage` (the backend the test runs on,
+    from MEMORY_DATABASE_URL, unless a URL is given), to take snapshots through."""
+    return open_store(storage, database_url or os.environ.get("MEMORY_DATABASE_URL"))
+
+
+def state_of(storage: Path) -> Snapshot:
+    """Every row of the store of `storage`, read through a connection of its own."""
+    with observer(storage) as db:
+        return store_snapshot(db)
+
+
+def cli_run(*args: str) -> Result:
+    """The CLI run in-process; whatever happens, no exception and no traceback escape it."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=True)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output + result.stderr
+    return result
+
+
+def one_line_error(result: Result) -> str:
+    """The CLI's error line, checked to be the only line on stderr, with exit status 1."""
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]

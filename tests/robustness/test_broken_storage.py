@@ -17,29 +17,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from robustness_helpers import HashEmbedding, database_state
+from click.testing import Result
+from robustness_helpers import HashEmbedding, cli_run, one_line_error, state_of
 
 from memory_agent import MemoryManager, StorageError, health
 from memory_agent.archival import ArchivalMemory, VectorConfig
-from memory_agent.cli import cli
 from memory_agent.store import passage_fts
+from memory_agent.testing.store_snapshot import store_snapshot
 
 PAGE = 4096
 
 
 def run(storage: Path, *args: str) -> Result:
-    result = CliRunner().invoke(cli, ["--storage-dir", str(storage), *args], catch_exceptions=True)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output + result.stderr
-    return result
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
+    return cli_run("--storage-dir", str(storage), *args)
 
 
 def checks(result: Result) -> dict[str, dict[str, str]]:
@@ -63,8 +53,9 @@ def store(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store_with_model(tmp_path: Path) -> Path:
-    """The same passages written by the CLI, so with the default embedding model, as doctor uses."""
+def store_with_model(tmp_path: Path, backend: str) -> Path:
+    """The same passages written by the CLI, so with the default embedding model, as doctor uses
+    (on either backend: the vectors beside the store are the same kind)."""
     storage = tmp_path / "store"
     assert run(storage, "--agent", "ada", "init").exit_code == 0
     for text in PASSAGES:
@@ -99,6 +90,8 @@ def _checkpointed(storage: Path) -> Path:
     return storage / "memory.db"
 
 
+@pytest.mark.sqlite_only(reason="bytes written over the SQLite file itself; PostgreSQL keeps its files on the server "
+                         "(see test_broken_postgres.py for a server's failures)")
 @pytest.mark.parametrize("damage", [_truncate, _garbage_header, _garbage_middle])
 def test_a_damaged_database_is_named_reported_and_left_alone(store: Path, damage: Callable[[Path], None]) -> None:
     path = _checkpointed(store)
@@ -124,6 +117,8 @@ def test_a_damaged_database_is_named_reported_and_left_alone(store: Path, damage
     assert path.read_bytes() == damaged  # nothing was "repaired" into a fresh, empty store
 
 
+@pytest.mark.sqlite_only(reason="a SQLite file lost beside the embedded vectors; with PostgreSQL the storage dir "
+                         "holds no database to lose")
 @pytest.mark.parametrize("loss", ["empty", "missing"])
 def test_a_lost_database_beside_vectors_is_not_a_new_store(store: Path, loss: str) -> None:
     path = store / "memory.db"
@@ -152,6 +147,7 @@ def test_a_lost_database_beside_vectors_is_not_a_new_store(store: Path, loss: st
     assert run(store, "--agent", "bea", "init").exit_code == 0
 
 
+@pytest.mark.sqlite_only(reason="what SQLite makes of an empty file")
 def test_a_zero_byte_database_alone_is_a_new_store(tmp_path: Path) -> None:
     """Without vectors beside it, an empty file is what SQLite makes of a store being created."""
     (tmp_path / "store").mkdir()
@@ -178,11 +174,13 @@ def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+@pytest.mark.sqlite_only(reason="a read-only file system under the SQLite file; PostgreSQL's read-only server "
+                         "and role are in test_broken_postgres.py")
 def test_a_read_only_storage_dir_is_named(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "ro", "4m") as mount:
         storage = mount / "store"
         assert run(storage, "--agent", "ada", "init").exit_code == 0
-        before = database_state(storage / "memory.db")
+        before = state_of(storage)
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
         reading = run(storage, "blocks", "list")  # SQLite may read a WAL database on a read-only mount
         assert reading.exit_code == 0 or "read-only" in one_line_error(reading)
@@ -192,13 +190,15 @@ def test_a_read_only_storage_dir_is_named(tmp_path: Path) -> None:
         assert report.exit_code == 1
         assert any(c["status"] == "fail" and "read-only" in c["detail"] for c in checks(report).values())
         subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
-        assert database_state(storage / "memory.db") == before
+        assert state_of(storage) == before
 
 
+@pytest.mark.sqlite_only(reason="the SQLite file on a full tmpfs; PostgreSQL's full disk (a tablespace on a "
+                         "full tmpfs) is in test_broken_postgres.py")
 def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "full", "3m") as mount, MemoryManager(mount / "store", agent_id="ada") as memory:
         memory.create_block("big", "", limit=10**7)
-        before = database_state(memory.db.path)
+        before = store_snapshot(memory.db)
         filler = mount / "filler"
         with contextlib.suppress(OSError), filler.open("wb") as handle:
             while True:
@@ -206,16 +206,17 @@ def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(tmp_path: Pa
                 handle.flush()
         with pytest.raises(StorageError, match="disk full"):
             memory.update_block("big", value="y" * 500_000)
-        assert database_state(memory.db.path) == before
+        assert store_snapshot(memory.db) == before
         filler.unlink()
         assert memory.update_block("big", value="y" * 500_000).version == 2
 
 
+@pytest.mark.sqlite_only(reason="SQLITE_FULL through PRAGMA max_page_count, a SQLite setting")
 def test_sqlite_full_is_disk_full_too(tmp_path: Path) -> None:
     """The same on any machine: SQLITE_FULL simulated with PRAGMA max_page_count."""
     with MemoryManager(tmp_path / "store", agent_id="ada") as memory:
         memory.create_block("big", "", limit=10**7)
-        before = database_state(memory.db.path)
+        before = store_snapshot(memory.db)
         with memory.db.reading() as conn:
             pages = conn.execute("PRAGMA page_count").fetchone()[0]
             conn.execute(f"PRAGMA max_page_count = {pages + 2}")
@@ -223,7 +224,7 @@ def test_sqlite_full_is_disk_full_too(tmp_path: Path) -> None:
             memory.update_block("big", value="y" * 200_000)
         outcome = memory.execute_tool("core_memory_append", {"label": "big", "content": "z" * 200_000})
         assert outcome.is_error and "disk full" in outcome.text
-        assert database_state(memory.db.path) == before
+        assert store_snapshot(memory.db) == before
         with memory.db.reading() as conn:
             conn.execute("PRAGMA max_page_count = 1073741823")
         assert memory.update_block("big", value="y" * 200_000).version == 2
@@ -261,6 +262,8 @@ def test_a_damaged_chroma_is_reported_searched_around_and_rebuilt(store_with_mod
     assert hits and not any(hit["degraded"] for hit in hits) and hits[0]["vector_rank"] == 1
 
 
+@pytest.mark.sqlite_only(reason="FTS5 tables kept by the store can drift; PostgreSQL's tsvector columns are "
+                         "generated by the database itself")
 def test_a_drifted_full_text_index_is_rebuilt(store: Path) -> None:
     with MemoryManager(store, agent_id="ada") as memory, memory.db.transaction() as conn:
         table = passage_fts.ensure_agent_index(conn, "ada")
@@ -271,6 +274,9 @@ def test_a_drifted_full_text_index_is_rebuilt(store: Path) -> None:
     assert run(store, "doctor").exit_code == 0
 
 
+@pytest.mark.sqlite_only(reason="the damage is to Chroma's HNSW files, the same beside either database; the "
+                         "PostgreSQL side of a damaged vector store is the damaged-Chroma test above, and 3,000 "
+                         "inserts on both backends would cost the default suite seconds for nothing new")
 def test_a_damaged_hnsw_segment_is_found_and_rebuilt_with_the_managers_embedding(tmp_path: Path) -> None:
     """The state one kill -9 left behind in an earlier campaign: Chroma's HNSW files unreadable."""
     with MemoryManager(tmp_path / "store", agent_id="ada", embedding_function=HashEmbedding()) as memory:

@@ -4,8 +4,9 @@ Hypothesis drives the four doors (the model's tools, the Python API, the CLI, im
 arbitrary JSON-like values and text, lone surrogates and integers past 64 bits included. Every
 call must end in a result or one of memory-agent's own errors (a tool error result, a
 `MemoryAgentError`, one line and a non-zero exit), and after every refusal the database must
-hold exactly what it held before. The default suite runs a few dozen examples per door; the
-slow-marked variants run many more.
+hold exactly what it held before: every row of every table, read through a connection of its
+own, on SQLite and on PostgreSQL (the `backend` fixture). The default suite runs a hundred
+examples per door; the slow-marked variants run many more.
 """
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import OtherEnviron, backend_environ
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robustness_helpers import HashEmbedding, database_state
+from robustness_helpers import HashEmbedding, observer
 
-from memory_agent import MemoryAgentError, MemoryManager, Settings
+from memory_agent import MemoryAgentError, MemoryManager, Settings, StorageError
 from memory_agent.cli import cli
 from memory_agent.portability import export_memory, import_file
+from memory_agent.store.backend import open_store
+from memory_agent.store.database import Database
+from memory_agent.testing.store_snapshot import Snapshot, store_snapshot
 from memory_agent.tools import ALL_TOOLS
 
 FAST, SLOW = 100, 1500
@@ -57,14 +62,21 @@ def _check(strategy: st.SearchStrategy[Any], examples: int, body: Callable[[Any]
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Iterator[MemoryManager]:
-    settings_ = Settings(persist_directory=tmp_path / "store")
+def memory(tmp_path: Path, backend: str) -> Iterator[MemoryManager]:
+    settings_ = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
     manager = MemoryManager(agent_id="ada", settings=settings_, embedding_function=HashEmbedding())
     manager.create_block("notes", "one\ntwo\nthree")
     manager.archival_memory_insert("The tide tables for May", tags=["sea"])
     manager.store_message("user", "hello there")
     yield manager
     manager.close()
+
+
+@pytest.fixture
+def witness(memory: MemoryManager) -> Iterator[Database]:
+    """The memory's store through a connection of its own: what every refusal is checked against."""
+    with observer(memory.storage_dir) as db:
+        yield db
 
 
 # ----- the model's tools ----------------------------------------------------------------------
@@ -82,19 +94,19 @@ def _tool_calls(memory: MemoryManager) -> st.SearchStrategy[tuple[Any, Any]]:
 
 
 @pytest.mark.parametrize("examples", EXAMPLES)
-def test_the_tool_path_answers_everything_and_refusals_change_nothing(memory: MemoryManager,
+def test_the_tool_path_answers_everything_and_refusals_change_nothing(memory: MemoryManager, witness: Database,
                                                                       examples: int) -> None:
     refused = []
 
     def call(case: tuple[Any, Any]) -> None:
         name, arguments = case
-        before = database_state(memory.db.path)
+        before = store_snapshot(witness)
         outcome = memory.execute_tool(name, arguments)
         assert isinstance(outcome.text, str) and outcome.text
         assert "failed unexpectedly" not in outcome.text, outcome.text
         if outcome.is_error:
             refused.append(name)
-            assert database_state(memory.db.path) == before, (name, arguments, outcome.text)
+            assert store_snapshot(witness) == before, (name, arguments, outcome.text)
 
     _check(_tool_calls(memory), examples, call)
     assert refused, "no call was refused: the strategy no longer reaches the checks"
@@ -126,31 +138,45 @@ API_ARGUMENTS = st.one_of(JSONISH, st.sampled_from(["notes", "human", "persona"]
 
 
 @pytest.mark.parametrize("examples", EXAMPLES)
-def test_the_python_api_raises_only_our_errors_and_refusals_change_nothing(memory: MemoryManager,
+def test_the_python_api_raises_only_our_errors_and_refusals_change_nothing(memory: MemoryManager, witness: Database,
                                                                            examples: int) -> None:
     refused = []
 
     def call(case: tuple[str, Any, Any, Any]) -> None:
         name, *arguments = case
-        before = database_state(memory.db.path)
+        before = store_snapshot(witness)
         try:
             API_CALLS[name](memory, *arguments)
         except MemoryAgentError:
             refused.append(name)
-            assert database_state(memory.db.path) == before, (name, arguments)
+            assert store_snapshot(witness) == before, (name, arguments)
 
     _check(st.tuples(st.sampled_from(sorted(API_CALLS)), API_ARGUMENTS, API_ARGUMENTS, API_ARGUMENTS),
            examples, call)
     assert refused, "no call was refused: the strategy no longer reaches the checks"
 
 
-def test_ensure_agent_none_inserts_nothing(memory: MemoryManager) -> None:
-    before = database_state(memory.db.path)
+def test_ensure_agent_none_inserts_nothing(memory: MemoryManager, witness: Database) -> None:
+    before = store_snapshot(witness)
     for bad in (None, "", "   ", 3):
         with pytest.raises(MemoryAgentError):
             memory.ensure_agent(bad)  # type: ignore[arg-type]
-    assert database_state(memory.db.path) == before
+    assert store_snapshot(witness) == before
     assert memory.list_agents() == ["ada"]
+
+
+def test_a_text_of_megabytes_is_stored_and_found_by_its_words(memory: MemoryManager) -> None:
+    """A large tool result of varied words (a listing, a log) is stored on both backends: on
+    PostgreSQL its keyword vector would pass the 1 MB tsvector limit, which must not refuse the row."""
+    words = [f"{n:x}zq{n * 7919 % 100_003:x}" for n in range(90_000)]  # 1.1 MB, every word distinct: 1.6 MB of vector
+    text = " ".join(words)
+    message_id = memory.store_message("tool", text).message_id
+    passage_id = memory.archival_memory_insert(text)
+    assert memory.get_message(message_id).text == text
+    assert any(m.message_id == message_id for m in memory.search_messages(words[10], limit=5))
+    assert any(hit.passage_id == passage_id for hit in memory.archival_memory_search(words[10], mode="keyword"))
+    stop_words = memory.store_message("user", "it is the one").message_id  # a query of stop words only ...
+    assert [m.message_id for m in memory.search_messages("it is the", limit=5)] == [stop_words]  # ... scans every text
 
 
 # ----- the command line -----------------------------------------------------------------------
@@ -164,7 +190,8 @@ COMMANDS = st.sampled_from([
 
 
 @pytest.mark.parametrize("examples", EXAMPLES)
-def test_the_cli_prints_one_line_and_refusals_change_nothing(memory: MemoryManager, examples: int) -> None:
+def test_the_cli_prints_one_line_and_refusals_change_nothing(memory: MemoryManager, witness: Database,
+                                                              examples: int) -> None:
     storage = memory.storage_dir
     memory.close()
     runner = CliRunner()
@@ -174,7 +201,7 @@ def test_the_cli_prints_one_line_and_refusals_change_nothing(memory: MemoryManag
     def call(case: tuple[list[str], list[str]]) -> None:
         command, words = case
         arguments = ["--storage-dir", str(storage), "--agent", "ada", *command, *words]
-        before = database_state(storage / "memory.db")
+        before = store_snapshot(witness)
         result = runner.invoke(cli, arguments, env=env, catch_exceptions=True)
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             arguments, repr(result.exception))
@@ -182,7 +209,7 @@ def test_the_cli_prints_one_line_and_refusals_change_nothing(memory: MemoryManag
         if result.exit_code != 0:
             refused.append(arguments)
             assert result.stderr.strip(), arguments
-            assert database_state(storage / "memory.db") == before, (arguments, result.stderr)
+            assert store_snapshot(witness) == before, (arguments, result.stderr)
 
     # 'recall' and 'remember' embed with the default model: keep them to words only when refused.
     safe = COMMANDS.filter(lambda c: c[0] not in {"recall", "remember"})
@@ -190,13 +217,14 @@ def test_the_cli_prints_one_line_and_refusals_change_nothing(memory: MemoryManag
     assert refused, "no command was refused: the strategy no longer reaches the checks"
 
 
-def test_cli_refuses_non_utf8_arguments_binary_files_and_huge_limits(memory: MemoryManager, tmp_path: Path) -> None:
+def test_cli_refuses_non_utf8_arguments_binary_files_and_huge_limits(memory: MemoryManager, witness: Database,
+                                                                      tmp_path: Path) -> None:
     storage = memory.storage_dir
     memory.close()
     binary = tmp_path / "binary.bin"
     binary.write_bytes(bytes(range(256)))
     runner = CliRunner()
-    before = database_state(storage / "memory.db")
+    before = store_snapshot(witness)
     for arguments, expected in [
         (["remember", "\udcff\udcfe"], "not valid UTF-8"),
         (["blocks", "set", "human", "--file", str(binary)], "not UTF-8 text"),
@@ -207,7 +235,7 @@ def test_cli_refuses_non_utf8_arguments_binary_files_and_huge_limits(memory: Mem
         assert result.exit_code == 1, (arguments, result.output)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: ") and expected in lines[0], result.stderr
-    assert database_state(storage / "memory.db") == before
+    assert store_snapshot(witness) == before
 
 
 # ----- import ---------------------------------------------------------------------------------
@@ -236,12 +264,13 @@ def _replaced(document: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 
 @pytest.mark.parametrize("examples", EXAMPLES)
-def test_import_refuses_broken_files_whole(memory: MemoryManager, tmp_path: Path, examples: int) -> None:
+def test_import_refuses_broken_files_whole(memory: MemoryManager, tmp_path: Path, examples: int,
+                                           other_store_environ: OtherEnviron) -> None:
     memory.update_block("notes", value="## [PERSONA] not a header")
     document = export_memory(memory)
     paths = _paths(document)
     target = tmp_path / "target"
-    settings_ = Settings(persist_directory=target)
+    settings_ = _target_settings(target, other_store_environ)
     counter = iter(range(10**9))
     refused: list[tuple[Any, ...]] = []
     jsonable = st.recursive(st.one_of(st.none(), st.booleans(), INTS, st.floats(allow_nan=False), TEXT),
@@ -253,14 +282,13 @@ def test_import_refuses_broken_files_whole(memory: MemoryManager, tmp_path: Path
         mutated = _replaced(document, path, value)
         source = tmp_path / f"mutated-{next(counter)}.json"
         source.write_text(json.dumps(mutated, ensure_ascii=True), encoding="ascii")
-        before = database_state(target / "memory.db") if (target / "memory.db").exists() else None
+        before = _state(settings_)
         try:
             import_file(source, target, agent_id=f"imported-{next(counter)}", settings=settings_,
                         embedding_function=HashEmbedding())
         except MemoryAgentError:
             refused.append(path)
-            after = database_state(target / "memory.db") if (target / "memory.db").exists() else None
-            assert after == before, (path, value)
+            assert _state(settings_) == before, (path, value)
 
     _check(st.tuples(st.sampled_from(paths), jsonable), examples, call)
     assert refused, "no import was refused: the strategy no longer reaches the checks"
@@ -277,15 +305,16 @@ def test_import_refuses_broken_files_whole(memory: MemoryManager, tmp_path: Path
     (lambda d: d["summaries"].append({**_summary(d), "last_message_id": 987654}), "does not hold"),
 ])
 def test_import_names_each_listed_defect(memory: MemoryManager, tmp_path: Path, change: Callable[[Any], None],
-                                         message: str) -> None:
+                                         message: str, other_store_environ: OtherEnviron) -> None:
     document = export_memory(memory)
     change(document)
     source = tmp_path / "bad.json"
     source.write_text(json.dumps(document), encoding="utf-8")
+    settings_ = _target_settings(tmp_path / "target", other_store_environ)
     with pytest.raises(MemoryAgentError, match=message):
-        import_file(source, tmp_path / "target", agent_id="copy", settings=Settings(persist_directory=tmp_path),
+        import_file(source, tmp_path / "target", agent_id="copy", settings=settings_,
                     embedding_function=HashEmbedding())
-    assert not (tmp_path / "target" / "memory.db").exists() or "copy" not in _agents(tmp_path / "target")
+    assert _state(settings_) is None or "copy" not in _agents(settings_)
 
 
 def _summary(document: dict[str, Any]) -> dict[str, Any]:
@@ -295,8 +324,28 @@ def _summary(document: dict[str, Any]) -> dict[str, Any]:
             "is_fallback": False, "created_at": first["created_at"]}
 
 
-def _agents(storage: Path) -> list[str]:
-    with MemoryManager(storage, agent_id="probe") as probe:
+def _target_settings(target: Path, other_store_environ: OtherEnviron) -> Settings:
+    """Settings for an import's target store: another storage dir, and on PostgreSQL another database."""
+    return Settings.from_env(other_store_environ(backend_environ({"PERSIST_DIRECTORY": str(target)})),
+                             env_file=None)
+
+
+def _state(target: Settings) -> Snapshot | None:
+    """The target store's rows, or None while there is no store there (an import refused before
+    any succeeded must not have created one: no SQLite file, no schema in the database)."""
+    path = target.persist_directory / "memory.db"
+    if target.database_url is None and not path.exists():
+        return None
+    try:
+        db = open_store(target.persist_directory, target.database_url, create=False)
+    except StorageError:  # PostgreSQL: a database without memory-agent's schema
+        return None
+    with db:
+        return store_snapshot(db)
+
+
+def _agents(target: Settings) -> list[str]:
+    with MemoryManager(agent_id="probe", settings=target) as probe:
         return probe.list_agents()
 
 
