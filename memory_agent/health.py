@@ -149,7 +149,7 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
                       f"({type(error).__name__}: {_first_line(error)}); {rebuild}")]
     agree = vectors == counts["indexed"] and not counts["pending"]
     found = Check("vectors vs passages", "ok" if agree else "warn",
-                  f"{passages} passages in SQLite ({counts['pending']} waiting for vectors), "
+                  f"{passages} passages in the database ({counts['pending']} waiting for vectors), "
                   f"{vectors} vectors at {where}")
     report = archival.reconcile(None, progress, full=full)
     done = (f"wrote {report.embedded} vectors ({report.missing_vectors} had gone missing), removed "
