@@ -110,9 +110,9 @@ def _build_pg_version(url: str, version: int) -> None:
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old-agent', %s)", (now,))
         conn.execute("INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, updated_at)"
                      " VALUES ('block-1', 'human', 'Ada from an older schema', 5000, 'old-agent', %s, %s)", (now, now))
-        conn.execute("INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id, action,"
-                     " created_at) VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', %s)",
-                     (now,))
+        conn.execute("INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id,"
+                     " action, created_at)"
+                     " VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', %s)", (now,))
         conn.execute("INSERT INTO agent_blocks (agent_id, block_id, label, attached_at)"
                      " VALUES ('old-agent', 'block-1', 'human', %s)", (now,))
         conn.execute("INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
