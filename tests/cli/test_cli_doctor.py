@@ -187,19 +187,24 @@ def test_stale_vectors_and_broken_cross_row_rules_fail_and_are_repaired(postgres
 
 
 @pytest.mark.postgres
-def test_rows_written_past_the_foreign_keys_are_named_and_left(postgres: str, initialised: Run,
+def test_rows_pointing_nowhere_are_named_and_left(postgres: str, initialised: Run,
                                                               open_store: Open) -> None:
     _some_memory(open_store)
     with psycopg.connect(postgres, autocommit=True) as conn:  # a restore that bypassed the keys
         conn.execute("SET session_replication_role = replica")
         conn.execute("INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
                      " VALUES ('nobody', 'user', 'user', '\"x\"', 'orphan', '2024-01-01')")
+        conn.execute("SET session_replication_role = DEFAULT")
+        conn.execute("INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, created_at)"
+                     " VALUES ('ada', 'covers nothing of ada''s', 1, 999999, '2024-01-01')")
     broken = initialised("--json", "doctor", "--repair")
     assert broken.exit_code == 1
-    assert _checks(broken)["foreign keys"] == "fail"
-    detail = _details(broken)["foreign keys"]
-    assert "1 row(s) of messages reference missing agents (messages_agent_id_fkey)" in detail
-    assert "--repair leaves them" in detail
+    checks, details = _checks(broken), _details(broken)
+    assert checks["foreign keys"] == "fail" and checks["references"] == "fail"
+    assert "1 row(s) of messages reference missing agents (messages_agent_id_fkey)" in details["foreign keys"]
+    assert "--repair leaves them" in details["foreign keys"]
+    assert "1 summaries covering messages that are not their agent's" in details["references"]
+    assert "a summary's message range it leaves" in details["references"]
 
 
 @pytest.mark.postgres
