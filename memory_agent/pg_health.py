@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import StorageError
-from .health import Check
+from .health import Check, first_line
 from .store.pg_fulltext import TEXT_SEARCH_CONFIG
 from .store.pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 from .store.postgres import PostgresDatabase, redacted_url
@@ -86,7 +86,7 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
             row = conn.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone() \
                 if found and found[0] is not None else None
     except psycopg.Error as error:
-        return [Check("postgresql server", "fail", f"cannot reach {where}: {_first_line(error)}; --repair cannot "
+        return [Check("postgresql server", "fail", f"cannot reach {where}: {first_line(error)}; --repair cannot "
                       "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs")], None
     server = Check("postgresql server", "ok", f"PostgreSQL {version} at {where}")
     if row is None or row[0] is None:
@@ -151,7 +151,7 @@ def examine(db: PostgresDatabase, *, repair: bool = False, full: bool = False) -
     except StorageError as error:  # no right to create a schema here: check what is there
         reference = _live(db)
         unbuilt = [Check("schema reference", "warn", f"cannot build the schema the migrations define to compare "
-                         f"with ({_first_line(error)}); the indexes found are checked, missing ones cannot be seen")]
+                         f"with ({first_line(error)}); the indexes found are checked, missing ones cannot be seen")]
     found = check_database(db, reference, full=full)
     if not repair or all(check.ok for check in found):
         return unbuilt + found
@@ -205,7 +205,7 @@ def check_btrees(db: PostgresDatabase, reference: Reference, *, full: bool = Fal
                 conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
         except psycopg.Error as error:
             return Check("b-tree indexes (amcheck)", "warn", f"not checked: amcheck cannot be used here "
-                         f"({_first_line(error)}); a superuser can run CREATE EXTENSION amcheck in this database")
+                         f"({first_line(error)}); a superuser can run CREATE EXTENSION amcheck in this database")
         indexes = [row[0] for row in conn.execute(
             "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
             " JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'btree' AND i.indisvalid"
@@ -217,10 +217,10 @@ def check_btrees(db: PostgresDatabase, reference: Reference, *, full: bool = Fal
                 with conn.transaction():
                     conn.execute(f"SELECT {function}(%s::regclass, true)", (index,))
             except psycopg.errors.InsufficientPrivilege as error:
-                return Check("b-tree indexes (amcheck)", "warn", f"not checked: {_first_line(error)}; a superuser "
+                return Check("b-tree indexes (amcheck)", "warn", f"not checked: {first_line(error)}; a superuser "
                              f"can GRANT EXECUTE ON FUNCTION {function}(regclass, boolean) to this user")
             except psycopg.Error as error:
-                failed.append(f"{index} ({_first_line(error)})")
+                failed.append(f"{index} ({first_line(error)})")
     if failed:
         return Check("b-tree indexes (amcheck)", "fail", "; ".join(failed[:3]) + "; --repair rebuilds the "
                      "indexes of their tables (REINDEX TABLE)")
@@ -398,7 +398,3 @@ def _repair_references(conn: Any) -> str:
 
 def _count(conn: Any, query: str) -> int:
     return int(conn.execute(query).fetchone()[0])
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
