@@ -81,14 +81,14 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
     where = redacted_url(url)
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            version = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+            version = conn.execute("SHOW server_version").fetchone()
             found = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
             row = conn.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone() \
                 if found and found[0] is not None else None
     except psycopg.Error as error:
         return [Check("postgresql server", "fail", f"cannot reach {where}: {first_line(error)}; --repair cannot "
                       "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs")], None
-    server = Check("postgresql server", "ok", f"PostgreSQL {version} at {where}")
+    server = Check("postgresql server", "ok", f"PostgreSQL {version[0] if version else '(version unknown)'} at {where}")
     if row is None or row[0] is None:
         return [server], None
     return [server, _schema_check(int(row[0]))], int(row[0])
