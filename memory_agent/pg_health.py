@@ -58,7 +58,7 @@ SAMPLE_ROWS = 200
 """Rows whose words and vectors the quick full-text checks sample (newest half, random half)."""
 TERMS_PER_QUERY = 200
 REFERENCE_SCHEMA = "memory_agent_doctor_reference"
-_ON_SCHEMA = re.compile(r" ON (?:ONLY )?\S+?\.")
+_ON_SCHEMA = re.compile(r" ON \S+?\.")
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,19 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
 
     where = redacted_url(url)
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as error:
+        return [Check("postgresql server", "fail", f"cannot reach {where}: {first_line(error)}; --repair cannot "
+                      "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs")], None
+    try:
+        with conn:
             version = conn.execute("SHOW server_version").fetchone()
             found = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
             row = conn.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone() \
                 if found and found[0] is not None else None
     except psycopg.Error as error:
-        return [Check("postgresql server", "fail", f"cannot reach {where}: {first_line(error)}; --repair cannot "
-                      "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs")], None
+        return [Check("postgresql server", "fail", f"{where} answers but its schema version cannot be read "
+                      f"({first_line(error)}); --repair cannot help: the user needs to read {VERSION_TABLE}")], None
     server = Check("postgresql server", "ok", f"PostgreSQL {version[0] if version else '(version unknown)'} at {where}")
     if row is None or row[0] is None:
         return [server], None
