@@ -33,6 +33,7 @@ __all__ = [
     "check_archival",
     "check_fts",
     "check_sqlite",
+    "first_line",
     "is_orphaned",
     "rebuild_fts",
 ]
@@ -146,19 +147,20 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
         vectors = sum(store.count(agent_id) for agent_id in agents | store.agents())
     except Exception as error:  # any failure to open or count the store is the finding
         return [Check("vector store", "fail", f"cannot read the vectors at {where} "
-                      f"({type(error).__name__}: {_first_line(error)}); {rebuild}")]
+                      f"({type(error).__name__}: {first_line(error)}); {rebuild}")]
     agree = vectors == counts["indexed"] and not counts["pending"]
     found = Check("vectors vs passages", "ok" if agree else "warn",
-                  f"{passages} passages in SQLite ({counts['pending']} waiting for vectors), "
+                  f"{passages} passages in the database ({counts['pending']} waiting for vectors), "
                   f"{vectors} vectors at {where}")
     report = archival.reconcile(None, progress, full=full)
     done = (f"wrote {report.embedded} vectors ({report.missing_vectors} had gone missing), removed "
             f"{report.removed_vectors} orphan vectors, {report.still_pending} passages still pending")
     if report.errors:
-        done += "; errors: " + "; ".join(_first_line(e) for e in report.errors[:3]) + f"; {rebuild}"
+        done += "; errors: " + "; ".join(first_line(e) for e in report.errors[:3]) + f"; {rebuild}"
     return [found, Check("archival reconcile", "ok" if report.ok else "fail", done)]
 
 
-def _first_line(error: object) -> str:
+def first_line(error: object) -> str:
+    """The first line of an error's message, at most 300 characters (one line of a report)."""
     text = str(error).strip()
     return (text.splitlines() or [""])[0][:300]

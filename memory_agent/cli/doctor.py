@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import admin, health
+from .. import admin, health, pg_health
 from ..archival import ArchivalMemory, VectorConfig
 from ..archival.rebuild import move_aside, rebuild_vectors
 from ..archival.reconcile import Progress as ProgressCallback
+from ..settings import Settings
 from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
+from ..store.pg_schema import PG_SCHEMA_VERSION
+from ..store.postgres import PostgresDatabase
 from .app import load_settings, shared_options, state
 from .output import console, emit, make_table, say
 
@@ -25,21 +29,21 @@ _MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 @click.command()
 @shared_options
 @click.option("--repair", is_flag=True,
-              help="Rebuild what SQLite is the truth for: failing full-text indexes, and a damaged vector "
-                   "store (moved aside to a backup, every passage re-embedded).")
-@click.option("--full", is_flag=True, help="Compare every vector id with SQLite, not only the counts.")
+              help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL also "
+                   "missing or drifted indexes, stale tsvectors, tag rows), and a damaged vector store (moved "
+                   "aside to a backup, every passage re-embedded).")
+@click.option("--full", is_flag=True,
+              help="Compare every vector id with the database, not only the counts; on PostgreSQL check every "
+                   "row's full-text vector and words, and run amcheck's parent check (it blocks writes meanwhile).")
 def doctor(repair: bool, full: bool) -> None:
-    """Check the storage dir: SQLite, full-text indexes, and the vector store (reconciled).
+    """Check the storage dir: SQLite or the PostgreSQL server, indexes, and the vector store (reconciled).
 
     Every failed check says what --repair will do. Exits with status 1 when a check fails.
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
     if settings.database_url:
-        # A PostgreSQL server keeps its own files consistent: only the vector store is checked.
-        with admin.open_database(directory, database_url=settings.database_url) as db:
-            checks = _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full) \
-                if admin.list_agent_info(db) else []
+        checks = _postgres_checks(directory, settings, repair, full)
         _report(directory, checks)
         if not all(check.ok for check in checks):
             click.get_current_context().exit(1)
@@ -58,6 +62,23 @@ def doctor(repair: bool, full: bool) -> None:
     _report(directory, checks)
     if not all(check.ok for check in checks):
         click.get_current_context().exit(1)
+
+
+def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bool) -> list[health.Check]:
+    """The server, its schema, indexes and references (see `pg_health`), then the vector store."""
+    url = str(settings.database_url)
+    checks, version = pg_health.check_server(url)
+    migratable = repair and version is not None and version < PG_SCHEMA_VERSION
+    if not all(check.ok for check in checks) and not migratable:
+        return checks  # unreachable, or a schema this release must not touch or has not migrated
+    with admin.open_database(directory, database_url=url) as db:  # migrates an older schema forward
+        store = cast(PostgresDatabase, db)
+        if version is not None and version < PG_SCHEMA_VERSION:
+            checks[-1] = health.Check("schema version", "ok", f"migrated from version {version} to {PG_SCHEMA_VERSION}")
+        checks += pg_health.examine(store, repair=repair, full=full)
+        if admin.list_agent_info(db):
+            checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
+    return checks
 
 
 def _start_empty_database(path: Path) -> None:

@@ -268,7 +268,7 @@ class PostgresDatabase:
                         migration(cursor)
                 if row is None:
                     conn.raw.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (PG_SCHEMA_VERSION,))
-                else:
+                elif current < PG_SCHEMA_VERSION:  # a current schema is left as it is: opening writes nothing
                     conn.raw.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (PG_SCHEMA_VERSION,))
                 conn.raw.execute("COMMIT")
             except BaseException as error:

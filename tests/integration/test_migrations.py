@@ -1,14 +1,23 @@
-"""A database created by schema version 1 migrates forward with its data intact."""
+"""Schema migrations on both backends: a database of an older version migrates forward with its
+data intact, a newer one is refused, a current one is left alone, and a fresh one is created once
+however many processes open it at the same time. (That shipped migrations are never edited is
+pinned in tests/unit/test_shipped_migrations.py.)"""
 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memory_agent import MemoryManager, StorageError
 from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version
+from memory_agent.store.pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+from memory_agent.store.postgres import PostgresDatabase
 
 
 def _build_version_1(path: Path) -> None:
@@ -41,6 +50,8 @@ def _build_version_1(path: Path) -> None:
     conn.close()
 
 
+@pytest.mark.sqlite_only(reason="SQLite's own migration list (PRAGMA user_version, FTS5 steps); "
+                                "PostgreSQL's list is tested below")
 def test_version_1_database_migrates_forward_with_data(tmp_path: Path) -> None:
     assert SCHEMA_VERSION > 1
     _build_version_1(tmp_path / "memory.db")
@@ -55,8 +66,130 @@ def test_version_1_database_migrates_forward_with_data(tmp_path: Path) -> None:
             assert conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
 
 
+@pytest.mark.sqlite_only(reason="PRAGMA user_version is SQLite's; PostgreSQL's version table is tested below")
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StorageError, match="newer"):
         MemoryManager(storage_dir=tmp_path, agent_id="x")
+
+
+# ----- PostgreSQL (memory_agent/store/pg_schema.py) --------------------------------------------
+
+DDL_LOG = """
+CREATE SCHEMA ddl_audit;
+CREATE TABLE ddl_audit.log (tag TEXT, object TEXT, at TIMESTAMPTZ DEFAULT clock_timestamp());
+CREATE FUNCTION ddl_audit.record() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ddl_audit.log (tag, object) SELECT command_tag, object_identity FROM pg_event_trigger_ddl_commands();
+END $$;
+CREATE EVENT TRIGGER ddl_audit_end ON ddl_command_end EXECUTE FUNCTION ddl_audit.record();
+"""
+"""Every DDL command the server runs in the database is logged (an event trigger; superuser)."""
+
+
+def _sql(url: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = conn.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _ddl(url: str) -> list[tuple[object, ...]]:
+    return _sql(url, "SELECT tag, object FROM ddl_audit.log ORDER BY at")
+
+
+def _build_pg_version(url: str, version: int) -> None:
+    """A database as the first `version` shipped PostgreSQL migrations left it, with rows in it."""
+    now = "2024-01-01T00:00:00.000000+00:00"
+    with psycopg.connect(url) as conn:
+        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
+        for migration in PG_MIGRATIONS[:version]:
+            with conn.cursor() as cursor:
+                migration(cursor)
+        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (version,))
+        conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old-agent', %s)", (now,))
+        conn.execute("INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, updated_at)"
+                     " VALUES ('block-1', 'human', 'Ada from an older schema', 5000, 'old-agent', %s, %s)", (now, now))
+        conn.execute("INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id,"
+                     " action, created_at)"
+                     " VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', %s)", (now,))
+        conn.execute("INSERT INTO agent_blocks (agent_id, block_id, label, attached_at)"
+                     " VALUES ('old-agent', 'block-1', 'human', %s)", (now,))
+        conn.execute("INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
+                     " VALUES ('old-agent', 'user', 'user', '\"hello from before\"', 'hello from before', %s)", (now,))
+
+
+@pytest.mark.postgres
+def test_a_fresh_postgres_database_gets_the_current_schema(postgres_url: str, tmp_path: Path) -> None:
+    with PostgresDatabase(postgres_url, tmp_path) as db:
+        assert db.schema_version() == PG_SCHEMA_VERSION
+    assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION,)]
+    assert _sql(postgres_url, "SELECT to_regclass('passages') IS NOT NULL") == [(True,)]
+
+
+@pytest.mark.postgres
+def test_reopening_a_current_postgres_database_runs_and_writes_nothing(postgres_url: str, tmp_path: Path) -> None:
+    PostgresDatabase(postgres_url, tmp_path).close()
+    _sql(postgres_url, DDL_LOG)
+    version_row = _sql(postgres_url, f"SELECT xmin::text, version FROM {VERSION_TABLE}")
+    with MemoryManager(tmp_path, agent_id="a", database_url=postgres_url) as memory:
+        memory.core_memory_append("human", "Ada")
+    PostgresDatabase(postgres_url, tmp_path).close()
+    assert _ddl(postgres_url) == []
+    assert _sql(postgres_url, f"SELECT xmin::text, version FROM {VERSION_TABLE}") == version_row
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("version", range(1, PG_SCHEMA_VERSION + 1))
+def test_an_older_postgres_schema_migrates_forward_with_data(postgres_url: str, tmp_path: Path, version: int) -> None:
+    """From every shipped version, the oldest first. (With one shipped PostgreSQL migration the
+    only version is the current one, so this then shows that a schema built by the shipped step
+    itself, not by the store, is taken as it is; each new migration adds its starting point.)"""
+    _build_pg_version(postgres_url, version)
+    _sql(postgres_url, DDL_LOG)
+    with MemoryManager(tmp_path, agent_id="old-agent", database_url=postgres_url) as memory:
+        assert memory.database.schema_version() == PG_SCHEMA_VERSION  # type: ignore[attr-defined]
+        assert memory.get_block("human").value == "Ada from an older schema"
+        assert [m.text for m in memory.search_messages("hello")] == ["hello from before"]
+        memory.core_memory_append("human", "still editable")
+        assert memory.block_history("human")[-1].version == 2
+    ran = {tag for tag, _ in _ddl(postgres_url)}
+    assert bool(ran) == (version < PG_SCHEMA_VERSION), ran
+    assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION,)]
+
+
+@pytest.mark.postgres
+def test_a_newer_postgres_schema_is_refused_and_left_alone(postgres_url: str, tmp_path: Path) -> None:
+    _sql(postgres_url, f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL);"
+                       f" INSERT INTO {VERSION_TABLE} VALUES ({PG_SCHEMA_VERSION + 1})")
+    with pytest.raises(StorageError, match=f"schema version {PG_SCHEMA_VERSION + 1}, newer .* Upgrade memory-agent"):
+        MemoryManager(tmp_path, agent_id="x", database_url=postgres_url)
+    assert _sql(postgres_url, "SELECT to_regclass('agents')") == [(None,)]
+    assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION + 1,)]
+
+
+OPEN_AT = """
+import sys, time
+from pathlib import Path
+from memory_agent.store.postgres import PostgresDatabase
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+PostgresDatabase(sys.argv[1], Path(sys.argv[3])).close()
+"""
+
+
+@pytest.mark.postgres
+def test_processes_opening_a_fresh_postgres_database_at_once_create_it_once(postgres_url: str,
+                                                                           tmp_path: Path) -> None:
+    _sql(postgres_url, DDL_LOG)
+    start = time.time() + 3.0  # every process is up and waiting before the first one opens
+    processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT, postgres_url, str(start), str(tmp_path / str(n))],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(6)]
+    outcomes = [(process.wait(timeout=120), process.stderr.read() if process.stderr else "") for process in processes]
+    for process in processes:
+        for stream in (process.stdout, process.stderr):
+            if stream:
+                stream.close()
+    assert [code for code, _ in outcomes] == [0] * 6, outcomes
+    assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION,)]
+    created = [object_ for tag, object_ in _ddl(postgres_url) if tag == "CREATE TABLE"]
+    assert sorted(created) == sorted(set(created)) and "public.passages" in created

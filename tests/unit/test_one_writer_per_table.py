@@ -12,9 +12,10 @@ import memory_agent
 PACKAGE = Path(memory_agent.__file__).resolve().parent
 INSERT = re.compile(r"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)", re.IGNORECASE)
 
-# Schema code writes tables while building or rebuilding them (keyword indexes from their views):
-# that is the schema's business, not a second writer of rows.
-SCHEMA_MODULES = {"store/migrations.py", "health.py", "store/passage_fts.py"}
+# Schema code writes tables while building or rebuilding them (keyword indexes from their views,
+# on PostgreSQL `doctor --repair`'s tag rows from the passages' own tags column): that is the
+# schema's business, not a second writer of rows.
+SCHEMA_MODULES = {"store/migrations.py", "health.py", "store/passage_fts.py", "pg_health.py"}
 
 
 def _insert_sites() -> dict[str, set[str]]:

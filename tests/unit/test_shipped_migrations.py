@@ -1,0 +1,81 @@
+"""Shipped migrations are never edited: each is pinned by a hash of its code, for both lists.
+
+A database that ran a migration never runs it again, so an edit would leave databases built
+before and after it with different schemas under the same version. A change to the schema is a
+new function at the end of the list (pinned here once it ships). The hash covers the function's
+code and SQL, not its docstring, comments or formatting, which may still be corrected.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from memory_agent.store.migrations import MIGRATIONS
+from memory_agent.store.pg_schema import PG_MIGRATIONS
+
+SHIPPED_SQLITE = (
+    ("m001_core_memory", "d891454db40c7409"),
+    ("m002_archival", "f0479b6ef634b0d5"),
+    ("m003_session_store", "4fb2e3f7de58e66e"),
+    ("m004_issue16_on_demand_blocks", "b2cc0de1e125abd0"),
+    ("m005_issue14_per_agent_passage_fts", "6f83f1b4c18801a8"),
+)
+SHIPPED_POSTGRES = (
+    ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
+)
+
+
+def code_hash(function: Callable[..., Any]) -> str:
+    """A hash of the function's code: its docstring and decorators left out, its text normalised."""
+    node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    node.decorator_list = []
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        node.body = node.body[1:]
+    return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize(("migrations", "shipped"), [(MIGRATIONS, SHIPPED_SQLITE), (PG_MIGRATIONS, SHIPPED_POSTGRES)],
+                         ids=["sqlite", "postgresql"])
+def test_shipped_migrations_are_unchanged_and_first(migrations: Sequence[Callable[..., Any]],
+                                                    shipped: tuple[tuple[str, str], ...]) -> None:
+    found = [(function.__name__, code_hash(function)) for function in migrations[: len(shipped)]]
+    assert found == list(shipped), (
+        "A shipped migration was edited, renamed or moved. Restore it and append a new migration "
+        "at the end of the list instead.")
+
+
+def _original() -> Callable[..., None]:
+    def step(cursor: Any) -> None:
+        """Old words."""
+        cursor.execute("CREATE TABLE t (a TEXT)")
+    return step
+
+
+def _reworded() -> Callable[..., None]:
+    def step(cursor: Any) -> None:
+        """New, better words."""
+        cursor.execute(
+            "CREATE TABLE t (a TEXT)"  # a comment, new line breaks
+        )
+    return step
+
+
+def _edited() -> Callable[..., None]:
+    def step(cursor: Any) -> None:
+        """Old words."""
+        cursor.execute("CREATE TABLE t (a TEXT, b TEXT)")
+    return step
+
+
+def test_the_hash_sees_a_change_of_sql_but_not_of_the_docstring() -> None:
+    assert code_hash(_original()) == code_hash(_reworded())
+    assert code_hash(_original()) != code_hash(_edited())
