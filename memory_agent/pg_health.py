@@ -243,23 +243,39 @@ def _sample(table: str, key: str, full: bool) -> str:
 
 
 def check_fulltext_vectors(db: PostgresDatabase, *, full: bool = False) -> Check:
-    """Each stored tsvector equals `to_tsvector` of its text under today's configuration."""
+    """Each stored tsvector equals what its column's generation expression gives for its text today.
+
+    The expression is read from the catalog rather than written here, so the check follows the
+    migrations (p002 splits joined words first, p003 indexes a prefix of an over-long text)."""
     stale: list[str] = []
     seen = 0
     with db.reading() as conn:
         for table, key, text, vector in FULLTEXT_COLUMNS:
+            expression = _generation_expression(conn, table, vector)
             row: Any = conn.execute(
-                f"SELECT count(*), count(*) FILTER (WHERE {vector} IS DISTINCT FROM"
-                f" to_tsvector('{TEXT_SEARCH_CONFIG}', {text})) FROM {_sample(table, key, full)}").fetchone()
+                f"SELECT count(*), count(*) FILTER (WHERE {vector} IS DISTINCT FROM {expression})"
+                f" FROM {_sample(table, key, full)}").fetchone()
             seen += int(row[0])
             if row[1]:
                 stale.append(f"{row[1]} row(s) of {table}")
     which = "every row" if full else f"{seen} sampled rows"
     if stale:
         return Check("full-text vectors", "fail", f"{', '.join(stale)} hold a tsvector that is not what "
-                     f"to_tsvector('{TEXT_SEARCH_CONFIG}', ...) gives for their text today (the text search "
+                     f"their column's expression ('{TEXT_SEARCH_CONFIG}' text search) gives for their text today (the "
                      "configuration changed since they were written?); --repair recomputes every row's vector")
     return Check("full-text vectors", "ok", f"{which}: the stored vectors match their text")
+
+
+def _generation_expression(conn: Any, table: str, column: str) -> str:
+    """The SQL a stored generated column is computed by, as the server has it."""
+    row: Any = conn.execute(
+        "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a"
+        " ON a.attrelid = d.adrelid AND a.attnum = d.adnum"
+        " WHERE d.adrelid = ?::regclass AND a.attname = ?", (table, column)).fetchone()
+    if row is None:
+        raise StorageError(f"{table}.{column} is not a generated column; run `memory-agent doctor --repair` "
+                           "to bring the schema up to date")
+    return str(row[0])
 
 
 def check_fulltext_indexes(db: PostgresDatabase, *, full: bool = False) -> Check:

@@ -56,6 +56,8 @@ def _some_memory(open_store: Open) -> None:
         for number in range(12):
             memory.store_message("user", f"the tides of day {number} were high near the harbour")
         memory.archival_memory_insert("Ada sails at dawn when the tide turns", tags=["sea", "plans"])
+        # Words joined by punctuation are indexed split (PostgreSQL migration p002): still healthy.
+        memory.archival_memory_insert("Ticket MARKER-01 at /api/v1/items, mail ada@example.com")
 
 
 # ----- both backends ---------------------------------------------------------------------------

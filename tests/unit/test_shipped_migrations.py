@@ -29,6 +29,8 @@ SHIPPED_SQLITE = (
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
+    ("p002_search_words_as_fts5_splits_them", "79b811d6fc641537"),
+    ("p003_keyword_index_of_any_text", "41115e97d00fbd9c"),
 )
 
 
