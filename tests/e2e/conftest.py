@@ -60,7 +60,7 @@ def copy_store(request: pytest.FixtureRequest) -> Iterator[StoreCopier]:
             shutil.copytree(settings.persist_directory, target)
         if not settings.database_url:
             return dataclasses.replace(settings, persist_directory=target)
-        import psycopg
+        import psycopg  # only here: the postgres extra is optional, and SQLite runs need none of it
 
         cluster = request.getfixturevalue("postgres_cluster")
         name = f"copy_{uuid.uuid4().hex[:12]}"

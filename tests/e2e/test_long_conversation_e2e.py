@@ -184,7 +184,8 @@ async def test_a_block_larger_than_one_argument_reaches_the_model_and_refreshes_
 async def test_soak_of_a_thousand_turns(server: ScriptedMessagesServer, tmp_path: Path) -> None:
     """Issue 10's soak: 1,000 turns of chat, 10-20 kB pastes and 8-16 kB tool results at the
     default window, reopened in the same cwd, another cwd and after import along the way.
-    `python bench/soak_bench.py` runs the same conversation and prints its figures."""
+    `python bench/soak_bench.py` runs the same conversation and prints its figures; with
+    `--postgres` it runs it on PostgreSQL (the 115-turn run above is that backend's test here)."""
     (tmp_path / "project").mkdir()
     (tmp_path / "elsewhere").mkdir()
     config = SoakConfig(turns=1000, storage_dir=tmp_path / "store", project_dir=tmp_path / "project",
