@@ -1,5 +1,5 @@
 """Helpers for hostile-input and broken-environment tests: the tests' hashing embedding, a
-snapshot of a store (see memory_agent.testing.store_snapshot) so that a refused call can be shown
+snapshot of a store (see memory_agent.store.snapshot) so that a refused call can be shown
 to have changed nothing, on SQLite and on PostgreSQL alike, and the CLI's one-line errors."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from memory_agent.cli import cli
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
-from memory_agent.testing.store_snapshot import Snapshot, store_snapshot
+from memory_agent.store.snapshot import Snapshot, store_snapshot
 
 __all__ = ["HashEmbedding", "cli_run", "observer", "one_line_error", "state_of"]
 

@@ -26,8 +26,8 @@ import pytest
 from robustness_helpers import cli_run, observer, one_line_error
 
 from memory_agent import MemoryManager, StorageError
+from memory_agent.store.snapshot import store_snapshot
 from memory_agent.testing.postgres_cluster import PostgresCluster
-from memory_agent.testing.store_snapshot import store_snapshot
 
 pytestmark = pytest.mark.postgres
 

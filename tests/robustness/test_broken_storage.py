@@ -23,7 +23,7 @@ from robustness_helpers import HashEmbedding, cli_run, one_line_error, state_of
 from memory_agent import MemoryManager, StorageError, health
 from memory_agent.archival import ArchivalMemory, VectorConfig
 from memory_agent.store import passage_fts
-from memory_agent.testing.store_snapshot import store_snapshot
+from memory_agent.store.snapshot import store_snapshot
 
 PAGE = 4096
 

@@ -29,7 +29,7 @@ from memory_agent.cli import cli
 from memory_agent.portability import export_memory, import_file
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
-from memory_agent.testing.store_snapshot import Snapshot, store_snapshot
+from memory_agent.store.snapshot import Snapshot, store_snapshot
 from memory_agent.tools import ALL_TOOLS
 
 FAST, SLOW = 100, 1500

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..store.dialect import is_postgres
+from .dialect import is_postgres
 
 __all__ = ["Readable", "Snapshot", "store_snapshot", "table_names"]
 
