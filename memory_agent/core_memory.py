@@ -176,7 +176,9 @@ class CoreMemory:
                     changed.append(row["block_id"])
                 elif row["version"] != before and conn.execute(
                     "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
-                    f" AND (agent_id IS NOT ? OR action NOT IN ({', '.join('?' * len(_SHOWN_EDIT_ACTIONS))}))"
+                    # Spelled out: PostgreSQL's `IS NOT` takes only NULL, TRUE or FALSE, never a parameter.
+                    " AND (agent_id IS NULL OR agent_id <> ?"
+                    f" OR action NOT IN ({', '.join('?' * len(_SHOWN_EDIT_ACTIONS))}))"
                     " LIMIT 1",
                     (row["block_id"], before, row["version"], agent_id, *_SHOWN_EDIT_ACTIONS),
                 ).fetchone() is not None:

@@ -21,6 +21,8 @@ from memory_agent.labels import validate_label
 from memory_agent.memory_paths import memory_path, parse_memory_path
 from memory_agent.tools.memory_tool import MemoryFiles
 
+pytestmark = pytest.mark.usefixtures("backend")
+
 HOSTILE_PATHS: dict[str, object] = {
     "absolute outside": "/etc/passwd",
     "relative": "memories/notes.md",
