@@ -166,6 +166,7 @@ class PostgresDatabase:
         self.path = Path(storage_dir) / "postgresql"
         self._lock = threading.RLock()
         self._depth = 0
+        self._closed = False
         self._conn = PostgresConnection(self._connect())
         try:
             if not create and not self._has_schema():
@@ -194,7 +195,10 @@ class PostgresDatabase:
             ) from None
 
     def _usable(self) -> PostgresConnection:
-        """The connection, reopened if the server dropped it (a restart, a network cut)."""
+        """The connection, reopened if the server dropped it (a restart, a network cut); never after
+        `close()`, which would leave a connection nobody closes (SQLite refuses that use too)."""
+        if self._closed:
+            raise StorageError(f"The store at {self.display} was closed; open it again to use it.")
         if self._conn.raw.broken or self._conn.raw.closed:
             if self._depth:
                 raise StorageError(f"The connection to {self.display} was lost inside a transaction; "
@@ -316,6 +320,7 @@ class PostgresDatabase:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._conn.raw.close()
 
     def __enter__(self) -> PostgresDatabase:
