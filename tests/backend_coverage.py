@@ -21,7 +21,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -134,7 +134,7 @@ class _Definition:
     calls: frozenset[str]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _definitions(path: Path) -> dict[str, _Definition]:
     """Module-level functions of `path` (and methods, as 'Class.method'), read once per run."""
     if not path.is_file():

@@ -27,7 +27,8 @@ def content(number: int) -> str:
 
 def main() -> None:
     storage, count = Path(sys.argv[1]), int(sys.argv[2])
-    archival = ArchivalMemory(open_store(storage, os.environ.get("MEMORY_DATABASE_URL")), VectorConfig(path=storage / "chroma"), HashEmbedding())
+    db = open_store(storage, os.environ.get("MEMORY_DATABASE_URL"))
+    archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), HashEmbedding())
     print("ready", flush=True)
     for number in range(count):
         passage_id = archival.insert(AGENT, content(number))
