@@ -6,8 +6,9 @@ own body, or a function of its module that it calls, does. Opening a store is re
 every way in has to name (`STORE_OPENERS`): a `MemoryManager`, `MemoryAwareAgent`, session store,
 `Database`, `open_store`, an import, a college session, a storage dir given to the CLI or through
 PERSIST_DIRECTORY. Such a test must run on both backends (the `backend` fixture) or on PostgreSQL
-explicitly (`postgres_url`, `postgres_cluster`), or carry `@pytest.mark.sqlite_only(reason=...)`
-with the reason written out.
+explicitly (marked `postgres`), or carry `@pytest.mark.sqlite_only(reason=...)` with the reason
+written out. And a test that asks for the PostgreSQL server itself (`postgres_url`,
+`postgres_cluster`) must be marked `postgres`, or `-m 'not postgres'` would still start it.
 
 tests/conftest.py records the verdicts at collection, before `-m` or `-k` drop anything, and
 tests/unit/test_backend_coverage.py asserts there are none; run with `-p backend_coverage`, the
@@ -27,14 +28,17 @@ from pathlib import Path
 import pytest
 
 __all__ = [
-    "BACKEND_FIXTURES", "STORE_OPENERS", "TESTS", "UNCOVERED", "collected_whole_suite", "problem_of",
+    "BACKEND_FIXTURES", "SERVER_FIXTURES", "STORE_OPENERS", "TESTS", "UNCOVERED", "collected_whole_suite", "problem_of",
     "pytest_collection_finish", "record",
 ]
 
 TESTS = Path(__file__).resolve().parent
 
-BACKEND_FIXTURES = frozenset({"backend", "postgres_url", "postgres_cluster"})
-"""A test requesting one of these runs on PostgreSQL (the `backend` fixture: on both)."""
+BACKEND_FIXTURES = frozenset({"backend"})
+"""A test requesting one of these runs on both backends."""
+
+SERVER_FIXTURES = frozenset({"postgres_url", "postgres_cluster"})
+"""A test requesting one of these starts the PostgreSQL server: it must be marked `postgres`."""
 
 STORE_OPENERS = re.compile(
     r"\b(?:MemoryManager|MemoryAwareAgent|SQLiteSessionStore(?:\.open)?|open_store|import_file|import_snapshot"
@@ -73,13 +77,17 @@ def problem_of(item: pytest.Item) -> str | None:
     """Why `item` is a storage test run on SQLite alone without a written reason, or None."""
     if not isinstance(item, pytest.Function):
         return None
+    on_postgres = item.get_closest_marker("postgres") is not None
+    if SERVER_FIXTURES & set(item.fixturenames) and not on_postgres:
+        return ("asks for the PostgreSQL server but is not marked postgres, so -m 'not postgres' would still "
+                "start it: add @pytest.mark.postgres")
     marker = item.get_closest_marker("sqlite_only")
     if marker is not None:
         reason = marker.kwargs.get("reason", marker.args[0] if marker.args else "")
         if isinstance(reason, str) and reason.strip():
             return None
         return "marked sqlite_only without a reason: write why it cannot run on PostgreSQL"
-    if BACKEND_FIXTURES & set(item.fixturenames):
+    if on_postgres or BACKEND_FIXTURES & set(item.fixturenames):
         return None
     opened = _opens_a_store(item)
     if opened is None:

@@ -90,7 +90,6 @@ def test_errors_never_show_the_password(postgres_cluster: PostgresCluster, tmp_p
     assert redacted_url(url) == f"postgresql://nobody:***@127.0.0.1:{postgres_cluster.port}/no_such_database"
 
 
-@pytest.mark.usefixtures("backend")  # refused whichever backend the environment names
 def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="postgresql://"):
         open_store(tmp_path, "mysql://user:pw@host/db")

@@ -1,4 +1,5 @@
-"""Every storage test runs on PostgreSQL too, or says in writing why it cannot (issue 17).
+"""Every storage test runs on PostgreSQL too, or says in writing why it cannot (issue 17), and every
+test that starts the PostgreSQL server is marked `postgres`, so that -m 'not postgres' runs none.
 
 The rule is tests/backend_coverage.py. On a run that collected the whole suite, tests/conftest.py
 already recorded its verdicts (slow tests included, before `-m` dropped them); on a narrower run
@@ -54,10 +55,11 @@ def test_the_rule_flags_storage_tests_without_postgresql_or_a_reason(tmp_path: P
         "TestGrouped::test_flagged_a_method", "test_flagged_a_blank_reason",
         "test_flagged_a_storage_dir_given_to_the_cli", "test_flagged_a_store_fixture",
         "test_flagged_each_parameter[1]", "test_flagged_each_parameter[2]", "test_flagged_no_reason",
-        "test_flagged_through_a_helper_of_its_module",
+        "test_flagged_the_server_without_the_marker", "test_flagged_through_a_helper_of_its_module",
     ]
     by_name = {nodeid.split("::")[-1]: problem for nodeid, problem in uncovered.items()}
     assert "fixture 'memory'" in by_name["test_flagged_a_store_fixture"]
     assert "in _open_the_store)" in by_name["test_flagged_through_a_helper_of_its_module"]
     assert "usefixtures('backend')" in by_name["test_flagged_a_store_fixture"]
     assert "without a reason" in by_name["test_flagged_a_blank_reason"]
+    assert "add @pytest.mark.postgres" in by_name["test_flagged_the_server_without_the_marker"]

@@ -11,6 +11,7 @@ import pytest
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only(reason): runs on SQLite alone, with the reason why")
+    config.addinivalue_line("markers", "postgres: runs on PostgreSQL")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -18,7 +19,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     backend_coverage.record(config, items)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -54,6 +54,11 @@ def test_fine_on_both_backends(memory: dict[str, str]) -> None:
     assert memory
 
 
+def test_flagged_the_server_without_the_marker(postgres_url: str) -> None:
+    assert postgres_url
+
+
+@pytest.mark.postgres
 def test_fine_on_postgresql(postgres_url: str) -> None:
     _open_the_store().close()
 
