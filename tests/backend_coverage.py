@@ -4,11 +4,12 @@ PostgreSQL without a written reason).
 A collected test touches storage when it requests a fixture whose body opens a store, or when its
 own body, or a function of its module that it calls, does. Opening a store is recognised by what
 every way in has to name (`STORE_OPENERS`): a `MemoryManager`, `MemoryAwareAgent`, session store,
-`Database`, `open_store`, an import, a college session, a storage dir given to the CLI or through
-PERSIST_DIRECTORY. Such a test must run on both backends (the `backend` fixture) or on PostgreSQL
-explicitly (marked `postgres`), or carry `@pytest.mark.sqlite_only(reason=...)` with the reason
-written out. And a test that asks for the PostgreSQL server itself (`postgres_url`,
-`postgres_cluster`) must be marked `postgres`, or `-m 'not postgres'` would still start it.
+`Database`, `open_store`, an import, a college session, or a storage dir handed over (`storage=`,
+`storage_dir=`, `--storage-dir`, PERSIST_DIRECTORY). Such a test must run on both backends (the
+`backend` fixture) or on PostgreSQL (marked `postgres`), or carry
+`@pytest.mark.sqlite_only(reason=...)` with the reason written out. And a test that asks for the
+PostgreSQL server itself (`postgres_url`, `postgres_cluster`) must be marked `postgres`, or
+`-m 'not postgres'` would still start it.
 
 tests/conftest.py records the verdicts at collection, before `-m` or `-k` drop anything, and
 tests/unit/test_backend_coverage.py asserts there are none; run with `-p backend_coverage`, the
@@ -28,8 +29,8 @@ from pathlib import Path
 import pytest
 
 __all__ = [
-    "BACKEND_FIXTURES", "SERVER_FIXTURES", "STORE_OPENERS", "TESTS", "UNCOVERED", "collected_whole_suite", "problem_of",
-    "pytest_collection_finish", "record",
+    "BACKEND_FIXTURES", "SERVER_FIXTURES", "STORE_OPENERS", "TESTS", "UNCOVERED", "collected_whole_suite",
+    "problem_of", "pytest_collection_finish", "record",
 ]
 
 TESTS = Path(__file__).resolve().parent
@@ -42,7 +43,8 @@ SERVER_FIXTURES = frozenset({"postgres_url", "postgres_cluster"})
 
 STORE_OPENERS = re.compile(
     r"\b(?:MemoryManager|MemoryAwareAgent|SQLiteSessionStore(?:\.open)?|open_store|import_file|import_snapshot"
-    r"|CollegeSession\.open)\(|Database\(|--storage-dir|\bPERSIST_DIRECTORY\b|\bpersist_directory="
+    r"|CollegeSession\.open)\(|Database\("
+    r"|--storage-dir|\bPERSIST_DIRECTORY\b|\bpersist_directory=|\bstorage(?:_dir)?="
 )
 """What code that opens a store calls or sets: each way in of the library, CLI and examples (a
 name alone, in an annotation or a list of public names, opens nothing)."""
