@@ -166,6 +166,7 @@ class CoreMemory:
         `_SHOWN_EDIT_ACTIONS` (another agent's edit, the owner's update or undo, a restore, a
         memory-tool edit). A block missing from `since` counts as changed."""
         changed: list[str] = []
+        shown_actions = ", ".join("?" * len(_SHOWN_EDIT_ACTIONS))
         with self._db.reading() as conn:
             rows = conn.execute(
                 "SELECT b.block_id, ab.label, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
@@ -175,11 +176,10 @@ class CoreMemory:
                 if before is None:
                     changed.append(row["block_id"])
                 elif row["version"] != before and conn.execute(
+                    # Null-safe "written by someone else" spelled in SQL both dialects speak
+                    # (SQLite's `IS NOT ?` is a syntax error on PostgreSQL).
                     "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
-                    # Spelled out: PostgreSQL's `IS NOT` takes only NULL, TRUE or FALSE, never a parameter.
-                    " AND (agent_id IS NULL OR agent_id <> ?"
-                    f" OR action NOT IN ({', '.join('?' * len(_SHOWN_EDIT_ACTIONS))}))"
-                    " LIMIT 1",
+                    f" AND (agent_id IS NULL OR agent_id <> ? OR action NOT IN ({shown_actions})) LIMIT 1",
                     (row["block_id"], before, row["version"], agent_id, *_SHOWN_EDIT_ACTIONS),
                 ).fetchone() is not None:
                     changed.append(row["block_id"])

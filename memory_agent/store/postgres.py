@@ -159,6 +159,7 @@ class PostgresDatabase:
     """
 
     dialect = "postgresql"
+    _closed = False  # set by close(): from then on the store refuses use
 
     def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
         self.url = url
@@ -166,7 +167,6 @@ class PostgresDatabase:
         self.path = Path(storage_dir) / "postgresql"
         self._lock = threading.RLock()
         self._depth = 0
-        self._closed = False
         self._conn = PostgresConnection(self._connect())
         try:
             if not create and not self._has_schema():
