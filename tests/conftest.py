@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+import backend_coverage
 import pytest
 from backends import backend_environ
 
@@ -107,3 +108,10 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared test data not found at {SHARED_DATA} (clone with ../shared beside it)")
     return SHARED_DATA
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note each storage test that runs on SQLite alone without a written reason, before -m and -k
+    deselect any (tests/unit/test_backend_coverage.py fails on them; see tests/backend_coverage.py)."""
+    backend_coverage.record(config, items)

@@ -192,6 +192,7 @@ class PostgresDatabase:
     """
 
     dialect = "postgresql"
+    _closed = False  # set by close(): from then on the store refuses use
 
     def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
         self.url = url
@@ -225,7 +226,10 @@ class PostgresDatabase:
             raise connect_error(self.display, self.target, error) from None
 
     def _usable(self) -> PostgresConnection:
-        """The connection, reopened if the server dropped it (a restart, a network cut)."""
+        """The connection, reopened if the server dropped it (a restart, a network cut); never after
+        `close()`, which would leave a connection nobody closes (SQLite refuses that use too)."""
+        if self._closed:
+            raise StorageError(f"The store at {self.display} was closed; open it again to use it.")
         if self._conn.raw.broken or self._conn.raw.closed:
             if self._depth:
                 raise StorageError(f"The connection to {self.display} was lost inside a transaction; "
@@ -405,6 +409,7 @@ class PostgresDatabase:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._conn.raw.close()
 
     def __enter__(self) -> PostgresDatabase:

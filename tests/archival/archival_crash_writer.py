@@ -2,10 +2,12 @@
 
 Run as: python archival_crash_writer.py <storage_dir> <count>. Each line is "<n> <passage_id>",
 printed (and flushed) only after `insert` returned, so every printed id is a completed insert.
+The store is the storage dir's SQLite file, or PostgreSQL when MEMORY_DATABASE_URL is set.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from archival_helpers import HashEmbedding  # noqa: E402
 
 from memory_agent.archival import ArchivalMemory, VectorConfig  # noqa: E402
-from memory_agent.store.database import Database  # noqa: E402
+from memory_agent.store.backend import open_store  # noqa: E402
 
 AGENT = "writer"
 
@@ -25,7 +27,8 @@ def content(number: int) -> str:
 
 def main() -> None:
     storage, count = Path(sys.argv[1]), int(sys.argv[2])
-    archival = ArchivalMemory(Database(storage / "memory.db"), VectorConfig(path=storage / "chroma"), HashEmbedding())
+    db = open_store(storage, os.environ.get("MEMORY_DATABASE_URL"))
+    archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), HashEmbedding())
     print("ready", flush=True)
     for number in range(count):
         passage_id = archival.insert(AGENT, content(number))

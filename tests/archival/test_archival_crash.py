@@ -15,7 +15,9 @@ from archival_helpers import HashEmbedding
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, VectorConfig
-from memory_agent.store.database import Database
+from memory_agent.store.backend import open_store
+
+pytestmark = pytest.mark.usefixtures("backend")
 
 WRITER = Path(__file__).resolve().parent / "archival_crash_writer.py"
 TOTAL = 1000
@@ -52,12 +54,13 @@ def _run_and_kill(storage: Path) -> dict[int, str]:
 
 def test_sigkill_during_inserts_loses_no_reported_passage(tmp_path: Path) -> None:
     storage = tmp_path / "store"
-    with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage)):
+    database_url = os.environ.get("MEMORY_DATABASE_URL")  # set on the `backend` fixture's PostgreSQL run
+    with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage, database_url=database_url)):
         pass
     reported = _run_and_kill(storage)
     assert KILL_AFTER <= len(reported) < TOTAL, "the writer must be killed in the middle"
 
-    with Database(storage / "memory.db") as db:
+    with open_store(storage, database_url) as db:
         archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), HashEmbedding())
         report = archival.reconcile()
         assert report.ok, report

@@ -121,6 +121,7 @@ def test_embedding_needs_neither_torch_nor_chromadb() -> None:
     assert loaded == ["onnxruntime", "tokenizers"]
 
 
+@pytest.mark.usefixtures("backend")
 def test_constructing_archival_memory_opens_nothing(db, chroma_config) -> None:  # type: ignore[no-untyped-def]
     archival = ArchivalMemory(db, chroma_config)
     assert archival.index._store is None and archival.index._embedding_function is None

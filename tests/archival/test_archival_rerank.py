@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from memory_agent.testing.responses import error_response, text_response
 
 NOTES = ["Ada's sister lives in Lisbon near the river.", "Ada visited Lisbon in 2019 for a wedding.",
          "Ada's brother moved to Porto.", "Lisbon trams are yellow."]
+
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 @pytest.fixture
@@ -66,7 +69,8 @@ def test_a_failed_or_useless_answer_keeps_the_fused_order(manager: MemoryManager
 
 def test_the_setting_switches_it_on_for_the_manager(tmp_path: Path, server: ScriptedMessagesServer) -> None:
     settings = Settings(persist_directory=tmp_path, archival_rerank_model="cheap-model",
-                        anthropic_api_key="test-key", anthropic_base_url=server.url)
+                        anthropic_api_key="test-key", anthropic_base_url=server.url,
+                        database_url=os.environ.get("MEMORY_DATABASE_URL"))
     with MemoryManager(agent_id="ada", settings=settings, embedding_function=HashEmbedding(),
                        vector_store=InMemoryVectorStore()) as memory:
         for note in NOTES:

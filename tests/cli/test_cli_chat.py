@@ -18,6 +18,8 @@ from memory_agent.testing import (
 
 Run = Callable[..., Result]
 
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture(autouse=True)
 def _own_working_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from backends import backend_environ
+
 from memory_agent import MemoryManager, Settings
+
+pytestmark = pytest.mark.usefixtures("backend")
 
 HEAVY = ("chromadb", "onnxruntime", "tokenizers", "torch", "sentence_transformers", "claude_agent_sdk", "anthropic")
 
@@ -28,7 +33,8 @@ print(json.dumps([name for name in json.loads(sys.argv[2]) if name in sys.module
 
 def test_commands_without_vectors_import_no_heavy_package(tmp_path: Path) -> None:
     storage = tmp_path / "store"
-    with MemoryManager(agent_id="ada", settings=Settings(persist_directory=storage)) as memory:
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
+    with MemoryManager(agent_id="ada", settings=settings) as memory:
         kept = memory.archival_memory_insert("Ada's sister lives in Lisbon.")
         gone = memory.archival_memory_insert("A passage to forget.")
         memory.store_message("user", "I like tea")
@@ -46,7 +52,7 @@ def test_commands_without_vectors_import_no_heavy_package(tmp_path: Path) -> Non
     assert "Forgot" in result.stdout or gone in result.stdout
 
     # The vector of the forgotten passage goes when the vector store is next opened.
-    with MemoryManager(agent_id="ada", settings=Settings(persist_directory=storage)) as memory:
+    with MemoryManager(agent_id="ada", settings=settings) as memory:
         assert memory.archival_memory_get(gone) is None
         hits = memory.archival_memory_search("sister in Lisbon", mode="vector")
         assert [hit.passage.passage_id for hit in hits] == [kept]

@@ -20,6 +20,8 @@ Invoke = Callable[..., Result]
 
 SECRET = "sk-ant-test-secret-0123456789"
 
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 def test_the_library_ignores_a_stray_env_file_in_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -222,6 +222,7 @@ def _portable(document: dict) -> dict:
     return json.loads(text)
 
 
+@pytest.mark.postgres  # both runs start the server: the other backend of the SQLite run is PostgreSQL
 def test_export_into_the_other_backend_and_back_is_lossless(
         rich_agent: Run, storage: Path, tmp_path: Path, backend: str,
         postgres_cluster: PostgresCluster) -> None:

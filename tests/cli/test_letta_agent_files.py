@@ -3,6 +3,7 @@
 The files are built here for the purpose (path labels, an oversize block, an unattached block, a
 system prompt, a group of two agents sharing blocks, tools and the rest) plus the two public
 files in ../shared/data. Exports are checked against Letta 0.16.8's own rules (`letta_af_rules`).
+Both backends: a second storage dir of a test is another deployment (`other_store_environ`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import OtherEnviron, backend_environ
 from chromadb import Documents, EmbeddingFunction, Embeddings
 from click.testing import Result
 from letta_af_rules import letta_errors
@@ -23,6 +25,8 @@ from memory_agent.portability import export_memory, import_file, parse_letta, to
 Run = Callable[..., Result]
 TIME = "2025-06-01T10:00:00+00:00"
 SYSTEM = "You are Sam, a Letta agent. Think before you speak."
+
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 class _LetterCounts(EmbeddingFunction[Documents]):
@@ -102,14 +106,21 @@ def _write(tmp_path: Path, document: Any, name: str = "sam.af") -> Path:
     return path
 
 
-def _settings(storage: Path) -> Settings:
-    return Settings.from_env({"PERSIST_DIRECTORY": str(storage)}, env_file=None)
+def _settings(storage: Path, environ: OtherEnviron = backend_environ) -> Settings:
+    """Settings of a storage dir: the test's own store, or with `other_store_environ` its second one."""
+    return Settings.from_env(environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
 
 
-def _export(storage: Path, agent_ids: list[str] | None = None, default: str | None = None) -> dict[str, Any]:
-    settings = _settings(storage)
-    with MemoryManager(agent_id=default, settings=settings) as memory:
+def _export(storage: Path, agent_ids: list[str] | None = None, default: str | None = None,
+            environ: OtherEnviron = backend_environ) -> dict[str, Any]:
+    with MemoryManager(agent_id=default, settings=_settings(storage, environ)) as memory:
         return export_memory(memory, agent_ids=agent_ids or memory.list_agents(), format="af")
+
+
+def _cli_export(run: Run, storage: Path, path: Path) -> dict[str, Any]:
+    """`memory-agent export --all --format af` of a storage dir, as the CLI writes it."""
+    assert run("export", "--all", "--format", "af", "-o", str(path), storage_dir=storage).exit_code == 0
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _without_time(document: dict[str, Any]) -> str:
@@ -168,7 +179,8 @@ def test_the_text_report_says_the_same(tmp_path: Path, run: Run) -> None:
         assert f"Not imported (no counterpart here), {line}" in out
 
 
-def test_the_export_passes_letta_rules_and_round_trips(tmp_path: Path, run: Run, storage: Path) -> None:
+def test_the_export_passes_letta_rules_and_round_trips(tmp_path: Path, run: Run, storage: Path,
+                                                        other_store_environ: OtherEnviron) -> None:
     assert run("import", str(_write(tmp_path, _letta_file()))).exit_code == 0
     first = _export(storage)
     assert letta_errors(first) == []
@@ -189,12 +201,13 @@ def test_the_export_passes_letta_rules_and_round_trips(tmp_path: Path, run: Run,
     again = tmp_path / "again"
     exported = tmp_path / "sam-export.af"
     exported.write_text(json.dumps(first), encoding="utf-8")
-    report = import_file(exported, again, settings=_settings(again))
+    report = import_file(exported, again, settings=_settings(again, other_store_environ))
     assert report.agent_ids == ["Sam", "Sam-sleeptime"] and report.limits_raised == []
-    assert _without_time(_export(again)) == _without_time(first)
+    assert _without_time(_export(again, environ=other_store_environ)) == _without_time(first)
 
 
-def test_our_own_agent_exports_to_letta_and_back_losslessly(tmp_path: Path, storage: Path) -> None:
+def test_our_own_agent_exports_to_letta_and_back_losslessly(tmp_path: Path, storage: Path,
+                                                            other_store_environ: OtherEnviron) -> None:
     settings = _settings(storage)
     embedding = _LetterCounts()
     with MemoryManager(agent_id="ada", settings=settings, embedding_function=embedding) as memory:
@@ -220,19 +233,20 @@ def test_our_own_agent_exports_to_letta_and_back_losslessly(tmp_path: Path, stor
     path = tmp_path / "two.af"
     path.write_text(json.dumps(first), encoding="utf-8")
     target = tmp_path / "target"
-    report = import_file(path, target, settings=_settings(target), embedding_function=embedding)
+    report = import_file(path, target, settings=_settings(target, other_store_environ), embedding_function=embedding)
     assert report.agent_ids == ["ada", "bob"] and report.passages == 1 and report.system_prompts == 1
-    with MemoryManager(settings=_settings(target), embedding_function=embedding) as memory:
+    with MemoryManager(settings=_settings(target, other_store_environ), embedding_function=embedding) as memory:
         assert memory.agent_id == "ada"  # the default is the same as before
         assert memory.get_base_system_prompt() == "You are Ada's assistant."
         assert [m.role for m in memory.recall.all_messages("ada")] == ["user", "assistant", "user"]
         hits = memory.archival_memory_search("sails", mode="keyword")
         assert [h.content for h in hits] == ["Ada sails on Sundays."]
-    assert _without_time(_export(target, ["ada", "bob"])) == _without_time(first)
+    assert _without_time(_export(target, ["ada", "bob"], environ=other_store_environ)) == _without_time(first)
 
 
 @pytest.mark.parametrize("name", ["memgpt_agent.af", "memgpt_agent_with_convo.af"])
-def test_the_shared_letta_files_export_to_files_letta_accepts(name: str, shared_data: Path, tmp_path: Path) -> None:
+def test_the_shared_letta_files_export_to_files_letta_accepts(name: str, shared_data: Path, tmp_path: Path,
+                                                              other_store_environ: OtherEnviron) -> None:
     source = shared_data / "agent-files" / name
     report = import_file(source, tmp_path / "a", settings=_settings(tmp_path / "a"))
     assert report.system_prompts == 1 and report.not_imported["tools"]
@@ -244,8 +258,8 @@ def test_the_shared_letta_files_export_to_files_letta_accepts(name: str, shared_
     assert first["agents"][0]["llm_config"] == original["agents"][0]["llm_config"]
     path = tmp_path / "x.af"
     path.write_text(json.dumps(first), encoding="utf-8")
-    import_file(path, tmp_path / "b", settings=_settings(tmp_path / "b"))
-    assert _without_time(_export(tmp_path / "b")) == _without_time(first)
+    import_file(path, tmp_path / "b", settings=_settings(tmp_path / "b", other_store_environ))
+    assert _without_time(_export(tmp_path / "b", environ=other_store_environ)) == _without_time(first)
 
 
 def test_letta_files_as_letta_writes_them_pass_the_rule_checker_and_ours_used_to_fail(shared_data: Path) -> None:
@@ -281,6 +295,6 @@ def test_the_projects_json_format_keeps_the_base_prompt_and_the_letta_details(tm
     assert run("export", "--all", "-o", str(exported)).exit_code == 0
     target = tmp_path / "from-json"
     assert run("import", str(exported), storage_dir=target).exit_code == 0
-    with MemoryManager(agent_id="Sam", settings=_settings(target)) as memory:
-        assert memory.get_base_system_prompt() == SYSTEM
-    assert _without_time(_export(target)) == _without_time(_export(storage))
+    again = _cli_export(run, target, tmp_path / "again.af")
+    assert again["agents"][0]["system"] == SYSTEM
+    assert _without_time(again) == _without_time(_cli_export(run, storage, tmp_path / "first.af"))

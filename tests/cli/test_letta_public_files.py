@@ -12,36 +12,41 @@ import os
 from pathlib import Path
 
 import pytest
+from backends import OtherEnviron, backend_environ
 from letta_af_rules import letta_errors
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.portability import export_memory, import_file, load_document
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("backend")]
 FOLDER = os.environ.get("LETTA_AGENT_FILES_DIR")
 FILES = sorted(Path(FOLDER).rglob("*.af")) if FOLDER else []
 
 
-def _export(storage: Path, agent_ids: list[str]) -> dict:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(storage)}, env_file=None)
+def _settings(storage: Path, environ: OtherEnviron) -> Settings:
+    return Settings.from_env(environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
+
+
+def _export(storage: Path, agent_ids: list[str], environ: OtherEnviron) -> dict:
+    settings = _settings(storage, environ)
     with MemoryManager(agent_id=agent_ids[0], settings=settings) as memory:
         return export_memory(memory, agent_ids=agent_ids, format="af")
 
 
 @pytest.mark.skipif(not FILES, reason="set LETTA_AGENT_FILES_DIR to a folder of .af files")
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
-def test_a_public_agent_file_imports_exports_and_round_trips(path: Path, tmp_path: Path) -> None:
+def test_a_public_agent_file_imports_exports_and_round_trips(path: Path, tmp_path: Path,
+                                                             other_store_environ: OtherEnviron) -> None:
     source = load_document(path)
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "a")}, env_file=None)
-    report = import_file(path, settings=settings)
+    report = import_file(path, settings=_settings(tmp_path / "a", backend_environ))
     assert len(report.agent_ids) == len(source["agents"])
     assert report.blocks == len(source.get("blocks") or [])
-    first = _export(tmp_path / "a", report.agent_ids)
+    first = _export(tmp_path / "a", report.agent_ids, backend_environ)
     assert letta_errors(first) == []
     again = tmp_path / "first.af"
     again.write_text(json.dumps(first), encoding="utf-8")
-    import_file(again, settings=Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "b")}, env_file=None))
-    second = _export(tmp_path / "b", report.agent_ids)
+    import_file(again, settings=_settings(tmp_path / "b", other_store_environ))
+    second = _export(tmp_path / "b", report.agent_ids, other_store_environ)
     def without_time(export: dict) -> dict:
         return {k: v for k, v in export.items() if k != "created_at"}
 

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.college import COLLEGE_BLOCK_LABEL
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "agent_college.py"
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 
 def _run(tmp_path: Path, *arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -47,7 +48,7 @@ def test_the_college_runs_offline_and_coordinates_through_the_shared_block(tmp_p
     for role in ("critic", "professor", "scribe"):
         assert f"offline check: {role}'s last request showed 3/3 earlier-round entries" in out
 
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(storage)}, env_file=None)
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
     with MemoryManager(agent_id="exam_scribe", settings=settings) as memory:
         authors = [v.agent_id for v in memory.block_history(COLLEGE_BLOCK_LABEL)]
     assert sorted(authors[1:]) == sorted(["exam_critic", "exam_professor", "exam_scribe"] * 2)

@@ -1,4 +1,5 @@
-"""The examples run offline (scripted model) exactly as a user would start them."""
+"""The examples run offline (scripted model) exactly as a user would start them, on either backend
+(the `backend` fixture's MEMORY_DATABASE_URL reaches them through the environment)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 
 def _run(script: str, storage: Path, stdin: str = "", *, offline: bool = True) -> subprocess.CompletedProcess[str]:

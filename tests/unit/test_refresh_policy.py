@@ -1,4 +1,4 @@
-"""Which memory changes the model made itself, and what a turn tells it (real SQLite, no SDK)."""
+"""Which memory changes the model made itself, and what a turn tells it (both backends, no SDK)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from memory_agent.turn_context import (
     render_turn_context,
     with_turn_context,
 )
+
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def test_only_the_agents_own_model_edits_are_not_changes_by_others(memory: MemoryManager, settings: Settings) -> None:

@@ -1,4 +1,5 @@
-"""SQLiteSessionStore: the SDK's own conformance suite, plus what SQLite adds (sharing, durability)."""
+"""SQLiteSessionStore: the SDK's own conformance suite, plus sharing between connections and durability,
+on both backends (the name is historical: on PostgreSQL the same class keeps transcripts on the server)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from claude_agent_sdk import (
 from claude_agent_sdk.testing import run_session_store_conformance
 
 import memory_agent.session_store as session_store_module
-from memory_agent.errors import ConfigurationError
+from memory_agent.errors import ConfigurationError, StorageError
 from memory_agent.session_store import SQLiteSessionStore
+from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
 from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version
 
@@ -33,6 +35,12 @@ KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 
 def entry(**fields: object) -> SessionStoreEntry:
     return {"type": "x", **fields}  # type: ignore[return-value, typeddict-item]
+
+
+def _open(directory: Path) -> Database:
+    """One more connection to the test's store: the storage dir's file, or PostgreSQL's database
+    when the `backend` fixture set MEMORY_DATABASE_URL (what another process or host would open)."""
+    return open_store(directory, os.environ.get("MEMORY_DATABASE_URL"))
 
 
 @pytest.fixture
@@ -51,6 +59,8 @@ def test_public_names() -> None:
     assert session_store_module.__all__ == ["DATABASE_FILENAME", "SQLiteSessionStore"]
 
 
+@pytest.mark.sqlite_only(reason="its PostgreSQL run, a database per contract, is "
+                          "tests/integration/test_postgres_store.py::test_session_store_passes_the_sdk_conformance_suite")
 async def test_passes_the_sdk_conformance_suite(tmp_path: Path) -> None:
     # Every contract gets a fresh database; every optional method is implemented, none skipped.
     counter = itertools.count()
@@ -68,14 +78,19 @@ async def test_passes_the_sdk_conformance_suite(tmp_path: Path) -> None:
     assert len(opened) >= 14
 
 
-async def test_passes_the_conformance_suite_across_two_connections(tmp_path: Path) -> None:
-    # Each contract gets its own file; writes go through one connection, reads through another.
+async def test_passes_the_conformance_suite_across_two_connections(tmp_path: Path, backend: str,
+                                                                   request: pytest.FixtureRequest) -> None:
+    # Each contract gets its own file or database; writes go through one connection, reads through another.
     counter = itertools.count()
     dbs: list[Database] = []
+    urls: list[str] = []
 
     def make_store() -> SQLiteSessionStore:
-        path = tmp_path / f"db{next(counter)}.db"
-        dbs.extend([Database(path), Database(path)])
+        url = None
+        if backend == "postgres":
+            urls.append(url := request.getfixturevalue("postgres_cluster").database_url("conf"))
+        directory = tmp_path / f"db{next(counter)}"
+        dbs.extend([open_store(directory, url), open_store(directory, url)])
         writer, reader = SQLiteSessionStore(dbs[-2]), SQLiteSessionStore(dbs[-1])
         return _SplitStore(writer, reader)
 
@@ -84,6 +99,9 @@ async def test_passes_the_conformance_suite_across_two_connections(tmp_path: Pat
     finally:
         for db in dbs:
             db.close()
+        for url in urls:
+            request.getfixturevalue("postgres_cluster").drop(url)
+    assert len(dbs) >= 28
 
 
 class _SplitStore(SQLiteSessionStore):
@@ -106,8 +124,9 @@ class _SplitStore(SQLiteSessionStore):
         return await self._reader.list_subkeys(key)
 
 
+@pytest.mark.usefixtures("backend")
 async def test_two_connections_see_each_others_appends(db_path: Path) -> None:
-    with Database(db_path) as first_db, Database(db_path) as second_db:
+    with _open(db_path.parent) as first_db, _open(db_path.parent) as second_db:
         first, second = SQLiteSessionStore(first_db), SQLiteSessionStore(second_db)
         await first.append(KEY, [entry(uuid="u1", n=1)])
         await second.append(KEY, [entry(uuid="u2", n=2)])
@@ -126,12 +145,13 @@ async def test_two_connections_see_each_others_appends(db_path: Path) -> None:
         assert await first.list_subkeys(KEY) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_concurrent_writers_on_separate_connections_lose_nothing(db_path: Path) -> None:
-    Database(db_path).close()  # migrate once, up front
+    _open(db_path.parent).close()  # migrate once, up front
     per_writer, writers = 25, 4
 
     def write(writer: int) -> None:
-        with Database(db_path) as db:
+        with _open(db_path.parent) as db:
             store = SQLiteSessionStore(db)
             for n in range(per_writer):
                 anyio.run(store.append, KEY, [entry(uuid=f"{writer}-{n}", writer=writer, n=n)])
@@ -142,7 +162,7 @@ def test_concurrent_writers_on_separate_connections_lose_nothing(db_path: Path) 
     for thread in threads:
         thread.join()
 
-    with Database(db_path) as db:
+    with _open(db_path.parent) as db:
         loaded = anyio.run(SQLiteSessionStore(db).load, KEY)
     assert loaded is not None and len(loaded) == per_writer * writers
     for writer in range(writers):
@@ -150,6 +170,7 @@ def test_concurrent_writers_on_separate_connections_lose_nothing(db_path: Path) 
         assert [e["n"] for e in loaded if e["writer"] == writer] == list(range(per_writer))
 
 
+@pytest.mark.usefixtures("backend")
 async def test_summaries_are_persisted_verbatim(db_path: Path) -> None:
     batches = [
         [
@@ -161,7 +182,7 @@ async def test_summaries_are_persisted_verbatim(db_path: Path) -> None:
         [entry(type="tag", tag="travel")],
     ]
     expected = None
-    with Database(db_path) as db:
+    with _open(db_path.parent) as db:
         store = SQLiteSessionStore(db)
         for batch in batches:
             await store.append(KEY, batch)
@@ -178,7 +199,7 @@ async def test_summaries_are_persisted_verbatim(db_path: Path) -> None:
     assert summary["mtime"] == listed["mtime"]
 
     # Reopened (a new process): the very same document, and the stored text is its JSON.
-    with Database(db_path) as db:
+    with _open(db_path.parent) as db:
         assert await SQLiteSessionStore(db).list_session_summaries("proj") == [summary]
         with db.reading() as conn:
             [(raw,)] = conn.execute("SELECT data FROM session_summaries").fetchall()
@@ -224,8 +245,9 @@ async def test_empty_append_creates_nothing(store: SQLiteSessionStore) -> None:
     assert await store.list_session_summaries("proj") == []
 
 
+@pytest.mark.usefixtures("backend")
 async def test_mtime_strictly_increases_across_sessions_and_connections(db_path: Path) -> None:
-    with Database(db_path) as first_db, Database(db_path) as second_db:
+    with _open(db_path.parent) as first_db, _open(db_path.parent) as second_db:
         stores = [SQLiteSessionStore(first_db), SQLiteSessionStore(second_db)]
         seen = []
         for n in range(20):
@@ -259,19 +281,23 @@ async def test_the_sdks_store_readers_work_on_it(store: SQLiteSessionStore, tmp_
     assert [m.uuid for m in messages] == [user_uuid, assistant_uuid]
 
 
+@pytest.mark.usefixtures("backend")
 def test_open_owns_its_database_and_a_passed_database_stays_open(tmp_path: Path) -> None:
-    with SQLiteSessionStore.open(tmp_path / "dir") as opened:
-        assert opened.db.path == tmp_path / "dir" / "memory.db"
+    with SQLiteSessionStore.open(tmp_path / "dir", os.environ.get("MEMORY_DATABASE_URL")) as opened:
+        assert opened.db.path.parent == tmp_path / "dir"
         anyio.run(opened.append, KEY, [entry(n=1)])
-    with pytest.raises(sqlite3.ProgrammingError), opened.db.reading() as conn:
+    # Using a closed store is a defect: SQLite's own error, or ours on PostgreSQL (never a quiet reconnect).
+    with pytest.raises((sqlite3.ProgrammingError, StorageError)), opened.db.reading() as conn:
         conn.execute("SELECT 1")
 
-    with Database(tmp_path / "other.db") as db:
+    with _open(tmp_path / "other") as db:
         SQLiteSessionStore(db).close()
         with db.reading() as conn:
             assert conn.execute("SELECT 1").fetchone()[0] == 1
 
 
+@pytest.mark.sqlite_only(reason="upgrades a version-2 SQLite file built by hand; PostgreSQL's schema "
+                          "(store/pg_schema.py) began at SQLite's version 5, so it has no version 2 to upgrade")
 def test_migration_upgrades_a_version_2_database(db_path: Path) -> None:
     # Build a database as the release before m003 left it: migrations 1 and 2 only, version 2.
     db_path.parent.mkdir(parents=True, exist_ok=True)
