@@ -71,6 +71,7 @@ async def test_an_agent_over_the_threshold_compacts_and_drops_evicted_messages(
     assert record.tokens_before > record.tokens_after
 
 
+@pytest.mark.sqlite_only(reason="pins the options given to the CLI (its own auto-compaction off); nothing is stored")
 async def test_the_clis_own_auto_compaction_stays_off(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:

@@ -181,16 +181,20 @@ async def test_a_block_larger_than_one_argument_reaches_the_model_and_refreshes_
 @pytest.mark.slow
 @pytest.mark.soak
 @pytest.mark.timeout(1800)
-async def test_soak_of_a_thousand_turns(server: ScriptedMessagesServer, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("backend")
+async def test_soak_of_a_thousand_turns(server: ScriptedMessagesServer, tmp_path: Path,
+                                        other_store_environ: Callable[[Mapping[str, str]], dict[str, str]]) -> None:
     """Issue 10's soak: 1,000 turns of chat, 10-20 kB pastes and 8-16 kB tool results at the
     default window, reopened in the same cwd, another cwd and after import along the way.
     `python bench/soak_bench.py` runs the same conversation and prints its figures; with
-    `--postgres` it runs it on PostgreSQL (the 115-turn run above is that backend's test here)."""
+    `--postgres` it runs it on PostgreSQL, as this test does under the `backend` fixture."""
     (tmp_path / "project").mkdir()
     (tmp_path / "elsewhere").mkdir()
     config = SoakConfig(turns=1000, storage_dir=tmp_path / "store", project_dir=tmp_path / "project",
                         other_dir=tmp_path / "elsewhere",
-                        restarts={250: "same-cwd", 500: "other-cwd", 750: "import"})
+                        restarts={250: "same-cwd", 500: "other-cwd", 750: "import"},
+                        database_url=os.environ.get("MEMORY_DATABASE_URL"),
+                        import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"))
     result = await run_soak(server, config)
     assert_soak_holds(result, min_compactions=5)
     assert result.fds[-1][1] <= result.fds[0][1] + 10

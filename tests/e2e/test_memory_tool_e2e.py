@@ -74,6 +74,7 @@ async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     assert "Launch: Friday" not in following
 
 
+@pytest.mark.sqlite_only(reason="pins which tool definitions reach the model; decided before any store is read")
 async def test_the_tool_set_option_chooses_what_the_model_gets(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:

@@ -27,6 +27,8 @@ def _assert_nothing_of_it_kept(memory: MemoryManager, agent_id: str) -> None:
     assert not any(phrase in in_context for phrase in _CLI_WORDING)
 
 
+@pytest.mark.sqlite_only(reason="a refused key is decided by the model server before any answer is stored; "
+                          "the recorder that stores answers runs on PostgreSQL in test_agent_e2e")
 @pytest.mark.parametrize("status", [401, 403])
 async def test_a_refused_key_raises_one_clear_error_and_stores_no_answer(
     status: int, server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
@@ -47,6 +49,7 @@ async def test_a_refused_key_raises_one_clear_error_and_stores_no_answer(
     assert not any(phrase in str(last.messages) + last.system_text for phrase in _CLI_WORDING)
 
 
+@pytest.mark.sqlite_only(reason="the CLI refuses to start without a key, before anything is stored")
 async def test_no_key_at_all_is_not_logged_in_and_names_the_variable(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:

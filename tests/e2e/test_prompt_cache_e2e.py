@@ -1,9 +1,8 @@
 """The prompt cache is kept: a truthful clock per turn, a byte-identical system prompt, and the
 `deferred` refresh policy (real SDK and CLI; the scripted server bills like the API).
 
-The tests of edits made by another agent or process between turns run on both backends (how the
-agent learns of them is a query of the store); the rest pin what the agent sends, which the
-backend has no part in, and run on SQLite."""
+Every test runs on both backends: the blocks rendered, the edits made by the agent or by another
+agent between turns, and how the agent learns of them are all reads and writes of the store."""
 
 from __future__ import annotations
 
@@ -77,6 +76,7 @@ def billed_memory(billing_server: ScriptedMessagesServer, tmp_path: Any) -> Any:
         yield memory
 
 
+@pytest.mark.usefixtures("backend")
 async def test_the_model_sees_the_time_an_hour_later_and_the_system_prompt_stays_byte_identical(
     billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
 ) -> None:
@@ -106,6 +106,7 @@ async def test_the_model_sees_the_time_an_hour_later_and_the_system_prompt_stays
     assert billed[2] is not None and billed[2].read > 0.9 * billed[2].total
 
 
+@pytest.mark.usefixtures("backend")
 async def test_deferred_own_edit_shows_in_the_tool_result_and_keeps_the_prompt(
     billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
 ) -> None:
@@ -178,6 +179,7 @@ async def test_announce_brings_another_agents_edit_with_the_next_turn_and_keeps_
     assert billed_memory.get_block("project").value.endswith("Colleague: v2 is unblocked on review.")
 
 
+@pytest.mark.usefixtures("backend")
 async def test_deferred_catches_up_after_max_stale_turns(
     billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
 ) -> None:

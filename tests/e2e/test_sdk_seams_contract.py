@@ -48,6 +48,7 @@ async def test_the_system_prompt_control_request_reaches_the_next_request(
         "it on the next request; live refresh no longer works (sdk_seams.send_system_prompt)")
 
 
+@pytest.mark.sqlite_only(reason="pins the SDK's and CLI's behaviour (tool loading), which stores nothing of ours")
 async def test_always_load_puts_the_memory_tools_in_every_request(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
