@@ -74,13 +74,22 @@ class PostgresCluster:
     def start(self) -> PostgresCluster:
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", self.user, "--auth=trust",
                   "--encoding=UTF8", "--locale=C", "--no-sync")
+        self.start_server()
+        return self
+
+    def start_server(self) -> None:
+        """Start the server on an initialised cluster (again, after `stop_server`)."""
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
                    " -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
                    " -c shared_buffers=64MB")
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
                   str(self.root / "server.log"), "-w", "-t", "60", "start")
         self.started = True
-        return self
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server but keep its data (tests of a server that goes away and comes back)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+        self.started = False
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
@@ -103,6 +112,7 @@ class PostgresCluster:
             raise PostgresUnavailable(f"{program} failed: {done.stderr.strip()[-800:]}")
 
     def stop(self) -> None:
+        """Stop the server and delete the cluster."""
         if self.started:
             subprocess.run([*self._run_as, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                             "-w", "stop"], check=False, capture_output=True, timeout=120)
