@@ -34,6 +34,11 @@ __all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postg
 
 logger = logging.getLogger(__name__)
 
+BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+"""Explicit, whatever the server's default: only under READ COMMITTED does the statement after
+the advisory lock see what the previous holder committed (a REPEATABLE READ or SERIALIZABLE
+snapshot is taken before the lock is granted, and concurrent writers then fail to serialise)."""
+
 WRITE_LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock every write transaction holds
 MIGRATION_LOCK_KEY = WRITE_LOCK_KEY + 1
 CONNECT_TIMEOUT_S = 10
@@ -209,7 +214,7 @@ class PostgresDatabase:
     def _migrate(self) -> None:
         conn = self._conn
         with self._lock:
-            conn.raw.execute("BEGIN")
+            conn.raw.execute(BEGIN_WRITE)
             try:
                 conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
                 conn.raw.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)")
@@ -252,7 +257,7 @@ class PostgresDatabase:
                     self._depth -= 1
                 return
             try:
-                conn.raw.execute("BEGIN")
+                conn.raw.execute(BEGIN_WRITE)
                 conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
             except BaseException as error:
                 self._rollback(conn)
