@@ -16,9 +16,8 @@ refusal needs one more of the other agent's inserts to have landed, which bounds
 
 from __future__ import annotations
 
-import threading
-
 import pytest
+from concurrency_helpers import run_in_threads
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import StaleBlockError
@@ -52,23 +51,14 @@ def test_concurrent_inserts_lose_nothing_and_every_agent_gets_through(settings: 
         block = first.create_block("team/plan.md", "start\n", is_shared=True, in_prompt=False)
         first.attach_block("b", block.block_id)
     refusals: dict[str, list[int]] = {agent: [] for agent in AGENTS}
-    failures: list[BaseException] = []
 
     def work(agent: str) -> None:
-        try:
-            with MemoryManager(agent_id=agent, settings=settings) as memory:
-                files = MemoryFiles(memory)
-                for number in range(LINES):
-                    _insert_until_it_lands(files, f"{agent}{number}", refusals[agent])
-        except BaseException as error:  # noqa: BLE001 - reported by the main thread's assertion
-            failures.append(error)
+        with MemoryManager(agent_id=agent, settings=settings) as memory:
+            files = MemoryFiles(memory)
+            for number in range(LINES):
+                _insert_until_it_lands(files, f"{agent}{number}", refusals[agent])
 
-    threads = [threading.Thread(target=work, args=(agent,)) for agent in AGENTS]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not failures and not any(thread.is_alive() for thread in threads)
+    run_in_threads(work, AGENTS)
     with MemoryManager(agent_id="a", settings=settings) as memory:
         lines = memory.get_block("team/plan.md").value.splitlines()
         history = memory.block_history("team/plan.md")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from concurrency_helpers import run_in_threads
 
 from memory_agent import MemoryManager
 
@@ -31,25 +32,16 @@ def test_writers_and_first_opens_are_right_under_a_stricter_default_isolation(
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute(f"ALTER DATABASE {postgres_url.rsplit('/', 1)[1]} SET default_transaction_isolation = '{level}'")
     writers = [f"w{n}" for n in range(WRITERS)]
-    failures: list[BaseException] = []
     start = threading.Barrier(WRITERS)
 
     def work(writer: str) -> None:
-        try:
-            start.wait(timeout=30)  # all open the new database at once: one migrates, all see it
-            with MemoryManager(tmp_path / writer, agent_id=writer, database_url=postgres_url) as memory:
-                memory.join_shared_block("ledger")
-                for number in range(APPENDS):
-                    memory.core_memory_append("ledger", f"{writer}:{number}")
-        except BaseException as error:  # noqa: BLE001 - reported by the main thread's assertion
-            failures.append(error)
+        start.wait(timeout=30)  # all open the new database at once: one migrates, all see it
+        with MemoryManager(tmp_path / writer, agent_id=writer, database_url=postgres_url) as memory:
+            memory.join_shared_block("ledger")
+            for number in range(APPENDS):
+                memory.core_memory_append("ledger", f"{writer}:{number}")
 
-    threads = [threading.Thread(target=work, args=(writer,)) for writer in writers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not failures
+    run_in_threads(work, writers)
     with MemoryManager(tmp_path / "check", agent_id="check", database_url=postgres_url) as memory:
         memory.join_shared_block("ledger")
         ledger = memory.get_block("ledger")

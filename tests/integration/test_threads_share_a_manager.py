@@ -3,8 +3,8 @@
 Both stores hold one connection per manager and serialise its use with a lock: a write
 transaction keeps the connection until it commits, so another thread's statements can never land
 inside it (they would otherwise run in its transaction, and its COMMIT or ROLLBACK would decide
-their fate too; on SQLite a nested BEGIN is refused outright). Here eight threads append to one shared block, store messages and read
-at once, each as an agent of its own, through one manager.
+their fate too; on SQLite a nested BEGIN is refused outright). Here eight threads append to one
+shared block, store messages and read at once, each as an agent of its own, through one manager.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 
 import pytest
+from concurrency_helpers import run_in_threads
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.blocks import append_text
@@ -24,7 +25,6 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 
 def test_eight_threads_share_one_manager_without_losing_or_mixing_anything(settings: Settings) -> None:
-    failures: list[BaseException] = []
     start = threading.Barrier(THREADS)
     with MemoryManager(agent_id="service", settings=settings) as memory:
         memory.create_block("ledger", "", limit=100_000, is_shared=True)
@@ -34,22 +34,14 @@ def test_eight_threads_share_one_manager_without_losing_or_mixing_anything(setti
             memory.join_shared_block("ledger", agent_id=agent)
 
         def work(agent: str) -> None:
-            try:
-                start.wait(timeout=60)
-                for number in range(EDITS):
-                    memory.core_memory_append("ledger", f"{agent}:{number}", agent_id=agent)
-                    memory.store_message("user", f"{agent} says {number}", agent_id=agent)
-                    assert f"{agent}:{number}" in memory.get_block("ledger", agent_id=agent).value
-                    assert memory.count_messages(agent_id=agent) == number + 1
-            except BaseException as error:  # noqa: BLE001 - reported by the main thread's assertion
-                failures.append(error)
+            start.wait(timeout=60)
+            for number in range(EDITS):
+                memory.core_memory_append("ledger", f"{agent}:{number}", agent_id=agent)
+                memory.store_message("user", f"{agent} says {number}", agent_id=agent)
+                assert f"{agent}:{number}" in memory.get_block("ledger", agent_id=agent).value
+                assert memory.count_messages(agent_id=agent) == number + 1
 
-        threads = [threading.Thread(target=work, args=(agent,)) for agent in agents]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=120)
-        assert not failures and not any(thread.is_alive() for thread in threads)
+        run_in_threads(work, agents)
 
         ledger = memory.get_block("ledger")
         assert Counter(ledger.value.splitlines()) == Counter(f"{a}:{n}" for a in agents for n in range(EDITS))
