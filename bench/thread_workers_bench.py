@@ -19,6 +19,7 @@ PostgreSQL cluster (or --database-url). The figures move with the machine's load
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import threading
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.ops, args.threads, args.history = 5, [2], 10
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
     cluster = None if args.database_url else PostgresCluster().start()
     try:
         databases = Databases(cluster, args.database_url)
