@@ -14,7 +14,6 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-import psycopg
 import pytest
 from concurrency_helpers import run_in_threads
 
@@ -29,6 +28,8 @@ APPENDS = 30
 @pytest.mark.parametrize("level", ["repeatable read", "serializable"])
 def test_writers_and_first_opens_are_right_under_a_stricter_default_isolation(
         level: str, postgres_url: str, tmp_path: Path) -> None:
+    import psycopg  # the driver is an optional extra; the postgres_url fixture says if it is missing
+
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute(f"ALTER DATABASE {postgres_url.rsplit('/', 1)[1]} SET default_transaction_isolation = '{level}'")
     writers = [f"w{n}" for n in range(WRITERS)]
