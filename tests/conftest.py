@@ -12,6 +12,7 @@ import pytest
 from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
+from memory_agent.testing.chroma_server import ChromaServer, ChromaUnavailable
 from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnavailable
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -89,6 +90,16 @@ def other_store_environ(request: pytest.FixtureRequest) -> Callable[[Mapping[str
         return {**base, "MEMORY_DATABASE_URL": made[0]}
 
     return environ
+
+
+@pytest.fixture
+def chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
+    """A real Chroma server (`chroma run`) for this test, its data under tmp_path."""
+    try:
+        with ChromaServer(tmp_path / "chroma-server") as server:
+            yield server
+    except ChromaUnavailable as error:
+        pytest.skip(f"no Chroma server here: {error}")
 
 
 @pytest.fixture

@@ -37,6 +37,11 @@ __all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postg
 
 logger = logging.getLogger(__name__)
 
+BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+"""Explicit, whatever the server's default: only under READ COMMITTED does the statement after
+the advisory lock see what the previous holder committed (a REPEATABLE READ or SERIALIZABLE
+snapshot is taken before the lock is granted, and concurrent writers then fail to serialise)."""
+
 WRITE_LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock every write transaction holds
 MIGRATION_LOCK_KEY = WRITE_LOCK_KEY + 1
 CONNECT_TIMEOUT_S = 10
@@ -257,7 +262,7 @@ class PostgresDatabase:
                     return
             except BaseException as error:
                 raise self._translated(error) from error
-            conn.raw.execute("BEGIN")
+            conn.raw.execute(BEGIN_WRITE)
             try:
                 conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
                 conn.raw.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)")
@@ -300,7 +305,7 @@ class PostgresDatabase:
                     self._depth -= 1
                 return
             try:
-                conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                conn.execute(BEGIN_WRITE)
                 xid = conn.raw.execute("SELECT pg_current_xact_id()::text, pg_advisory_xact_lock(%s)",
                                        (WRITE_LOCK_KEY,)).fetchone()[0]
             except BaseException as error:

@@ -1,0 +1,80 @@
+"""The PostgreSQL server restarts while several processes write: they carry on, nothing doubled.
+
+Processes on different hosts share one server; when it restarts, every connection is cut at
+once, mid-write for some. A writer sees at most one failed call on its old connection (a
+StorageError: nothing written) and refused connections while the server is down; it retries,
+as a service would, the manager reconnects, and the block ends with every entry exactly once.
+(Single-connection failures, including a cut at the moment of COMMIT, are the robustness
+tests'; this is the concurrent case.)
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory_agent import MemoryManager, StorageError
+from memory_agent.testing.postgres_cluster import PostgresCluster
+
+WRITERS = 4
+APPENDS = 150
+SPAWN = multiprocessing.get_context("spawn")
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def cluster(postgres_cluster: PostgresCluster) -> Iterator[PostgresCluster]:
+    """A server of this test's own: restarting the session's one would cut other tests' databases."""
+    own = PostgresCluster().start()
+    yield own
+    own.stop()
+
+
+def _append_retrying(storage: str, url: str, writer: str, failures: multiprocessing.Queue[int]) -> None:
+    failed = 0
+    with MemoryManager(storage, agent_id=writer, database_url=url) as memory:
+        memory.join_shared_block("ledger")
+        for number in range(APPENDS):
+            for _ in range(300):
+                try:
+                    memory.core_memory_append("ledger", f"{writer}:{number}")
+                    break
+                except StorageError:
+                    failed += 1
+                    time.sleep(0.05)
+            else:
+                raise SystemExit(f"{writer} could not write {number} for 15 s")
+    failures.put(failed)
+
+
+def test_writers_survive_a_server_restart_and_every_entry_lands_once(cluster: PostgresCluster, tmp_path: Path) -> None:
+    url = cluster.database_url()
+    with MemoryManager(tmp_path / "setup", agent_id="setup", database_url=url) as memory:
+        memory.create_block("ledger", "", limit=100_000, is_shared=True)
+    failures: multiprocessing.Queue[int] = SPAWN.Queue()
+    writers = [f"w{n}" for n in range(WRITERS)]
+    processes = [SPAWN.Process(target=_append_retrying, args=(str(tmp_path / w), url, w, failures)) for w in writers]
+    for process in processes:
+        process.start()
+    total = 1 + WRITERS * APPENDS
+    with MemoryManager(tmp_path / "watch", agent_id="setup", database_url=url) as watcher:
+        while (at_restart := watcher.get_block("ledger").version) < total // 4:
+            time.sleep(0.05)
+        cluster.stop_server("fast")
+        time.sleep(0.5)
+        cluster.start_server()
+    for process in processes:
+        process.join(timeout=120)
+    assert [process.exitcode for process in processes] == [0] * WRITERS
+    with MemoryManager(tmp_path / "check", agent_id="setup", database_url=url) as memory:
+        ledger = memory.get_block("ledger")
+    assert at_restart < total  # the restart came while they were writing
+    assert sum(failures.get(timeout=5) for _ in writers) > 0  # and they felt it
+    assert Counter(ledger.value.splitlines()) == Counter(f"{w}:{n}" for w in writers for n in range(APPENDS))
+    assert ledger.version == total
