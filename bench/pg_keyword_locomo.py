@@ -22,7 +22,7 @@ It prints held-out recall@5/10/20 (categories 1-4), paired bootstrap 95% interva
 and hybrid - keyword, each variant's in-sample recall and query time, and what each fold chose.
 
     /work/venv/bin/python bench/pg_keyword_locomo.py [--data DIR] [--bootstrap 2000]
-                                                     [--embedding-cache FILE] [--quick]
+                                                     [--embedding-cache FILE] [--shipped-only] [--quick]
 
 `--quick` runs the first turns of each conversation with four variants and a small fusion grid.
 """
@@ -79,7 +79,9 @@ BEFORE = PgRanking()
 """The ranking shipped before this harness chose one: ts_rank, no normalisation, nothing else."""
 
 
-def variants(quick: bool) -> list[PgRanking]:
+def variants(quick: bool, shipped_only: bool) -> list[PgRanking]:
+    if shipped_only:
+        return [BEFORE, pg_fulltext.RANKING]
     if quick:
         return [PgRanking(), PgRanking(idf=True), PgRanking("ts_rank_cd", 1), PgRanking(prefix=True)]
     return [PgRanking(function, norm, first, prefix, idf)  # type: ignore[arg-type]
@@ -229,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     parser.add_argument("--embedding-cache", type=Path, help="pickle of text vectors, reused across runs")
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK_TURNS} turns, four variants")
+    parser.add_argument("--shipped-only", action="store_true",
+                        help="only the shipped ranking and the one before it (verifies the fusion on it, faster)")
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
     if len(files) < 2:
@@ -242,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedding = CachedEmbedding(MiniLMEmbeddingFunction())
     if args.embedding_cache is not None and args.embedding_cache.is_file():
         embedding.cache.update(pickle.loads(args.embedding_cache.read_bytes()))
-    rankings = variants(args.quick)
+    rankings = variants(args.quick, args.shipped_only)
     if pg_fulltext.RANKING not in rankings:
         rankings.append(pg_fulltext.RANKING)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
