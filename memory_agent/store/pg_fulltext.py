@@ -21,9 +21,9 @@ variant, and all three conversations chose `ts_rank`, no normalisation, all word
 Held out, its evidence recall@5/10/20 is 0.581 / 0.655 / 0.726, against 0.547 / 0.613 / 0.682
 for plain `ts_rank` (the ranking shipped before; +0.035 to +0.044, each 95% interval above 0)
 and 0.539 / 0.620 / 0.695 for FTS5 bm25 on SQLite. The idf is what helps (without it a word
-said twice outweighs a rare one); all-words-first adds 0.001, length normalisation 1 or 2 loses
-0.03-0.06 (LoCoMo's turns are short, so it favours the shortest), `ts_rank_cd` and prefix
-matching lose a little. The idf costs two counts per query over the matched and the searched
+said twice outweighs a rare one); all-words-first adds 0.001, length normalisation loses
+0.03-0.06 (flag 1) or 0.12 and more (flag 2) of the mean recall (LoCoMo's turns are short, so it
+favours the shortest), `ts_rank_cd` and prefix matching lose a little. The idf costs two counts per query over the matched and the searched
 passages, measured by bench/backends_bench.py at 100,000 passages. Messages
 (`conversation_search`) keep plain `ts_rank`: the LoCoMo harness measures passages only.
 """
