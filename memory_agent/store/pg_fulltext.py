@@ -18,7 +18,7 @@ leave-one-conversation-out on the LoCoMo dev conversations (`bench/pg_keyword_lo
 64 variants: `ts_rank` or `ts_rank_cd`, normalisation 0/1/2/32, passages holding every query
 word first or not, prefix matching or not, bm25's idf weighting or not. Every fold chose an idf
 variant, and all three conversations chose `ts_rank`, no normalisation, all words first, idf.
-Held out, its evidence recall@5/10/20 is 0.581 / 0.655 / 0.726, against 0.547 / 0.613 / 0.682
+Chosen per fold and scored held out, evidence recall@5/10/20 is 0.581 / 0.655 / 0.726, against 0.547 / 0.613 / 0.682
 for plain `ts_rank` (the ranking shipped before; +0.035 to +0.044, each 95% interval above 0)
 and 0.539 / 0.620 / 0.695 for FTS5 bm25 on SQLite. The idf is what helps (without it a word
 said twice outweighs a rare one); all-words-first adds 0.001, length normalisation loses
