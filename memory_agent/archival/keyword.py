@@ -33,7 +33,7 @@ HEAD_FACTOR = 4
 class KeywordMatch:
     passage_id: str
     score: float
-    """-bm25 on SQLite, ts_rank on PostgreSQL: higher is a better match."""
+    """-bm25 on SQLite, `pg_fulltext.RANKING`'s score on PostgreSQL: higher is a better match."""
 
 
 def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
@@ -100,9 +100,6 @@ def _joined(conn: sqlite3.Connection, table: str, match: str, where: PassageFilt
 def _postgres(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
     """PostgreSQL's full-text ranking (see `store.pg_fulltext`); the filter is part of the query,
     whose planner has statistics to choose between the GIN index and the agent's rows."""
-    query = pg_fulltext.tsquery_text(text, drop_stop_words=True)
-    if query is None or limit <= 0:
-        return []
     clause, params = where.sql("p")
     return [KeywordMatch(passage_id, rank)
-            for passage_id, rank in pg_fulltext.passage_search(conn, query, clause, list(params), limit)]
+            for passage_id, rank in pg_fulltext.passage_search(conn, text, clause, list(params), limit)]
