@@ -250,7 +250,7 @@ def check_fulltext_vectors(db: PostgresDatabase, *, full: bool = False) -> Check
     stale: list[str] = []
     seen = 0
     with db.reading() as conn:
-        for table, key, text, vector in FULLTEXT_COLUMNS:
+        for table, key, _text, vector in FULLTEXT_COLUMNS:
             expression = _generation_expression(conn, table, vector)
             row: Any = conn.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE {vector} IS DISTINCT FROM {expression})"
