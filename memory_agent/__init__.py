@@ -26,6 +26,7 @@ from .errors import (
     ReadOnlyBlockError,
     StaleBlockError,
     StorageError,
+    WriteOutcomeUnknownError,
 )
 from .manager import MemoryManager
 from .recall import StoredMessage, StoredSummary
@@ -89,6 +90,7 @@ __all__ = [
     "Settings",
     "StaleBlockError",
     "StorageError",
+    "WriteOutcomeUnknownError",
     "StoredMessage",
     "StoredSummary",
     "ToolOutcome",

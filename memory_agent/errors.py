@@ -19,6 +19,7 @@ as a tool error and to people in the CLI.
     │   ├── StaleBlockError         the block changed since this agent last saw it
     │   └── NothingToUndoError      the block has no earlier version
     ├── StorageError                the database could not be opened, migrated or written
+    │   └── WriteOutcomeUnknownError the connection was lost at COMMIT: check before repeating
     ├── ArchivalError               archival memory refused an operation
     ├── MessageNotFoundError        no stored message with that id
     ├── ImportFormatError           an export file could not be read
@@ -49,6 +50,7 @@ __all__ = [
     "ReadOnlyBlockError",
     "StaleBlockError",
     "StorageError",
+    "WriteOutcomeUnknownError",
 ]
 
 
@@ -181,6 +183,12 @@ class NothingToUndoError(BlockError):
 
 class StorageError(MemoryAgentError):
     """The database could not be opened, migrated or written."""
+
+
+class WriteOutcomeUnknownError(StorageError):
+    """The connection was lost during COMMIT and the server could not be asked whether it applied
+    the write. A separate class because the right reaction differs from every other StorageError:
+    repeating the write blindly may apply it twice, so the caller looks first."""
 
 
 class ArchivalError(MemoryAgentError):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..errors import ConfigurationError, StorageError
+from ..errors import ConfigurationError, StorageError, WriteOutcomeUnknownError
 from .dialect import translate
 from .pg_errors import Target, connect_error, server_condition
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
@@ -343,24 +343,31 @@ class PostgresDatabase:
         if status == "aborted":
             raise StorageError(f"The connection to {self.display} was lost while committing ({_first_line(lost)}); "
                                "the server rolled the write back, so nothing was written. Try again.") from lost
-        raise StorageError(f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and "
+        raise WriteOutcomeUnknownError(
+                           f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and "
                            "whether the server saved the write cannot be known now. Check (for example view the "
                            "block or list the passages) before repeating it.") from lost
 
     def _settled_status(self, xid: str) -> str | None:
-        """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if unknown."""
+        """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if unknown.
+
+        Keeps asking for COMMIT_SETTLE_S: a server that restarts (every connection cut at once,
+        some of them at COMMIT) is usually back within that, and then the answer is known."""
         deadline = time.monotonic() + COMMIT_SETTLE_S
-        try:
-            self._conn = PostgresConnection(self._connect(), self._connect)
-            while True:
-                row = self._conn.raw.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
-                status = None if row is None else row[0]
-                if status != "in progress" or time.monotonic() > deadline:
-                    return status if status in ("committed", "aborted") else None
-                time.sleep(0.05)
-        except Exception as error:  # noqa: BLE001 - the server is unreachable: the outcome is unknown
-            logger.warning("Cannot ask %s whether a lost COMMIT was applied: %s", self.display, error)
-            return None
+        while True:
+            try:
+                self._conn = PostgresConnection(self._connect(), self._connect)
+                while True:
+                    row = self._conn.raw.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                    status = None if row is None else row[0]
+                    if status != "in progress" or time.monotonic() > deadline:
+                        return status if status in ("committed", "aborted") else None
+                    time.sleep(0.05)
+            except Exception as error:  # noqa: BLE001 - unreachable for now: ask again until the deadline
+                if time.monotonic() > deadline:
+                    logger.warning("Cannot ask %s whether a lost COMMIT was applied: %s", self.display, error)
+                    return None
+                time.sleep(0.2)
 
     def _rollback(self, conn: PostgresConnection) -> None:
         if conn.lost:

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,8 @@ from pathlib import Path
 import pytest
 from robustness_helpers import cli_run, observer, one_line_error
 
-from memory_agent import MemoryManager, StorageError
+from memory_agent import MemoryManager, StorageError, WriteOutcomeUnknownError
+from memory_agent.store import postgres
 from memory_agent.store.snapshot import store_snapshot
 from memory_agent.testing.postgres_cluster import PostgresCluster
 
@@ -166,6 +168,9 @@ class Relay:
         self.port = int(self.listener.getsockname()[1])
         self.cut_at: tuple[str, bytes] | None = None
         self.cuts = 0
+        self.down_after_cut = 0.0
+        """Seconds the relay refuses new connections after a cut (the server unreachable for a while)."""
+        self._down_until = 0.0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -174,6 +179,9 @@ class Relay:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if time.monotonic() < self._down_until:
+                client.close()
+                continue
             server = socket.create_connection(("127.0.0.1", self.target))
             for source, sink, direction in ((client, server, "up"), (server, client, "down")):
                 threading.Thread(target=self._pump, args=(source, sink, direction, (client, server)),
@@ -185,6 +193,7 @@ class Relay:
             while data := source.recv(65536):
                 if self.cut_at is not None and self.cut_at[0] == direction and self.cut_at[1] in data:
                     self.cut_at, self.cuts = None, self.cuts + 1
+                    self._down_until = time.monotonic() + self.down_after_cut
                     break  # the message is never delivered
                 sink.sendall(data)
         for end in pair:
@@ -216,6 +225,33 @@ def test_a_commit_whose_answer_is_lost_counts_once(url: str, relay: Relay, tmp_p
         assert memory.get_block("human").value.count("exactly once") == 1
         history = memory.block_history("human")
         assert len(history) == 2 and history[-1].value.count("exactly once") == 1
+
+
+def test_a_lost_commit_answer_is_looked_up_once_the_server_is_back(url: str, relay: Relay, tmp_path: Path) -> None:
+    """A restart cuts connections at COMMIT and refuses new ones for a moment: the lookup keeps
+    asking until the server answers (within COMMIT_SETTLE_S), so the write counts once, no error."""
+    relayed = url.replace(f":{relay.target}/", f":{relay.port}/")
+    with MemoryManager(tmp_path, agent_id="ada", database_url=relayed) as memory:
+        relay.cut_at, relay.down_after_cut = ("down", COMMIT_DONE), 1.0
+        memory.core_memory_append("human", "exactly once")
+        assert relay.cuts == 1
+        assert memory.get_block("human").value.count("exactly once") == 1
+
+
+def test_an_unknowable_commit_is_its_own_error_and_looking_first_avoids_a_double(
+        url: str, relay: Relay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unreachable past the lookup's patience: WriteOutcomeUnknownError (a StorageError), whose
+    advice, look before repeating, is what keeps a retrying caller from writing twice."""
+    monkeypatch.setattr(postgres, "COMMIT_SETTLE_S", 0.5)
+    relayed = url.replace(f":{relay.target}/", f":{relay.port}/")
+    with MemoryManager(tmp_path, agent_id="ada", database_url=relayed) as memory:
+        relay.cut_at, relay.down_after_cut = ("down", COMMIT_DONE), 2.0
+        with pytest.raises(WriteOutcomeUnknownError, match="Check .* before repeating it"):
+            memory.core_memory_append("human", "maybe")
+        time.sleep(2.0)
+        if "maybe" not in memory.get_block("human").value:  # the caller looks first, as advised
+            memory.core_memory_append("human", "maybe")
+        assert memory.get_block("human").value.count("maybe") == 1
 
 
 def test_a_commit_that_never_arrives_is_reported_as_not_written(url: str, relay: Relay, tmp_path: Path) -> None:
