@@ -103,28 +103,30 @@ def passage_search(conn: Any, text: str, clause: str, params: list[Any], limit: 
     query = " | ".join(lexemes)
     vector, config = _matching(conn, query, "p", "content_tsv", "content")
     if ranking.idf:
-        # One rank per word, each weighted by its idf among the filtered passages.
+        # One rank per word, each weighted by its idf among the filtered passages. Each word's
+        # tsquery is parsed once (CTE `q`): written inline, to_tsquery ran again for every
+        # matched row and word, which made a query whose words match most passages (a speaker's
+        # name) take 0.5 s among 600 passages.
+        words = ", ".join(f"to_tsquery('{config}', ?) AS w{i}" for i in range(len(lexemes)))
         terms = " + ".join(
             f"ln(1 + (n.total - d.d{i} + 0.5) / (d.d{i} + 0.5))"
-            f" * {ranking.function}(m.v, to_tsquery('{config}', ?), {ranking.normalisation})"
+            f" * {ranking.function}(m.v, q.w{i}, {ranking.normalisation})"
             for i in range(len(lexemes)))
-        counts = ", ".join(f"count(*) FILTER (WHERE m.v @@ to_tsquery('{config}', ?)) AS d{i}"
-                           for i in range(len(lexemes)))
-        sql = (f"WITH m AS (SELECT p.passage_id, p.passage_rowid, {vector} AS v FROM passages p"
+        counts = ", ".join(f"count(*) FILTER (WHERE m.v @@ q.w{i}) AS d{i}" for i in range(len(lexemes)))
+        sql = (f"WITH q AS MATERIALIZED (SELECT to_tsquery('{config}', ?) AS every_word, {words}),"
+               f" m AS (SELECT p.passage_id, p.passage_rowid, {vector} AS v FROM passages p"
                f" WHERE {vector} @@ to_tsquery('{config}', ?) AND {clause}),"
                f" n AS (SELECT count(*)::float8 AS total FROM passages p WHERE {clause}),"
-               f" d AS (SELECT {counts} FROM m)"
-               f" SELECT m.passage_id, {terms} AS rank, m.v @@ to_tsquery('{config}', ?) AS every,"
-               " m.passage_rowid FROM m, n, d")
-        values = [query, *params, *params, *lexemes, *lexemes]
+               f" d AS (SELECT {counts} FROM m, q)"
+               f" SELECT m.passage_id, {terms} AS rank, m.v @@ q.every_word AS every,"
+               " m.passage_rowid FROM m, n, d, q")
+        values = [" & ".join(lexemes), *lexemes, query, *params, *params]
     else:
         sql = (f"SELECT p.passage_id, {ranking.function}({vector}, q.query, {ranking.normalisation}) AS rank,"
                f" {vector} @@ to_tsquery('{config}', ?) AS every, p.passage_rowid"
                f" FROM passages p, to_tsquery('{config}', ?) AS q(query)"
                f" WHERE {vector} @@ q.query AND {clause}")
         values = [" & ".join(lexemes), query, *params]
-    if ranking.idf:
-        values.append(" & ".join(lexemes))
     first = "s.every DESC, " if ranking.all_words_first else ""
     rows = conn.execute(f"SELECT * FROM ({sql}) AS s ORDER BY {first}s.rank DESC, s.passage_rowid LIMIT ?",
                         (*values, limit)).fetchall()
