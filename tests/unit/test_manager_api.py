@@ -144,7 +144,7 @@ def test_public_names_are_pinned() -> None:
         "ModelAuthenticationError", "NewPassage", "NothingToUndoError", "Passage", "ReadOnlyBlockError",
         "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchHit", "Settings",
         "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
-        "TurnResult",
+        "TurnResult", "WriteOutcomeUnknownError",
     ]
     assert sorted(memory_agent.__all__) == expected
     for name in memory_agent.__all__:
