@@ -1,19 +1,17 @@
-"""The PostgreSQL store itself: schema parity with SQLite, the SDK's session-store conformance
-suite, the write lock across connections, errors that keep secrets out, reconnecting."""
+"""The PostgreSQL store itself: schema parity with SQLite, the write lock across connections,
+errors that keep secrets out, reconnecting. (The SDK's session-store conformance suite runs on
+both backends in tests/unit/test_session_store.py.)"""
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from claude_agent_sdk.testing import run_session_store_conformance
 
 from memory_agent import MemoryManager
 from memory_agent.errors import ConfigurationError, StorageError
-from memory_agent.session_store import SQLiteSessionStore
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
 from memory_agent.store.pg_schema import PG_SCHEMA_VERSION
@@ -119,23 +117,3 @@ def test_the_connection_comes_back_after_the_server_drops_it(postgres_url: str, 
         drop()
         memory.core_memory_append("human", "still here")  # ... and so is a write's BEGIN: nothing had started
         assert memory.get_block("human").value == before + "\nstill here"
-
-
-async def test_session_store_passes_the_sdk_conformance_suite(postgres_cluster: PostgresCluster,
-                                                              tmp_path: Path) -> None:
-    # Every contract gets a fresh database on the server; every optional method is implemented.
-    counter = itertools.count()
-    opened: list[SQLiteSessionStore] = []
-
-    def make_store() -> SQLiteSessionStore:
-        url = postgres_cluster.database_url("conf")
-        opened.append(SQLiteSessionStore.open(tmp_path / f"s{next(counter)}", url))
-        return opened[-1]
-
-    try:
-        await run_session_store_conformance(make_store)
-    finally:
-        for each in opened:
-            each.close()
-            postgres_cluster.drop(each.db.url)  # type: ignore[attr-defined]
-    assert len(opened) >= 14

@@ -8,7 +8,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -59,15 +59,30 @@ def test_public_names() -> None:
     assert session_store_module.__all__ == ["DATABASE_FILENAME", "SQLiteSessionStore"]
 
 
-@pytest.mark.sqlite_only(reason="its PostgreSQL run, a database per contract, is "
-                          "tests/integration/test_postgres_store.py::test_session_store_passes_the_sdk_conformance_suite")
-async def test_passes_the_sdk_conformance_suite(tmp_path: Path) -> None:
-    # Every contract gets a fresh database; every optional method is implemented, none skipped.
+@pytest.fixture
+def fresh_store_url(backend: str, request: pytest.FixtureRequest) -> Iterator[Callable[[], str | None]]:
+    """A new empty database per call on PostgreSQL (dropped afterwards); None on SQLite, where a
+    new directory is the new store. The conformance suite wants a fresh store per contract."""
+    made: list[str] = []
+
+    def fresh() -> str | None:
+        if backend != "postgres":
+            return None
+        made.append(request.getfixturevalue("postgres_cluster").database_url("conf"))
+        return made[-1]
+
+    yield fresh
+    for url in made:
+        request.getfixturevalue("postgres_cluster").drop(url)
+
+
+async def test_passes_the_sdk_conformance_suite(tmp_path: Path, fresh_store_url: Callable[[], str | None]) -> None:
+    # Every contract gets a fresh store; every optional method is implemented, none skipped.
     counter = itertools.count()
     opened: list[SQLiteSessionStore] = []
 
     def make_store() -> SQLiteSessionStore:
-        opened.append(SQLiteSessionStore.open(tmp_path / f"db{next(counter)}"))
+        opened.append(SQLiteSessionStore.open(tmp_path / f"db{next(counter)}", fresh_store_url()))
         return opened[-1]
 
     try:
@@ -78,17 +93,14 @@ async def test_passes_the_sdk_conformance_suite(tmp_path: Path) -> None:
     assert len(opened) >= 14
 
 
-async def test_passes_the_conformance_suite_across_two_connections(tmp_path: Path, backend: str,
-                                                                   request: pytest.FixtureRequest) -> None:
+async def test_passes_the_conformance_suite_across_two_connections(
+        tmp_path: Path, fresh_store_url: Callable[[], str | None]) -> None:
     # Each contract gets its own file or database; writes go through one connection, reads through another.
     counter = itertools.count()
     dbs: list[Database] = []
-    urls: list[str] = []
 
     def make_store() -> SQLiteSessionStore:
-        url = None
-        if backend == "postgres":
-            urls.append(url := request.getfixturevalue("postgres_cluster").database_url("conf"))
+        url = fresh_store_url()
         directory = tmp_path / f"db{next(counter)}"
         dbs.extend([open_store(directory, url), open_store(directory, url)])
         writer, reader = SQLiteSessionStore(dbs[-2]), SQLiteSessionStore(dbs[-1])
@@ -99,8 +111,6 @@ async def test_passes_the_conformance_suite_across_two_connections(tmp_path: Pat
     finally:
         for db in dbs:
             db.close()
-        for url in urls:
-            request.getfixturevalue("postgres_cluster").drop(url)
     assert len(dbs) >= 28
 
 
