@@ -344,9 +344,9 @@ class PostgresDatabase:
             raise StorageError(f"The connection to {self.display} was lost while committing ({_first_line(lost)}); "
                                "the server rolled the write back, so nothing was written. Try again.") from lost
         raise WriteOutcomeUnknownError(
-                           f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and "
-                           "whether the server saved the write cannot be known now. Check (for example view the "
-                           "block or list the passages) before repeating it.") from lost
+            f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and whether "
+            "the server saved the write cannot be known now. Check (for example view the block or list the "
+            "passages) before repeating it.") from lost
 
     def _settled_status(self, xid: str) -> str | None:
         """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if unknown.
