@@ -16,10 +16,11 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..authors import Author, acting_author
 from ..errors import ArchivalError
 from ..store import journal
 from ..store.database import Database, utc_now
@@ -54,6 +55,8 @@ class ArchivalMemory:
         vector_store: A `VectorStore` to use instead of Chroma (tests, other backends).
         fusion: How hybrid search fuses keyword and vector rankings.
         reranker: An optional last stage of hybrid search (e.g. `AnthropicReranker`); off by default.
+        author: Who acts for each journalled write (the manager's current author); by default the
+            innermost `acting_as`.
     """
 
     def __init__(
@@ -65,8 +68,10 @@ class ArchivalMemory:
         vector_store: VectorStore | None = None,
         fusion: FusionConfig | None = None,
         reranker: Reranker | None = None,
+        author: Callable[[], Author | None] = acting_author,
     ) -> None:
         self.db = db
+        self._author = author
         self.config = config or VectorConfig(path=db.path.parent / "chroma")
         self.fusion = fusion or FusionConfig()
         self.reranker = reranker
@@ -108,8 +113,9 @@ class ArchivalMemory:
             stored = [passage_table.insert_or_get(conn, agent_id, item, now) for item in items]
             for passage, created in stored:
                 if created:
-                    journal.record(conn, agent_id=agent_id, action="insert_passage", target_type="passage",
-                                   target_id=passage.passage_id, new_value=passage.content, created_at=now,
+                    journal.record(conn, author=self._author(), agent_id=agent_id, action="insert_passage",
+                                   target_type="passage", target_id=passage.passage_id,
+                                   new_value=passage.content, created_at=now,
                                    detail={"tags": list(passage.tags), "metadata": passage.metadata})
         owed = {p.passage_id: p for p, _ in stored if p.vector_state == "pending"}
         self.index.write(list(owed.values()))
@@ -129,8 +135,8 @@ class ArchivalMemory:
                     f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was deleted. "
                     "Search or list archival memory for the exact id."
                 )
-            journal.record(conn, agent_id=agent_id, action="delete_passage", target_type="passage",
-                           target_id=passage_id, old_value=passage.content, created_at=utc_now(),
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="delete_passage",
+                           target_type="passage", target_id=passage_id, old_value=passage.content, created_at=utc_now(),
                            detail={"tags": list(passage.tags), "metadata": passage.metadata,
                                    "created_at": passage.created_at})
         if self.index.is_open or not self._check_on_open:

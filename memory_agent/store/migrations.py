@@ -277,6 +277,23 @@ def m005_issue14_per_agent_passage_fts(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
+
+@_migration
+def m006_issue28_journal_authors(conn: sqlite3.Connection) -> None:
+    """Who acted: `author_kind` and `author` on journal entries and on saved block versions
+    (see `memory_agent.authors`). Rows written before stay as they are, with no author (NULL):
+    the journal is append-only and nothing can say now who made those changes."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE journal ADD COLUMN author_kind TEXT;
+        ALTER TABLE journal ADD COLUMN author TEXT;
+        CREATE INDEX journal_by_author ON journal(author_kind, entry_id);
+        ALTER TABLE block_history ADD COLUMN author_kind TEXT;
+        ALTER TABLE block_history ADD COLUMN author TEXT;
+        """
+    )
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -260,4 +260,20 @@ def p003_keyword_index_of_any_text(cursor: Any) -> None:
     )
 
 
+
+@_migration
+def p004_journal_authors(cursor: Any) -> None:
+    """SQLite's m006: `author_kind` and `author` on journal entries and saved block versions;
+    earlier rows keep NULL (adding a column without a default rewrites nothing, and the journal's
+    append-only trigger fires on UPDATE and DELETE only)."""
+    cursor.execute(
+        """
+        ALTER TABLE journal ADD COLUMN author_kind TEXT COLLATE "C";
+        ALTER TABLE journal ADD COLUMN author TEXT COLLATE "C";
+        CREATE INDEX journal_by_author ON journal(author_kind, entry_id);
+        ALTER TABLE block_history ADD COLUMN author_kind TEXT COLLATE "C";
+        ALTER TABLE block_history ADD COLUMN author TEXT COLLATE "C";
+        """
+    )
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
