@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from ..admin import open_agent
+from ..authors import Author, acting_as
 from ..errors import MemoryAgentError
 from ..manager import MemoryManager
 from ..settings import Settings
@@ -50,6 +51,7 @@ class CliState:
     database_url: str | None = None
     agent_id: str | None = None
     json: bool = False
+    author: Author | None = None
 
 
 def state(ctx: click.Context | None = None) -> CliState:
@@ -65,8 +67,20 @@ def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return callback
 
 
+def _author(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """--author: every change this invocation makes is journalled as this author."""
+    if value is None:
+        return
+    try:
+        author = Author.parse(value)
+    except MemoryAgentError as error:
+        raise click.BadParameter(one_line(str(error))) from None
+    state(ctx).author = author
+    ctx.with_resource(acting_as(author))
+
+
 def shared_options(function: F) -> F:
-    """Add --storage-dir, --agent and --json to a command (and to the root group)."""
+    """Add --storage-dir, --agent, --author and --json to a command (and to the root group)."""
     options = [
         click.option("--storage-dir", "chosen_storage_dir", type=click.Path(file_okay=False, path_type=Path),
                      expose_value=False, callback=_store("storage_dir"),
@@ -77,6 +91,9 @@ def shared_options(function: F) -> F:
                           "(default: MEMORY_DATABASE_URL, else SQLite in the storage dir)."),
         click.option("--agent", "chosen_agent", metavar="AGENT_ID", expose_value=False, callback=_store("agent_id"),
                      help="Agent to act as (default: AGENT_ID, else the storage dir's default agent)."),
+        click.option("--author", "chosen_author", metavar="NAME|KIND:NAME", expose_value=False, callback=_author,
+                     help="Who the journal names for your changes: a person's name, or KIND:NAME with KIND one "
+                          "of person, model, import, agent, consolidator (default: you, the OS user)."),
         click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_store("json"),
                      help="Print machine-readable JSON instead of tables."),
     ]
@@ -179,3 +196,5 @@ def cli(verbose: bool) -> None:
     'memory-agent init', then see 'memory-agent COMMAND --help'.
     """
     configure_logging(verbose)
+    if state().author is None:  # a person made every change of this command unless --author says otherwise
+        click.get_current_context().with_resource(acting_as(Author.person()))

@@ -15,10 +15,12 @@ from typing import IO
 
 import click
 
+from ..authors import Author
 from ..errors import BlockLimitExceededError
 from ..manager import MemoryManager
 from .app import open_memory, shared_options
 from .output import (
+    author_text,
     block_data,
     console,
     emit,
@@ -168,11 +170,13 @@ def _keep(text: str) -> str:
 def block_history(label: str) -> None:
     """List every saved version of a block, oldest first."""
     with open_memory() as memory:
+        viewer = memory.agent_id
         versions = memory.block_history(label)
-    rows = [(v.version, timestamp(v.created_at), v.agent_id or "", v.action, len(v.value), preview(v.value, 50))
-            for v in versions]
+    rows = [(v.version, timestamp(v.created_at), v.agent_id or "",
+             author_text(Author.from_columns(v.author_kind, v.author), viewer), v.action, len(v.value),
+             preview(v.value, 50)) for v in versions]
     emit(versions, lambda: console().print(
-        make_table(("version", "time", "by", "action", "chars", "value"), rows, title=label)))
+        make_table(("version", "time", "agent", "author", "action", "chars", "value"), rows, title=label)))
 
 
 @blocks.command("undo")

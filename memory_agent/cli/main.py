@@ -8,13 +8,14 @@ from .archival import forget, passages, recall, remember
 from .blocks import blocks
 from .chat import chat
 from .doctor import doctor
+from .journal import journal
 from .messages import compact, messages, summary
 from .transfer import export, import_
 
 __all__ = ["cli", "main"]
 
 for command in (init, agents, blocks, remember, recall, forget, passages, messages, summary, compact,
-                export, import_, doctor, chat):
+                export, import_, journal, doctor, chat):
     cli.add_command(command)
 
 

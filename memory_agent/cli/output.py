@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..authors import Author
 from ..blocks import Block
 from .app import state
 
@@ -90,6 +91,14 @@ def preview(text: str, width: int = 80) -> str:
     """A one-line preview of stored text."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def author_text(author: Author | None, viewer: str | None) -> str:
+    """Who made a change, as agent `viewer` sees it (another agent's model is another agent);
+    "-" for changes recorded before authors were."""
+    if author is None:
+        return "-"
+    return preview(str(author.seen_by(viewer)), 60)
 
 
 def make_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None) -> Table:

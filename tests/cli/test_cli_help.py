@@ -31,7 +31,7 @@ def test_the_cli_has_every_command_of_the_brief() -> None:
         "init", "agents list", "agents show", "agents create", "agents delete",
         "blocks list", "blocks show", "blocks set", "blocks append", "blocks edit", "blocks history",
         "blocks undo", "blocks attach", "blocks detach", "remember", "recall", "forget",
-        "messages", "summary", "compact", "export", "import", "doctor", "chat",
+        "messages", "summary", "compact", "export", "import", "journal", "doctor", "chat",
     }
     assert expected <= names
 
