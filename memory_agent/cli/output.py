@@ -25,6 +25,7 @@ from ..blocks import Block
 from .app import state
 
 __all__ = [
+    "author_text",
     "block_data",
     "console",
     "emit",

@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 import pytest
 from click.testing import Result
 
 from memory_agent import MemoryManager
 from memory_agent.store.pg_schema import PG_SCHEMA_VERSION, VERSION_TABLE
 from memory_agent.testing.postgres_cluster import PostgresCluster
+
+if TYPE_CHECKING:
+    import psycopg
 
 Run = Callable[..., Result]
 Open = Callable[[str], MemoryManager]
@@ -45,8 +48,16 @@ def postgres(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return postgres_url
 
 
+def _connect(url: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:
+    """A psycopg connection; the driver is an optional extra, imported only by the PostgreSQL runs
+    (the postgres_url fixture skips them, saying why, when it is missing)."""
+    import psycopg
+
+    return psycopg.connect(url, autocommit=autocommit)
+
+
 def _sql(url: str, *statements: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
+    with _connect(url, autocommit=True) as conn:
         for statement in statements:
             conn.execute(statement)
 
@@ -157,7 +168,7 @@ def test_a_dropped_and_an_invalid_index_fail_and_are_restored(postgres: str, ini
     repaired = initialised("--json", "doctor", "--repair")
     assert repaired.exit_code == 0, repaired.output
     assert "created messages_text_tsv" in _details(repaired)["repair"]
-    with psycopg.connect(postgres) as conn:
+    with _connect(postgres) as conn:
         assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_text_tsv'").fetchone() == (
             "CREATE INDEX messages_text_tsv ON public.messages USING gin (text_tsv)",)
     assert initialised("doctor").exit_code == 0
@@ -192,7 +203,7 @@ def test_stale_vectors_and_broken_cross_row_rules_fail_and_are_repaired(postgres
 def test_rows_pointing_nowhere_are_named_and_left(postgres: str, initialised: Run,
                                                               open_store: Open) -> None:
     _some_memory(open_store)
-    with psycopg.connect(postgres, autocommit=True) as conn:  # a restore that bypassed the keys
+    with _connect(postgres, autocommit=True) as conn:  # a restore that bypassed the keys
         conn.execute("SET session_replication_role = replica")
         conn.execute("INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
                      " VALUES ('nobody', 'user', 'user', '\"x\"', 'orphan', '2024-01-01')")
@@ -243,7 +254,7 @@ def test_a_newer_schema_is_named_and_nothing_else_touched(postgres: str, initial
         assert result.exit_code == 1
         assert _checks(result) == {"postgresql server": "ok", "schema version": "fail"}
         assert "newer than this memory-agent" in _details(result)["schema version"]
-    with psycopg.connect(postgres) as conn:
+    with _connect(postgres) as conn:
         assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchall() == [(PG_SCHEMA_VERSION + 1,)]
 
 

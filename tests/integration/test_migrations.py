@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from memory_agent import MemoryManager, StorageError
@@ -89,6 +88,8 @@ CREATE EVENT TRIGGER ddl_audit_end ON ddl_command_end EXECUTE FUNCTION ddl_audit
 
 
 def _sql(url: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    import psycopg  # the driver is an optional extra: imported where used, the postgres_url fixture skips without it
+
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(sql, params)
         return cursor.fetchall() if cursor.description else []
@@ -100,6 +101,8 @@ def _ddl(url: str) -> list[tuple[object, ...]]:
 
 def _build_pg_version(url: str, version: int) -> None:
     """A database as the first `version` shipped PostgreSQL migrations left it, with rows in it."""
+    import psycopg  # optional extra, as in _sql
+
     now = "2024-01-01T00:00:00.000000+00:00"
     with psycopg.connect(url) as conn:
         conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
