@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 
 from claude_agent_sdk import ClaudeAgentOptions
 
@@ -33,9 +34,12 @@ async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None)
             message = line.strip()
             if not message:
                 continue
+            began = time.perf_counter()
             turn = await agent.process_turn(message)
+            took = time.perf_counter() - began
             tools = ", ".join(call.name for call in turn.tool_calls) or "none"
-            print(f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {turn.cost_usd})", flush=True)
+            cost = "unknown" if turn.cost_usd is None else f"${turn.cost_usd:.4f}"
+            print(f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {cost}; {took:.1f} s)", flush=True)
         print("\n" + memory.get_system_prompt_addition(agent_id=agent.agent_id))
 
 

@@ -10,6 +10,8 @@ The first chat creates the storage dir and the agent (as `init` would) and says 
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -119,11 +121,30 @@ async def _main_loop(agent: MemoryAwareAgent) -> None:
 
 
 def _read_line() -> str | None:
-    """The user's next line; None at end of input or Ctrl-C."""
+    """The user's next line; None at end of input (Ctrl-D) or Ctrl-C, after ending the prompt's
+    line so that the shell's prompt starts on a line of its own.
+
+    asyncio.run replaces the SIGINT handler with one that only cancels the main task, which a
+    blocking read never notices; while waiting for the line, Ctrl-C raises KeyboardInterrupt again.
+    """
+    with _interruptible():
+        try:
+            return str(click.prompt("you", prompt_suffix="> ", default="", show_default=False))
+        except (click.Abort, EOFError, KeyboardInterrupt):
+            click.echo()
+            return None
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return str(click.prompt("you", prompt_suffix="> ", default="", show_default=False))
-    except (click.Abort, EOFError):
-        return None
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _show_memory(memory: MemoryManager, agent_id: str) -> None:

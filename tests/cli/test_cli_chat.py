@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +58,45 @@ def test_chat_ends_at_end_of_input(initialised: Run) -> None:
     with ScriptedMessagesServer() as server:
         result = initialised("chat", input="", env=server.env())
     assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("you> \n"), result.stdout  # the shell's prompt gets a line of its own
+
+
+def _read_until(stream: int, marker: bytes, timeout: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(stream, 4096) if ready else b""
+        if not chunk:
+            raise AssertionError(f"no {marker!r} on stdout; got {seen!r}")
+        seen += chunk
+    return seen
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("leave", ["ctrl-d", "ctrl-c"])
+def test_leaving_chat_at_the_prompt_ends_the_line(leave: str, initialised: Run, storage: Path) -> None:
+    """A real process at its prompt: end of input (Ctrl-D) or SIGINT (Ctrl-C) leaves with exit
+    status 0 and the prompt's line ended."""
+    command = [sys.executable, "-c", "from memory_agent.cli import main; main()", "--storage-dir", str(storage),
+               "chat"]
+    with ScriptedMessagesServer() as server:
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env={**os.environ, **server.env()})
+        try:
+            assert process.stdout is not None and process.stdin is not None
+            shown = _read_until(process.stdout.fileno(), b"you> ", timeout=120)
+            if leave == "ctrl-d":
+                process.stdin.close()
+            else:  # stdin stays open: only the signal can end the read
+                process.send_signal(signal.SIGINT)
+            process.wait(timeout=120)
+            rest = process.stdout.read()
+            errors = process.stderr.read() if process.stderr else b""
+        finally:
+            process.kill()
+    assert process.returncode == 0, errors.decode()
+    assert (shown + rest).endswith(b"you> \n"), shown + rest
 
 
 def test_chat_without_credentials_says_so_in_one_line(initialised: Run, error_of: Callable[[Result], str]) -> None:

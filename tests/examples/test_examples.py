@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,10 @@ def test_universal_agent_main_loop_offline_and_after_a_restart(tmp_path: Path) -
     assert first.returncode == 0, first.stderr
     assert "agent> Answer 1: noted." in first.stdout and "agent> Answer 2: noted." in first.stdout
     assert "Working on: the memory-agent launch." in first.stdout
+    # Money and time rounded for people ($0.0710, 1.2 s), never a float's full repr.
+    costs = re.findall(r"\(tools: [^;]*; cost: (.*?); (.*?)\)", first.stdout)
+    assert len(costs) == 2 and all(re.fullmatch(r"\$\d+\.\d{4}", cost) for cost, _ in costs), costs
+    assert all(re.fullmatch(r"\d+\.\d s", took) for _, took in costs), costs
     second = _run("universal_agent.py", tmp_path / "store", "Remind me\n")
     assert second.returncode == 0, second.stderr
     assert second.stdout.count("Working on: the memory-agent launch.") == 1  # kept, not inserted again
