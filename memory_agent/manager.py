@@ -74,6 +74,10 @@ class MemoryManager:
     Every public method checks its arguments against its annotations before anything runs (see
     `validation`): a wrong type, an int past SQLite's range or text with a lone surrogate is a
     ConfigurationError, and nothing is written.
+
+    Every change is journalled with its author (`memory_agent.authors`): `author=` (a person, the
+    OS user, by default) unless an `acting_as` block says otherwise; the memory tools act as
+    `Author.model(agent_id)`.
     """
 
     def __init__(
@@ -93,7 +97,6 @@ class MemoryManager:
         if author is not None and not isinstance(author, Author):
             raise ConfigurationError(f"author must be an Author (e.g. Author.person()), got {type(author).__name__}.")
         self.author = author or Author.person()
-        """Who this manager's writes are by outside any `acting_as` (a person, by default)."""
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
             self.storage_dir = Path(storage_dir).expanduser()

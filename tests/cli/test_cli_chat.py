@@ -51,6 +51,9 @@ def test_chat_replies_shows_memory_and_quits(initialised: Run) -> None:
     assert "<memory_blocks>" in requests[0].system_text
     stored = json.loads(initialised("--json", "messages", "--search", "Ada").stdout)
     assert any(m["text"] == "Hi, I am Ada." for m in stored)
+    # The model's edit through the SDK's MCP tool, in a CLI process run by a person, is the model's.
+    edit = json.loads(initialised("--json", "journal", "--limit", "1").stdout)[0]
+    assert (edit["action"], edit["author_kind"], edit["author"]) == ("core_memory_append", "model", "ada")
 
 
 @pytest.mark.e2e
