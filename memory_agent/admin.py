@@ -17,6 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from .authors import Author, acting_author
 from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
@@ -197,6 +198,7 @@ def _agent_exists(db: Database, agent_id: str) -> bool:
 
 def delete_agent(db: Database, agent_id: str) -> AgentInfo:
     """Delete the agent and what is only its own (see the module doc); returns what it held.
+    Journalled as the current `acting_as` author, else a person (the OS user), as the Python API.
 
     Its passages' vectors are dropped by the next archival reconcile (they are orphans then;
     searches already ignore them).
@@ -213,7 +215,8 @@ def delete_agent(db: Database, agent_id: str) -> AgentInfo:
             "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (block_id,)).fetchone() is None]
         conn.executemany("DELETE FROM blocks WHERE block_id = ?", [(b,) for b in orphans])
         conn.execute("DELETE FROM meta WHERE key = ? AND value = ?", (DEFAULT_AGENT_KEY, agent_id))
-        journal.record(conn, agent_id=agent_id, action="delete_agent", target_type="agent",
+        journal.record(conn, author=acting_author() or Author.person(), agent_id=agent_id, action="delete_agent",
+                       target_type="agent",
                        target_id=agent_id, created_at=utc_now(),
                        detail={"blocks_deleted": len(orphans), "messages": info.messages,
                                "passages": info.passages, "summaries": info.summaries})

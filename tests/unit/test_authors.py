@@ -237,3 +237,12 @@ def test_an_import_naming_a_bad_author_is_refused_whole(memory: MemoryManager, s
     with pytest.raises(ImportFormatError, match=r"journal\[0\].*robot"):
         import_file(path, settings.persist_directory, agent_id="bad", settings=settings)
     assert store_snapshot(memory.database) == before
+
+
+def test_deleting_an_agent_outside_the_manager_is_a_persons(memory: MemoryManager) -> None:
+    from memory_agent.admin import delete_agent
+
+    memory.ensure_agent("agent-b")
+    delete_agent(memory.database, "agent-b")
+    deleted = memory.journal(agent_id="agent-b", limit=1)[0]
+    assert (deleted.action, deleted.acted_by) == ("delete_agent", Author.person())
