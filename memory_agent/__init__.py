@@ -39,6 +39,7 @@ from .tools import ToolOutcome, ToolSpec
 _LAZY = {
     "MemoryAwareAgent": ".agent",
     "TurnResult": ".agent",
+    "ConsolidationSchedule": ".agent",
     "SQLiteSessionStore": ".session_store",
     "CollegeSession": ".college",
 }
@@ -69,6 +70,7 @@ __all__ = [
     "CompactionOutcome",
     "CompactionSettings",
     "ConfigurationError",
+    "ConsolidationSchedule",
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
