@@ -5,6 +5,13 @@ from compaction import CompactionOutcome, CompactionSettings
 from .archival import NewPassage, Passage, ReconcileReport, SearchHit
 from .archival.rebuild import RebuildReport
 from .blocks import Block, BlockVersion
+from .consolidation import (
+    ConsolidationReport,
+    ConsolidationSession,
+    Consolidator,
+    ModelConsolidator,
+    RulesConsolidator,
+)
 from .errors import (
     AgentNotFoundError,
     AmbiguousContentError,
@@ -15,6 +22,7 @@ from .errors import (
     BlockNotAttachedError,
     BlockNotFoundError,
     ConfigurationError,
+    ConsolidationError,
     ContentNotFoundError,
     ImportFormatError,
     InvalidLabelError,
@@ -24,6 +32,7 @@ from .errors import (
     ModelAuthenticationError,
     NothingToUndoError,
     ReadOnlyBlockError,
+    RollbackRefusedError,
     StaleBlockError,
     StorageError,
     WriteOutcomeUnknownError,
@@ -69,6 +78,10 @@ __all__ = [
     "CompactionOutcome",
     "CompactionSettings",
     "ConfigurationError",
+    "ConsolidationError",
+    "ConsolidationReport",
+    "ConsolidationSession",
+    "Consolidator",
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
@@ -78,11 +91,14 @@ __all__ = [
     "MemoryManager",
     "MemoryToolError",
     "MessageNotFoundError",
+    "ModelConsolidator",
     "ModelAuthenticationError",
     "NewPassage",
     "NothingToUndoError",
     "Passage",
     "ReadOnlyBlockError",
+    "RollbackRefusedError",
+    "RulesConsolidator",
     "RebuildReport",
     "ReconcileReport",
     "SQLiteSessionStore",

@@ -30,13 +30,29 @@ from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
+from .consolidation import (
+    ConsolidationReport,
+    ConsolidationSession,
+    Consolidator,
+    ModelConsolidator,
+    RulesConsolidator,
+    rollback_session,
+    run_consolidation,
+)
 from .core_memory import CoreMemory, Edit
-from .errors import BlockNotFoundError, ConfigurationError, MessageNotFoundError, NothingToUndoError
+from .errors import (
+    AgentNotFoundError,
+    BlockNotFoundError,
+    ConfigurationError,
+    ConsolidationError,
+    MessageNotFoundError,
+    NothingToUndoError,
+)
 from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
-from .store import agent_state, journal
+from .store import agent_state, consolidation_log, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
 from .store.database import Database
@@ -331,11 +347,18 @@ class MemoryManager:
         return _edit_result("Rewrote", block)
 
     def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
-                   check_stale: bool = True, agent_id: str | None = None) -> Block:
+                   check_stale: bool = True, expected_version: int | None = None,
+                   agent_id: str | None = None) -> Block:
         """A model-facing edit whose new value `compute` derives from the block (the memory
         tool's `str_replace` and `insert`). Read-only, stale-write refusal, the limit, history and
-        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes."""
-        return self.core.edit(agent_id or self.agent_id, label, Edit(action, compute, check_stale=check_stale))
+        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes.
+
+        `expected_version` is for writers other than the agent's model (the consolidator): the
+        edit is refused (StaleBlockError) unless the block is still at that version, and the
+        agent is not marked as having seen the result."""
+        return self.core.edit(agent_id or self.agent_id, label, Edit(
+            action, compute, check_stale=check_stale and expected_version is None,
+            expected_version=expected_version))
 
     # ----- the model's view ---------------------------------------------------------------
 
@@ -592,6 +615,68 @@ class MemoryManager:
         """The newest journal entries (every change to memory, with old and new values), newest first."""
         with self.db.reading() as conn:
             return journal.list_entries(conn, agent_id=agent_id, limit=limit)
+
+    # ----- consolidation ------------------------------------------------------------------
+
+    def make_consolidator(self, kind: str = "auto") -> Consolidator:
+        """A consolidator: 'rules' (no model), 'model' (the compaction model, with this manager's
+        API key and URL, falling back to the rules on any failure) or 'auto' (the model when an
+        API key or base URL is configured, else the rules)."""
+        if kind == "auto":
+            kind = "model" if (self.settings.anthropic_api_key or self.settings.anthropic_base_url) else "rules"
+        if kind == "rules":
+            return RulesConsolidator()
+        if kind == "model":
+            return ModelConsolidator(self.compaction_settings, api_key=self.settings.anthropic_api_key,
+                                     base_url=self.settings.anthropic_base_url)
+        raise ConfigurationError(f"A consolidator is 'auto', 'rules' or 'model', got {kind!r}.")
+
+    async def aconsolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
+                           dry_run: bool = False) -> ConsolidationReport:
+        """Tidy the agent's memory in one recorded session (see `memory_agent.consolidation`).
+
+        Never raises for a failed run: the report (and the session row) say `failed` with the
+        reason, and a warning is logged. A dry run writes nothing, not even a session row.
+        Embedding and database work run in this thread: from an event loop shared with other work,
+        prefer `await asyncio.to_thread(memory.consolidate, ...)`.
+        """
+        chosen = consolidator if isinstance(consolidator, Consolidator) else self.make_consolidator(
+            consolidator or "auto")
+        target = agent_id or self.agent_id
+        if not self.core.agent_exists(target):
+            raise AgentNotFoundError(target)
+        return await run_consolidation(self, target, chosen, dry_run=dry_run)
+
+    def consolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
+                    dry_run: bool = False) -> ConsolidationReport:
+        """Synchronous `aconsolidate` for code without an event loop (or a worker thread)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.aconsolidate(agent_id=agent_id, consolidator=consolidator, dry_run=dry_run))
+        raise RuntimeError("consolidate() was called inside an event loop; use 'await memory.aconsolidate()' or "
+                           "'await asyncio.to_thread(memory.consolidate)' there instead.")
+
+    def list_consolidations(self, *, agent_id: str | None = None, limit: int = 20) -> list[ConsolidationSession]:
+        """The agent's consolidation sessions, newest first."""
+        if limit < 1:
+            raise ConfigurationError(f"limit must be at least 1, got {limit}.")
+        with self.db.reading() as conn:
+            return consolidation_log.list_rows(conn, agent_id or self.agent_id, limit)
+
+    def get_consolidation(self, session_id: str) -> ConsolidationSession:
+        """One consolidation session by id (ConsolidationError when there is none)."""
+        with self.db.reading() as conn:
+            session = consolidation_log.read_row(conn, session_id)
+        if session is None:
+            raise ConsolidationError(f"No consolidation session '{session_id}'. "
+                                     "List them with 'memory-agent consolidations list'.")
+        return session
+
+    def rollback_consolidation(self, session_id: str) -> ConsolidationSession:
+        """Restore every block and passage the session changed, in one transaction; refused
+        (RollbackRefusedError, nothing changed) when a later edit touched any of them."""
+        return rollback_session(self, session_id)
 
     # ----- lifecycle ----------------------------------------------------------------------
 

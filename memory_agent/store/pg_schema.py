@@ -260,4 +260,36 @@ def p003_keyword_index_of_any_text(cursor: Any) -> None:
     )
 
 
+
+@_migration
+def p004_issue22_consolidation_sessions(cursor: Any) -> None:
+    """The consolidation sessions table of SQLite's m006, in PostgreSQL's spelling."""
+    cursor.execute(
+        """
+        CREATE TABLE consolidation_sessions (
+            session_id TEXT COLLATE "C" PRIMARY KEY,
+            agent_id TEXT COLLATE "C" NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            consolidator TEXT COLLATE "C" NOT NULL,
+            started_at TEXT COLLATE "C" NOT NULL,
+            finished_at TEXT COLLATE "C",
+            status TEXT COLLATE "C" NOT NULL
+                CHECK (status IN ('running', 'completed', 'failed', 'rolled_back')),
+            blocks_analysed BIGINT NOT NULL DEFAULT 0,
+            blocks_changed BIGINT NOT NULL DEFAULT 0,
+            passages_merged BIGINT NOT NULL DEFAULT 0,
+            passages_superseded BIGINT NOT NULL DEFAULT 0,
+            passages_expired BIGINT NOT NULL DEFAULT 0,
+            passages_archived BIGINT NOT NULL DEFAULT 0,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            summary TEXT COLLATE "C" NOT NULL DEFAULT '',
+            failure TEXT COLLATE "C",
+            warnings TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+            rolled_back_at TEXT COLLATE "C"
+        );
+        CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
+        """
+    )
+
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
