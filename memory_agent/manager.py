@@ -434,9 +434,19 @@ class MemoryManager:
                                  base_url=self.settings.anthropic_base_url)
 
     def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
-                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None) -> str:
-        """Store a passage; identical content from the same agent returns the existing id."""
-        return self.archival.insert(agent_id or self.agent_id, content, tags, metadata)
+                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None,
+                               expires_at: datetime | str | None = None, ttl_days: float | None = None,
+                               importance: float | None = None,
+                               provenance: Mapping[str, Any] | None = None) -> str:
+        """Store a passage; identical content from the same agent returns the existing id (and makes it
+        current again if it was superseded or had expired).
+
+        `expires_at` (timezone-aware) or `ttl_days`, not both, make it expire: search never returns it
+        afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
+        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}.
+        """
+        return self.archival.insert(agent_id or self.agent_id, content, tags, metadata, expires_at=expires_at,
+                                    ttl_days=ttl_days, importance=importance, provenance=provenance)
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:
@@ -459,10 +469,49 @@ class MemoryManager:
 
     def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
                                start_date: str | None = None, end_date: str | None = None,
-                               mode: SearchMode | None = None, *, agent_id: str | None = None) -> list[SearchHit]:
-        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false)."""
+                               mode: SearchMode | None = None, *, agent_id: str | None = None,
+                               include_superseded: bool = False) -> list[SearchHit]:
+        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false).
+
+        Expired passages are never returned; superseded ones only with `include_superseded=True`.
+        """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
-        return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen)
+        return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen,
+                                    include_superseded=include_superseded)
+
+    def supersede_passage(self, old_id: str, new_id: str, *, agent_id: str | None = None,
+                          journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default search.
+
+        Refuses a passage superseding itself, a missing id, or a cycle; journalled with the old and new
+        `superseded_by`. `journal_detail` adds fields to the journal entry (e.g. author, session id).
+        """
+        return self.archival.supersede(agent_id or self.agent_id, old_id, new_id, detail=journal_detail)
+
+    def restore_passage(self, passage_id: str, *, agent_id: str | None = None,
+                        journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Make a superseded passage current again (clears `superseded_by`; journalled)."""
+        return self.archival.restore(agent_id or self.agent_id, passage_id, detail=journal_detail)
+
+    def set_passage_importance(self, passage_id: str, importance: float, *, agent_id: str | None = None,
+                               journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Set a passage's importance, a number in [0, 1] (journalled)."""
+        return self.archival.set_importance(agent_id or self.agent_id, passage_id, importance,
+                                            detail=journal_detail)
+
+    def update_passage(self, passage_id: str, *, tags: Sequence[str] | None = None,
+                       metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
+                       agent_id: str | None = None, journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Replace a passage's tags, metadata or provenance (those given; its text never changes), journalled."""
+        return self.archival.update(agent_id or self.agent_id, passage_id, tags=tags, metadata=metadata,
+                                    provenance=provenance, detail=journal_detail)
+
+    def purge_expired(self, *, agent_id: str | None = None, all_agents: bool = False,
+                      journal_detail: Mapping[str, Any] | None = None) -> int:
+        """Delete the agent's expired passages for good (rows, keyword index, vectors), journalled with
+        their content; `all_agents=True` purges every agent's. Returns how many were deleted."""
+        target = None if all_agents else (agent_id or self.agent_id)
+        return self.archival.purge_expired(target, detail=journal_detail)
 
     def search_archival_hybrid(self, query: str, limit: int = 5) -> list[SearchHit]:
         """The user's original name for hybrid search: `archival_memory_search(mode="hybrid")`."""

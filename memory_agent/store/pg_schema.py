@@ -260,10 +260,27 @@ def p003_keyword_index_of_any_text(cursor: Any) -> None:
     )
 
 
+@_migration
+def p004_passage_lifecycle(cursor: Any) -> None:
+    """SQLite's m006: passages that expire, are superseded, and carry importance, use and provenance."""
+    cursor.execute(
+        """
+        ALTER TABLE passages ADD COLUMN expires_at TEXT COLLATE "C";
+        ALTER TABLE passages ADD COLUMN superseded_by TEXT COLLATE "C";
+        ALTER TABLE passages ADD COLUMN importance DOUBLE PRECISION NOT NULL DEFAULT 0.5
+            CHECK (importance >= 0 AND importance <= 1);
+        ALTER TABLE passages ADD COLUMN access_count BIGINT NOT NULL DEFAULT 0 CHECK (access_count >= 0);
+        ALTER TABLE passages ADD COLUMN last_accessed_at TEXT COLLATE "C";
+        ALTER TABLE passages ADD COLUMN provenance TEXT COLLATE "C" NOT NULL DEFAULT '{}';
+        CREATE INDEX passages_expiring ON passages(agent_id, expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX passages_superseded ON passages(superseded_by) WHERE superseded_by IS NOT NULL;
+        """
+    )
+
 
 @_migration
-def p004_issue22_consolidation_sessions(cursor: Any) -> None:
-    """The consolidation sessions table of SQLite's m006, in PostgreSQL's spelling."""
+def p005_issue22_consolidation_sessions(cursor: Any) -> None:
+    """The consolidation sessions table of SQLite's m007, in PostgreSQL's spelling."""
     cursor.execute(
         """
         CREATE TABLE consolidation_sessions (
