@@ -4,6 +4,7 @@ from compaction import CompactionOutcome, CompactionSettings
 
 from .archival import NewPassage, Passage, ReconcileReport, SearchHit
 from .archival.rebuild import RebuildReport
+from .authors import Author
 from .blocks import Block, BlockVersion
 from .consolidation import (
     ConsolidationReport,
@@ -67,6 +68,7 @@ __all__ = [
     "AgentNotFoundError",
     "AmbiguousContentError",
     "ArchivalError",
+    "Author",
     "Block",
     "BlockError",
     "BlockExistsError",

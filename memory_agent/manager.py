@@ -28,6 +28,8 @@ from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, Sear
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
+from .authors import Author, acting_author
+from .authors import acting_as as _acting_as
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
 from .consolidation import (
@@ -102,7 +104,12 @@ class MemoryManager:
         embedding_function: Any = None,
         vector_store: VectorStore | None = None,
         database_url: str | None = None,
+        author: Author | None = None,
     ) -> None:
+        if author is not None and not isinstance(author, Author):
+            raise ConfigurationError(f"author must be an Author (e.g. Author.person()), got {type(author).__name__}.")
+        self.author = author or Author.person()
+        """Who this manager's writes are by outside any `acting_as` (a person, by default)."""
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
             self.storage_dir = Path(storage_dir).expanduser()
@@ -110,8 +117,8 @@ class MemoryManager:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
         self.db = open_store(self.storage_dir, database_url or self.settings.database_url)
-        self.core = CoreMemory(self.db)
-        self.recall = RecallMemory(self.db)
+        self.core = CoreMemory(self.db, author=self.current_author)
+        self.recall = RecallMemory(self.db, author=self.current_author)
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,
                                              counter=token_counter)
         self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
@@ -121,6 +128,22 @@ class MemoryManager:
         self._archival_lock = threading.Lock()
         self.agent_id = self._resolve_agent_id(agent_id)
         self.ensure_agent(self.agent_id)
+
+    # ----- authors ------------------------------------------------------------------------
+
+    def current_author(self) -> Author:
+        """Who the journal names for a write made now: the innermost `acting_as`, else `author`."""
+        return acting_author() or self.author
+
+    def acting_as(self, author: Author) -> AbstractContextManager[Author]:
+        """Every journal entry written inside the `with` block (by this thread or asyncio task,
+        through any manager) names `author`. Nests; the outer author is back on exit.
+
+        The tool path runs under `Author.model(agent_id)`, imports under `Author.importer(...)`;
+        a multi-agent program writing for one agent into another's memory uses
+        `Author.other_agent(agent_id)` (see `memory_agent.authors`).
+        """
+        return _acting_as(author)
 
     # ----- agents -------------------------------------------------------------------------
 
@@ -532,7 +555,7 @@ class MemoryManager:
     def _open_archival(self) -> ArchivalMemory:
         return ArchivalMemory(self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
                               self._embedding_function, vector_store=self._vector_store,
-                              reranker=self._reranker())
+                              reranker=self._reranker(), author=self.current_author)
 
     # ----- recall memory ------------------------------------------------------------------
 
@@ -660,10 +683,12 @@ class MemoryManager:
             # The HTTP client belongs to this short-lived loop; the next call makes a new one.
             await self.compactor.aclose()
 
-    def journal(self, *, agent_id: str | None = None, limit: int = 100) -> list[journal.JournalEntry]:
-        """The newest journal entries (every change to memory, with old and new values), newest first."""
+    def journal(self, *, agent_id: str | None = None, limit: int = 100,
+                author_kind: str | None = None) -> list[journal.JournalEntry]:
+        """The newest journal entries (every change to memory, with old and new values and who
+        made it), newest first; `author_kind` keeps one kind of author (e.g. "model")."""
         with self.db.reading() as conn:
-            return journal.list_entries(conn, agent_id=agent_id, limit=limit)
+            return journal.list_entries(conn, agent_id=agent_id, limit=limit, author_kind=author_kind)
 
     # ----- consolidation ------------------------------------------------------------------
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..authors import Author, acting_author
 from ..errors import ArchivalError
 from ..store import journal
 from ..store.database import Database, utc_now
@@ -54,6 +55,8 @@ class ArchivalMemory:
         vector_store: A `VectorStore` to use instead of Chroma (tests, other backends).
         fusion: How hybrid search fuses keyword and vector rankings.
         reranker: An optional last stage of hybrid search (e.g. `AnthropicReranker`); off by default.
+        author: Who acts for each journalled write (the manager's current author); by default the
+            innermost `acting_as`.
     """
 
     def __init__(
@@ -65,8 +68,10 @@ class ArchivalMemory:
         vector_store: VectorStore | None = None,
         fusion: FusionConfig | None = None,
         reranker: Reranker | None = None,
+        author: Callable[[], Author | None] = acting_author,
     ) -> None:
         self.db = db
+        self._author = author
         self.config = config or VectorConfig(path=db.path.parent / "chroma")
         self.fusion = fusion or FusionConfig()
         self.reranker = reranker
@@ -114,8 +119,9 @@ class ArchivalMemory:
             for item in items:
                 passage, created = passage_table.insert_or_get(conn, agent_id, item, now)
                 if created:
-                    journal.record(conn, agent_id=agent_id, action="insert_passage", target_type="passage",
-                                   target_id=passage.passage_id, new_value=passage.content, created_at=now,
+                    journal.record(conn, author=self._author(), agent_id=agent_id, action="insert_passage",
+                                   target_type="passage", target_id=passage.passage_id,
+                                   new_value=passage.content, created_at=now,
                                    detail={"tags": list(passage.tags), "metadata": passage.metadata,
                                            "expires_at": passage.expires_at, "importance": passage.importance,
                                            "provenance": passage.provenance})
@@ -143,8 +149,8 @@ class ArchivalMemory:
                 )
             lifecycle.unlink_successor(conn, agent_id, passage, now, None)
             passage_table.delete_row(conn, agent_id, passage_id)
-            journal.record(conn, agent_id=agent_id, action="delete_passage", target_type="passage",
-                           target_id=passage_id, old_value=passage.content, created_at=now,
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="delete_passage",
+                           target_type="passage", target_id=passage_id, old_value=passage.content, created_at=now,
                            detail=lifecycle.deleted_detail(passage))
         if self.index.is_open or not self._check_on_open:
             self.index.remove(agent_id, [passage_id])

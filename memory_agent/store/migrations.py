@@ -303,7 +303,24 @@ def m006_issue22_passage_lifecycle(conn: sqlite3.Connection) -> None:
 
 
 @_migration
-def m007_issue22_consolidation_sessions(conn: sqlite3.Connection) -> None:
+def m006_issue28_journal_authors(conn: sqlite3.Connection) -> None:
+    """Who acted: `author_kind` and `author` on journal entries and on saved block versions
+    (see `memory_agent.authors`). Rows written before stay as they are, with no author (NULL):
+    the journal is append-only and nothing can say now who made those changes."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE journal ADD COLUMN author_kind TEXT;
+        ALTER TABLE journal ADD COLUMN author TEXT;
+        CREATE INDEX journal_by_author ON journal(author_kind, entry_id);
+        ALTER TABLE block_history ADD COLUMN author_kind TEXT;
+        ALTER TABLE block_history ADD COLUMN author TEXT;
+        """
+    )
+
+
+@_migration
+def m008_issue22_consolidation_sessions(conn: sqlite3.Connection) -> None:
     """One row per consolidation run (see `memory_agent.consolidation`): who ran it, when, how it
     ended, what it changed (counts), the model's tokens, a one-line summary, why it failed and the
     warnings it raised (a JSON list). The changes themselves are in the journal, authored by the
@@ -335,8 +352,6 @@ def m007_issue22_consolidation_sessions(conn: sqlite3.Connection) -> None:
         CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
         """
     )
-
-
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -279,8 +279,24 @@ def p004_passage_lifecycle(cursor: Any) -> None:
 
 
 @_migration
-def p005_issue22_consolidation_sessions(cursor: Any) -> None:
-    """The consolidation sessions table of SQLite's m007, in PostgreSQL's spelling."""
+def p004_journal_authors(cursor: Any) -> None:
+    """SQLite's m006: `author_kind` and `author` on journal entries and saved block versions;
+    earlier rows keep NULL (adding a column without a default rewrites nothing, and the journal's
+    append-only trigger fires on UPDATE and DELETE only)."""
+    cursor.execute(
+        """
+        ALTER TABLE journal ADD COLUMN author_kind TEXT COLLATE "C";
+        ALTER TABLE journal ADD COLUMN author TEXT COLLATE "C";
+        CREATE INDEX journal_by_author ON journal(author_kind, entry_id);
+        ALTER TABLE block_history ADD COLUMN author_kind TEXT COLLATE "C";
+        ALTER TABLE block_history ADD COLUMN author TEXT COLLATE "C";
+        """
+    )
+
+
+@_migration
+def p006_issue22_consolidation_sessions(cursor: Any) -> None:
+    """The consolidation sessions table of SQLite's m008, in PostgreSQL's spelling."""
     cursor.execute(
         """
         CREATE TABLE consolidation_sessions (
@@ -307,6 +323,4 @@ def p005_issue22_consolidation_sessions(cursor: Any) -> None:
         CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
         """
     )
-
-
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

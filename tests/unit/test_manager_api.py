@@ -136,7 +136,7 @@ def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> Non
 
 def test_public_names_are_pinned() -> None:
     expected = [
-        "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Block", "BlockError",
+        "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Author", "Block", "BlockError",
         "BlockExistsError", "BlockLimitExceededError", "BlockNotAttachedError", "BlockNotFoundError",
         "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
         "ConsolidationError", "ConsolidationReport", "ConsolidationSession", "Consolidator",
