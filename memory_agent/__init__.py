@@ -4,7 +4,15 @@ from compaction import CompactionOutcome, CompactionSettings
 
 from .archival import NewPassage, Passage, ReconcileReport, SearchHit
 from .archival.rebuild import RebuildReport
+from .authors import Author
 from .blocks import Block, BlockVersion
+from .consolidation import (
+    ConsolidationReport,
+    ConsolidationSession,
+    Consolidator,
+    ModelConsolidator,
+    RulesConsolidator,
+)
 from .errors import (
     AgentNotFoundError,
     AmbiguousContentError,
@@ -15,6 +23,7 @@ from .errors import (
     BlockNotAttachedError,
     BlockNotFoundError,
     ConfigurationError,
+    ConsolidationError,
     ContentNotFoundError,
     ImportFormatError,
     InvalidLabelError,
@@ -24,6 +33,7 @@ from .errors import (
     ModelAuthenticationError,
     NothingToUndoError,
     ReadOnlyBlockError,
+    RollbackRefusedError,
     StaleBlockError,
     StorageError,
     WriteOutcomeUnknownError,
@@ -59,6 +69,7 @@ __all__ = [
     "AgentNotFoundError",
     "AmbiguousContentError",
     "ArchivalError",
+    "Author",
     "Block",
     "BlockError",
     "BlockExistsError",
@@ -70,7 +81,11 @@ __all__ = [
     "CompactionOutcome",
     "CompactionSettings",
     "ConfigurationError",
+    "ConsolidationError",
+    "ConsolidationReport",
     "ConsolidationSchedule",
+    "ConsolidationSession",
+    "Consolidator",
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
@@ -80,11 +95,14 @@ __all__ = [
     "MemoryManager",
     "MemoryToolError",
     "MessageNotFoundError",
+    "ModelConsolidator",
     "ModelAuthenticationError",
     "NewPassage",
     "NothingToUndoError",
     "Passage",
     "ReadOnlyBlockError",
+    "RollbackRefusedError",
+    "RulesConsolidator",
     "RebuildReport",
     "ReconcileReport",
     "SQLiteSessionStore",

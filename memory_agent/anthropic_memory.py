@@ -32,6 +32,7 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
+from .authors import Author
 from .errors import MemoryAgentError
 from .manager import MemoryManager
 from .tools.memory_tool import MemoryFiles
@@ -40,9 +41,11 @@ __all__ = ["AsyncManagedMemoryTool", "ManagedMemoryTool"]
 
 
 def _run(files: MemoryFiles, arguments: Any) -> str:
-    """One command; our refusals become the `ToolError` the runner reports as an error result."""
+    """One command, journalled as the agent's model's; our refusals become the `ToolError` the
+    runner reports as an error result."""
     try:
-        return files.run(arguments)
+        with files.memory.acting_as(Author.model(files.agent_id)):
+            return files.run(arguments)
     except MemoryAgentError as error:
         raise ToolError(str(error)) from error
 

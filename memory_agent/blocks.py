@@ -50,7 +50,8 @@ class Block:
 
 @dataclass(frozen=True)
 class BlockVersion:
-    """One saved version of a block, with the agent that wrote it."""
+    """One saved version of a block, with the agent that wrote it and who acted (the author,
+    `memory_agent.authors`; None for versions saved before authors were recorded)."""
 
     block_id: str
     version: int
@@ -58,6 +59,8 @@ class BlockVersion:
     action: str
     agent_id: str | None
     created_at: str
+    author_kind: str | None = None
+    author: str | None = None
 
 
 def append_text(value: str, content: str) -> str:

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .authors import Author, acting_author
 from .blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
@@ -66,6 +67,10 @@ class Edit:
     compute: Callable[[Block], str]
     check_stale: bool = False
     reasoning: str | None = None
+    expected_version: int | None = None
+    """For a writer that is not the agent (the consolidator): refuse with StaleBlockError unless
+    the block is still at the version it read, and do not count the write as seen by the agent
+    (its model has not been shown the new value)."""
 
 
 def _block_from_row(row: sqlite3.Row) -> Block:
@@ -87,8 +92,11 @@ def _block_from_row(row: sqlite3.Row) -> Block:
 class CoreMemory:
     """Blocks and attachments in one database; every method names the agent it acts for."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, author: Callable[[], Author | None] = acting_author) -> None:
+        """`author` says who acts for each write (the manager's current author); by default the
+        innermost `acting_as`."""
         self._db = db
+        self._author = author
 
     # ----- agents -------------------------------------------------------------------------
 
@@ -102,7 +110,8 @@ class CoreMemory:
         with self._db.transaction() as conn:
             created = insert_agent_row(conn, agent_id, name, now)
             if created:
-                journal.record(conn, agent_id=agent_id, action="create_agent", target_type="agent",
+                journal.record(conn, author=self._author(),
+                               agent_id=agent_id, action="create_agent", target_type="agent",
                                target_id=agent_id, created_at=now)
             return created
 
@@ -219,6 +228,8 @@ class CoreMemory:
                 action=row["action"],
                 agent_id=row["agent_id"],
                 created_at=row["created_at"],
+                author_kind=row["author_kind"],
+                author=row["author"],
             )
             for row in rows
         ]
@@ -255,7 +266,7 @@ class CoreMemory:
                                             in_prompt, agent_id, 1, now, now))
             self._save_version(conn, block_id, agent_id, "create", now)
             self._link(conn, agent_id, block_id, label, read_only=False, now=now)
-            journal.record(conn, agent_id=agent_id, action="create_block", target_type="block",
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="create_block", target_type="block",
                            target_id=block_id, label=label, new_value=value, created_at=now,
                            detail={"limit": limit, "read_only": read_only, "is_shared": is_shared,
                                    "in_prompt": in_prompt})
@@ -283,7 +294,7 @@ class CoreMemory:
                     "UPDATE agent_blocks SET read_only = ? WHERE agent_id = ? AND block_id = ?",
                     (int(read_only), agent_id, block_id),
                 )
-            journal.record(conn, agent_id=acting_agent_id or agent_id, action="attach_block",
+            journal.record(conn, author=self._author(), agent_id=acting_agent_id or agent_id, action="attach_block",
                            target_type="block", target_id=block_id, label=label, created_at=now,
                            detail={"attached_to": agent_id, "read_only": read_only})
             return _block_from_row(self._attached_row(conn, agent_id, label))
@@ -297,7 +308,7 @@ class CoreMemory:
             if row is None:
                 raise BlockNotAttachedError(block_id, agent_id)
             conn.execute("DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id))
-            journal.record(conn, agent_id=acting_agent_id or agent_id, action="detach_block",
+            journal.record(conn, author=self._author(), agent_id=acting_agent_id or agent_id, action="detach_block",
                            target_type="block", target_id=block_id, label=row["label"],
                            created_at=now, detail={"detached_from": agent_id})
 
@@ -314,7 +325,7 @@ class CoreMemory:
             ).fetchone()
             if not still_used:
                 conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
-            journal.record(conn, agent_id=agent_id, action="delete_block", target_type="block",
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="delete_block", target_type="block",
                            target_id=block_id, label=label, old_value=row["value"], created_at=now,
                            detail={"deleted": not still_used, "limit": row["char_limit"],
                                    "description": row["description"], "read_only": bool(row["block_read_only"]),
@@ -355,7 +366,7 @@ class CoreMemory:
                     bool(detail.get("in_prompt", True)), agent_id, 1, now, now))
                 self._save_version(conn, block_id, agent_id, "restore", now)
             self._link(conn, agent_id, block_id, label, read_only=bool(detail.get("link_read_only")), now=now)
-            journal.record(conn, agent_id=agent_id, action="restore_block", target_type="block",
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="restore_block", target_type="block",
                            target_id=block_id, label=label, new_value=entry["old_value"], created_at=now,
                            detail={"undoes_entry": entry["entry_id"], "recreated": block_id != entry["target_id"]})
             return _block_from_row(self._attached_row(conn, agent_id, label))
@@ -382,7 +393,7 @@ class CoreMemory:
             conn.execute("UPDATE blocks SET label = ?, updated_at = ? WHERE block_id = ?",
                          (new_label, now, block.block_id))
             conn.execute("UPDATE agent_blocks SET label = ? WHERE block_id = ?", (new_label, block.block_id))
-            journal.record(conn, agent_id=agent_id, action="rename_block", target_type="block",
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="rename_block", target_type="block",
                            target_id=block.block_id, label=new_label, created_at=now,
                            detail={"old_label": label, "new_label": new_label, "agents": holders})
             return _block_from_row(self._attached_row(conn, agent_id, new_label))
@@ -402,14 +413,17 @@ class CoreMemory:
             block = _block_from_row(row)
             if block.read_only:
                 raise ReadOnlyBlockError(label)
-            if edit.check_stale and self._is_stale(conn, agent_id, block, row["seen_version"]):
+            if edit.expected_version is not None and block.version != edit.expected_version:
+                stale = StaleBlockError(label, block.value, block.version)
+            elif edit.check_stale and self._is_stale(conn, agent_id, block, row["seen_version"]):
                 # The refusal shows the current value, so from now on this agent has seen it.
                 self._mark_seen(conn, agent_id, block.block_id, block.version)
                 stale = StaleBlockError(label, block.value, block.version)
             else:
                 new_value = edit.compute(block)
                 return self._write(conn, agent_id, block, new_value, edit.action,
-                                   detail={"reasoning": edit.reasoning} if edit.reasoning else None)
+                                   detail={"reasoning": edit.reasoning} if edit.reasoning else None,
+                                   mark_seen=edit.expected_version is None)
         raise stale
 
     def _is_stale(self, conn: sqlite3.Connection, agent_id: str, block: Block, seen: int | None) -> bool:
@@ -493,7 +507,7 @@ class CoreMemory:
         )
 
     def _write(self, conn: sqlite3.Connection, agent_id: str, block: Block, new_value: str,
-               action: str, detail: dict[str, object] | None = None) -> Block:
+               action: str, detail: dict[str, object] | None = None, *, mark_seen: bool = True) -> Block:
         """The one write path: limit check, new version, history row, journal entry."""
         if len(new_value) > block.limit:
             raise BlockLimitExceededError(block.label, len(block.value), len(new_value), block.limit)
@@ -503,8 +517,9 @@ class CoreMemory:
             (new_value, now, block.block_id),
         )
         self._save_version(conn, block.block_id, agent_id, action, now)
-        self._mark_seen(conn, agent_id, block.block_id, block.version + 1)
-        journal.record(conn, agent_id=agent_id, action=action, target_type="block",
+        if mark_seen:
+            self._mark_seen(conn, agent_id, block.block_id, block.version + 1)
+        journal.record(conn, author=self._author(), agent_id=agent_id, action=action, target_type="block",
                        target_id=block.block_id, label=block.label, old_value=block.value,
                        new_value=new_value, created_at=now, detail=detail)
         return _block_from_row(self._attached_row(conn, agent_id, block.label))
@@ -513,7 +528,8 @@ class CoreMemory:
                       action: str, now: str) -> None:
         row = conn.execute("SELECT * FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
         insert_version_row(conn, VersionRow(block_id, row["version"], row["value"], row["description"],
-                                            row["char_limit"], bool(row["read_only"]), agent_id, action, now))
+                                            row["char_limit"], bool(row["read_only"]), agent_id, action, now,
+                                            author=self._author()))
 
 
 def _undo_target(current_action: str, current_version: int) -> int:
@@ -557,6 +573,8 @@ class VersionRow:
     agent_id: str | None
     action: str
     created_at: str
+    author: Author | None = None
+    """Who wrote this version; None takes the current `acting_as` author (if any)."""
 
 
 def insert_agent_row(conn: sqlite3.Connection, agent_id: str, name: str | None, created_at: str) -> bool:
@@ -588,9 +606,10 @@ def insert_attachment_row(conn: sqlite3.Connection, agent_id: str, block_id: str
 
 def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
     """The one writer of a `block_history` row."""
+    who = row.author if row.author is not None else acting_author()
     conn.execute(
         "INSERT INTO block_history (block_id, version, value, description, char_limit,"
-        " read_only, agent_id, action, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " read_only, agent_id, action, created_at, author_kind, author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (row.block_id, row.version, row.value, row.description, row.limit, int(row.read_only),
-         row.agent_id, row.action, row.created_at),
+         row.agent_id, row.action, row.created_at, who.kind if who else None, who.name if who else None),
     )

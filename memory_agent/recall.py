@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .authors import Author, acting_author
 from .errors import ConfigurationError
 from .store import journal, pg_fulltext
 from .store.database import Database, utc_now
@@ -123,8 +124,10 @@ class RecallMemory:
     both write here, and a value SQLite cannot hold must be refused before the transaction.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, author: Callable[[], Author | None] = acting_author) -> None:
+        """`author` says who acts for each journalled write (the manager's current author)."""
         self._db = db
+        self._author = author
 
     def store(
         self,
@@ -280,7 +283,7 @@ class RecallMemory:
                     " AND message_id <= ?",
                     (agent_id, last_message_id),
                 )
-            journal.record(conn, agent_id=agent_id, action="compact", target_type="summary",
+            journal.record(conn, author=self._author(), agent_id=agent_id, action="compact", target_type="summary",
                            target_id=str(summary_id), new_value=summary, created_at=now,
                            detail={"first_message_id": first_message_id,
                                    "last_message_id": last_message_id, "model": model,

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from ..admin import default_agent_id, open_database, set_default_agent, storage_path
 from ..archival import ArchivalMemory, VectorConfig
+from ..authors import Author
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
 from ..settings import Settings
@@ -126,15 +127,16 @@ def parse_document(document: Any, *, default_limit: int) -> Snapshot:
 
 def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *,
                     agent_id: str | None = None, settings: Settings | None = None,
-                    embedding_function: Any = None) -> ImportReport:
+                    embedding_function: Any = None, author: Author | None = None) -> ImportReport:
     """Write a snapshot into a storage dir (created if needed) as new agents; see the module doc.
 
     `embedding_function` is the one the storage dir's agents use (default: offline MiniLM).
+    What the file does not attribute is journalled as `author` (`Author.importer("snapshot")`).
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
     with open_database(directory, create=True, database_url=settings.database_url) as db:
-        report = write_snapshot(db, snapshot, agent_id=agent_id)
+        report = write_snapshot(db, snapshot, agent_id=agent_id, author=author)
         if default_agent_id(db) is None:
             set_default_agent(db, report.agent_ids[0])
         if report.passages:
@@ -146,8 +148,9 @@ def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *
 
 def import_file(path: str | Path, storage_dir: str | Path | None = None, *, agent_id: str | None = None,
                 settings: Settings | None = None, embedding_function: Any = None) -> ImportReport:
-    """Import a memory-agent JSON export or a Letta `.af` file into a storage dir."""
+    """Import a memory-agent JSON export or a Letta `.af` file into a storage dir (journalled as
+    `Author.importer(<file name>)` where the file names no author)."""
     settings = settings or Settings.from_env()
     snapshot = parse_document(load_document(path), default_limit=settings.default_block_limit)
     return import_snapshot(snapshot, storage_dir, agent_id=agent_id, settings=settings,
-                           embedding_function=embedding_function)
+                           embedding_function=embedding_function, author=Author.importer(Path(path).name))

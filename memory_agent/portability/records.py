@@ -65,6 +65,8 @@ class BlockVersionRecord:
     agent_id: str | None
     action: str
     created_at: str
+    author_kind: str | None = None
+    author: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class JournalRecord:
     new_value: str | None
     detail: dict[str, Any]
     created_at: str
+    author_kind: str | None = None
+    author: str | None = None
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 from ..archival import passage_table
 from ..archival.passages import NewPassage, PreparedPassage, prepare
 from ..archival.timestamps import to_utc_iso
+from ..authors import Author, acting_as
 from ..core_memory import (
     BlockRow,
     VersionRow,
@@ -153,6 +154,7 @@ def _version(row: sqlite3.Row) -> BlockVersionRecord:
         block_id=row["block_id"], version=row["version"], value=row["value"],
         description=row["description"], limit=row["char_limit"], read_only=bool(row["read_only"]),
         agent_id=row["agent_id"], action=row["action"], created_at=row["created_at"],
+        author_kind=row["author_kind"], author=row["author"],
     )
 
 
@@ -190,6 +192,7 @@ def _journal(row: sqlite3.Row) -> JournalRecord:
         agent_id=row["agent_id"], action=row["action"], target_type=row["target_type"],
         target_id=row["target_id"], label=row["label"], old_value=row["old_value"],
         new_value=row["new_value"], detail=json.loads(row["detail"]), created_at=row["created_at"],
+        author_kind=row["author_kind"], author=row["author"],
     )
 
 
@@ -209,6 +212,9 @@ def validate_snapshot(snapshot: Snapshot) -> None:
     _unique("passage", [passage.passage_id for passage in snapshot.passages])
     for block in snapshot.blocks:
         _check_block(block)
+    for section in ("block_history", "journal"):
+        for index, record in enumerate(getattr(snapshot, section)):
+            _recorded_author(record, f"{section}[{index}]")
     for version in snapshot.block_history:
         if version.version < 1:
             raise ImportFormatError(f"A history row of block '{version.block_id}' has version {version.version}; "
@@ -247,6 +253,16 @@ def _check_values(snapshot: Snapshot) -> None:
                         to_utc_iso(getattr(record, name))
             except MemoryAgentError as error:
                 raise ImportFormatError(f"{where}: {error}") from None
+
+
+def _recorded_author(record: BlockVersionRecord | JournalRecord, where: str) -> Author | None:
+    """The author a record of the file names (None when it names none: files from before authors)."""
+    if record.author_kind is None and record.author is None:
+        return None
+    try:
+        return Author(record.author_kind, record.author)  # type: ignore[arg-type]  # checked by Author itself
+    except ConfigurationError as error:
+        raise ImportFormatError(f"{where}: {error}") from None
 
 
 def _unique(kind: str, ids: list[str]) -> None:
@@ -311,11 +327,19 @@ class _IdMaps:
         return str(tables.get(target_type, {}).get(target_id, target_id))
 
 
-def write_snapshot(db: Database, snapshot: Snapshot, *, agent_id: str | None = None) -> ImportReport:
+def write_snapshot(db: Database, snapshot: Snapshot, *, agent_id: str | None = None,
+                   author: Author | None = None) -> ImportReport:
     """Write the snapshot as new agents; `agent_id` renames the file's only agent.
 
-    Refuses (writing nothing) when an agent id is already used in this storage dir.
+    Refuses (writing nothing) when an agent id is already used in this storage dir. Journal
+    entries and block versions keep the author the file gives them; the rest (and the
+    `import_agent` entries) are by `author`, `Author.importer("snapshot")` by default.
     """
+    with acting_as(author or Author.importer("snapshot")):
+        return _write_snapshot(db, snapshot, agent_id)
+
+
+def _write_snapshot(db: Database, snapshot: Snapshot, agent_id: str | None) -> ImportReport:
     validate_snapshot(snapshot)
     passages = _prepared_passages(snapshot)
     maps = _IdMaps(_agent_targets(snapshot, agent_id))
@@ -417,7 +441,7 @@ def _insert_history(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps)
         insert_version_row(conn, VersionRow(
             maps.blocks[version.block_id], version.version, version.value, version.description, version.limit,
             version.read_only, maps.agents.get(version.agent_id or "", version.agent_id), version.action,
-            version.created_at))
+            version.created_at, author=_recorded_author(version, "block_history")))
 
 
 def _insert_messages(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport) -> None:
@@ -485,7 +509,7 @@ def _insert_journal(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps,
                        action=entry.action, target_type=entry.target_type,
                        target_id=maps.target(entry.target_type, entry.target_id), label=entry.label,
                        old_value=entry.old_value, new_value=entry.new_value, detail=entry.detail,
-                       created_at=entry.created_at)
+                       created_at=entry.created_at, author=_recorded_author(entry, "journal"))
         report.journal_entries += 1
     for source, target in maps.agents.items():
         journal.record(conn, agent_id=target, action="import_agent", target_type="agent", target_id=target,

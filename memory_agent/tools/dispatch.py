@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio.to_thread import run_sync
 
+from ..authors import Author
 from ..errors import MemoryAgentError
 from ..manager import ToolOutcome
 from ..validation import check_text
@@ -46,7 +47,9 @@ def find_tool(name: str, specs: tuple[ToolSpec, ...] = ALL_TOOLS) -> ToolSpec | 
 
 def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
                  agent_id: str | None = None) -> ToolOutcome:
-    """Run the memory tool `name` for the model on `agent_id` (the manager's agent by default)."""
+    """Run the memory tool `name` for the model on `agent_id` (the manager's agent by default).
+
+    What it writes is journalled as that agent's model's (`Author.model(agent_id)`)."""
     try:
         check_text("tool name", name)
         spec = find_tool(name)
@@ -55,7 +58,8 @@ def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any],
             return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
         clean = validate_arguments(spec, arguments)
         target = check_text("agent_id", agent_id, optional=True) or memory.agent_id
-        return ToolOutcome(spec.run(memory, clean, target))
+        with memory.acting_as(Author.model(target)):
+            return ToolOutcome(spec.run(memory, clean, target))
     except MemoryAgentError as error:
         return ToolOutcome(f"Error: {error}", is_error=True)
     except Exception as error:  # a defect of ours: the model still gets an answer, we get the log

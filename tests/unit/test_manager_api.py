@@ -136,13 +136,15 @@ def test_shared_block_labels_from_settings_join_one_block(tmp_path: Path) -> Non
 
 def test_public_names_are_pinned() -> None:
     expected = [
-        "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Block", "BlockError",
+        "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Author", "Block", "BlockError",
         "BlockExistsError", "BlockLimitExceededError", "BlockNotAttachedError", "BlockNotFoundError",
         "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
-        "ConsolidationSchedule", "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
+        "ConsolidationError", "ConsolidationReport", "ConsolidationSchedule", "ConsolidationSession",
+        "Consolidator", "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
-        "ModelAuthenticationError", "NewPassage", "NothingToUndoError", "Passage", "ReadOnlyBlockError",
-        "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchHit", "Settings",
+        "ModelAuthenticationError", "ModelConsolidator", "NewPassage", "NothingToUndoError", "Passage",
+        "ReadOnlyBlockError", "RebuildReport", "ReconcileReport", "RollbackRefusedError", "RulesConsolidator",
+        "SQLiteSessionStore", "SearchHit", "Settings",
         "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
         "TurnResult", "WriteOutcomeUnknownError",
     ]
