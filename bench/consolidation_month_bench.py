@@ -243,14 +243,14 @@ def _memory_image(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
     block's value, limit and flags, each passage's every column but bookkeeping of access."""
     with memory.database.reading() as conn:
         blocks = conn.execute(
-            "SELECT b.block_id, ab.label, b.value, b.limit_chars, b.read_only, b.is_shared FROM agent_blocks ab"
+            "SELECT b.block_id, ab.label, b.value, b.char_limit, b.read_only, b.is_shared FROM agent_blocks ab"
             " JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id", (agent_id,)).fetchall()
         passages = conn.execute(
             "SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_id", (agent_id,)).fetchall()
         names = [column[0] for column in conn.execute("SELECT * FROM passages LIMIT 0").description]
         tags = conn.execute(
-            "SELECT t.passage_id, t.tag FROM passage_tags t JOIN passages p USING (passage_id)"
-            " WHERE p.agent_id = ? ORDER BY t.passage_id, t.tag", (agent_id,)).fetchall()
+            "SELECT p.passage_id, t.tag FROM passage_tags t JOIN passages p USING (passage_rowid)"
+            " WHERE p.agent_id = ? ORDER BY p.passage_id, t.tag", (agent_id,)).fetchall()
     skip = {"access_count", "last_accessed_at"}
     return {
         "blocks": [tuple(row) for row in blocks],
@@ -368,9 +368,15 @@ def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_
                     if rollback_every and day % rollback_every == 0:
                         rollbacks.append(_rollback_check(memory, consolidator, day))
                 collected = [json.loads(results.get(timeout=600)) for _ in processes]
+            except BaseException:
+                day_start.abort()  # the writers stop waiting for a day that will not come
+                day_end.abort()
+                raise
             finally:
                 for process in processes:
                     process.join(timeout=120)
+                    if process.is_alive():
+                        process.terminate()
             if any(process.exitcode != 0 for process in processes):
                 raise RuntimeError(f"a writer failed: exit codes {[p.exitcode for p in processes]}")
             time.sleep(short_ttl_s)
@@ -430,6 +436,7 @@ def _appender(storage: str, writer: str, appends: int, start: Barrier, done: Que
         memory.join_shared_block(SHARED)
         start.wait(timeout=600)
         refusals = 0
+        deadline = time.monotonic() + 600
         for number in range(appends):
             while True:
                 try:
@@ -437,6 +444,8 @@ def _appender(storage: str, writer: str, appends: int, start: Barrier, done: Que
                     break
                 except BlockLimitExceededError:
                     refusals += 1  # full until the next consolidation moves text out: wait for it
+                    if time.monotonic() > deadline:
+                        raise
                     time.sleep(0.02)
         done.put((writer, refusals))
 
@@ -476,6 +485,12 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
                 retry += len(report.retry_later)
                 while not done.empty():
                     finished.append(done.get())
+                if len(finished) < writers and not any(process.is_alive() for process in processes):
+                    time.sleep(0.5)  # the queue's feeder may still be flushing the last report
+                    while not done.empty():
+                        finished.append(done.get())
+                    if len(finished) < writers:
+                        raise RuntimeError("an appender died before finishing")
             wall = time.monotonic() - began
             for process in processes:
                 process.join(timeout=120)
@@ -511,15 +526,18 @@ def print_month(result: MonthResult, label: str) -> None:
     totals: Counter[str] = Counter()
     for run in result.runs:
         totals.update(run.counts)
-    print(f"  runs {len(result.runs)} ({Counter(r.status for r in result.runs)}): seconds p50 {statistics.median(seconds):.2f}"
-          f" max {max(seconds):.2f}; tokens per run in/out mean {statistics.mean(r.input_tokens for r in result.runs):.0f}"
-          f" / {statistics.mean(r.output_tokens for r in result.runs):.0f}; changes retried later "
-          f"{sum(r.retry_later for r in result.runs)}")
+    statuses = Counter(run.status for run in result.runs)
+    tokens_in = statistics.mean(run.input_tokens for run in result.runs)
+    tokens_out = statistics.mean(run.output_tokens for run in result.runs)
+    print(f"  runs {len(result.runs)} ({dict(statuses)}): seconds p50 {statistics.median(seconds):.2f} max "
+          f"{max(seconds):.2f}; tokens per run in/out mean {tokens_in:.0f} / {tokens_out:.0f}; changes retried "
+          f"later {sum(run.retry_later for run in result.runs)}")
     print(f"  totals over the runs: {', '.join(f'{k} {v}' for k, v in sorted(totals.items()))}")
     exact = sum(ok for _, ok, _ in result.rollbacks)
     print(f"  rollbacks restored byte for byte: {exact}/{len(result.rollbacks)} "
           f"(changes rolled back: {[n for _, _, n in result.rollbacks]})")
-    print(f"  expired notes returned by search: {result.expired_found} of {result.expired_checked} searched", flush=True)
+    print(f"  expired notes returned by search: {result.expired_found} of {result.expired_checked} searched",
+          flush=True)
 
 
 @contextmanager
@@ -550,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", help="a PostgreSQL server to use instead of a throwaway cluster")
     args = parser.parse_args(argv)
     if args.quick:
-        args.days, args.writers, args.ops, args.rollback_every, args.appends = 3, 2, 12, 2, 25
+        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 3, 2, 12, 2, 25, 400
     consolidator = RulesConsolidator()
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster

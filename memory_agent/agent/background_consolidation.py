@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 import anyio.to_thread
 
+from ..consolidation import ConsolidationReport
 from ..manager import MemoryManager
 from .consolidation_schedule import ConsolidationSchedule
 
@@ -50,7 +50,7 @@ class BackgroundConsolidation:
         """Runs that ended, whatever their outcome."""
         self.failures = 0
         """Runs that failed (raised, or reported status 'failed')."""
-        self.last_report: Any = None
+        self.last_report: ConsolidationReport | None = None
         """The `ConsolidationReport` of the last run that returned one."""
         self.last_error: str | None = None
         """Why the last failed run failed."""
@@ -128,14 +128,15 @@ class BackgroundConsolidation:
         with self._lock:
             self.finished += 1
             self.last_report = report
-            if getattr(report, "retry_later", ()):
+            if report.retry_later:
                 self._retry_due = True
-            if getattr(report, "status", None) == "failed":
+            if not report.ok:
                 self.failures += 1
-                self.last_error = getattr(report, "failure", None) or "failed"
-        if getattr(report, "status", None) == "failed":
+                self.last_error = report.failure or "failed"
+        if not report.ok:
             logger.warning("background consolidation of agent %s failed (session %s): %s; the conversation "
-                           "goes on", self._agent_id, getattr(report, "session_id", None), self.last_error)
-        elif self._retry_due:
+                           "goes on, and the next trigger tries again", self._agent_id, report.session_id,
+                           self.last_error)
+        elif report.retry_later:
             logger.info("background consolidation of agent %s left %d change(s) to retry on fresh text",
                         self._agent_id, len(report.retry_later))
