@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from backends import POSTGRES_SLOW
 from claude_agent_sdk import ClaudeAgentOptions
 
 from compaction import CompactionSettings
@@ -18,7 +19,7 @@ from memory_agent.consolidation import ModelConsolidator
 from memory_agent.testing import ScriptedMessagesServer, text_response
 from memory_agent.testing.recorded import RecordedRequest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
+pytestmark = pytest.mark.e2e
 
 SUMMARY = "SUMMARY-4410: the user described their harbour work."
 CONSOLIDATED = "CONSOLIDATED-5521: Ana Duarte, harbour pilot in Porto since 2019; drinks green tea; two cats."
@@ -40,10 +41,17 @@ def _human_lines(limit: int) -> str:
     return "\n".join(lines)
 
 
+def _main_turns(server: ScriptedMessagesServer) -> list[RecordedRequest]:
+    """The agent's turn requests (the summariser and the consolidator use the cheap model)."""
+    return [r for r in server.turn_requests() if "haiku" not in r.model]
+
+
 def _rewrite_requests(server: ScriptedMessagesServer) -> list[RecordedRequest]:
     return [r for r in server.message_requests("haiku") if "memory block" in r.system_text]
 
 
+@pytest.mark.usefixtures("backend")
+@POSTGRES_SLOW  # about 20 s a run; tests/integration/test_background_consolidation.py covers PostgreSQL by default
 async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_shows_the_result(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
@@ -76,7 +84,7 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
         assert len(rewrites) == 1 and not rewrites[0].completed
         assert agent.consolidation.running
         assert compaction_turn_seconds < SLOW_SECONDS
-        turn_during_run = server.turn_requests()[-1]
+        turn_during_run = _main_turns(server)[-1]
         assert CONSOLIDATED not in turn_during_run.system_text + str(turn_during_run.messages)
         assert "Fact 001" in turn_during_run.system_text  # the block as it still is
 
@@ -85,19 +93,19 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
         report = agent.consolidation.last_report
         assert report.status == "completed" and report.session_id, report
         assert agent_memory.get_block("human").value == CONSOLIDATED
-        turns_before = len(server.turn_requests())
+        turns_before = len(_main_turns(server))
         await agent.process_turn("What do you remember about me?")
 
     # The first turn after the run finished shows the consolidated block: announced in its
     # <turn_context> under the default policy (or in a rebuilt system prompt under another).
-    first_after = server.turn_requests()[turns_before]
+    first_after = _main_turns(server)[turns_before]
     shown = first_after.system_text + first_after.last_user_text
     assert CONSOLIDATED in shown
     # The rewrite request carried the block as it was, as JSON text.
     assert "Fact 001" in rewrites[0].last_user_text
     # The session is on record with the model's tokens, and the old text was archived, not lost.
-    sessions = agent_memory.list_consolidations(agent_id="e2e-agent")
-    assert [s.status for s in sessions] == ["completed"]
-    assert (sessions[0].input_tokens or 0) > 0
-    archived = agent_memory.archival_memory_search("Fact 001 Ana mentioned detail", top_k=5)
+    session = agent_memory.get_consolidation(report.session_id)
+    assert session.status == "completed" and session.consolidator.startswith("model:")
+    assert (session.input_tokens or 0) > 0 and (session.output_tokens or 0) > 0
+    archived = agent_memory.archival_memory_search("Fact 001 Ana mentioned detail", 5)
     assert any("Fact 001:" in hit.content for hit in archived)
