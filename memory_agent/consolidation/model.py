@@ -168,8 +168,9 @@ class ModelConsolidator:
         if not pairs:
             return []
         # Passages are oldest first, so i is the older of each pair.
-        listing = "\n".join(f"Pair {number}: {json.dumps([passages[i].content, passages[j].content], ensure_ascii=False)}"
-                            for number, (_, i, j) in enumerate(pairs, start=1))
+        listing = "\n".join(
+            f"Pair {number}: {json.dumps([passages[i].content, passages[j].content], ensure_ascii=False)}"
+            for number, (_, i, j) in enumerate(pairs, start=1))
         answer = _json_object(await self._ask(summarizer, plan, SUPERSEDE_SYSTEM, listing, max_tokens=512))
         numbers = answer.get("contradictions")
         if not isinstance(numbers, list) or not all(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,18 +57,21 @@ def snapshot(memory: MemoryManager) -> Iterator[Callable[[], Snapshot]]:
 
 _GROWING = {"journal", "block_history", "consolidation_sessions"}
 """Tables that only grow: a rollback adds its own entries there instead of erasing history."""
+_FTS_SEGMENTS = re.compile(r"_fts.*_(data|idx|config)$")
+"""FTS5's b-tree segments: the same indexed rows after a delete are stored in other segments (the
+indexed rows themselves, the `_content` and `_docsize` tables, are compared). Key counters
+(`sqlite_sequence`, PostgreSQL's sequences) are left out for the same reason as in `snapshot`."""
 
 
-def memory_content(snapshot: Snapshot, columns: dict[str, list[str]]) -> dict[str, Any]:
-    """The snapshot's memory content: every table but the growing ones and keyword-index internals,
+def memory_content(snapshot: Snapshot, blocks_columns: list[str]) -> dict[str, Any]:
+    """The snapshot's memory content: every table but the growing ones and keyword-index segments,
     with a block's version and update time left out (a rollback is a new version)."""
     content: dict[str, Any] = {}
     for table, rows in snapshot.items():
-        if table in _GROWING or table.startswith("passage_fts") or table.startswith("messages_fts"):
+        if table in _GROWING or table == "sqlite_sequence" or _FTS_SEGMENTS.search(table):
             continue
         if table == "blocks":
-            names = columns["blocks"]
-            keep = [i for i, name in enumerate(names) if name not in ("version", "updated_at")]
+            keep = [i for i, name in enumerate(blocks_columns) if name not in ("version", "updated_at")]
             rows = sorted((tuple(row[i] for i in keep) for row in rows), key=repr)
         content[table] = rows
     return content
@@ -75,7 +79,7 @@ def memory_content(snapshot: Snapshot, columns: dict[str, list[str]]) -> dict[st
 
 def block_columns(memory: MemoryManager) -> list[str]:
     with memory.database.reading() as conn:
-        return [d[0] for d in conn.execute("SELECT * FROM blocks LIMIT 0").description]
+        return list(conn.execute("SELECT * FROM blocks LIMIT 1").fetchone().keys())
 
 
 def fill_notes(memory: MemoryManager, count: int = 8) -> list[str]:

@@ -4,6 +4,7 @@ rollback and stale writes, on both backends."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -13,6 +14,7 @@ from conftest import BERTHS, HARBOUR, block_columns, fill_notes, memory_content
 from memory_agent import (
     ConsolidationError,
     MemoryManager,
+    Passage,
     RollbackRefusedError,
     RulesConsolidator,
 )
@@ -23,10 +25,14 @@ from memory_agent.store.snapshot import Snapshot
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-def _live(memory: MemoryManager, passage_id: str) -> bool:
+def _get(memory: MemoryManager, passage_id: str) -> Passage:
     passage = memory.archival_memory_get(passage_id)
     assert passage is not None
-    return passage.superseded_by is None
+    return passage
+
+
+def _live(memory: MemoryManager, passage_id: str) -> bool:
+    return _get(memory, passage_id).superseded_by is None
 
 
 def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(memory: MemoryManager) -> None:
@@ -41,7 +47,7 @@ def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(memory: 
     assert report.counts["passages_merged"] == 2
     survivor = memory.archival_memory_get(ids[0])
     assert survivor is not None and survivor.superseded_by is None
-    assert [memory.archival_memory_get(i).superseded_by for i in ids[1:]] == [ids[0], ids[0]]  # type: ignore[union-attr]  # stored above
+    assert [_get(memory, i).superseded_by for i in ids[1:]] == [ids[0], ids[0]]
     assert set(survivor.tags) == {"t0", "t1", "t2"}
     assert survivor.metadata == {"k0": 0, "k1": 1, "k2": 2}
     assert survivor.provenance["merged_from"] == ids[1:]
@@ -59,7 +65,7 @@ def test_the_same_text_in_other_case_and_spacing_merges(memory: MemoryManager) -
     second = memory.archival_memory_insert("the user  likes green tea")
     report = memory.consolidate(consolidator="rules")
     assert report.counts["passages_merged"] == 1
-    assert memory.archival_memory_get(second).superseded_by == first  # type: ignore[union-attr]  # stored above
+    assert _get(memory, second).superseded_by == first
 
 
 def test_an_over_full_block_moves_its_oldest_lines_to_archival(memory: MemoryManager) -> None:
@@ -85,8 +91,6 @@ def test_expired_passages_are_counted_and_never_merged(memory: MemoryManager) ->
     soon = datetime.now(timezone.utc) + timedelta(seconds=1)
     expiring = memory.archival_memory_insert(HARBOUR[0], expires_at=soon)
     kept = memory.archival_memory_insert(HARBOUR[1])
-    import time
-
     time.sleep(1.2)
     report = memory.consolidate(consolidator="rules")
     assert report.counts["passages_expired"] == 1
