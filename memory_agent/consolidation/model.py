@@ -102,21 +102,23 @@ class ModelConsolidator:
         base = self.rules.plan_now(view, cached)
         summarizer = self._summarizer or AnthropicSummarizer(self.settings, api_key=self._api_key,
                                                              base_url=self._base_url)
+        plan = Plan(blocks_analysed=base.blocks_analysed, expired=list(base.expired), warnings=list(base.warnings),
+                    input_tokens=0, output_tokens=0)
         try:
-            return await self._model_plan(view, cached, base, summarizer)
+            return await self._model_plan(view, cached, base, plan, summarizer)
         except Exception as error:
             reason = str(error) or type(error).__name__
             warning = f"the model consolidator ({self.settings.model}) failed, so the rules decided this run: {reason}"
             logger.warning("consolidation of agent %s: %s", view.agent_id, warning)
             base.warnings.append(warning)
+            base.input_tokens, base.output_tokens = plan.input_tokens, plan.output_tokens  # spent all the same
             return base
         finally:
             if self._owns_summarizer:
                 await summarizer.aclose()
 
-    async def _model_plan(self, view: MemoryView, embed: Embed, base: Plan, summarizer: AnthropicSummarizer) -> Plan:
-        plan = Plan(blocks_analysed=base.blocks_analysed, expired=list(base.expired), warnings=list(base.warnings),
-                    input_tokens=0, output_tokens=0)
+    async def _model_plan(self, view: MemoryView, embed: Embed, base: Plan, plan: Plan,
+                          summarizer: AnthropicSummarizer) -> Plan:
         blocks = {block.block_id: block for block in view.blocks}
         for rewrite in base.rewrites:
             block = blocks[rewrite.block_id]
