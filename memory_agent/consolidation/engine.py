@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..store.consolidation_log import COUNT_FIELDS
 from ..store.database import utc_now
 from .ops import MemoryOps
 from .plan import BlockRewrite, MemoryView, PassageMerge, Plan, Supersession
-from .protocol import Consolidator
+from .protocol import Consolidator, Embed
 from .report import ConsolidationReport
 
 __all__ = ["ARCHIVED_TAG", "run_consolidation", "view_of"]
@@ -55,6 +56,23 @@ def view_of(ops: MemoryOps, agent_id: str) -> MemoryView:
     return MemoryView(agent_id, tuple(ops.list_blocks(agent_id=agent_id)), tuple(live), tuple(expired), now)
 
 
+def _embedder(ops: MemoryOps, view: MemoryView) -> Embed:
+    """Embeds texts, using the vectors already stored for the view's passages (reading them is far
+    cheaper than embedding thousands of passages on every run) and embedding only the rest."""
+    index = ops.archival.index
+    indexed = [p for p in view.passages if p.vector_state == "indexed"]
+    stored = index.stored_embeddings(view.agent_id, [p.passage_id for p in indexed]) if indexed else {}
+    by_text: dict[str, Sequence[float]] = {p.content: stored[p.passage_id] for p in indexed if p.passage_id in stored}
+
+    def embed(texts: Sequence[str]) -> list[Sequence[float]]:
+        missing = [text for text in dict.fromkeys(texts) if text not in by_text]
+        if missing:
+            by_text.update(zip(missing, index.embed_documents(missing), strict=True))
+        return [by_text[text] for text in texts]
+
+    return embed
+
+
 @dataclass
 class _Outcome:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_FIELDS, 0))
@@ -74,7 +92,7 @@ async def run_consolidation(ops: MemoryOps, agent_id: str, consolidator: Consoli
     plan = Plan()
     try:
         view = view_of(ops, agent_id)
-        plan = await consolidator.plan(view, ops.archival.index.embed_documents)
+        plan = await consolidator.plan(view, _embedder(ops, view))
         outcome.warnings.extend(plan.warnings)
         for warning in plan.warnings:
             logger.warning("consolidation of agent %s: %s", agent_id, warning)
@@ -145,20 +163,25 @@ def _apply(ops: MemoryOps, agent_id: str, plan: Plan, outcome: _Outcome) -> None
             outcome.warnings.append(f"block '{rewrite.label}' left as it was: {error}")
             continue
         _count_rewrite(rewrite, outcome)
+    # Each check and its change share one transaction, so nothing can change the passages between.
     for merge in plan.merges:
-        missing = _not_live(ops, agent_id, (merge.survivor_id, *merge.merged_ids))
+        with ops.atomic():
+            missing = _not_live(ops, agent_id, (merge.survivor_id, *merge.merged_ids))
+            if missing is None:
+                _apply_merge(ops, agent_id, merge)
         if missing:
             outcome.retry_later.append(f"merge into {merge.survivor_id} skipped: {missing}; retry later")
-            continue
-        _apply_merge(ops, agent_id, merge)
-        _count_merge(merge, outcome)
+        else:
+            _count_merge(merge, outcome)
     for supersession in plan.supersessions:
-        missing = _not_live(ops, agent_id, (supersession.old_id, supersession.new_id))
+        with ops.atomic():
+            missing = _not_live(ops, agent_id, (supersession.old_id, supersession.new_id))
+            if missing is None:
+                ops.supersede_passage(supersession.old_id, supersession.new_id, agent_id=agent_id)
         if missing:
             outcome.retry_later.append(f"supersession of {supersession.old_id} skipped: {missing}; retry later")
-            continue
-        ops.supersede_passage(supersession.old_id, supersession.new_id, agent_id=agent_id)
-        _count_supersession(supersession, outcome)
+        else:
+            _count_supersession(supersession, outcome)
 
 
 def _count_rewrite(rewrite: BlockRewrite, outcome: _Outcome) -> None:

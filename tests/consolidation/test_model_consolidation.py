@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from conftest import HARBOUR, fill_notes
+from consolidation_helpers import HARBOUR, fill_notes
 
 from memory_agent import MemoryManager, ModelConsolidator, Passage
 from memory_agent.testing import ScriptedMessagesServer, error_response, text_response

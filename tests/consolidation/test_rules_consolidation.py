@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import BERTHS, HARBOUR, block_columns, fill_notes, memory_content
+from consolidation_helpers import BERTHS, HARBOUR, block_columns, fill_notes, memory_content
 
 from memory_agent import (
     ConsolidationError,
@@ -246,3 +246,31 @@ def test_every_change_is_journalled_as_the_session(memory: MemoryManager) -> Non
     assert entries and {entry.author for entry in entries} == {report.session_id}
     assert {entry.action for entry in entries} >= {"consolidate_block", "insert_passage", "supersede_passage",
                                                   "update_passage"}
+
+
+class _CountingEmbedding:
+    """The default embedding function, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        from memory_agent.archival.embeddings import MiniLMEmbeddingFunction
+
+        self.inner = MiniLMEmbeddingFunction()
+        self.texts = 0
+
+    def __call__(self, input: list[str]) -> list[list[float]]:  # noqa: A002  # Chroma's parameter name
+        self.texts += len(input)
+        return self.inner(input)
+
+    def name(self) -> str:
+        return self.inner.name()
+
+
+def test_a_run_compares_stored_vectors_instead_of_embedding_again(memory: MemoryManager) -> None:
+    counting = _CountingEmbedding()
+    with MemoryManager(agent_id="ada", settings=memory.settings, embedding_function=counting) as counted:
+        for text in HARBOUR:
+            counted.archival_memory_insert(text)
+        embedded = counting.texts
+        report = counted.consolidate(consolidator="rules")
+    assert embedded >= len(HARBOUR) and counting.texts == embedded  # nothing embedded by the run
+    assert report.counts["passages_merged"] == 2
