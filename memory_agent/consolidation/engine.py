@@ -23,6 +23,7 @@ from typing import Any
 from ..archival import Passage
 from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
+from ..blocks import BlockVersion
 from ..errors import BlockError, MemoryAgentError, StaleBlockError
 from ..store import consolidation_log
 from ..store.consolidation_log import COUNT_FIELDS
@@ -207,12 +208,37 @@ def _count_supersession(supersession: Supersession, outcome: _Outcome) -> None:
 def _apply_rewrite(ops: MemoryOps, agent_id: str, rewrite: BlockRewrite) -> None:
     """The block's new value and the passages that take its old text, in one transaction: a
     stale block refuses before any passage is written."""
+    history = ops.block_history(rewrite.label, agent_id=agent_id) if rewrite.how == "archive_overflow" else []
     with ops.atomic():
         ops.edit_block(rewrite.label, lambda _block: rewrite.new_value, action=BLOCK_ACTION,
                        expected_version=rewrite.expected_version, agent_id=agent_id)
         for line in rewrite.archived:
+            provenance = {**line.provenance, **_line_source(ops, agent_id, line.content, history)}
             ops.archival_memory_insert(line.content, [ARCHIVED_TAG], None, agent_id=agent_id,
-                                       provenance=line.provenance)
+                                       provenance=provenance)
+
+
+def _line_source(ops: MemoryOps, agent_id: str, line: str, history: list[BlockVersion]) -> dict[str, Any]:
+    """Where a line of a block came from: the version that wrote it (the start of the newest run of
+    versions holding it), who wrote it, and, when its author was the agent's model, the messages of
+    that turn (the user message before the edit and what followed it up to the edit)."""
+    written: BlockVersion | None = None
+    for version in reversed(history):
+        if line not in version.value:
+            break
+        written = version
+    if written is None:
+        return {}
+    source: dict[str, Any] = {"written_in_version": written.version, "written_at": written.created_at}
+    if written.author_kind is not None:
+        source["written_by"] = f"{written.author_kind}:{written.author}"
+    if written.author_kind == "model":
+        prompt = ops.search_messages("", agent_id=agent_id, roles=["user"], end_date=written.created_at, limit=1)
+        if prompt:
+            turn = ops.search_messages("", agent_id=agent_id, start_date=prompt[0].created_at,
+                                       end_date=written.created_at, limit=50)
+            source["messages"] = sorted(message.message_id for message in turn)
+    return source
 
 
 def _not_live(ops: MemoryOps, agent_id: str, passage_ids: tuple[str, ...]) -> str | None:

@@ -274,3 +274,24 @@ def test_a_run_compares_stored_vectors_instead_of_embedding_again(memory: Memory
         report = counted.consolidate(consolidator="rules")
     assert embedded >= len(HARBOUR) and counting.texts == embedded  # nothing embedded by the run
     assert report.counts["passages_merged"] == 2
+
+
+def test_archived_lines_name_the_turn_that_wrote_them(memory: MemoryManager) -> None:
+    memory.create_block("notes", "")
+    turns = {}
+    for number in range(8):
+        prompt = memory.store_message("user", f"Please remember pier {number}.")
+        assert prompt is not None
+        line = f"Fact {number}: the crane on pier {number} was serviced."
+        assert not memory.execute_tool("core_memory_append", {"label": "notes", "content": line}).is_error
+        turns[line] = prompt.message_id
+    memory.core_memory_append("notes", "A fact a person added.")  # the Python API: no turn
+
+    memory.consolidate(consolidator="rules")
+
+    archived = [p for p in memory.archival_memory_list(limit=100) if "from_block" in p.tags]
+    assert archived
+    for passage in archived:
+        assert passage.provenance["written_by"] == "model:ada"
+        assert passage.provenance["messages"] == [turns[passage.content]]
+        assert passage.provenance["written_in_version"] >= 2
