@@ -18,6 +18,7 @@ of the request.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from compaction import AnthropicSummarizer, CompactionSettings
 from ..archival import Passage
 from .plan import ArchivedLine, BlockRewrite, MemoryView, PassageMerge, Plan, Supersession
 from .protocol import Embed
-from .rules import RulesConsolidator, similarity_matrix
+from .rules import RulesConsolidator, similar_pairs
 
 __all__ = ["ModelAnswerError", "ModelConsolidator"]
 
@@ -163,10 +164,8 @@ class ModelConsolidator:
                               embed: Embed) -> list[Supersession]:
         if len(passages) < 2:
             return []
-        similarity = similarity_matrix(embed([p.content for p in passages]))
-        pairs = sorted(((float(similarity[i, j]), i, j) for i in range(len(passages))
-                        for j in range(i + 1, len(passages)) if similarity[i, j] >= self.candidate_similarity),
-                       reverse=True)[: self.max_candidates]
+        found = similar_pairs(embed([p.content for p in passages]), self.candidate_similarity)
+        pairs = heapq.nlargest(self.max_candidates, ((score, i, j) for i, j, score in found))
         if not pairs:
             return []
         # Passages are oldest first, so i is the older of each pair.
