@@ -14,6 +14,7 @@ A dry run plans and reports, and writes nothing: no change and no session row.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
@@ -105,9 +106,19 @@ async def run_consolidation(ops: MemoryOps, agent_id: str, consolidator: Consoli
             with acting_as(Author.consolidator(session_id)):
                 _apply(ops, agent_id, plan, outcome)
     except Exception as error:  # recorded and reported, never silent
-        reason = f"{type(error).__name__}: {error}" if not isinstance(error, MemoryAgentError) else str(error)
+        reason = str(error) if isinstance(error, MemoryAgentError) else f"{type(error).__name__}: {error}"
+        reason = " ".join(reason.split())
         logger.warning("consolidation of agent %s failed: %s", agent_id, reason, exc_info=True)
         return _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=reason)
+    except (asyncio.CancelledError, KeyboardInterrupt) as interrupted:
+        # A background run cancelled with its task: recorded as failed (not left 'running'), then re-raised.
+        reason = f"interrupted ({type(interrupted).__name__}) before it finished"
+        logger.warning("consolidation of agent %s %s", agent_id, reason)
+        try:
+            _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=reason)
+        except Exception:  # the interruption is what the caller must see
+            logger.warning("could not record the interrupted consolidation %s", session_id, exc_info=True)
+        raise
     return _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=None)
 
 

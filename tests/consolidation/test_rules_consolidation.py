@@ -3,6 +3,7 @@ rollback and stale writes, on both backends."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -295,3 +296,26 @@ def test_archived_lines_name_the_turn_that_wrote_them(memory: MemoryManager) -> 
         assert passage.provenance["written_by"] == "model:ada"
         assert passage.provenance["messages"] == [turns[passage.content]]
         assert passage.provenance["written_in_version"] >= 2
+
+
+class _Slow:
+    @property
+    def name(self) -> str:
+        return "slow"
+
+    async def plan(self, view: MemoryView, embed: Embed) -> Plan:
+        await asyncio.sleep(30)
+        return Plan()
+
+
+def test_a_cancelled_background_run_is_recorded_as_failed(memory: MemoryManager) -> None:
+    async def cancel_it() -> None:
+        task = asyncio.create_task(memory.aconsolidate(consolidator=_Slow()))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    (session,) = memory.list_consolidations()
+    assert session.status == "failed" and "interrupted" in (session.failure or "")
