@@ -14,21 +14,24 @@ A dry run plans and reports, and writes nothing: no change and no session row.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..archival import Passage
 from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
+from ..blocks import BlockVersion
 from ..errors import BlockError, MemoryAgentError, StaleBlockError
 from ..store import consolidation_log
 from ..store.consolidation_log import COUNT_FIELDS
 from ..store.database import utc_now
 from .ops import MemoryOps
 from .plan import BlockRewrite, MemoryView, PassageMerge, Plan, Supersession
-from .protocol import Consolidator
+from .protocol import Consolidator, Embed
 from .report import ConsolidationReport
 
 __all__ = ["ARCHIVED_TAG", "run_consolidation", "view_of"]
@@ -55,6 +58,23 @@ def view_of(ops: MemoryOps, agent_id: str) -> MemoryView:
     return MemoryView(agent_id, tuple(ops.list_blocks(agent_id=agent_id)), tuple(live), tuple(expired), now)
 
 
+def _embedder(ops: MemoryOps, view: MemoryView) -> Embed:
+    """Embeds texts, using the vectors already stored for the view's passages (reading them is far
+    cheaper than embedding thousands of passages on every run) and embedding only the rest."""
+    index = ops.archival.index
+    indexed = [p for p in view.passages if p.vector_state == "indexed"]
+    stored = index.stored_embeddings(view.agent_id, [p.passage_id for p in indexed]) if indexed else {}
+    by_text: dict[str, Sequence[float]] = {p.content: stored[p.passage_id] for p in indexed if p.passage_id in stored}
+
+    def embed(texts: Sequence[str]) -> list[Sequence[float]]:
+        missing = [text for text in dict.fromkeys(texts) if text not in by_text]
+        if missing:
+            by_text.update(zip(missing, index.embed_documents(missing), strict=True))
+        return [by_text[text] for text in texts]
+
+    return embed
+
+
 @dataclass
 class _Outcome:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_FIELDS, 0))
@@ -74,7 +94,7 @@ async def run_consolidation(ops: MemoryOps, agent_id: str, consolidator: Consoli
     plan = Plan()
     try:
         view = view_of(ops, agent_id)
-        plan = await consolidator.plan(view, ops.archival.index.embed_documents)
+        plan = await consolidator.plan(view, _embedder(ops, view))
         outcome.warnings.extend(plan.warnings)
         for warning in plan.warnings:
             logger.warning("consolidation of agent %s: %s", agent_id, warning)
@@ -86,9 +106,19 @@ async def run_consolidation(ops: MemoryOps, agent_id: str, consolidator: Consoli
             with acting_as(Author.consolidator(session_id)):
                 _apply(ops, agent_id, plan, outcome)
     except Exception as error:  # recorded and reported, never silent
-        reason = f"{type(error).__name__}: {error}" if not isinstance(error, MemoryAgentError) else str(error)
+        reason = str(error) if isinstance(error, MemoryAgentError) else f"{type(error).__name__}: {error}"
+        reason = " ".join(reason.split())
         logger.warning("consolidation of agent %s failed: %s", agent_id, reason, exc_info=True)
         return _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=reason)
+    except (asyncio.CancelledError, KeyboardInterrupt) as interrupted:
+        # A background run cancelled with its task: recorded as failed (not left 'running'), then re-raised.
+        reason = f"interrupted ({type(interrupted).__name__}) before it finished"
+        logger.warning("consolidation of agent %s %s", agent_id, reason)
+        try:
+            _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=reason)
+        except Exception:  # the interruption is what the caller must see
+            logger.warning("could not record the interrupted consolidation %s", session_id, exc_info=True)
+        raise
     return _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=None)
 
 
@@ -145,20 +175,25 @@ def _apply(ops: MemoryOps, agent_id: str, plan: Plan, outcome: _Outcome) -> None
             outcome.warnings.append(f"block '{rewrite.label}' left as it was: {error}")
             continue
         _count_rewrite(rewrite, outcome)
+    # Each check and its change share one transaction, so nothing can change the passages between.
     for merge in plan.merges:
-        missing = _not_live(ops, agent_id, (merge.survivor_id, *merge.merged_ids))
+        with ops.atomic():
+            missing = _not_live(ops, agent_id, (merge.survivor_id, *merge.merged_ids))
+            if missing is None:
+                _apply_merge(ops, agent_id, merge)
         if missing:
             outcome.retry_later.append(f"merge into {merge.survivor_id} skipped: {missing}; retry later")
-            continue
-        _apply_merge(ops, agent_id, merge)
-        _count_merge(merge, outcome)
+        else:
+            _count_merge(merge, outcome)
     for supersession in plan.supersessions:
-        missing = _not_live(ops, agent_id, (supersession.old_id, supersession.new_id))
+        with ops.atomic():
+            missing = _not_live(ops, agent_id, (supersession.old_id, supersession.new_id))
+            if missing is None:
+                ops.supersede_passage(supersession.old_id, supersession.new_id, agent_id=agent_id)
         if missing:
             outcome.retry_later.append(f"supersession of {supersession.old_id} skipped: {missing}; retry later")
-            continue
-        ops.supersede_passage(supersession.old_id, supersession.new_id, agent_id=agent_id)
-        _count_supersession(supersession, outcome)
+        else:
+            _count_supersession(supersession, outcome)
 
 
 def _count_rewrite(rewrite: BlockRewrite, outcome: _Outcome) -> None:
@@ -184,12 +219,37 @@ def _count_supersession(supersession: Supersession, outcome: _Outcome) -> None:
 def _apply_rewrite(ops: MemoryOps, agent_id: str, rewrite: BlockRewrite) -> None:
     """The block's new value and the passages that take its old text, in one transaction: a
     stale block refuses before any passage is written."""
+    history = ops.block_history(rewrite.label, agent_id=agent_id) if rewrite.how == "archive_overflow" else []
     with ops.atomic():
         ops.edit_block(rewrite.label, lambda _block: rewrite.new_value, action=BLOCK_ACTION,
                        expected_version=rewrite.expected_version, agent_id=agent_id)
         for line in rewrite.archived:
+            provenance = {**line.provenance, **_line_source(ops, agent_id, line.content, history)}
             ops.archival_memory_insert(line.content, [ARCHIVED_TAG], None, agent_id=agent_id,
-                                       provenance=line.provenance)
+                                       provenance=provenance)
+
+
+def _line_source(ops: MemoryOps, agent_id: str, line: str, history: list[BlockVersion]) -> dict[str, Any]:
+    """Where a line of a block came from: the version that wrote it (the start of the newest run of
+    versions holding it), who wrote it, and, when its author was the agent's model, the messages of
+    that turn (the user message before the edit and what followed it up to the edit)."""
+    written: BlockVersion | None = None
+    for version in reversed(history):
+        if line not in version.value:
+            break
+        written = version
+    if written is None:
+        return {}
+    source: dict[str, Any] = {"written_in_version": written.version, "written_at": written.created_at}
+    if written.author_kind is not None:
+        source["written_by"] = f"{written.author_kind}:{written.author}"
+    if written.author_kind == "model":
+        prompt = ops.search_messages("", agent_id=agent_id, roles=["user"], end_date=written.created_at, limit=1)
+        if prompt:
+            turn = ops.search_messages("", agent_id=agent_id, start_date=prompt[0].created_at,
+                                       end_date=written.created_at, limit=50)
+            source["messages"] = sorted(message.message_id for message in turn)
+    return source
 
 
 def _not_live(ops: MemoryOps, agent_id: str, passage_ids: tuple[str, ...]) -> str | None:

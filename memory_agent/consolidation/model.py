@@ -18,6 +18,7 @@ of the request.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from compaction import AnthropicSummarizer, CompactionSettings
 from ..archival import Passage
 from .plan import ArchivedLine, BlockRewrite, MemoryView, PassageMerge, Plan, Supersession
 from .protocol import Embed
-from .rules import RulesConsolidator, similarity_matrix
+from .rules import RulesConsolidator, similar_pairs
 
 __all__ = ["ModelAnswerError", "ModelConsolidator"]
 
@@ -102,21 +103,23 @@ class ModelConsolidator:
         base = self.rules.plan_now(view, cached)
         summarizer = self._summarizer or AnthropicSummarizer(self.settings, api_key=self._api_key,
                                                              base_url=self._base_url)
+        plan = Plan(blocks_analysed=base.blocks_analysed, expired=list(base.expired), warnings=list(base.warnings),
+                    input_tokens=0, output_tokens=0)
         try:
-            return await self._model_plan(view, cached, base, summarizer)
+            return await self._model_plan(view, cached, base, plan, summarizer)
         except Exception as error:
             reason = str(error) or type(error).__name__
             warning = f"the model consolidator ({self.settings.model}) failed, so the rules decided this run: {reason}"
             logger.warning("consolidation of agent %s: %s", view.agent_id, warning)
             base.warnings.append(warning)
+            base.input_tokens, base.output_tokens = plan.input_tokens, plan.output_tokens  # spent all the same
             return base
         finally:
             if self._owns_summarizer:
                 await summarizer.aclose()
 
-    async def _model_plan(self, view: MemoryView, embed: Embed, base: Plan, summarizer: AnthropicSummarizer) -> Plan:
-        plan = Plan(blocks_analysed=base.blocks_analysed, expired=list(base.expired), warnings=list(base.warnings),
-                    input_tokens=0, output_tokens=0)
+    async def _model_plan(self, view: MemoryView, embed: Embed, base: Plan, plan: Plan,
+                          summarizer: AnthropicSummarizer) -> Plan:
         blocks = {block.block_id: block for block in view.blocks}
         for rewrite in base.rewrites:
             block = blocks[rewrite.block_id]
@@ -161,15 +164,14 @@ class ModelConsolidator:
                               embed: Embed) -> list[Supersession]:
         if len(passages) < 2:
             return []
-        similarity = similarity_matrix(embed([p.content for p in passages]))
-        pairs = sorted(((float(similarity[i, j]), i, j) for i in range(len(passages))
-                        for j in range(i + 1, len(passages)) if similarity[i, j] >= self.candidate_similarity),
-                       reverse=True)[: self.max_candidates]
+        found = similar_pairs(embed([p.content for p in passages]), self.candidate_similarity)
+        pairs = heapq.nlargest(self.max_candidates, ((score, i, j) for i, j, score in found))
         if not pairs:
             return []
         # Passages are oldest first, so i is the older of each pair.
-        listing = "\n".join(f"Pair {number}: {json.dumps([passages[i].content, passages[j].content], ensure_ascii=False)}"
-                            for number, (_, i, j) in enumerate(pairs, start=1))
+        listing = "\n".join(
+            f"Pair {number}: {json.dumps([passages[i].content, passages[j].content], ensure_ascii=False)}"
+            for number, (_, i, j) in enumerate(pairs, start=1))
         answer = _json_object(await self._ask(summarizer, plan, SUPERSEDE_SYSTEM, listing, max_tokens=512))
         numbers = answer.get("contradictions")
         if not isinstance(numbers, list) or not all(

@@ -12,7 +12,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..archival import ArchivalMemory, Passage
-from ..blocks import Block
+from ..blocks import Block, BlockVersion
+from ..recall import StoredMessage
 from ..store.database import Database
 
 __all__ = ["MemoryOps"]
@@ -34,6 +35,12 @@ class MemoryOps(Protocol):
     def list_blocks(self, *, agent_id: str | None = None) -> list[Block]: ...
 
     def get_block(self, label: str, *, agent_id: str | None = None) -> Block: ...
+
+    def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]: ...
+
+    def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
+                        start_date: str | None = None, end_date: str | None = None, limit: int = 10,
+                        offset: int = 0) -> list[StoredMessage]: ...
 
     def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str, check_stale: bool = True,
                    expected_version: int | None = None, agent_id: str | None = None) -> Block: ...

@@ -27,7 +27,7 @@ from .protocol import Embed
 from .textguard import same_particulars
 
 __all__ = ["DEFAULT_BLOCK_TARGET", "DEFAULT_BLOCK_THRESHOLD", "NEAR_DUPLICATE_THRESHOLD", "RulesConsolidator",
-           "normalised_text", "similarity_matrix"]
+           "normalised_text", "similar_pairs", "similarity_matrix"]
 
 NEAR_DUPLICATE_THRESHOLD = 0.93
 """Cosine similarity (all-MiniLM-L6-v2) from which two passages may be one fact; measured by
@@ -44,13 +44,36 @@ def normalised_text(text: str) -> str:
 
 
 def similarity_matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
-    """Pairwise cosine similarity."""
+    """Pairwise cosine similarity (for a few texts; `similar_pairs` scales to many)."""
+    unit = _unit_rows(vectors)
+    return np.asarray(unit @ unit.T, dtype=np.float64)
+
+
+def similar_pairs(vectors: Sequence[Sequence[float]], threshold: float, *,
+                  chunk: int = 512) -> list[tuple[int, int, float]]:
+    """Every pair (i, j), i < j, with cosine similarity at or above `threshold`, in order of i then j.
+
+    Computed a block of rows at a time in float32, so thousands of passages never need the whole
+    n x n matrix in memory (5,000 passages would take 200 MB as float64)."""
+    unit = _unit_rows(vectors).astype(np.float32)
+    pairs: list[tuple[int, int, float]] = []
+    for start in range(0, len(unit), chunk):
+        block = unit[start : start + chunk] @ unit.T
+        rows, columns = np.nonzero(block >= threshold)
+        for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
+            first = start + row
+            if column > first:
+                pairs.append((first, column, float(block[row, column])))
+    pairs.sort()
+    return pairs
+
+
+def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float64)
     if matrix.size == 0:
         return np.zeros((0, 0))
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = matrix / np.where(norms == 0, 1.0, norms)
-    return np.asarray(matrix @ matrix.T)
+    return np.asarray(matrix / np.where(norms == 0, 1.0, norms))
 
 
 class RulesConsolidator:
@@ -119,19 +142,16 @@ class RulesConsolidator:
 
     def near_duplicates(self, passages: Sequence[Passage], embed: Embed) -> list[PassageMerge]:
         """Oldest first, each passage not yet taken gathers the later ones close enough to it."""
-        similarity = similarity_matrix(embed([p.content for p in passages]))
+        close: dict[int, list[tuple[int, float]]] = {}
+        for first, other, score in similar_pairs(embed([p.content for p in passages]), self.near_duplicate_threshold):
+            close.setdefault(first, []).append((other, score))
         taken: set[int] = set()
         merges: list[PassageMerge] = []
-        for first in range(len(passages)):
+        for first in sorted(close):
             if first in taken:
                 continue
-            group: list[tuple[int, float]] = []
-            for other in range(first + 1, len(passages)):
-                score = float(similarity[first, other])
-                if other in taken or score < self.near_duplicate_threshold:
-                    continue
-                if same_particulars(passages[first].content, passages[other].content) is None:
-                    group.append((other, score))
+            group = [(other, score) for other, score in close[first] if other not in taken
+                     and same_particulars(passages[first].content, passages[other].content) is None]
             if group:
                 taken.update(index for index, _ in group)
                 lowest = min(score for _, score in group)

@@ -3,9 +3,10 @@
 Sentence embeddings score two different facts that share their wording as near duplicates
 ("Berth 4 was repainted green" and "Berth 5 was repainted green" score 0.939 with MiniLM, above
 some paraphrases of one fact). Similarity says the texts are about the same thing; this guard
-says whether they could be the same fact: the same numbers (dates, times, ordinals and numbers in words included), the same
-names (capitalised words, where a word capitalised in one text only because it starts a sentence
-is excused when the other text has it in lower case) and the same polarity (a "not" in one only).
+says whether they could be the same fact: the same numbers (dates, times, ordinals and numbers in
+words included), the same names (capitalised words; a common word capitalised because it starts a
+sentence, or capitalised in one text and written in lower case in the other, is not a name) and
+the same polarity (a "not" in one only).
 """
 
 from __future__ import annotations

@@ -4,25 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from backends import backend_environ
+from consolidation_helpers import settings_for
 
 from compaction import CompactionSettings
-from memory_agent import MemoryManager, Settings
+from memory_agent import MemoryManager
 from memory_agent.store.backend import open_store
 from memory_agent.store.snapshot import Snapshot, store_snapshot
 from memory_agent.testing import ScriptedMessagesServer
-
-HARBOUR = ("The harbour master is called Ines Duarte.", "Ines Duarte is the harbour master.",
-           "The name of the harbour master is Ines Duarte.")
-BERTHS = ("Berth 4 was repainted green in May.", "Berth 5 was repainted green in May.")
-
-
-def settings_for(tmp_path: Path, **extra: str) -> Settings:
-    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"),
-                                              "MEMORY_CHARACTER_LIMITS": "notes=400", **extra}), env_file=None)
 
 
 @pytest.fixture
@@ -52,36 +42,3 @@ def snapshot(memory: MemoryManager) -> Iterator[Callable[[], Snapshot]]:
     witness = open_store(memory.storage_dir, memory.settings.database_url)
     yield lambda: store_snapshot(witness)
     witness.close()
-
-
-_GROWING = {"journal", "block_history", "consolidation_sessions"}
-"""Tables that only grow: a rollback adds its own entries there instead of erasing history."""
-
-
-def memory_content(snapshot: Snapshot, columns: dict[str, list[str]]) -> dict[str, Any]:
-    """The snapshot's memory content: every table but the growing ones and keyword-index internals,
-    with a block's version and update time left out (a rollback is a new version)."""
-    content: dict[str, Any] = {}
-    for table, rows in snapshot.items():
-        if table in _GROWING or table.startswith("passage_fts") or table.startswith("messages_fts"):
-            continue
-        if table == "blocks":
-            names = columns["blocks"]
-            keep = [i for i, name in enumerate(names) if name not in ("version", "updated_at")]
-            rows = sorted((tuple(row[i] for i in keep) for row in rows), key=repr)
-        content[table] = rows
-    return content
-
-
-def block_columns(memory: MemoryManager) -> list[str]:
-    with memory.database.reading() as conn:
-        return [d[0] for d in conn.execute("SELECT * FROM blocks LIMIT 0").description]
-
-
-def fill_notes(memory: MemoryManager, count: int = 8) -> list[str]:
-    """A 'notes' block (limit 400) filled past 80 % with one fact per line."""
-    lines = [f"Fact {number}: the crane on pier {number} was serviced." for number in range(count)]
-    memory.create_block("notes", "\n".join(lines[:4]))
-    for line in lines[4:]:
-        memory.core_memory_append("notes", line)
-    return lines

@@ -3,16 +3,19 @@ rollback and stale writes, on both backends."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import BERTHS, HARBOUR, block_columns, fill_notes, memory_content
+from consolidation_helpers import BERTHS, HARBOUR, block_columns, fill_notes, memory_content
 
 from memory_agent import (
     ConsolidationError,
     MemoryManager,
+    Passage,
     RollbackRefusedError,
     RulesConsolidator,
 )
@@ -23,10 +26,14 @@ from memory_agent.store.snapshot import Snapshot
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-def _live(memory: MemoryManager, passage_id: str) -> bool:
+def _get(memory: MemoryManager, passage_id: str) -> Passage:
     passage = memory.archival_memory_get(passage_id)
     assert passage is not None
-    return passage.superseded_by is None
+    return passage
+
+
+def _live(memory: MemoryManager, passage_id: str) -> bool:
+    return _get(memory, passage_id).superseded_by is None
 
 
 def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(memory: MemoryManager) -> None:
@@ -41,7 +48,7 @@ def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(memory: 
     assert report.counts["passages_merged"] == 2
     survivor = memory.archival_memory_get(ids[0])
     assert survivor is not None and survivor.superseded_by is None
-    assert [memory.archival_memory_get(i).superseded_by for i in ids[1:]] == [ids[0], ids[0]]  # type: ignore[union-attr]  # stored above
+    assert [_get(memory, i).superseded_by for i in ids[1:]] == [ids[0], ids[0]]
     assert set(survivor.tags) == {"t0", "t1", "t2"}
     assert survivor.metadata == {"k0": 0, "k1": 1, "k2": 2}
     assert survivor.provenance["merged_from"] == ids[1:]
@@ -59,7 +66,7 @@ def test_the_same_text_in_other_case_and_spacing_merges(memory: MemoryManager) -
     second = memory.archival_memory_insert("the user  likes green tea")
     report = memory.consolidate(consolidator="rules")
     assert report.counts["passages_merged"] == 1
-    assert memory.archival_memory_get(second).superseded_by == first  # type: ignore[union-attr]  # stored above
+    assert _get(memory, second).superseded_by == first
 
 
 def test_an_over_full_block_moves_its_oldest_lines_to_archival(memory: MemoryManager) -> None:
@@ -85,8 +92,6 @@ def test_expired_passages_are_counted_and_never_merged(memory: MemoryManager) ->
     soon = datetime.now(timezone.utc) + timedelta(seconds=1)
     expiring = memory.archival_memory_insert(HARBOUR[0], expires_at=soon)
     kept = memory.archival_memory_insert(HARBOUR[1])
-    import time
-
     time.sleep(1.2)
     report = memory.consolidate(consolidator="rules")
     assert report.counts["passages_expired"] == 1
@@ -242,3 +247,75 @@ def test_every_change_is_journalled_as_the_session(memory: MemoryManager) -> Non
     assert entries and {entry.author for entry in entries} == {report.session_id}
     assert {entry.action for entry in entries} >= {"consolidate_block", "insert_passage", "supersede_passage",
                                                   "update_passage"}
+
+
+class _CountingEmbedding:
+    """The default embedding function, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        from memory_agent.archival.embeddings import MiniLMEmbeddingFunction
+
+        self.inner = MiniLMEmbeddingFunction()
+        self.texts = 0
+
+    def __call__(self, input: list[str]) -> list[list[float]]:  # noqa: A002  # Chroma's parameter name
+        self.texts += len(input)
+        return self.inner(input)
+
+    def name(self) -> str:
+        return self.inner.name()
+
+
+def test_a_run_compares_stored_vectors_instead_of_embedding_again(memory: MemoryManager) -> None:
+    counting = _CountingEmbedding()
+    with MemoryManager(agent_id="ada", settings=memory.settings, embedding_function=counting) as counted:
+        for text in HARBOUR:
+            counted.archival_memory_insert(text)
+        embedded = counting.texts
+        report = counted.consolidate(consolidator="rules")
+    assert embedded >= len(HARBOUR) and counting.texts == embedded  # nothing embedded by the run
+    assert report.counts["passages_merged"] == 2
+
+
+def test_archived_lines_name_the_turn_that_wrote_them(memory: MemoryManager) -> None:
+    memory.create_block("notes", "")
+    turns = {}
+    for number in range(8):
+        prompt = memory.store_message("user", f"Please remember pier {number}.")
+        assert prompt is not None
+        line = f"Fact {number}: the crane on pier {number} was serviced."
+        assert not memory.execute_tool("core_memory_append", {"label": "notes", "content": line}).is_error
+        turns[line] = prompt.message_id
+    memory.core_memory_append("notes", "A fact a person added.")  # the Python API: no turn
+
+    memory.consolidate(consolidator="rules")
+
+    archived = [p for p in memory.archival_memory_list(limit=100) if "from_block" in p.tags]
+    assert archived
+    for passage in archived:
+        assert passage.provenance["written_by"] == "model:ada"
+        assert passage.provenance["messages"] == [turns[passage.content]]
+        assert passage.provenance["written_in_version"] >= 2
+
+
+class _Slow:
+    @property
+    def name(self) -> str:
+        return "slow"
+
+    async def plan(self, view: MemoryView, embed: Embed) -> Plan:
+        await asyncio.sleep(30)
+        return Plan()
+
+
+def test_a_cancelled_background_run_is_recorded_as_failed(memory: MemoryManager) -> None:
+    async def cancel_it() -> None:
+        task = asyncio.create_task(memory.aconsolidate(consolidator=_Slow()))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    (session,) = memory.list_consolidations()
+    assert session.status == "failed" and "interrupted" in (session.failure or "")
