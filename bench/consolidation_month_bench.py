@@ -55,9 +55,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compaction import CompactionSettings  # noqa: E402
 from memory_agent import BlockLimitExceededError, MemoryManager, Settings  # noqa: E402
-from memory_agent.consolidation import RulesConsolidator  # noqa: E402
+from memory_agent.consolidation import ModelConsolidator, RulesConsolidator  # noqa: E402
+from memory_agent.testing import ScriptedMessagesServer, text_response  # noqa: E402
 from memory_agent.testing.postgres_cluster import PostgresCluster  # noqa: E402
+from memory_agent.testing.recorded import RecordedRequest  # noqa: E402
+from memory_agent.testing.responses import ScriptedResponse  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")
 AGENT = "month"
@@ -218,6 +222,43 @@ def _one_write(memory: MemoryManager, script: Script, ledger: Ledger, short_ttl_
     ledger.facts[marker] = kind if kind != "duplicate" and kind != "near_duplicate" else ledger.facts.get(marker, kind)
     ledger.writes += 1
     ledger.kinds[kind] += 1
+
+
+# ----- the stand-in model ---------------------------------------------------------------------
+
+CHEAP_MODEL = "claude-haiku-4-5"
+_MOVED = re.compile(r"\] (.+?) moved from (\w+) to (\w+)")
+
+
+def oracle_model(request: RecordedRequest) -> ScriptedResponse | None:
+    """Answers the model consolidator's three questions from the request, as a careful model
+    would for this script's facts: a rewrite keeps the newest distinct lines that fit, a merge
+    keeps the oldest wording of each group, and a pair contradicts when the newer note says the
+    older one's person moved away from the older one's city."""
+    system, text = request.system_text, request.last_user_text
+    if "memory block" in system and "Block text: " in text:
+        limit = int(re.search(r"At most (\d+) characters", text).group(1))  # type: ignore[union-attr]  # asked
+        lines = list(dict.fromkeys(line for line in json.loads(text.split("Block text: ", 1)[1]).split("\n")
+                                   if line.strip()))
+        kept: list[str] = []
+        while lines and len("\n".join([lines[-1], *kept])) <= limit:
+            kept.insert(0, lines.pop())
+        return text_response("\n".join(kept))
+    if "merge duplicate notes" in system:
+        groups = [json.loads(line.split(": ", 1)[1]) for line in text.splitlines() if line.startswith("Group ")]
+        return text_response(json.dumps({"merged": [group[0] for group in groups]}))
+    if "facts that changed" in system:
+        contradicting = []
+        for line in text.splitlines():
+            if not line.startswith("Pair "):
+                continue
+            number, pair = line[5:].split(": ", 1)
+            older, newer = json.loads(pair)
+            moved = _MOVED.search(newer)
+            if moved and moved.group(1) in older and moved.group(2) in older and moved.group(3) not in older:
+                contradicting.append(int(number))
+        return text_response(json.dumps({"contradictions": contradicting}))
+    return None
 
 
 # ----- reading the store ----------------------------------------------------------------------
@@ -565,11 +606,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--race-limit", type=int, default=1_500, help="the shared block's limit in the race")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
     parser.add_argument("--month-backends", nargs="+", default=["sqlite"], choices=["sqlite", "postgres"])
+    parser.add_argument("--consolidators", nargs="+", default=["rules", "model"], choices=["rules", "model"],
+                        help="the month with each: the rules, and the model consolidator against a scripted "
+                             "stand-in that answers from the request (the race uses the first)")
     parser.add_argument("--database-url", help="a PostgreSQL server to use instead of a throwaway cluster")
     args = parser.parse_args(argv)
     if args.quick:
         args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 3, 2, 12, 2, 25, 400
-    consolidator = RulesConsolidator()
+    model_server = ScriptedMessagesServer(responder=oracle_model).start() if "model" in args.consolidators else None
+    consolidators: dict[str, Any] = {}
+    for name in args.consolidators:
+        if name == "rules":
+            consolidators[name] = RulesConsolidator()
+        else:
+            assert model_server is not None
+            settings = CompactionSettings(model=CHEAP_MODEL, retry_initial_wait=0.01, retry_max_wait=0.05)
+            consolidators[name] = ModelConsolidator(settings, api_key="bench-key", base_url=model_server.url)
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
     wanted = set(args.backends) | set(args.month_backends)
@@ -581,16 +633,21 @@ def main(argv: list[str] | None = None) -> int:
                 return None
             return args.database_url or (cluster.database_url("bench") if cluster else None)
 
-        for backend in args.month_backends:
-            with backend_environment(url(backend)):
-                month = run_month(args.days, args.writers, args.ops, consolidator=consolidator,
-                                  rollback_every=args.rollback_every)
-            print_month(month, f"{backend}, {args.days} days, {args.writers} writer processes, rules consolidator")
-            failed |= bool(month.check.lost) or not all(ok for _, ok, _ in month.rollbacks) or month.expired_found > 0
+        for consolidator in consolidators.values():
+            for backend in args.month_backends:
+                with backend_environment(url(backend)):
+                    month = run_month(args.days, args.writers, args.ops, consolidator=consolidator,
+                                      rollback_every=args.rollback_every)
+                print_month(month, f"{backend}, {args.days} days, {args.writers} writer processes, "
+                                   f"{consolidator.name} consolidator")
+                failed |= (bool(month.check.lost) or not all(ok for _, ok, _ in month.rollbacks)
+                           or month.expired_found > 0)
+        race_consolidator = next(iter(consolidators.values()))
         for backend in args.backends:
             with backend_environment(url(backend)):
-                race = run_race(args.race_writers, args.appends, args.race_limit, consolidator)
-            print(f"race ({backend}): {args.race_writers} writers x {args.appends} appends to one shared block "
+                race = run_race(args.race_writers, args.appends, args.race_limit, race_consolidator)
+            print(f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "
+                  f"appends to one shared block "
                   f"(limit {args.race_limit}) while consolidating in a loop: missing {race.missing}, duplicated "
                   f"{race.duplicated} of {race.appends}; runs {race.runs} ({race.runs_changed} changed it, "
                   f"{race.retry_later} changes met a newer version); appends refused while full {race.refusals}; "
@@ -599,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if cluster is not None:
             cluster.stop()
+        if model_server is not None:
+            model_server.stop()
     return 1 if failed else 0
 
 
