@@ -203,7 +203,7 @@ class AnthropicSummarizer:
     ) -> str:
         """Ask the model for the updated summary; raises `SummarizerError` when it cannot."""
         request = self._request(previous_summary, messages)
-        response = await self._send(request)
+        response = await self.send(request)
         text = "".join(
             getattr(block, "text", "") for block in response.content if block.type == "text"
         ).strip()
@@ -232,7 +232,10 @@ class AnthropicSummarizer:
             "timeout": settings.request_timeout,
         }
 
-    async def _send(self, request: dict[str, Any]) -> Any:
+    async def send(self, request: dict[str, Any]) -> Any:
+        """One Messages API request under this summariser's retry policy; the response as the
+        client returns it, or `SummarizerError` when it failed. Other uses of the cheap model
+        (memory consolidation) send through here, so there is one retry policy."""
         attempts = 0
         try:
             async for attempt in self.retry.retrying():

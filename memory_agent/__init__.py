@@ -6,6 +6,13 @@ from .archival import NewPassage, Passage, ReconcileReport, SearchHit
 from .archival.rebuild import RebuildReport
 from .authors import Author
 from .blocks import Block, BlockVersion
+from .consolidation import (
+    ConsolidationReport,
+    ConsolidationSession,
+    Consolidator,
+    ModelConsolidator,
+    RulesConsolidator,
+)
 from .errors import (
     AgentNotFoundError,
     AmbiguousContentError,
@@ -16,6 +23,7 @@ from .errors import (
     BlockNotAttachedError,
     BlockNotFoundError,
     ConfigurationError,
+    ConsolidationError,
     ContentNotFoundError,
     ImportFormatError,
     InvalidLabelError,
@@ -25,6 +33,7 @@ from .errors import (
     ModelAuthenticationError,
     NothingToUndoError,
     ReadOnlyBlockError,
+    RollbackRefusedError,
     StaleBlockError,
     StorageError,
     WriteOutcomeUnknownError,
@@ -40,6 +49,7 @@ from .tools import ToolOutcome, ToolSpec
 _LAZY = {
     "MemoryAwareAgent": ".agent",
     "TurnResult": ".agent",
+    "ConsolidationSchedule": ".agent",
     "SQLiteSessionStore": ".session_store",
     "CollegeSession": ".college",
 }
@@ -71,6 +81,11 @@ __all__ = [
     "CompactionOutcome",
     "CompactionSettings",
     "ConfigurationError",
+    "ConsolidationError",
+    "ConsolidationReport",
+    "ConsolidationSchedule",
+    "ConsolidationSession",
+    "Consolidator",
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
@@ -80,11 +95,14 @@ __all__ = [
     "MemoryManager",
     "MemoryToolError",
     "MessageNotFoundError",
+    "ModelConsolidator",
     "ModelAuthenticationError",
     "NewPassage",
     "NothingToUndoError",
     "Passage",
     "ReadOnlyBlockError",
+    "RollbackRefusedError",
+    "RulesConsolidator",
     "RebuildReport",
     "ReconcileReport",
     "SQLiteSessionStore",

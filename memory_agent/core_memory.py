@@ -67,6 +67,10 @@ class Edit:
     compute: Callable[[Block], str]
     check_stale: bool = False
     reasoning: str | None = None
+    expected_version: int | None = None
+    """For a writer that is not the agent (the consolidator): refuse with StaleBlockError unless
+    the block is still at the version it read, and do not count the write as seen by the agent
+    (its model has not been shown the new value)."""
 
 
 def _block_from_row(row: sqlite3.Row) -> Block:
@@ -409,14 +413,17 @@ class CoreMemory:
             block = _block_from_row(row)
             if block.read_only:
                 raise ReadOnlyBlockError(label)
-            if edit.check_stale and self._is_stale(conn, agent_id, block, row["seen_version"]):
+            if edit.expected_version is not None and block.version != edit.expected_version:
+                stale = StaleBlockError(label, block.value, block.version)
+            elif edit.check_stale and self._is_stale(conn, agent_id, block, row["seen_version"]):
                 # The refusal shows the current value, so from now on this agent has seen it.
                 self._mark_seen(conn, agent_id, block.block_id, block.version)
                 stale = StaleBlockError(label, block.value, block.version)
             else:
                 new_value = edit.compute(block)
                 return self._write(conn, agent_id, block, new_value, edit.action,
-                                   detail={"reasoning": edit.reasoning} if edit.reasoning else None)
+                                   detail={"reasoning": edit.reasoning} if edit.reasoning else None,
+                                   mark_seen=edit.expected_version is None)
         raise stale
 
     def _is_stale(self, conn: sqlite3.Connection, agent_id: str, block: Block, seen: int | None) -> bool:
@@ -500,7 +507,7 @@ class CoreMemory:
         )
 
     def _write(self, conn: sqlite3.Connection, agent_id: str, block: Block, new_value: str,
-               action: str, detail: dict[str, object] | None = None) -> Block:
+               action: str, detail: dict[str, object] | None = None, *, mark_seen: bool = True) -> Block:
         """The one write path: limit check, new version, history row, journal entry."""
         if len(new_value) > block.limit:
             raise BlockLimitExceededError(block.label, len(block.value), len(new_value), block.limit)
@@ -510,7 +517,8 @@ class CoreMemory:
             (new_value, now, block.block_id),
         )
         self._save_version(conn, block.block_id, agent_id, action, now)
-        self._mark_seen(conn, agent_id, block.block_id, block.version + 1)
+        if mark_seen:
+            self._mark_seen(conn, agent_id, block.block_id, block.version + 1)
         journal.record(conn, author=self._author(), agent_id=agent_id, action=action, target_type="block",
                        target_id=block.block_id, label=block.label, old_value=block.value,
                        new_value=new_value, created_at=now, detail=detail)

@@ -39,6 +39,7 @@ __all__ = [
     "BlockNotAttachedError",
     "BlockNotFoundError",
     "ConfigurationError",
+    "ConsolidationError",
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
@@ -48,6 +49,7 @@ __all__ = [
     "ModelAuthenticationError",
     "NothingToUndoError",
     "ReadOnlyBlockError",
+    "RollbackRefusedError",
     "StaleBlockError",
     "StorageError",
     "WriteOutcomeUnknownError",
@@ -193,6 +195,22 @@ class WriteOutcomeUnknownError(StorageError):
 
 class ArchivalError(MemoryAgentError):
     """Archival memory refused an operation."""
+
+
+class ConsolidationError(MemoryAgentError):
+    """A consolidation session cannot be found, or cannot be rolled back in its state."""
+
+
+class RollbackRefusedError(ConsolidationError):
+    """Rolling a consolidation back would lose a later edit; `item` names what was edited."""
+
+    def __init__(self, session_id: str, item: str, later: str) -> None:
+        self.session_id = session_id
+        self.item = item
+        super().__init__(
+            f"Consolidation {session_id} was not rolled back: {item} was changed after it ({later}), and a "
+            "rollback would lose that change; nothing was changed. Undo the later change first, or edit "
+            "the item by hand.")
 
 
 class MessageNotFoundError(MemoryAgentError):

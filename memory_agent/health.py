@@ -17,12 +17,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .archival import ArchivalMemory
 from .archival.passage_table import agents_with_passages, state_counts
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
+from .store import consolidation_log
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
 from .store.passage_fts import all_fts_tables
 
@@ -31,6 +32,7 @@ __all__ = [
     "Check",
     "CheckStatus",
     "check_archival",
+    "check_consolidations",
     "check_fts",
     "check_sqlite",
     "first_line",
@@ -164,3 +166,20 @@ def first_line(error: object) -> str:
     """The first line of an error's message, at most 300 characters (one line of a report)."""
     text = str(error).strip()
     return (text.splitlines() or [""])[0][:300]
+
+
+def check_consolidations(db: Any) -> list[Check]:
+    """Each agent's last successful and last failed consolidation (either backend). A failure newer
+    than the last success is a warning: consolidation is not keeping that agent's memory tidy."""
+    with db.reading() as conn:
+        completed = consolidation_log.latest_by_status(conn, "completed")
+        failed = consolidation_log.latest_by_status(conn, "failed")
+    checks = []
+    for agent_id in sorted(set(completed) | set(failed)):
+        success, failure = completed.get(agent_id), failed.get(agent_id)
+        parts = [f"last success {success.started_at[:16]} ({success.session_id})" if success else "no success yet"]
+        if failure is not None:
+            parts.append(f"last failure {failure.started_at[:16]} ({failure.session_id}): {failure.failure}")
+        failing = failure is not None and (success is None or failure.started_at > success.started_at)
+        checks.append(Check(f"consolidation of {agent_id}", "warn" if failing else "ok", "; ".join(parts)))
+    return checks

@@ -32,13 +32,29 @@ from .authors import Author, acting_author
 from .authors import acting_as as _acting_as
 from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
 from .compactor import Compactor
+from .consolidation import (
+    ConsolidationReport,
+    ConsolidationSession,
+    Consolidator,
+    ModelConsolidator,
+    RulesConsolidator,
+    rollback_session,
+    run_consolidation,
+)
 from .core_memory import CoreMemory, Edit
-from .errors import BlockNotFoundError, ConfigurationError, MessageNotFoundError, NothingToUndoError
+from .errors import (
+    AgentNotFoundError,
+    BlockNotFoundError,
+    ConfigurationError,
+    ConsolidationError,
+    MessageNotFoundError,
+    NothingToUndoError,
+)
 from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .settings import Settings
-from .store import agent_state, journal
+from .store import agent_state, consolidation_log, journal
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
 from .store.database import Database
@@ -357,11 +373,18 @@ class MemoryManager:
         return _edit_result("Rewrote", block)
 
     def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
-                   check_stale: bool = True, agent_id: str | None = None) -> Block:
+                   check_stale: bool = True, expected_version: int | None = None,
+                   agent_id: str | None = None) -> Block:
         """A model-facing edit whose new value `compute` derives from the block (the memory
         tool's `str_replace` and `insert`). Read-only, stale-write refusal, the limit, history and
-        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes."""
-        return self.core.edit(agent_id or self.agent_id, label, Edit(action, compute, check_stale=check_stale))
+        journal hold as for every edit; `compute` may raise to refuse, and then nothing changes.
+
+        `expected_version` is for writers other than the agent's model (the consolidator): the
+        edit is refused (StaleBlockError) unless the block is still at that version, and the
+        agent is not marked as having seen the result."""
+        return self.core.edit(agent_id or self.agent_id, label, Edit(
+            action, compute, check_stale=check_stale and expected_version is None,
+            expected_version=expected_version))
 
     # ----- the model's view ---------------------------------------------------------------
 
@@ -437,9 +460,19 @@ class MemoryManager:
                                  base_url=self.settings.anthropic_base_url)
 
     def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
-                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None) -> str:
-        """Store a passage; identical content from the same agent returns the existing id."""
-        return self.archival.insert(agent_id or self.agent_id, content, tags, metadata)
+                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None,
+                               expires_at: datetime | str | None = None, ttl_days: float | None = None,
+                               importance: float | None = None,
+                               provenance: Mapping[str, Any] | None = None) -> str:
+        """Store a passage; identical content from the same agent returns the existing id (and makes it
+        current again if it was superseded or had expired).
+
+        `expires_at` (timezone-aware) or `ttl_days`, not both, make it expire: search never returns it
+        afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
+        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}.
+        """
+        return self.archival.insert(agent_id or self.agent_id, content, tags, metadata, expires_at=expires_at,
+                                    ttl_days=ttl_days, importance=importance, provenance=provenance)
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:
@@ -462,10 +495,49 @@ class MemoryManager:
 
     def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
                                start_date: str | None = None, end_date: str | None = None,
-                               mode: SearchMode | None = None, *, agent_id: str | None = None) -> list[SearchHit]:
-        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false)."""
+                               mode: SearchMode | None = None, *, agent_id: str | None = None,
+                               include_superseded: bool = False) -> list[SearchHit]:
+        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false).
+
+        Expired passages are never returned; superseded ones only with `include_superseded=True`.
+        """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
-        return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen)
+        return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen,
+                                    include_superseded=include_superseded)
+
+    def supersede_passage(self, old_id: str, new_id: str, *, agent_id: str | None = None,
+                          journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default search.
+
+        Refuses a passage superseding itself, a missing id, or a cycle; journalled with the old and new
+        `superseded_by`. `journal_detail` adds fields to the journal entry (e.g. author, session id).
+        """
+        return self.archival.supersede(agent_id or self.agent_id, old_id, new_id, detail=journal_detail)
+
+    def restore_passage(self, passage_id: str, *, agent_id: str | None = None,
+                        journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Make a superseded passage current again (clears `superseded_by`; journalled)."""
+        return self.archival.restore(agent_id or self.agent_id, passage_id, detail=journal_detail)
+
+    def set_passage_importance(self, passage_id: str, importance: float, *, agent_id: str | None = None,
+                               journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Set a passage's importance, a number in [0, 1] (journalled)."""
+        return self.archival.set_importance(agent_id or self.agent_id, passage_id, importance,
+                                            detail=journal_detail)
+
+    def update_passage(self, passage_id: str, *, tags: Sequence[str] | None = None,
+                       metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
+                       agent_id: str | None = None, journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Replace a passage's tags, metadata or provenance (those given; its text never changes), journalled."""
+        return self.archival.update(agent_id or self.agent_id, passage_id, tags=tags, metadata=metadata,
+                                    provenance=provenance, detail=journal_detail)
+
+    def purge_expired(self, *, agent_id: str | None = None, all_agents: bool = False,
+                      journal_detail: Mapping[str, Any] | None = None) -> int:
+        """Delete the agent's expired passages for good (rows, keyword index, vectors), journalled with
+        their content; `all_agents=True` purges every agent's. Returns how many were deleted."""
+        target = None if all_agents else (agent_id or self.agent_id)
+        return self.archival.purge_expired(target, detail=journal_detail)
 
     def search_archival_hybrid(self, query: str, limit: int = 5) -> list[SearchHit]:
         """The user's original name for hybrid search: `archival_memory_search(mode="hybrid")`."""
@@ -620,6 +692,68 @@ class MemoryManager:
         made it), newest first; `author_kind` keeps one kind of author (e.g. "model")."""
         with self.db.reading() as conn:
             return journal.list_entries(conn, agent_id=agent_id, limit=limit, author_kind=author_kind)
+
+    # ----- consolidation ------------------------------------------------------------------
+
+    def make_consolidator(self, kind: str = "auto") -> Consolidator:
+        """A consolidator: 'rules' (no model), 'model' (the compaction model, with this manager's
+        API key and URL, falling back to the rules on any failure) or 'auto' (the model when an
+        API key or base URL is configured, else the rules)."""
+        if kind == "auto":
+            kind = "model" if (self.settings.anthropic_api_key or self.settings.anthropic_base_url) else "rules"
+        if kind == "rules":
+            return RulesConsolidator()
+        if kind == "model":
+            return ModelConsolidator(self.compaction_settings, api_key=self.settings.anthropic_api_key,
+                                     base_url=self.settings.anthropic_base_url)
+        raise ConfigurationError(f"A consolidator is 'auto', 'rules' or 'model', got {kind!r}.")
+
+    async def aconsolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
+                           dry_run: bool = False) -> ConsolidationReport:
+        """Tidy the agent's memory in one recorded session (see `memory_agent.consolidation`).
+
+        Never raises for a failed run: the report (and the session row) say `failed` with the
+        reason, and a warning is logged. A dry run writes nothing, not even a session row.
+        Embedding and database work run in this thread: from an event loop shared with other work,
+        prefer `await asyncio.to_thread(memory.consolidate, ...)`.
+        """
+        chosen = consolidator if isinstance(consolidator, Consolidator) else self.make_consolidator(
+            consolidator or "auto")
+        target = agent_id or self.agent_id
+        if not self.core.agent_exists(target):
+            raise AgentNotFoundError(target)
+        return await run_consolidation(self, target, chosen, dry_run=dry_run)
+
+    def consolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
+                    dry_run: bool = False) -> ConsolidationReport:
+        """Synchronous `aconsolidate` for code without an event loop (or a worker thread)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.aconsolidate(agent_id=agent_id, consolidator=consolidator, dry_run=dry_run))
+        raise RuntimeError("consolidate() was called inside an event loop; use 'await memory.aconsolidate()' or "
+                           "'await asyncio.to_thread(memory.consolidate)' there instead.")
+
+    def list_consolidations(self, *, agent_id: str | None = None, limit: int = 20) -> list[ConsolidationSession]:
+        """The agent's consolidation sessions, newest first."""
+        if limit < 1:
+            raise ConfigurationError(f"limit must be at least 1, got {limit}.")
+        with self.db.reading() as conn:
+            return consolidation_log.list_rows(conn, agent_id or self.agent_id, limit)
+
+    def get_consolidation(self, session_id: str) -> ConsolidationSession:
+        """One consolidation session by id (ConsolidationError when there is none)."""
+        with self.db.reading() as conn:
+            session = consolidation_log.read_row(conn, session_id)
+        if session is None:
+            raise ConsolidationError(f"No consolidation session '{session_id}'. "
+                                     "List them with 'memory-agent consolidations list'.")
+        return session
+
+    def rollback_consolidation(self, session_id: str) -> ConsolidationSession:
+        """Restore every block and passage the session changed, in one transaction; refused
+        (RollbackRefusedError, nothing changed) when a later edit touched any of them."""
+        return rollback_session(self, session_id)
 
     # ----- lifecycle ----------------------------------------------------------------------
 

@@ -49,6 +49,8 @@ from ..session_store import SQLiteSessionStore
 from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
 from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..turn_context import render_turn_context, with_turn_context
+from .background_consolidation import BackgroundConsolidation
+from .consolidation_schedule import DEFAULT_CONSOLIDATION, ConsolidationSetting, schedule_from
 from .model_errors import raise_for_authentication_failure
 from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
 from .prompt_file import PromptFile
@@ -87,6 +89,10 @@ class MemoryAwareAgent:
             `PromptRefreshPolicy`. See `refresh_policy`.
         clock: The current time, told to the model with each user message (`turn_context`);
             injectable so tests can let hours pass.
+        consolidation: When memory is consolidated in the background: "after_compaction"
+            (default), "off", or a `ConsolidationSchedule` (every N turns, a chosen consolidator).
+            A run never delays a turn; the model sees what it changed on its next turn, as any
+            change it did not make (`prompt_refresh`). `disconnect` waits for a running one.
     """
 
     def __init__(
@@ -100,8 +106,10 @@ class MemoryAwareAgent:
         memory_tools: ToolSet = DEFAULT_TOOL_SET,
         prompt_refresh: PromptRefresh | PromptRefreshPolicy = DEFAULT_PROMPT_REFRESH,
         clock: Callable[[], datetime] | None = None,
+        consolidation: ConsolidationSetting = DEFAULT_CONSOLIDATION,
     ) -> None:
         self.memory_tools: ToolSet = check_tool_set(memory_tools)
+        schedule = schedule_from(consolidation)
         if refresh_mode not in ("live", "reconnect"):
             raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
         self.refresh_mode: RefreshMode = refresh_mode
@@ -133,6 +141,8 @@ class MemoryAwareAgent:
         self._growth.seed(self._recent_turn_sizes(), scale=self.compactor.scale(self.agent_id))
         stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
         self.state = SessionState.resuming(stored or self.options.resume)
+        self.consolidation = BackgroundConsolidation(self.memory, self.agent_id, schedule)
+        """The background consolidation: its schedule, the run in progress, the last report."""
 
     @property
     def session_id(self) -> str | None:
@@ -216,17 +226,17 @@ class MemoryAwareAgent:
         return await self._require_client().get_server_info()
 
     async def disconnect(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            self.state.disconnected()
-            await client.disconnect()
+        """Stop the CLI process, and wait for a background consolidation that is running."""
+        await self._stop_process()
+        await self.consolidation.wait()
 
     async def __aenter__(self) -> MemoryAwareAgent:
         await self.connect()
         return self
 
     async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        await self.disconnect()
+        await self._stop_process()
+        await self.consolidation.aclose()  # before the memory closes: nothing is written after
         self._prompt_file.close()
         await self.compactor.aclose()
         if self._owns_memory:
@@ -273,6 +283,9 @@ class MemoryAwareAgent:
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
         if self._client is not None and self.state.is_current(fingerprint):
             return
+        # Read before the prompt is built: a block a background writer changes while it is built
+        # then counts as unseen, and reaches the model next turn, rather than as seen but never shown.
+        versions = self.memory.block_versions(agent_id=self.agent_id)
         if (self._client is not None and self.state.can_refresh_live()
                 and not self.prompt_refresh.must_rebuild(self.memory, self.agent_id)):
             return  # the tool results showed the model its own edits; the prompt catches up later
@@ -282,10 +295,10 @@ class MemoryAwareAgent:
         if refreshed:
             self.live_refreshes += 1
         else:
-            await self.disconnect()
+            await self._stop_process()
             await self._start_process()
         self.state.connected_to(fingerprint)
-        self.prompt_refresh.rebuilt(self.memory, self.agent_id)
+        self.prompt_refresh.rebuilt(self.memory, self.agent_id, versions=versions)
         self._fixed_tokens = self._request_fixed_tokens()
 
     def _request_fixed_tokens(self) -> int:
@@ -293,6 +306,12 @@ class MemoryAwareAgent:
         The summary is left out: the budget counts it as the summary."""
         own_prompt = user_system_text(self.options.system_prompt) or ""
         return self.compactor.count_text(own_prompt) + self.memory.memory_tokens(agent_id=self.agent_id)
+
+    async def _stop_process(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            self.state.disconnected()
+            await client.disconnect()
 
     async def _start_process(self) -> None:
         """A new CLI process on the current session, or on a new one seeded with the context."""
@@ -387,6 +406,7 @@ class MemoryAwareAgent:
     def _after_compaction(self, outcome: CompactionOutcome) -> None:
         """A new summary means a new SDK session that carries the summary and the kept messages."""
         self.last_compaction = outcome
+        self.consolidation.compaction_finished(outcome.changed)  # the one seam: a run, in the background
         if not outcome.changed:
             return
         self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
@@ -459,6 +479,7 @@ class MemoryAwareAgent:
         self.state.compaction_due = self.compactor.should_compact(
             self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
         self._last_usage = None
+        self.consolidation.turn_finished()
 
     def _estimate(self, role: str, content: Any) -> int:
         return message_tokens(MessageRecord(id=0, role=role, content=content), self.compactor.counter)

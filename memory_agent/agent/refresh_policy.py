@@ -74,9 +74,10 @@ class PromptRefreshPolicy:
         self._layout: tuple[object, ...] = ()
         self._stale_turns = 0
 
-    def rebuilt(self, memory: MemoryManager, agent_id: str) -> None:
-        """Remember what the prompt just built shows."""
-        self._known = memory.block_versions(agent_id=agent_id)
+    def rebuilt(self, memory: MemoryManager, agent_id: str, *, versions: dict[str, int] | None = None) -> None:
+        """Remember what the prompt just built shows: `versions`, read before it was built (a
+        block changed while it was built then still counts as changed), else the current ones."""
+        self._known = dict(versions) if versions is not None else memory.block_versions(agent_id=agent_id)
         self._versions_after_turn = dict(self._known)
         self._layout = _layout(memory, agent_id)
         self._stale_turns = 0

@@ -24,7 +24,7 @@ from ..authors import Author, acting_author
 from ..errors import ArchivalError
 from ..store import journal
 from ..store.database import Database, utc_now
-from . import passage_table
+from . import lifecycle, passage_table
 from .config import VectorConfig
 from .filters import PassageFilter, TagMode
 from .fusion import FusionConfig
@@ -90,9 +90,14 @@ class ArchivalMemory:
         metadata: Mapping[str, Any] | None = None,
         *,
         created_at: Timestamp | None = None,
+        expires_at: Timestamp | None = None,
+        ttl_days: float | None = None,
+        importance: float | None = None,
+        provenance: Mapping[str, Any] | None = None,
     ) -> str:
         """Store one passage and return its id (the existing id if this agent already has it)."""
-        return self.insert_many(agent_id, [NewPassage(content, tags, metadata, created_at)])[0]
+        return self.insert_many(agent_id, [NewPassage(content, tags, metadata, created_at, expires_at, ttl_days,
+                                                      importance, provenance)])[0]
 
     def insert_many(self, agent_id: str, items: Iterable[str | NewPassage | Mapping[str, Any]]) -> builtins.list[str]:
         """Store many passages, embedding them in batches; returns their ids in input order.
@@ -110,13 +115,19 @@ class ArchivalMemory:
         now = utc_now()
         with self.db.transaction() as conn:
             passage_table.require_agent(conn, agent_id)
-            stored = [passage_table.insert_or_get(conn, agent_id, item, now) for item in items]
-            for passage, created in stored:
+            stored = []
+            for item in items:
+                passage, created = passage_table.insert_or_get(conn, agent_id, item, now)
                 if created:
                     journal.record(conn, author=self._author(), agent_id=agent_id, action="insert_passage",
                                    target_type="passage", target_id=passage.passage_id,
                                    new_value=passage.content, created_at=now,
-                                   detail={"tags": list(passage.tags), "metadata": passage.metadata})
+                                   detail={"tags": list(passage.tags), "metadata": passage.metadata,
+                                           "expires_at": passage.expires_at, "importance": passage.importance,
+                                           "provenance": passage.provenance})
+                elif passage.is_superseded or passage.is_expired(now):
+                    passage = _revive(conn, passage, item, now)
+                stored.append((passage, created))
         owed = {p.passage_id: p for p, _ in stored if p.vector_state == "pending"}
         self.index.write(list(owed.values()))
         return [passage.passage_id for passage, _ in stored]
@@ -128,22 +139,59 @@ class ArchivalMemory:
         After `reconcile_on_open`, a vector store not yet open is left closed: the check that
         runs when it opens removes the vector.
         """
+        now = utc_now()
         with self.db.transaction() as conn:
-            passage = passage_table.delete_row(conn, agent_id, passage_id)
+            passage = passage_table.fetch_one(conn, agent_id, passage_id)
             if passage is None:
                 raise ArchivalError(
                     f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was deleted. "
                     "Search or list archival memory for the exact id."
                 )
+            lifecycle.unlink_successor(conn, agent_id, passage, now, None)
+            passage_table.delete_row(conn, agent_id, passage_id)
             journal.record(conn, author=self._author(), agent_id=agent_id, action="delete_passage",
-                           target_type="passage", target_id=passage_id, old_value=passage.content, created_at=utc_now(),
-                           detail={"tags": list(passage.tags), "metadata": passage.metadata,
-                                   "created_at": passage.created_at})
+                           target_type="passage", target_id=passage_id, old_value=passage.content, created_at=now,
+                           detail=lifecycle.deleted_detail(passage))
         if self.index.is_open or not self._check_on_open:
             self.index.remove(agent_id, [passage_id])
         # else: the vector store is not open and is checked against SQLite when it opens, which
         # removes this vector then; a delete alone does not import chromadb.
         return passage
+
+    def supersede(self, agent_id: str, old_id: str, new_id: str, *,
+                  detail: Mapping[str, Any] | None = None) -> Passage:
+        """Mark `old_id` superseded by `new_id` (refuses itself, a missing id, or a cycle)."""
+        return lifecycle.supersede(self.db, agent_id, old_id, new_id, detail)
+
+    def restore(self, agent_id: str, passage_id: str, *, detail: Mapping[str, Any] | None = None) -> Passage:
+        """Make a superseded passage current again."""
+        return lifecycle.restore(self.db, agent_id, passage_id, detail)
+
+    def set_importance(self, agent_id: str, passage_id: str, importance: float, *,
+                       detail: Mapping[str, Any] | None = None) -> Passage:
+        return lifecycle.set_importance(self.db, agent_id, passage_id, importance, detail)
+
+    def update(self, agent_id: str, passage_id: str, *, tags: Iterable[str] | None = None,
+               metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
+               detail: Mapping[str, Any] | None = None) -> Passage:
+        """Replace a passage's tags, metadata or provenance (those given); its text never changes.
+
+        New tags are rewritten into its vector record too (the passage is 'pending' until then).
+        """
+        passage, tags_changed = lifecycle.update(self.db, agent_id, passage_id, tags=tags, metadata=metadata,
+                                                 provenance=provenance, detail=detail)
+        if tags_changed:
+            self.index.write([passage])
+            passage = self.get(agent_id, passage_id) or passage
+        return passage
+
+    def purge_expired(self, agent_id: str | None = None, *, detail: Mapping[str, Any] | None = None) -> int:
+        """Delete every expired passage for good (rows, keyword index, vectors); returns how many."""
+        deleted = lifecycle.purge_expired(self.db, agent_id, detail)
+        for owner, passage_ids in deleted.items():
+            if self.index.is_open or not self._check_on_open:
+                self.index.remove(owner, passage_ids)
+        return sum(len(ids) for ids in deleted.values())
 
     # ----- reading --------------------------------------------------------------------------
 
@@ -185,13 +233,16 @@ class ArchivalMemory:
         mode: SearchMode = "hybrid",
         *,
         tag_mode: TagMode = "any",
+        include_superseded: bool = False,
     ) -> builtins.list[SearchHit]:
         """The agent's passages best matching `query`, best first.
 
         Any text is a valid query (it is never parsed as FTS5 syntax). A blank query lists the
         newest passages. If the vector side fails, the keyword ranking is returned instead.
+        Expired passages are never returned; superseded ones only with `include_superseded`.
         """
-        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date)
+        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, live_at=utc_now(),
+                                    include_superseded=include_superseded)
         return search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
                                self.reranker)
 
@@ -236,3 +287,11 @@ class ArchivalMemory:
         """Passages still waiting for their vectors."""
         with self.db.reading() as conn:
             return passage_table.pending_count(conn, agent_id)
+
+
+def _revive(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:
+    """The agent wrote again the text of a superseded or expired passage: the text is current again
+    (a write must not vanish into a hidden passage), with the new write's expiry; journalled."""
+    lifecycle.change_columns(conn, passage.agent_id, passage.passage_id, "revive_passage",
+                             {"superseded_by": None, "expires_at": item.expires_at}, now, None)
+    return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage

@@ -143,6 +143,19 @@ class ChromaVectorStore:
         for chunk in _chunks(list(passage_ids), self._batch_size):
             collection.delete(ids=list(chunk))
 
+    def embeddings(self, agent_id: str, passage_ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these ids (those the agent's collection has): consolidation
+        compares passages without embedding them again."""
+        collection = self._collection(agent_id, create=False)
+        found: dict[str, list[float]] = {}
+        if collection is None:
+            return found
+        for chunk in _chunks(list(passage_ids), self._batch_size):
+            page = collection.get(ids=list(chunk), include=["embeddings"])
+            for passage_id, vector in zip(page["ids"], page["embeddings"], strict=True):
+                found[passage_id] = [float(value) for value in vector]
+        return found
+
     def ids(self, agent_id: str) -> set[str]:
         collection = self._collection(agent_id, create=False)
         found: set[str] = set()

@@ -1,4 +1,7 @@
-"""Which passages a search may return: one agent's, optionally by tags and a time window.
+"""Which passages a search may return: one agent's, optionally by tags and a time window, and
+(for searches) only live ones: not expired at the time of the search, and not superseded unless
+asked for. The vector store knows nothing of expiry or supersession (both change after a vector is
+written); search checks them in SQL, where they are stored.
 
 The same filter is applied by both indexes (SQL for the keyword side, the vector store's own
 filter for the vector side) so that fusion only ever sees passages the caller may see; an agent's
@@ -31,6 +34,10 @@ class PassageFilter:
     """Canonical UTC ISO text, inclusive."""
     end: str | None = None
     """Canonical UTC ISO text, inclusive."""
+    live_at: str | None = None
+    """When set (canonical UTC text), passages expired at this time are left out."""
+    include_superseded: bool = True
+    """False leaves out passages another passage superseded."""
 
     @classmethod
     def build(
@@ -40,6 +47,9 @@ class PassageFilter:
         tag_mode: TagMode = "any",
         start_date: Timestamp | None = None,
         end_date: Timestamp | None = None,
+        *,
+        live_at: str | None = None,
+        include_superseded: bool = True,
     ) -> PassageFilter:
         """Validate and normalise the caller's arguments (dates in any accepted form)."""
         if tag_mode not in ("any", "all"):
@@ -48,7 +58,20 @@ class PassageFilter:
         end = None if end_date in (None, "") else to_utc_iso(end_date, end_of_day=True)
         if start and end and start > end:
             raise ArchivalError(f"start_date ({start}) is after end_date ({end}); nothing can match.")
-        return cls(agent_id, normalise_tags(tags), tag_mode, start, end)
+        if not isinstance(include_superseded, bool):
+            raise ArchivalError(f"include_superseded must be true or false, got {include_superseded!r}.")
+        return cls(agent_id, normalise_tags(tags), tag_mode, start, end, live_at, include_superseded)
+
+    @property
+    def checks_lifecycle(self) -> bool:
+        """Whether expiry or supersession can exclude a passage (so ids must be checked in SQL)."""
+        return self.live_at is not None or not self.include_superseded
+
+    def admits(self, expires_at: str | None, superseded_by: str | None) -> bool:
+        """The lifecycle part of the filter, for a row already read."""
+        if self.live_at is not None and expires_at is not None and expires_at <= self.live_at:
+            return False
+        return self.include_superseded or superseded_by is None
 
     @property
     def start_epoch(self) -> float | None:
@@ -76,10 +99,16 @@ class PassageFilter:
                 f" WHERE tag IN ({marks}){having})"
             )
             params.extend(self.tags)
+        if self.live_at is not None:
+            clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
+            params.append(self.live_at)
+        if not self.include_superseded:
+            clauses.append(f"{alias}.superseded_by IS NULL")
         return " AND ".join(clauses), params
 
     def accepts(self, agent_id: str, tags: Iterable[str], created_epoch: float) -> bool:
-        """The same rule in Python, for vector stores that filter in memory."""
+        """The agent, tag and date rules in Python, for vector stores that filter in memory (the
+        lifecycle rules are `admits`, checked against SQLite)."""
         if agent_id != self.agent_id:
             return False
         if self.start_epoch is not None and created_epoch < self.start_epoch:

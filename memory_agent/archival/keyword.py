@@ -73,13 +73,13 @@ def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFi
         return []
     marks = ", ".join("?" for _ in head)
     rows = conn.execute(
-        f"SELECT passage_rowid, passage_id, agent_id, tags, created_at FROM passages"
+        f"SELECT passage_rowid, passage_id, agent_id, tags, created_at, expires_at, superseded_by FROM passages"
         f" WHERE passage_rowid IN ({marks})",
         [row[0] for row in head],
     ).fetchall()
     passing = {
         row[0]: row[1] for row in rows
-        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4]))
+        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4])) and where.admits(row[5], row[6])
     }
     return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]
 

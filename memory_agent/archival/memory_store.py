@@ -48,6 +48,12 @@ class InMemoryVectorStore:
                 if entry is not None and entry[0].agent_id == agent_id:
                     del self._records[passage_id]
 
+    def embeddings(self, agent_id: str, passage_ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored (unit) vectors of these ids of the agent."""
+        with self._lock:
+            return {pid: list(self._records[pid][1]) for pid in passage_ids
+                    if pid in self._records and self._records[pid][0].agent_id == agent_id}
+
     def ids(self, agent_id: str) -> set[str]:
         with self._lock:
             return {pid for pid, (record, _) in self._records.items() if record.agent_id == agent_id}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..errors import AgentNotFoundError
 from ..store import passage_fts
@@ -17,8 +17,12 @@ from .filters import PassageFilter
 from .passages import Passage, PreparedPassage, passage_from_row
 
 __all__ = [
+    "LIFECYCLE_COLUMNS",
     "agents_with_passages",
+    "column_values",
     "delete_row",
+    "excluded_ids",
+    "expired_rows",
     "fetch_by_ids",
     "fetch_one",
     "indexed_ids",
@@ -31,9 +35,16 @@ __all__ = [
     "passage_count",
     "pending_count",
     "pending_rows",
+    "record_access",
     "require_agent",
     "state_counts",
+    "successor_chain",
+    "superseded_by_rows",
+    "update_columns",
 ]
+
+LIFECYCLE_COLUMNS = ("tags", "metadata", "provenance", "importance", "superseded_by", "expires_at")
+"""The columns `update_columns` may change, as the journal records them (raw stored values)."""
 
 
 def require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
@@ -59,19 +70,26 @@ def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: P
     imports alike); the vectors are 'pending' until written. Returns the new row id, or None
     when the agent already has a passage with identical content (nothing is written)."""
     cursor = conn.execute(
-        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
+        " expires_at, importance, provenance)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
         (passage_id, agent_id, item.content, item.content_hash,
-         json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at),
+         json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at,
+         item.expires_at, item.importance, item.provenance_json),
     )
     if not cursor.rowcount:
         return None
     rowid = int(cursor.lastrowid or 0)
     passage_fts.index_rows(conn, agent_id, [(rowid, item.content)])
-    if item.tags:
-        conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
-                         [(rowid, tag) for tag in item.tags])
+    _write_tags(conn, rowid, item.tags)
     return rowid
+
+
+def _write_tags(conn: sqlite3.Connection, rowid: int, tags: Sequence[str]) -> None:
+    """The one writer of tag rows (a new passage's, or a passage's new tags)."""
+    if tags:
+        conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
+                         [(rowid, tag) for tag in tags])
 
 
 def fetch_one(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
@@ -170,6 +188,91 @@ def agents_with_passages(conn: sqlite3.Connection) -> set[str]:
             "SELECT agent_id FROM agents a WHERE EXISTS (SELECT 1 FROM passages p WHERE p.agent_id = a.agent_id)"
         )
     }
+
+
+def column_values(conn: sqlite3.Connection, passage_id: str) -> dict[str, object]:
+    """The stored (raw) values of LIFECYCLE_COLUMNS, as the journal keeps them for a rollback."""
+    row = conn.execute(
+        f"SELECT {', '.join(LIFECYCLE_COLUMNS)} FROM passages WHERE passage_id = ?", (passage_id,)
+    ).fetchone()
+    return {} if row is None else {column: row[column] for column in LIFECYCLE_COLUMNS}
+
+
+def update_columns(conn: sqlite3.Connection, passage_id: str, values: Mapping[str, object]) -> None:
+    """The one writer of a passage's changeable columns (raw stored values, e.g. tags as JSON text).
+
+    A change of tags rewrites the tag rows too, so tag filters see it at once.
+    """
+    unknown = set(values) - set(LIFECYCLE_COLUMNS)
+    if unknown:
+        raise ValueError(f"not a changeable passage column: {sorted(unknown)}")
+    if not values:
+        return
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    conn.execute(f"UPDATE passages SET {assignments} WHERE passage_id = ?", (*values.values(), passage_id))
+    if "tags" in values:
+        rowid = conn.execute("SELECT passage_rowid FROM passages WHERE passage_id = ?", (passage_id,)).fetchone()[0]
+        conn.execute("DELETE FROM passage_tags WHERE passage_rowid = ?", (rowid,))
+        _write_tags(conn, int(rowid), json.loads(str(values["tags"])))
+
+
+def excluded_ids(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str, *,
+                 include_superseded: bool) -> set[str]:
+    """Which of these ids search must leave out: expired at `now`, or superseded (unless included)."""
+    found: set[str] = set()
+    superseded = "" if include_superseded else " OR superseded_by IS NOT NULL"
+    for start in range(0, len(passage_ids), 500):
+        chunk = list(passage_ids[start : start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        found.update(row[0] for row in conn.execute(
+            f"SELECT passage_id FROM passages WHERE passage_id IN ({marks})"
+            f" AND ((expires_at IS NOT NULL AND expires_at <= ?){superseded})",
+            (*chunk, now),
+        ))
+    return found
+
+
+def expired_rows(conn: sqlite3.Connection, agent_id: str | None, now: str) -> list[Passage]:
+    """Passages whose expiry has passed (of one agent, or of all), oldest expiry first."""
+    agent_clause = "" if agent_id is None else "AND agent_id = ?"
+    params: tuple[object, ...] = (now,) if agent_id is None else (now, agent_id)
+    rows = conn.execute(
+        f"SELECT * FROM passages WHERE expires_at IS NOT NULL AND expires_at <= ? {agent_clause}"
+        " ORDER BY expires_at, passage_rowid",
+        params,
+    ).fetchall()
+    return [passage_from_row(row) for row in rows]
+
+
+def superseded_by_rows(conn: sqlite3.Connection, passage_id: str) -> list[Passage]:
+    """The passages this one superseded directly."""
+    rows = conn.execute(
+        "SELECT * FROM passages WHERE superseded_by = ? ORDER BY passage_rowid", (passage_id,)
+    ).fetchall()
+    return [passage_from_row(row) for row in rows]
+
+
+def successor_chain(conn: sqlite3.Connection, agent_id: str, passage_id: str, limit: int = 10_000) -> list[str]:
+    """The ids reached by following `superseded_by` from this passage (itself first); stops at a
+    repeat, so a cycle cannot loop."""
+    chain = [passage_id]
+    seen = {passage_id}
+    current = fetch_one(conn, agent_id, passage_id)
+    while current is not None and current.superseded_by is not None and len(chain) < limit:
+        if current.superseded_by in seen:
+            break
+        chain.append(current.superseded_by)
+        seen.add(current.superseded_by)
+        current = fetch_one(conn, agent_id, current.superseded_by)
+    return chain
+
+
+def record_access(conn: sqlite3.Connection, passage_ids: Sequence[str], when: str) -> None:
+    """Count one more use of each passage (returned by a search); not journalled, like a read."""
+    conn.executemany(
+        "UPDATE passages SET access_count = access_count + 1, last_accessed_at = ? WHERE passage_id = ?",
+        [(when, passage_id) for passage_id in passage_ids],
+    )
 
 
 def mark_indexed(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:

@@ -1,7 +1,11 @@
 """Passages: the records of archival memory, and the rules for what may be stored.
 
 A passage is a piece of text an agent chose to keep (or that was imported for it), with tags,
-free-form metadata and a UTC creation time. SQLite holds the passage; the vector store holds only
+free-form metadata and a UTC creation time. Its lifecycle fields say whether search may return it:
+`expires_at` (a passage past it is never returned, and `purge_expired` deletes it) and
+`superseded_by` (a newer passage replaced it: kept and linked, left out of default search).
+`importance`, the access count and `provenance` (where it came from) describe it further.
+SQLite holds the passage; the vector store holds only
 its embedding under the same id. `vector_state` says whether that embedding is known to be
 written ('indexed') or still owed ('pending').
 """
@@ -10,27 +14,37 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ArchivalError
 from ..validation import check_json, check_text
-from .timestamps import Timestamp, to_utc_iso
+from .timestamps import Timestamp, aware_utc_iso, to_utc_iso
 
 __all__ = [
     "NewPassage",
     "Passage",
     "PreparedPassage",
     "SearchHit",
+    "check_importance",
     "content_hash",
+    "encode_metadata",
+    "encode_provenance",
     "normalise_tags",
     "passage_from_row",
     "prepare",
 ]
 
 MAX_TAG_LENGTH = 100
+DEFAULT_IMPORTANCE = 0.5
+MAX_TTL_DAYS = 36_500.0
+"""A hundred years: a longer TTL is a mistake more likely than a plan (and would pass year 9999)."""
+NEW_PASSAGE_KEYS = frozenset({"content", "tags", "metadata", "created_at", "expires_at", "ttl_days",
+                              "importance", "provenance"})
 
 
 @dataclass(frozen=True)
@@ -46,16 +60,44 @@ class Passage:
     """ISO-8601 UTC timestamp with microseconds."""
     vector_state: str
     """'indexed' when its embedding is in the vector store, 'pending' while it is owed."""
+    expires_at: str | None = None
+    """UTC ISO text after which search never returns it; None: it never expires."""
+    superseded_by: str | None = None
+    """The passage_id of the passage that replaced it; None: it is current."""
+    importance: float = DEFAULT_IMPORTANCE
+    """In [0, 1]: author-given (0.5 unless said), adjusted by consolidation."""
+    access_count: int = 0
+    """How many searches returned it."""
+    last_accessed_at: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """Where it came from, e.g. {"block": label, "block_id": id, "messages": [ids],
+    "merged_from": [passage ids]}."""
+
+    def is_expired(self, now: str) -> bool:
+        """Whether it has expired at `now` (canonical UTC ISO text, e.g. `store.utc_now()`)."""
+        return self.expires_at is not None and self.expires_at <= now
+
+    @property
+    def is_superseded(self) -> bool:
+        return self.superseded_by is not None
 
 
 @dataclass(frozen=True)
 class NewPassage:
-    """A passage to insert; `created_at` defaults to now (imports pass the original time)."""
+    """A passage to insert; `created_at` defaults to now (imports pass the original time).
+
+    `expires_at` (a timezone-aware time) or `ttl_days` (days from now), not both, make it expire;
+    `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came from.
+    """
 
     content: str
     tags: Iterable[str] | None = None
     metadata: Mapping[str, Any] | None = None
     created_at: Timestamp | None = None
+    expires_at: Timestamp | None = None
+    ttl_days: float | None = None
+    importance: float | None = None
+    provenance: Mapping[str, Any] | None = None
 
     @classmethod
     def coerce(cls, item: str | NewPassage | Mapping[str, Any]) -> NewPassage:
@@ -65,11 +107,12 @@ class NewPassage:
         if isinstance(item, str):
             return cls(item)
         if isinstance(item, Mapping):
-            unknown = set(item) - {"content", "tags", "metadata", "created_at"}
+            unknown = set(item) - NEW_PASSAGE_KEYS
             if unknown or "content" not in item:
+                optional = ", ".join(f"'{key}'" for key in sorted(NEW_PASSAGE_KEYS - {"content"}))
                 raise ArchivalError(
-                    "A passage to insert is a string or a mapping with 'content' and optional "
-                    f"'tags', 'metadata', 'created_at'; got keys {sorted(item)}."
+                    f"A passage to insert is a string or a mapping with 'content' and optional {optional}; "
+                    f"got keys {sorted(item)}."
                 )
             return cls(**item)
         raise ArchivalError(f"Cannot insert a {type(item).__name__} as a passage; pass a string.")
@@ -119,6 +162,10 @@ class PreparedPassage:
     metadata_json: str
     created_at: str | None
     """Canonical UTC text, or None for 'the time of the insert'."""
+    expires_at: str | None = None
+    """Canonical UTC text, or None: never expires."""
+    importance: float = DEFAULT_IMPORTANCE
+    provenance_json: str = "{}"
 
 
 def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
@@ -129,9 +176,51 @@ def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
         content=content,
         content_hash=content_hash(content),
         tags=normalise_tags(passage.tags),
-        metadata_json=_encode_metadata(passage.metadata),
+        metadata_json=encode_metadata(passage.metadata),
         created_at=None if passage.created_at is None else to_utc_iso(passage.created_at),
+        expires_at=_expiry(passage.expires_at, passage.ttl_days),
+        importance=DEFAULT_IMPORTANCE if passage.importance is None else check_importance(passage.importance),
+        provenance_json=encode_provenance(passage.provenance),
     )
+
+
+def _expiry(expires_at: Timestamp | None, ttl_days: object) -> str | None:
+    """When the passage expires: an explicit aware time, or now plus `ttl_days`; never both."""
+    if expires_at is not None and ttl_days is not None:
+        raise ArchivalError("Give expires_at or ttl_days, not both; nothing was stored.")
+    if expires_at is not None:
+        return aware_utc_iso("expires_at", expires_at)
+    if ttl_days is None:
+        return None
+    if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not math.isfinite(ttl_days):
+        raise ArchivalError(f"ttl_days must be a number of days, got {ttl_days!r}; nothing was stored.")
+    if not 0 < ttl_days <= MAX_TTL_DAYS:
+        raise ArchivalError(f"ttl_days must be more than 0 and at most {MAX_TTL_DAYS:g}, got {ttl_days!r}; "
+                            "nothing was stored.")
+    moment = datetime.now(timezone.utc) + timedelta(days=float(ttl_days))
+    return moment.isoformat(timespec="microseconds")
+
+
+def check_importance(importance: object) -> float:
+    """`importance` as a float in [0, 1]; ArchivalError for anything else (bools, NaN, text)."""
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not math.isfinite(importance):
+        raise ArchivalError(f"importance must be a number from 0 to 1, got {importance!r}; nothing was changed.")
+    if not 0.0 <= importance <= 1.0:
+        raise ArchivalError(f"importance must be from 0 to 1, got {importance!r}; nothing was changed.")
+    return float(importance)
+
+
+def encode_provenance(provenance: Mapping[str, Any] | None) -> str:
+    """Provenance as JSON text (an object); refused like metadata when JSON cannot hold it."""
+    if provenance is None:
+        return "{}"
+    if not isinstance(provenance, Mapping):
+        raise ArchivalError(f"Passage provenance must be a mapping, got {type(provenance).__name__}.")
+    check_json("Passage provenance", provenance)
+    try:
+        return json.dumps(dict(provenance), ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise ArchivalError(f"Passage provenance must be JSON-serialisable: {error}") from error
 
 
 def _check_content(content: object) -> str:
@@ -164,7 +253,7 @@ def normalise_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(clean)
 
 
-def _encode_metadata(metadata: Mapping[str, Any] | None) -> str:
+def encode_metadata(metadata: Mapping[str, Any] | None) -> str:
     """Metadata as JSON text; refuses what JSON cannot hold so a write never half-succeeds."""
     if metadata is None:
         return "{}"
@@ -186,4 +275,10 @@ def passage_from_row(row: sqlite3.Row) -> Passage:
         metadata=json.loads(row["metadata"]),
         created_at=row["created_at"],
         vector_state=row["vector_state"],
+        expires_at=row["expires_at"],
+        superseded_by=row["superseded_by"],
+        importance=float(row["importance"]),
+        access_count=int(row["access_count"]),
+        last_accessed_at=row["last_accessed_at"],
+        provenance=json.loads(row["provenance"]),
     )

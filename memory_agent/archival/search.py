@@ -7,6 +7,11 @@ missing): the search then answers from the keyword index alone and logs a warnin
 search must not fail because one index is behind.
 
 A query with no text lists the newest passages (score 0), like `conversation_search` does.
+
+Expired passages are never returned and superseded ones only when the filter includes them: the
+keyword side filters them in SQL; the vector store does not know them (they change after a vector
+is written), so its candidates are checked against SQLite and, when too many were left out, asked
+for again deeper (MAX_VECTOR_DEPTH at most).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ SearchMode = Literal["hybrid", "vector", "keyword"]
 MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
 MAX_SEARCH_LIMIT = 1000
 ORPHAN_SLACK = 10
+MAX_VECTOR_DEPTH = 4000
+"""How deep the vector side looks for live candidates when expired or superseded ones crowd it."""
 
 
 def search_passages(
@@ -63,16 +70,16 @@ def search_passages(
     if mode == "keyword":
         return _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
     if mode == "vector":
-        vector = _vector_matches(index, query, where, wanted)
+        vector = _vector_matches(index, query, where, wanted, db)
         if vector is None:
             return _degraded(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit))
         return _hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit]
     depth = max(wanted, fusion.vector_depth)
     if executor is None:
-        vector = _vector_matches(index, query, where, depth)
+        vector = _vector_matches(index, query, where, depth, db)
         keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
     else:
-        vector_future = executor.submit(_vector_matches, index, query, where, depth)
+        vector_future = executor.submit(_vector_matches, index, query, where, depth, db)
         keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
         vector = vector_future.result()
     if vector is None:
@@ -109,14 +116,33 @@ def _keyword_matches(db: Database, query: str, where: PassageFilter, depth: int)
         return keyword_search(conn, query, where, depth)
 
 
-def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth: int) -> list[VectorMatch] | None:
-    """Vector candidates, or None when the vector side failed (the caller falls back)."""
+def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth: int,
+                    db: Database | None = None) -> list[VectorMatch] | None:
+    """Live vector candidates, or None when the vector side failed (the caller falls back)."""
     try:
-        return index.query(query, where, depth)
+        asked = depth
+        while True:
+            matches = index.query(query, where, asked)
+            if db is None or not where.checks_lifecycle:
+                return matches
+            live = _live(db, where, matches)
+            if len(live) >= depth or len(matches) < asked or asked >= MAX_VECTOR_DEPTH:
+                return live[:depth]
+            asked = min(asked * 4, MAX_VECTOR_DEPTH)
     except Exception as error:  # any model or store failure: answer from keywords instead
         log.warning("Vector search failed, answering from keyword search only: %s: %s",
                     type(error).__name__, error)
         return None
+
+
+def _live(db: Database, where: PassageFilter, matches: Sequence[VectorMatch]) -> list[VectorMatch]:
+    """The matches whose passages the filter's lifecycle rules admit (one indexed lookup)."""
+    if not matches:
+        return []
+    with db.reading() as conn:
+        excluded = passage_table.excluded_ids(conn, [m.passage_id for m in matches], where.live_at or "",
+                                              include_superseded=where.include_superseded)
+    return [match for match in matches if match.passage_id not in excluded]
 
 
 def _newest(db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
@@ -138,7 +164,8 @@ def _hydrate(
         passages: dict[str, Passage] = passage_table.fetch_by_ids(conn, where.agent_id, [pid for pid, _ in ranked])
     hits = []
     for passage_id, score in ranked:
-        if passage_id not in passages:
+        passage = passages.get(passage_id)
+        if passage is None or not where.admits(passage.expires_at, passage.superseded_by):
             continue
         keyword_rank, keyword_score = keyword_at.get(passage_id, (None, None))
         vector_rank, similarity = vector_at.get(passage_id, (None, None))

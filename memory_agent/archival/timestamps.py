@@ -14,7 +14,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from ..errors import ArchivalError, MemoryAgentError
 from ..validation import check_text
 
-__all__ = ["Timestamp", "to_epoch", "to_utc_iso"]
+__all__ = ["Timestamp", "aware_utc_iso", "to_epoch", "to_utc_iso"]
 
 Timestamp = datetime | date | str
 
@@ -22,6 +22,19 @@ Timestamp = datetime | date | str
 def to_utc_iso(value: Timestamp, *, end_of_day: bool = False) -> str:
     """The canonical UTC text of `value`; `end_of_day` makes a bare date cover its whole day."""
     return _as_utc(value, end_of_day=end_of_day).isoformat(timespec="microseconds")
+
+
+def aware_utc_iso(name: str, value: Timestamp) -> str:
+    """Like `to_utc_iso`, but a time without a zone (or a bare date) is refused, not taken as UTC:
+    an expiry is a deadline, and guessing its zone could move it by hours."""
+    moment = _parse(value) if isinstance(value, str) else value
+    if not isinstance(moment, datetime):
+        raise ArchivalError(f"{name} must be a date and time with a time zone, e.g. '2024-05-01T13:30:00Z'; "
+                            f"got {value!r}. Nothing was changed.")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ArchivalError(f"{name} has no time zone ({value!r}); add one, e.g. 'Z' or '+02:00'. "
+                            "Nothing was changed.")
+    return to_utc_iso(moment)
 
 
 def to_epoch(value: Timestamp) -> float:

@@ -124,6 +124,19 @@ class VectorIndex:
     def embed_documents(self, texts: Sequence[str]) -> list[Sequence[float]]:
         return list(self.embedding_function(list(texts)))
 
+    def stored_embeddings(self, agent_id: str, passage_ids: Sequence[str]) -> dict[str, Sequence[float]]:
+        """Vectors already stored for these passages, from stores that can return them (an optional
+        `embeddings(agent_id, ids)` method: Chroma and the in-memory store have it); empty when the
+        store cannot, or fails (the caller embeds the texts instead)."""
+        fetch = getattr(self.store, "embeddings", None)
+        if fetch is None or not passage_ids:
+            return {}
+        try:
+            return dict(fetch(agent_id, passage_ids))
+        except Exception as error:  # the vector side may fail; embedding again is the way round
+            log.warning("could not read stored vectors of agent %s (%s); embedding instead", agent_id, error)
+            return {}
+
     def embed_query(self, text: str) -> Sequence[float]:
         function = self.embedding_function
         embed = getattr(function, "embed_query", None) or function

@@ -57,6 +57,7 @@ def doctor(repair: bool, full: bool) -> None:
     if all(check.ok for check in checks):
         with admin.open_database(directory) as db:
             checks += _fts_checks(db, repair)
+            checks += health.check_consolidations(db)
             if admin.list_agent_info(db):
                 checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
     _report(directory, checks)
@@ -76,6 +77,7 @@ def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bo
         if version is not None and version < PG_SCHEMA_VERSION:
             checks[-1] = health.Check("schema version", "ok", f"migrated from version {version} to {PG_SCHEMA_VERSION}")
         checks += pg_health.examine(store, repair=repair, full=full)
+        checks += health.check_consolidations(db)
         if admin.list_agent_info(db):
             checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
     return checks

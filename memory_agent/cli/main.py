@@ -7,6 +7,7 @@ from .app import cli
 from .archival import forget, passages, recall, remember
 from .blocks import blocks
 from .chat import chat
+from .consolidation import consolidate, consolidations
 from .doctor import doctor
 from .journal import journal
 from .messages import compact, messages, summary
@@ -15,7 +16,7 @@ from .transfer import export, import_
 __all__ = ["cli", "main"]
 
 for command in (init, agents, blocks, remember, recall, forget, passages, messages, summary, compact,
-                export, import_, journal, doctor, chat):
+                export, import_, journal, doctor, chat, consolidate, consolidations):
     cli.add_command(command)
 
 

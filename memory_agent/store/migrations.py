@@ -277,6 +277,30 @@ def m005_issue14_per_agent_passage_fts(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
 
 
+@_migration
+def m006_issue22_passage_lifecycle(conn: sqlite3.Connection) -> None:
+    """Passages that expire, are superseded, and carry importance, use and provenance.
+
+    `expires_at` (UTC ISO text, NULL = never) and `superseded_by` (the successor's passage_id, NULL =
+    current) keep a passage out of search without deleting it; `importance` in [0, 1] and the
+    access count feed the scored ranking; `provenance` (JSON) says where a passage came from.
+    Partial indexes keep the lookups of expiring and superseded passages cheap when they are few.
+    """
+    run_script(
+        conn,
+        """
+        ALTER TABLE passages ADD COLUMN expires_at TEXT;
+        ALTER TABLE passages ADD COLUMN superseded_by TEXT;
+        ALTER TABLE passages ADD COLUMN importance REAL NOT NULL DEFAULT 0.5
+            CHECK (importance >= 0 AND importance <= 1);
+        ALTER TABLE passages ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0 CHECK (access_count >= 0);
+        ALTER TABLE passages ADD COLUMN last_accessed_at TEXT;
+        ALTER TABLE passages ADD COLUMN provenance TEXT NOT NULL DEFAULT '{}';
+        CREATE INDEX passages_expiring ON passages(agent_id, expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX passages_superseded ON passages(superseded_by) WHERE superseded_by IS NOT NULL;
+        """
+    )
+
 
 @_migration
 def m006_issue28_journal_authors(conn: sqlite3.Connection) -> None:
@@ -294,6 +318,40 @@ def m006_issue28_journal_authors(conn: sqlite3.Connection) -> None:
         """
     )
 
+
+@_migration
+def m008_issue22_consolidation_sessions(conn: sqlite3.Connection) -> None:
+    """One row per consolidation run (see `memory_agent.consolidation`): who ran it, when, how it
+    ended, what it changed (counts), the model's tokens, a one-line summary, why it failed and the
+    warnings it raised (a JSON list). The changes themselves are in the journal, authored by the
+    session; rollback reads them from there."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE consolidation_sessions (
+            session_id TEXT PRIMARY KEY,
+            agent_id TEXT NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            consolidator TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL
+                CHECK (status IN ('running', 'completed', 'failed', 'rolled_back')),
+            blocks_analysed INTEGER NOT NULL DEFAULT 0,
+            blocks_changed INTEGER NOT NULL DEFAULT 0,
+            passages_merged INTEGER NOT NULL DEFAULT 0,
+            passages_superseded INTEGER NOT NULL DEFAULT 0,
+            passages_expired INTEGER NOT NULL DEFAULT 0,
+            passages_archived INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            summary TEXT NOT NULL DEFAULT '',
+            failure TEXT,
+            warnings TEXT NOT NULL DEFAULT '[]',
+            rolled_back_at TEXT
+        );
+        CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
+        """
+    )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

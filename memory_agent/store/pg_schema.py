@@ -260,6 +260,23 @@ def p003_keyword_index_of_any_text(cursor: Any) -> None:
     )
 
 
+@_migration
+def p004_passage_lifecycle(cursor: Any) -> None:
+    """SQLite's m006: passages that expire, are superseded, and carry importance, use and provenance."""
+    cursor.execute(
+        """
+        ALTER TABLE passages ADD COLUMN expires_at TEXT COLLATE "C";
+        ALTER TABLE passages ADD COLUMN superseded_by TEXT COLLATE "C";
+        ALTER TABLE passages ADD COLUMN importance DOUBLE PRECISION NOT NULL DEFAULT 0.5
+            CHECK (importance >= 0 AND importance <= 1);
+        ALTER TABLE passages ADD COLUMN access_count BIGINT NOT NULL DEFAULT 0 CHECK (access_count >= 0);
+        ALTER TABLE passages ADD COLUMN last_accessed_at TEXT COLLATE "C";
+        ALTER TABLE passages ADD COLUMN provenance TEXT COLLATE "C" NOT NULL DEFAULT '{}';
+        CREATE INDEX passages_expiring ON passages(agent_id, expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX passages_superseded ON passages(superseded_by) WHERE superseded_by IS NOT NULL;
+        """
+    )
+
 
 @_migration
 def p004_journal_authors(cursor: Any) -> None:
@@ -276,4 +293,34 @@ def p004_journal_authors(cursor: Any) -> None:
         """
     )
 
+
+@_migration
+def p006_issue22_consolidation_sessions(cursor: Any) -> None:
+    """The consolidation sessions table of SQLite's m008, in PostgreSQL's spelling."""
+    cursor.execute(
+        """
+        CREATE TABLE consolidation_sessions (
+            session_id TEXT COLLATE "C" PRIMARY KEY,
+            agent_id TEXT COLLATE "C" NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+            consolidator TEXT COLLATE "C" NOT NULL,
+            started_at TEXT COLLATE "C" NOT NULL,
+            finished_at TEXT COLLATE "C",
+            status TEXT COLLATE "C" NOT NULL
+                CHECK (status IN ('running', 'completed', 'failed', 'rolled_back')),
+            blocks_analysed BIGINT NOT NULL DEFAULT 0,
+            blocks_changed BIGINT NOT NULL DEFAULT 0,
+            passages_merged BIGINT NOT NULL DEFAULT 0,
+            passages_superseded BIGINT NOT NULL DEFAULT 0,
+            passages_expired BIGINT NOT NULL DEFAULT 0,
+            passages_archived BIGINT NOT NULL DEFAULT 0,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            summary TEXT COLLATE "C" NOT NULL DEFAULT '',
+            failure TEXT COLLATE "C",
+            warnings TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+            rolled_back_at TEXT COLLATE "C"
+        );
+        CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
+        """
+    )
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -116,6 +116,9 @@ class ScriptedMessagesServer:
             of four characters a token. Pass the project's tiktoken counter's ``count_text`` to
             bill with the same tokenizer the agent budgets with.
         clock: Monotonic seconds for the prompt cache's TTL; tests inject one to let time pass.
+        responder: Answers a turn request that nothing in the script is for, from the request
+            itself (None: the default reply). For runs too long to script reply by reply, such
+            as a benchmark's stand-in for a model that must answer what it was asked.
     """
 
     def __init__(
@@ -129,7 +132,9 @@ class ScriptedMessagesServer:
         port: int = 0,
         count_tokens: Callable[[str], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        responder: Callable[[RecordedRequest], ScriptedResponse | None] | None = None,
     ) -> None:
+        self._responder = responder
         self.default_text = default_text
         self.auxiliary_text = auxiliary_text
         self.compaction_summary = compaction_summary
@@ -346,6 +351,8 @@ class ScriptedMessagesServer:
             reply: ScriptedResponse = text_response(self._auxiliary_text(request))
         else:
             scripted = self._take(request.model)
+            if scripted is None and self._responder is not None:
+                scripted = self._responder(request)
             request.served_default = scripted is None
             reply = scripted if scripted is not None else text_response(self.default_text)
         request.response = reply

@@ -29,6 +29,8 @@ from memory_agent.testing import (
     tool_use_block,
     tool_use_response,
 )
+from memory_agent.testing.recorded import RecordedRequest
+from memory_agent.testing.responses import ScriptedResponse
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -165,6 +167,20 @@ def test_usage_can_be_overridden(server: ScriptedMessagesServer) -> None:
     _, _, raw = _post(server, "/v1/messages", _messages_body())
     usage = json.loads(raw)["usage"]
     assert usage["input_tokens"] == 150_000 and usage["output_tokens"] == 7
+
+
+def test_a_responder_answers_what_the_script_does_not_from_the_request() -> None:
+    def echo(request: RecordedRequest) -> ScriptedResponse | None:
+        return text_response(f"you said: {request.last_user_text}") if "haiku" in request.model else None
+
+    with ScriptedMessagesServer(responder=echo) as server:
+        server.enqueue(text_response("scripted first"), model="haiku")
+        replies = [json.loads(_post(server, "/v1/messages", _messages_body(text, model=model))[2])
+                   for text, model in (("one", "claude-haiku-4-5"), ("two", "claude-haiku-4-5"),
+                                       ("three", "claude-sonnet-4-5"))]
+        texts = [reply["content"][0]["text"] for reply in replies]
+        assert texts == ["scripted first", "you said: two", server.default_text]
+        assert [r.served_default for r in server.message_requests()] == [False, False, True]
 
 
 def test_streaming_events_for_text_and_several_tool_uses(server: ScriptedMessagesServer) -> None:
