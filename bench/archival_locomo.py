@@ -526,6 +526,8 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
     scored_family = scored_grid(quick)
     modes["scored"], notes = leave_one_out(names, scored_family, results)
     lines += [f"scored ({len(scored_family)} settings, the shipped fusion plus recency):"] + [f"  {n}" for n in notes]
+    lines += ["  each scored setting in sample (mean of R@5, R@10, R@20, categories 1-4, all conversations):"]
+    lines += [f"    {s.label}: {objective(r for n in names for r in results(s, n)):.4f}" for s in scored_family]
     modes["hybrid (default)"] = {n: live_default(found, n) for n in names}
     offline = {n: results(Setting("plain", FusionConfig()), n) for n in names}
     agree = sum(a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True))

@@ -2,7 +2,7 @@
 
 from compaction import CompactionOutcome, CompactionSettings
 
-from .archival import NewPassage, Passage, ReconcileReport, SearchHit
+from .archival import NewPassage, Passage, ReconcileReport, SearchExplanation, SearchHit
 from .archival.rebuild import RebuildReport
 from .blocks import Block, BlockVersion
 from .errors import (
@@ -86,6 +86,7 @@ __all__ = [
     "RebuildReport",
     "ReconcileReport",
     "SQLiteSessionStore",
+    "SearchExplanation",
     "SearchHit",
     "Settings",
     "StaleBlockError",

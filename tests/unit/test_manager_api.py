@@ -142,7 +142,7 @@ def test_public_names_are_pinned() -> None:
         "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
         "ModelAuthenticationError", "NewPassage", "NothingToUndoError", "Passage", "ReadOnlyBlockError",
-        "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchHit", "Settings",
+        "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchExplanation", "SearchHit", "Settings",
         "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
         "TurnResult", "WriteOutcomeUnknownError",
     ]
