@@ -55,6 +55,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa:
 from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, VectorConfig  # noqa: E402
 from memory_agent.archival.fusion import fuse  # noqa: E402
+from memory_agent.archival.scoring import DEFAULT_SCORING, ScoringConfig, recency, scored  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 KS = (5, 10, 20)
@@ -245,11 +246,16 @@ class Candidates:
     keyword: Ranking
     vector: Ranking
     default_hybrid: list[str] = field(default_factory=list)
+    default_scored: list[str] = field(default_factory=list)
+    created: dict[str, str] = field(default_factory=dict)
+    """dia_id -> the passage's created_at (its session's date), shared by a conversation's questions."""
 
 
 def read_candidates(archival: ArchivalMemory, agent_id: str, questions: Sequence[Question],
                     default: bool) -> list[Candidates]:
-    """Keyword and vector rankings (DEPTH deep) per question; with `default`, the live hybrid too."""
+    """Keyword and vector rankings (DEPTH deep) per question; with `default`, the live hybrid and
+    scored searches too."""
+    created = {p.metadata["dia_id"]: p.created_at for p in archival.list(agent_id, limit=1_000_000)}
     found = []
     for question in questions:
         keyword = archival.search(agent_id, question.text, limit=DEPTH, mode="keyword")
@@ -258,10 +264,13 @@ def read_candidates(archival: ArchivalMemory, agent_id: str, questions: Sequence
             question,
             [(hit.passage.metadata["dia_id"], float(hit.keyword_score or 0.0)) for hit in keyword],
             [(hit.passage.metadata["dia_id"], float(hit.vector_similarity or 0.0)) for hit in vector],
+            created=created,
         )
         if default:
             live = archival.search(agent_id, question.text, limit=max(KS), mode="hybrid")
             candidate.default_hybrid = [hit.passage.metadata["dia_id"] for hit in live]
+            live = archival.search(agent_id, question.text, limit=max(KS), mode="scored")
+            candidate.default_scored = [hit.passage.metadata["dia_id"] for hit in live]
         found.append(candidate)
     return found
 
@@ -301,12 +310,17 @@ class Setting:
     fusion: FusionConfig = FusionConfig()
     single: str | None = None
     """'keyword' or 'vector' for one index alone (the fusion is then unused)."""
-
+    scoring: ScoringConfig | None = None
+    """The scored mode's weights (recency and importance added to the fused match); None: hybrid."""
 
     @property
     def label(self) -> str:
         if self.single is not None:
             return f"{self.format}, {self.single} only"
+        if self.scoring is not None:
+            c = self.scoring
+            return (f"{self.format}, scored: recency {c.recency_weight:g} (half-life {c.half_life_days:g} d),"
+                    f" importance {c.importance_weight:g}")
         f = self.fusion
         how = f"rrf k={f.k}" if f.method == "rrf" else f"{f.method} w_kw={f.keyword_weight:.1f}"
         return f"{self.format}, {how}, depth {f.keyword_depth}"
@@ -327,6 +341,20 @@ def settings_grid(formats: Sequence[str], quick: bool) -> list[Setting]:
     return grid
 
 
+RECENCY_WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.4)
+HALF_LIVES = (1.0, 7.0, 30.0, 180.0)
+
+
+def scored_grid(quick: bool) -> list[Setting]:
+    """The scored mode on the shipped fusion: recency weight and half-life (weight 0 is hybrid itself).
+    Importance is constant on LoCoMo (every passage has the default), so its weight changes no order
+    here and stays at the shipped value."""
+    weights = (0.0, 0.1) if quick else RECENCY_WEIGHTS
+    lives = (30.0,) if quick else HALF_LIVES
+    return [Setting("plain", FusionConfig(), scoring=ScoringConfig(w, life, DEFAULT_SCORING.importance_weight))
+            for w in weights for life in lives]
+
+
 Result = tuple[int, dict[int, float]]
 """(category, {k: recall@k}) of one question."""
 
@@ -335,14 +363,24 @@ def recall(found: Sequence[str], evidence: frozenset[str]) -> dict[int, float]:
     return {k: len(evidence & set(found[:k])) / len(evidence) for k in KS}
 
 
-def fused_ids(candidates: Candidates, config: FusionConfig) -> list[str]:
+def fused_ids(candidates: Candidates, config: FusionConfig, scoring: ScoringConfig | None = None) -> list[str]:
     keyword = candidates.keyword[: config.keyword_depth]
     vector = candidates.vector[: config.vector_depth]
-    return [c.passage_id for c in fuse(keyword, vector, config)][: max(KS)]
+    fused = fuse(keyword, vector, config)
+    if scoring is None:
+        return [c.passage_id for c in fused][: max(KS)]
+    # As the live scored mode: every fused candidate re-ranked, recency against the newest of them.
+    newest = max((candidates.created[c.passage_id] for c in fused), default="")
+    rescored = sorted(
+        ((scored(c.score, recency(candidates.created[c.passage_id], newest, scoring.half_life_days), 0.5, scoring),
+          position, c.passage_id) for position, c in enumerate(fused)),
+        key=lambda item: (-item[0], item[1]))
+    return [passage_id for _, _, passage_id in rescored][: max(KS)]
 
 
 def score(setting: Setting, rows: Sequence[Candidates]) -> list[Result]:
-    return [(c.question.category, recall(fused_ids(c, setting.fusion), c.question.evidence)) for c in rows]
+    return [(c.question.category, recall(fused_ids(c, setting.fusion, setting.scoring), c.question.evidence))
+            for c in rows]
 
 
 def objective(results: Iterable[Result]) -> float:
@@ -388,9 +426,10 @@ def scorer(found: dict[tuple[str, str], list[Candidates]]) -> Callable[[Setting,
     return results
 
 
-def live_default(found: dict[tuple[str, str], list[Candidates]], name: str) -> list[Result]:
-    """The shipped default, as `ArchivalMemory.search(mode='hybrid')` answered it (plain format)."""
-    return [(c.question.category, recall(c.default_hybrid, c.question.evidence)) for c in found[(name, "plain")]]
+def live_default(found: dict[tuple[str, str], list[Candidates]], name: str, mode: str = "hybrid") -> list[Result]:
+    """The shipped default, as `ArchivalMemory.search(mode=...)` answered it (plain format)."""
+    return [(c.question.category, recall(c.default_scored if mode == "scored" else c.default_hybrid,
+                                         c.question.evidence)) for c in found[(name, "plain")]]
 
 
 # ----- statistics and report ---------------------------------------------------------------
@@ -469,7 +508,7 @@ def format_table(names: Sequence[str], formats: Sequence[str], results: Callable
 
 
 def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, str], list[Candidates]],
-           grid: Sequence[Setting], rounds: int) -> str:
+           grid: Sequence[Setting], rounds: int, quick: bool = False) -> str:
     results = scorer(found)
     lines = ["Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
              "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
@@ -484,17 +523,26 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
     for mode, family in families:
         modes[mode], notes = leave_one_out(names, family, results)
         lines += [f"{mode} ({len(family)} settings):"] + [f"  {note}" for note in notes]
+    scored_family = scored_grid(quick)
+    modes["scored"], notes = leave_one_out(names, scored_family, results)
+    lines += [f"scored ({len(scored_family)} settings, the shipped fusion plus recency):"] + [f"  {n}" for n in notes]
+    lines += ["  each scored setting in sample (mean of R@5, R@10, R@20, categories 1-4, all conversations):"]
+    lines += [f"    {s.label}: {objective(r for n in names for r in results(s, n)):.4f}" for s in scored_family]
     modes["hybrid (default)"] = {n: live_default(found, n) for n in names}
     offline = {n: results(Setting("plain", FusionConfig()), n) for n in names}
     agree = sum(a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True))
     total = sum(len(offline[n]) for n in names)
+    live_scored = {n: live_default(found, n, "scored") for n in names}
+    offline_scored = {n: results(Setting("plain", FusionConfig(), scoring=DEFAULT_SCORING), n) for n in names}
+    agree_scored = sum(a == b for n in names for a, b in zip(live_scored[n], offline_scored[n], strict=True))
     lines += [f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
+              f"live scored search with the shipped weights agrees with offline scoring on {agree_scored}/{total}",
               "", "Single indexes by passage format (in sample, categories 1-4):",
               format_table(names, formats, results),
               "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
               category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
               "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
-    pairs = [("hybrid", "keyword"), ("hybrid", "vector")]
+    pairs = [("hybrid", "keyword"), ("hybrid", "vector"), ("scored", "hybrid (default)")]
     pairs += [("hybrid*", "keyword*"), ("hybrid*", "vector*")] if len(formats) > 1 else []
     for mode, other in pairs:
         for k in KS:
@@ -540,7 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}")
     print(f"skipped: {skipped.unparsable} unparsable evidence ids, {skipped.unknown_ids} ids not in "
           f"their conversation, {skipped.no_evidence} questions without usable evidence")
-    print(report(names, formats, found, settings_grid(formats, args.quick), 200 if args.quick else args.bootstrap))
+    print(report(names, formats, found, settings_grid(formats, args.quick), 200 if args.quick else args.bootstrap,
+                 args.quick))
     return 0
 
 

@@ -44,6 +44,7 @@ from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, MiniLMEmbeddingFunction, NewPassage, VectorConfig  # noqa: E402
 
 AGENT = "scale"
+MODES_MEASURED = ("keyword", "vector", "hybrid", "scored")
 _SYLLABLES = (["Al", "Be", "Ca", "Da", "El", "Fa", "Gi", "Ha", "Is", "Jo", "Ka", "Le", "Mi", "No", "Ol", "Pe",
                "Ra", "Sa", "Ta", "Vi"], ["ex", "na", "ra", "to", "lo", "mi", "sa", "den", "vin", "ric"])
 NAMES = [first + second for first in _SYLLABLES[0] for second in _SYLLABLES[1]]  # 200 names
@@ -222,10 +223,18 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
         archival = ArchivalMemory(memory.db, VectorConfig(path=storage / "chroma"), model)
         print(f"passages stored: {archival.count(AGENT)}, pending: {archival.pending_count()}")
         questions = synthetic_questions(queries)
-        for mode in ("keyword", "vector", "hybrid"):
+        for mode in MODES_MEASURED:
             samples = latencies(archival, questions, mode)
             print(f"search {mode:<7} (limit 10, {queries} queries): p50 {percentile(samples, 0.5):.1f} ms, "
                   f"p95 {percentile(samples, 0.95):.1f} ms, mean {statistics.fmean(samples):.1f} ms")
+        writes = []
+        for question in questions:
+            ids = [hit.passage_id for hit in archival.search(AGENT, question, limit=10, mode="keyword")]
+            started = time.perf_counter()
+            archival._record_access(ids, "2030-01-01T00:00:00.000000+00:00")
+            writes.append((time.perf_counter() - started) * 1000)
+        print(f"of which the access-count write (one transaction, 10 hits): p50 {percentile(writes, 0.5):.2f} ms, "
+              f"p95 {percentile(writes, 0.95):.2f} ms")
         encode = []
         for question in questions:
             started = time.perf_counter()

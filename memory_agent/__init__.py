@@ -2,7 +2,7 @@
 
 from compaction import CompactionOutcome, CompactionSettings
 
-from .archival import NewPassage, Passage, ReconcileReport, SearchHit
+from .archival import NewPassage, Passage, ReconcileReport, SearchExplanation, SearchHit
 from .archival.rebuild import RebuildReport
 from .authors import Author
 from .blocks import Block, BlockVersion
@@ -106,6 +106,7 @@ __all__ = [
     "RebuildReport",
     "ReconcileReport",
     "SQLiteSessionStore",
+    "SearchExplanation",
     "SearchHit",
     "Settings",
     "StaleBlockError",

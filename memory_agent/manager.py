@@ -496,14 +496,16 @@ class MemoryManager:
     def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
                                start_date: str | None = None, end_date: str | None = None,
                                mode: SearchMode | None = None, *, agent_id: str | None = None,
-                               include_superseded: bool = False) -> list[SearchHit]:
-        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false).
+                               include_superseded: bool = False, explain: bool = False) -> list[SearchHit]:
+        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false);
+        'scored' adds recency and importance to hybrid's match.
 
         Expired passages are never returned; superseded ones only with `include_superseded=True`.
+        `explain=True` attaches each signal's score to every hit (`SearchHit.explanation`).
         """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
         return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen,
-                                    include_superseded=include_superseded)
+                                    include_superseded=include_superseded, explain=explain)
 
     def supersede_passage(self, old_id: str, new_id: str, *, agent_id: str | None = None,
                           journal_detail: Mapping[str, Any] | None = None) -> Passage:

@@ -17,6 +17,7 @@ from .fusion import FusionConfig
 from .memory_store import InMemoryVectorStore
 from .passages import NewPassage, Passage, SearchHit
 from .reconcile import ReconcileReport
+from .scoring import ScoringConfig, SearchExplanation
 from .vector_store import VectorMatch, VectorRecord, VectorStore
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ __all__ = [
     "Passage",
     "PassageFilter",
     "ReconcileReport",
+    "ScoringConfig",
+    "SearchExplanation",
     "SearchHit",
     "VectorConfig",
     "VectorMatch",

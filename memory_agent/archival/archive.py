@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..authors import Author, acting_author
-from ..errors import ArchivalError
+from ..errors import ArchivalError, MemoryAgentError
 from ..store import journal
 from ..store.database import Database, utc_now
 from . import lifecycle, passage_table
@@ -31,6 +31,7 @@ from .fusion import FusionConfig
 from .passages import NewPassage, Passage, PreparedPassage, SearchHit, prepare
 from .reconcile import Progress, ReconcileReport, reconcile
 from .rerank import Reranker
+from .scoring import DEFAULT_SCORING, ScoringConfig
 from .search import SearchMode, search_passages
 from .timestamps import Timestamp
 from .vector_index import VectorIndex
@@ -57,6 +58,7 @@ class ArchivalMemory:
         reranker: An optional last stage of hybrid search (e.g. `AnthropicReranker`); off by default.
         author: Who acts for each journalled write (the manager's current author); by default the
             innermost `acting_as`.
+        scoring: The weights of the scored mode (recency and importance added to the fused match).
     """
 
     def __init__(
@@ -69,9 +71,11 @@ class ArchivalMemory:
         fusion: FusionConfig | None = None,
         reranker: Reranker | None = None,
         author: Callable[[], Author | None] = acting_author,
+        scoring: ScoringConfig | None = None,
     ) -> None:
         self.db = db
         self._author = author
+        self.scoring = scoring or DEFAULT_SCORING
         self.config = config or VectorConfig(path=db.path.parent / "chroma")
         self.fusion = fusion or FusionConfig()
         self.reranker = reranker
@@ -234,17 +238,35 @@ class ArchivalMemory:
         *,
         tag_mode: TagMode = "any",
         include_superseded: bool = False,
+        explain: bool = False,
     ) -> builtins.list[SearchHit]:
         """The agent's passages best matching `query`, best first.
 
         Any text is a valid query (it is never parsed as FTS5 syntax). A blank query lists the
         newest passages. If the vector side fails, the keyword ranking is returned instead.
         Expired passages are never returned; superseded ones only with `include_superseded`.
+        `explain` attaches each hit's signals (`SearchHit.explanation`). The hits' access counts
+        go up by one, in one short write after the search (a failure of that write is logged, and
+        the search still answers).
         """
-        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, live_at=utc_now(),
+        if not isinstance(explain, bool):
+            raise ArchivalError(f"explain must be true or false, got {explain!r}.")
+        now = utc_now()
+        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, live_at=now,
                                     include_superseded=include_superseded)
-        return search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
-                               self.reranker)
+        hits = search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
+                               self.reranker, scoring=self.scoring, explain=explain)
+        self._record_access([hit.passage_id for hit in hits], now)
+        return hits
+
+    def _record_access(self, passage_ids: builtins.list[str], when: str) -> None:
+        if not passage_ids:
+            return
+        try:
+            with self.db.transaction() as conn:
+                passage_table.record_access(conn, passage_ids, when)
+        except MemoryAgentError as error:  # a read must not fail because its bookkeeping could not be written
+            log.warning("Access counts of %d passage(s) not recorded: %s", len(passage_ids), error)
 
     def _search_executor(self) -> ThreadPoolExecutor:
         """Threads for the vector half of hybrid searches (created on the first search)."""

@@ -71,11 +71,11 @@ def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: P
     when the agent already has a passage with identical content (nothing is written)."""
     cursor = conn.execute(
         "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
-        " expires_at, importance, provenance)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        " expires_at, importance, provenance, access_count, last_accessed_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
         (passage_id, agent_id, item.content, item.content_hash,
          json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at,
-         item.expires_at, item.importance, item.provenance_json),
+         item.expires_at, item.importance, item.provenance_json, item.access_count, item.last_accessed_at),
     )
     if not cursor.rowcount:
         return None

@@ -23,9 +23,11 @@ from typing import Any
 
 from ..errors import ArchivalError
 from ..validation import check_json, check_text
+from .scoring import SearchExplanation
 from .timestamps import Timestamp, aware_utc_iso, to_utc_iso
 
 __all__ = [
+    "DEFAULT_IMPORTANCE",
     "NewPassage",
     "Passage",
     "PreparedPassage",
@@ -137,6 +139,10 @@ class SearchHit:
     degraded: bool = False
     """True when a vector or hybrid search fell back to keywords only (the vector side failed;
     `memory-agent doctor` says why and `--repair` rebuilds it)."""
+    fused_score: float | None = None
+    """In the scored mode, the fused match before recency and importance were added."""
+    explanation: SearchExplanation | None = None
+    """Every signal behind the hit, when the search was asked to explain."""
 
     @property
     def passage_id(self) -> str:
@@ -166,6 +172,9 @@ class PreparedPassage:
     """Canonical UTC text, or None: never expires."""
     importance: float = DEFAULT_IMPORTANCE
     provenance_json: str = "{}"
+    access_count: int = 0
+    """Set by imports only (a new passage has not been found yet)."""
+    last_accessed_at: str | None = None
 
 
 def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:

@@ -8,6 +8,10 @@ search must not fail because one index is behind.
 
 A query with no text lists the newest passages (score 0), like `conversation_search` does.
 
+The 'scored' mode is hybrid's fused match plus weighted recency and importance (`scoring`): every
+fused candidate is read back and re-ranked. With `explain`, each hit carries a `SearchExplanation`
+of every signal.
+
 Expired passages are never returned and superseded ones only when the filter includes them: the
 keyword side filters them in SQL; the vector store does not know them (they change after a vector
 is written), so its candidates are checked against SQLite and, when too many were left out, asked
@@ -30,15 +34,16 @@ from .fusion import FusionConfig, fuse
 from .keyword import KeywordMatch, keyword_search
 from .passages import Passage, SearchHit
 from .rerank import Reranker, apply_order
+from .scoring import DEFAULT_SCORING, ScoringConfig, SearchExplanation, newest, recency, scored
 from .vector_index import VectorIndex
 from .vector_store import VectorMatch
 
-__all__ = ["MAX_SEARCH_LIMIT", "SearchMode", "search_passages"]
+__all__ = ["MAX_SEARCH_LIMIT", "MODES", "SearchMode", "search_passages"]
 
 log = logging.getLogger(__name__)
 
-SearchMode = Literal["hybrid", "vector", "keyword"]
-MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
+SearchMode = Literal["hybrid", "vector", "keyword", "scored"]
+MODES: tuple[str, ...] = ("hybrid", "vector", "keyword", "scored")
 MAX_SEARCH_LIMIT = 1000
 ORPHAN_SLACK = 10
 MAX_VECTOR_DEPTH = 4000
@@ -55,25 +60,47 @@ def search_passages(
     fusion: FusionConfig,
     executor: Executor | None = None,
     reranker: Reranker | None = None,
+    *,
+    scoring: ScoringConfig = DEFAULT_SCORING,
+    explain: bool = False,
 ) -> list[SearchHit]:
-    """The best `limit` passages for `query` in `mode`, best first.
+    """The best `limit` passages for `query` in `mode`, best first (explained when `explain`)."""
+    hits, newest_candidate = _search(db, index, query, where, limit, mode, fusion, executor, reranker, scoring)
+    if explain:
+        return _explained(hits, mode, newest_candidate, scoring)
+    return hits
 
-    In hybrid mode the vector side runs on `executor` (when given) while the keyword side runs
-    here: the two indexes are independent, so the search takes the longer of the two, not the sum.
-    A `reranker` (hybrid mode only) reorders the fused head before it is cut to `limit`.
+
+def _search(
+    db: Database,
+    index: VectorIndex,
+    query: str,
+    where: PassageFilter,
+    limit: int,
+    mode: SearchMode,
+    fusion: FusionConfig,
+    executor: Executor | None,
+    reranker: Reranker | None,
+    scoring: ScoringConfig,
+) -> tuple[list[SearchHit], str | None]:
+    """The hits, and the newest creation time among the candidates recency was measured against.
+
+    In hybrid and scored modes the vector side runs on `executor` (when given) while the keyword
+    side runs here: the two indexes are independent, so the search takes the longer of the two, not
+    the sum. A `reranker` (hybrid mode only) reorders the fused head before it is cut to `limit`.
     """
     _check(query, limit, mode)
     if not query.strip():
-        return _newest(db, where, limit)
+        return _with_newest(_newest(db, where, limit))
     # Candidates beyond `limit` leave room for vectors whose passage was deleted (dropped on read).
     wanted = limit + ORPHAN_SLACK
     if mode == "keyword":
-        return _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
+        return _with_newest(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit))
     if mode == "vector":
         vector = _vector_matches(index, query, where, wanted, db)
         if vector is None:
-            return _degraded(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit))
-        return _hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit]
+            return _with_newest(_degraded(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)))
+        return _with_newest(_hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit])
     depth = max(wanted, fusion.vector_depth)
     if executor is None:
         vector = _vector_matches(index, query, where, depth, db)
@@ -83,14 +110,51 @@ def search_passages(
         keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
         vector = vector_future.result()
     if vector is None:
-        return _degraded(_keyword_only(keyword, db, where, limit))
+        return _with_newest(_degraded(_keyword_only(keyword, db, where, limit)))
     fused = fuse([(m.passage_id, m.score) for m in keyword], [(m.passage_id, m.similarity) for m in vector], fusion)
+    if mode == "scored":
+        every = _hydrate(db, where, [(candidate.passage_id, candidate.score) for candidate in fused], keyword, vector)
+        return _rescored(every, scoring)[:limit], newest([hit.passage.created_at for hit in every])
     head_size = wanted if reranker is None else max(wanted, reranker.depth + ORPHAN_SLACK)
     head = [(candidate.passage_id, candidate.score) for candidate in fused[:head_size]]
     hits = _hydrate(db, where, head, keyword, vector)
     if reranker is not None:
         hits = apply_order(reranker, query, hits, [hit.content for hit in hits])
-    return hits[:limit]
+    return _with_newest(hits[:limit])
+
+
+def _with_newest(hits: list[SearchHit]) -> tuple[list[SearchHit], str | None]:
+    return hits, newest([hit.passage.created_at for hit in hits])
+
+
+def _rescored(hits: Sequence[SearchHit], scoring: ScoringConfig) -> list[SearchHit]:
+    """Fused match plus weighted recency and importance, best first (ties keep the fused order)."""
+    reference = newest([hit.passage.created_at for hit in hits])
+    if reference is None:
+        return []
+    rescored = [
+        (scored(hit.score, recency(hit.passage.created_at, reference, scoring.half_life_days),
+                hit.passage.importance, scoring), position, hit)
+        for position, hit in enumerate(hits)
+    ]
+    rescored.sort(key=lambda item: (-item[0], item[1]))
+    return [dataclasses.replace(hit, score=value, fused_score=hit.score) for value, _, hit in rescored]
+
+
+def _explained(hits: Sequence[SearchHit], mode: str, reference: str | None,
+               scoring: ScoringConfig) -> list[SearchHit]:
+    """Each hit with its signals; recency against the newest candidate of the search."""
+    explained = []
+    for hit in hits:
+        passage = hit.passage
+        fused = hit.score if hit.fused_score is None else hit.fused_score
+        explanation = SearchExplanation(
+            mode="keyword" if hit.degraded else mode, keyword_rank=hit.keyword_rank, keyword_score=hit.keyword_score,
+            vector_rank=hit.vector_rank, vector_similarity=hit.vector_similarity, fused=fused,
+            recency=recency(passage.created_at, reference or passage.created_at, scoring.half_life_days),
+            importance=passage.importance, access_count=passage.access_count, score=hit.score)
+        explained.append(dataclasses.replace(hit, explanation=explanation))
+    return explained
 
 
 def _keyword_only(keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:

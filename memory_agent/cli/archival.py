@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import get_args
 
 import click
@@ -10,6 +11,7 @@ from rich.text import Text
 from ..archival.passages import Passage, SearchHit
 from ..archival.search import SearchMode
 from ..manager import MemoryManager
+from ..tools.archival import format_explanation
 from .app import one_line, open_memory, shared_options
 from .output import console, emit, preview, say, timestamp
 
@@ -17,13 +19,19 @@ __all__ = ["forget", "passages", "recall", "remember"]
 
 def _passage_data(passage: Passage) -> dict[str, object]:
     return {"id": passage.passage_id, "content": passage.content, "tags": list(passage.tags),
-            "metadata": passage.metadata, "created_at": passage.created_at, "vector_state": passage.vector_state}
+            "metadata": passage.metadata, "created_at": passage.created_at, "vector_state": passage.vector_state,
+            "expires_at": passage.expires_at, "superseded_by": passage.superseded_by,
+            "importance": passage.importance, "access_count": passage.access_count,
+            "last_accessed_at": passage.last_accessed_at, "provenance": passage.provenance}
 
 
 def _hit_data(hit: SearchHit) -> dict[str, object]:
-    return {**_passage_data(hit.passage), "score": hit.score, "keyword_rank": hit.keyword_rank,
+    data = {**_passage_data(hit.passage), "score": hit.score, "keyword_rank": hit.keyword_rank,
             "vector_rank": hit.vector_rank, "keyword_score": hit.keyword_score,
             "vector_similarity": hit.vector_similarity, "degraded": hit.degraded}
+    if hit.explanation is not None:
+        data["explanation"] = dataclasses.asdict(hit.explanation)
+    return data
 
 
 @click.command()
@@ -47,15 +55,20 @@ def remember(text: str, tags: tuple[str, ...]) -> None:
 @shared_options
 @click.argument("query")
 @click.option("--mode", type=click.Choice(get_args(SearchMode)),
-              help="Words (keyword), meaning (vector), or both fused (hybrid; the default unless "
-                   "MEMORY_HYBRID_SEARCH=false).")
+              help="Words (keyword), meaning (vector), both fused (hybrid; the default unless "
+                   "MEMORY_HYBRID_SEARCH=false), or fused plus recency and importance (scored).")
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=5, show_default=True,
               help="How many passages to show.")
 @click.option("--tag", "tags", multiple=True, help="Only passages with this tag (repeat for any of several).")
-def recall(query: str, mode: SearchMode | None, limit: int, tags: tuple[str, ...]) -> None:
+@click.option("--explain", is_flag=True, help="Print every signal behind each hit (ranks, similarity, recency, "
+              "importance, access count, fused and final score).")
+@click.option("--include-superseded", is_flag=True, help="Also show passages a newer passage replaced.")
+def recall(query: str, mode: SearchMode | None, limit: int, tags: tuple[str, ...], explain: bool,
+           include_superseded: bool) -> None:
     """Search archival memory, best first, with each passage's score."""
     with open_memory() as memory:
-        hits = memory.archival_memory_search(query, limit=limit, tags=list(tags) or None, mode=mode)
+        hits = memory.archival_memory_search(query, limit=limit, tags=list(tags) or None, mode=mode,
+                                             include_superseded=include_superseded, explain=explain)
 
     def render() -> None:
         if not hits:
@@ -66,6 +79,8 @@ def recall(query: str, mode: SearchMode | None, limit: int, tags: tuple[str, ...
         for rank, hit in enumerate(hits, 1):
             console().print(Text.assemble((f"#{rank}  score {hit.score:.3g}", "bold"), f"  ({_ranks(hit)})"))
             _print_passage(hit.passage)
+            if hit.explanation is not None:
+                console().print(Text("    " + format_explanation(hit.explanation), style="cyan"))
 
     emit([_hit_data(hit) for hit in hits], render)
 
@@ -90,8 +105,10 @@ def _ranks(hit: SearchHit) -> str:
 
 def _print_passage(passage: Passage, indent: str = "    ") -> None:
     """A passage as two lines: its text, then its id, tags and time."""
+    status = [f"superseded by {passage.superseded_by}"] if passage.superseded_by else []
+    status += [f"expires {timestamp(passage.expires_at)}"] if passage.expires_at else []
     details = " · ".join(part for part in (passage.passage_id, ", ".join(passage.tags),
-                                           timestamp(passage.created_at)) if part)
+                                           timestamp(passage.created_at), *status) if part)
     console().print(Text(indent + preview(passage.content, 300)))
     console().print(Text(indent + details, style="dim"))
 

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ..archival.passages import DEFAULT_IMPORTANCE
 from ..archival.timestamps import to_utc_iso
 from ..errors import ImportFormatError, MemoryAgentError
 from ..labels import validate_label
@@ -111,10 +112,20 @@ def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -
         return []
     if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
         raise ImportFormatError(f"agents[{index}].metadata.{PASSAGES_KEY} must be a list of objects.")
-    return [PassageRecord(f"passage-{uuid.uuid4()}", agent_id, _text(item.get("content")),
+    return [PassageRecord(_passage_id(item.get("id")), agent_id, _text(item.get("content")),
                           item.get("tags") or [], item.get("metadata") or {},
-                          _timestamp(item.get("created_at"), created, f"agents[{index}] passage {position}"))
+                          _timestamp(item.get("created_at"), created, f"agents[{index}] passage {position}"),
+                          # Our lifecycle fields (absent from older exports); checked like any insert.
+                          expires_at=item.get("expires_at"), superseded_by=item.get("superseded_by"),
+                          importance=item.get("importance", DEFAULT_IMPORTANCE),
+                          access_count=item.get("access_count", 0), last_accessed_at=item.get("last_accessed_at"),
+                          provenance=item.get("provenance") or {})
             for position, item in enumerate(items)]
+
+
+def _passage_id(value: Any) -> str:
+    """The passage's id in an export of ours (supersession links name it), else a new one."""
+    return value if isinstance(value, str) and value.strip() else f"passage-{uuid.uuid4()}"
 
 
 def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:

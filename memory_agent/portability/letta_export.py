@@ -20,7 +20,8 @@ its import check (`AgentSerializationManager._validate_schema`):
   so that list is left empty).
 
 Archival passages have no place in the format: they travel in the documented extension
-`metadata.memory_agent_passages` of their agent (`{content, tags, metadata, created_at}` each),
+`metadata.memory_agent_passages` of their agent (`{id, content, tags, metadata, created_at, expires_at,
+superseded_by, importance, access_count, last_accessed_at, provenance}` each),
 which Letta keeps as opaque metadata and this project reads back. Summaries, the journal and
 block history are not written (the project's JSON export carries everything).
 """
@@ -121,8 +122,11 @@ def _embedding_config() -> dict[str, Any]:
 
 
 def _passage(passage: PassageRecord) -> dict[str, Any]:
-    return {"content": passage.content, "tags": list(passage.tags), "metadata": passage.metadata,
-            "created_at": passage.created_at}
+    return {"id": passage.passage_id, "content": passage.content, "tags": list(passage.tags),
+            "metadata": passage.metadata, "created_at": passage.created_at, "expires_at": passage.expires_at,
+            "superseded_by": passage.superseded_by, "importance": passage.importance,
+            "access_count": passage.access_count, "last_accessed_at": passage.last_accessed_at,
+            "provenance": passage.provenance}
 
 
 # ----- messages -----------------------------------------------------------------------------

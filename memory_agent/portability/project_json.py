@@ -53,6 +53,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "int | None": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
     "bool": lambda v: isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "list[str]": lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
     "dict[str, Any]": lambda v: isinstance(v, dict),
     "int | str": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool),

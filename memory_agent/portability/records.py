@@ -118,6 +118,13 @@ class PassageRecord:
     tags: list[str]
     metadata: dict[str, Any]
     created_at: str
+    expires_at: str | None = None
+    superseded_by: str | None = None
+    """The passage_id (in the same file) of the passage that replaced it."""
+    importance: float = 0.5
+    access_count: int = 0
+    last_accessed_at: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from ..recall import insert_message_row, insert_summary_row
 from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
-from ..validation import check_json
+from ..validation import check_int, check_json
 from .records import (
     AgentRecord,
     AttachmentRecord,
@@ -184,7 +184,10 @@ def _summary(row: sqlite3.Row) -> SummaryRecord:
 
 def _passage(row: sqlite3.Row) -> PassageRecord:
     return PassageRecord(row["passage_id"], row["agent_id"], row["content"], json.loads(row["tags"]),
-                         json.loads(row["metadata"]), row["created_at"])
+                         json.loads(row["metadata"]), row["created_at"], expires_at=row["expires_at"],
+                         superseded_by=row["superseded_by"], importance=float(row["importance"]),
+                         access_count=int(row["access_count"]), last_accessed_at=row["last_accessed_at"],
+                         provenance=json.loads(row["provenance"]))
 
 
 def _journal(row: sqlite3.Row) -> JournalRecord:
@@ -475,31 +478,60 @@ def _insert_summaries(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMap
 def _prepared_passages(snapshot: Snapshot) -> list[tuple[PassageRecord, PreparedPassage]]:
     """Every passage checked by archival memory's own rules, before anything is written."""
     prepared = []
+    owners = {passage.passage_id: passage.agent_id for passage in snapshot.passages}
     for index, passage in enumerate(snapshot.passages):
         try:
-            prepared.append((passage, prepare(NewPassage(passage.content, passage.tags, passage.metadata,
-                                                         passage.created_at))))
+            item = prepare(NewPassage(passage.content, passage.tags, passage.metadata, passage.created_at,
+                                      expires_at=passage.expires_at, importance=passage.importance,
+                                      provenance=passage.provenance))
+            check_int("access_count", passage.access_count, minimum=0)
+            last = None if passage.last_accessed_at is None else to_utc_iso(passage.last_accessed_at)
+            prepared.append((passage, dataclasses.replace(item, access_count=passage.access_count,
+                                                          last_accessed_at=last)))
         except MemoryAgentError as error:
             raise ImportFormatError(f"passages[{index}] ({passage.passage_id}): {error}") from None
+        if passage.superseded_by is not None and (not isinstance(passage.superseded_by, str)
+                                                  or owners.get(passage.superseded_by) != passage.agent_id):
+            raise ImportFormatError(f"passages[{index}] ({passage.passage_id}) is superseded by "
+                                    f"'{passage.superseded_by}', which is not a passage of the same agent in the file.")
+    _refuse_supersession_cycles(snapshot)
     return prepared
+
+
+def _refuse_supersession_cycles(snapshot: Snapshot) -> None:
+    successor = {p.passage_id: p.superseded_by for p in snapshot.passages if p.superseded_by is not None}
+    for start in successor:
+        seen, current = {start}, successor.get(start)
+        while current is not None:
+            if current in seen:
+                raise ImportFormatError(f"Passage '{start}' is superseded in a cycle (through '{current}'); "
+                                        "a passage cannot be replaced by one it replaced.")
+            seen.add(current)
+            current = successor.get(current)
 
 
 def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecord, PreparedPassage]],
                      maps: _IdMaps, report: ImportReport, now: str) -> None:
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], str] = {}
     for passage, item in passages:
         agent_id = maps.agents[passage.agent_id]
         if (agent_id, item.content_hash) in seen:
+            maps.passages[passage.passage_id] = seen[(agent_id, item.content_hash)]
             report.duplicate_passages += 1
             continue
-        seen.add((agent_id, item.content_hash))
         new_id = _free_id(conn, "passages", "passage_id", passage.passage_id,
                           lambda: f"passage-{uuid.uuid4()}", report)
+        seen[(agent_id, item.content_hash)] = new_id
         if passage_table.insert_row(conn, new_id, agent_id, item, item.created_at or now) is None:
             report.duplicate_passages += 1  # not reached: imported agents are new and `seen` caught repeats
             continue
         maps.passages[passage.passage_id] = new_id
         report.passages += 1
+    # Supersession links name passages by id, so they are written once every passage has its new id.
+    for passage, _ in passages:
+        new_id = maps.passages[passage.passage_id]
+        if passage.superseded_by is not None and maps.passages[passage.superseded_by] != new_id:
+            passage_table.update_columns(conn, new_id, {"superseded_by": maps.passages[passage.superseded_by]})
 
 
 def _insert_journal(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport,

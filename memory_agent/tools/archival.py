@@ -15,7 +15,8 @@ from ..archival.timestamps import to_utc_iso
 from .spec import ToolSpec
 
 if TYPE_CHECKING:
-    from ..archival.passages import SearchHit
+    from ..archival.passages import Passage, SearchHit
+    from ..archival.scoring import SearchExplanation
     from ..manager import MemoryManager
     from ..recall import StoredMessage
 
@@ -23,6 +24,7 @@ __all__ = [
     "ARCHIVAL_TOOLS",
     "MAX_TOOL_RESULTS",
     "format_archival_hits",
+    "format_explanation",
     "format_inserted",
     "format_messages",
 ]
@@ -63,6 +65,8 @@ def _run_archival_search(memory: MemoryManager, arguments: Mapping[str, Any], ag
     hits = memory.archival_memory_search(
         arguments["query"], limit=limit * (page + 1), tags=arguments.get("tags"),
         start_date=arguments.get("start_date"), end_date=arguments.get("end_date"), agent_id=agent_id,
+        include_superseded=bool(arguments.get("include_superseded", False)),
+        explain=bool(arguments.get("explain", False)),
     )
     return format_archival_hits(arguments["query"], hits[limit * page :], page=page, limit=limit)
 
@@ -110,6 +114,14 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
             "end_date": {**_DATE,
                          "description": "Only passages saved at or before this time. " + _DATE["description"]},
             "page": _PAGE,
+            "include_superseded": {
+                "type": "boolean",
+                "description": "Also return passages a newer passage replaced (marked as superseded), e.g. to "
+                "see what was believed before (default false)."},
+            "explain": {
+                "type": "boolean",
+                "description": "Show why each passage was found: keyword and meaning ranks and scores, "
+                "recency, importance, how often it was found before (default false)."},
         },
         required=("query",),
         run=_run_archival_search,
@@ -160,11 +172,35 @@ def format_archival_hits(query: str, hits: Sequence[SearchHit], *, page: int = 0
     for number, hit in enumerate(hits, start=first):
         passage = hit.passage
         tags = f", tags: {', '.join(passage.tags)}" if passage.tags else ""
-        lines.append(f"{number}. [{passage.passage_id}] {_display_time(passage.created_at)}{tags}")
+        lines.append(f"{number}. [{passage.passage_id}] {_display_time(passage.created_at)}{tags}{_status(passage)}")
         lines.append(_indent(_clip(passage.content)))
+        if hit.explanation is not None:
+            lines.append(_indent(format_explanation(hit.explanation)))
     if len(hits) >= limit:
         lines.append(f"More may match: call again with page={page + 1}.")
     return "\n".join(lines)
+
+
+def _status(passage: Passage) -> str:
+    """What makes a passage other than plainly current: replaced by a newer one, or expiring."""
+    parts = []
+    if passage.superseded_by is not None:
+        parts.append(f"SUPERSEDED by {passage.superseded_by}, no longer current")
+    if passage.expires_at is not None:
+        parts.append(f"expires {_display_time(passage.expires_at)}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def format_explanation(explanation: SearchExplanation) -> str:
+    """One line of signals: what each index and each other signal contributed."""
+    def rank(value: int | None, score: float | None, name: str) -> str:
+        return f"{name} -" if value is None else f"{name} #{value} ({score:.3f})"
+
+    return (f"why: {rank(explanation.keyword_rank, explanation.keyword_score, 'keyword')}, "
+            f"{rank(explanation.vector_rank, explanation.vector_similarity, 'meaning')}, "
+            f"match {explanation.fused:.3f}, recency {explanation.recency:.2f}, "
+            f"importance {explanation.importance:.2f}, found {explanation.access_count} time(s) before; "
+            f"{explanation.mode} score {explanation.score:.3f}")
 
 
 def format_messages(query: str, messages: Sequence[StoredMessage], *, page: int = 0, limit: int = 10) -> str:

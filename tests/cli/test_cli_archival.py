@@ -87,3 +87,26 @@ def test_remember_says_why_a_passage_was_not_embedded(initialised: Run) -> None:
     # Once Chroma is back (here: the embedded one), the next command embeds it.
     again = json.loads(initialised("--json", "recall", "Petrel", "--mode", "keyword").stdout)
     assert [hit["vector_state"] for hit in again] == ["indexed"]
+
+
+def test_recall_explain_prints_the_signals_and_superseded_passages_on_request(
+        initialised: Run, open_store: Callable[[str], MemoryManager]) -> None:
+    run = initialised
+    old = _remember(run, "Ada lives in Lisbon")
+    new = _remember(run, "Ada moved from Lisbon to Porto")
+    with open_store("ada") as memory:
+        memory.supersede_passage(old, new)
+    shown = run("recall", "Ada Lisbon", "--explain")
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())
+    assert "why: keyword #1" in text and "hybrid score" in text and old not in text
+    hits = json.loads(run("--json", "recall", "Ada Lisbon", "--explain", "--include-superseded",
+                          "--mode", "scored").stdout)
+    assert {hit["id"] for hit in hits} == {old, new}
+    superseded = next(hit for hit in hits if hit["id"] == old)
+    assert superseded["superseded_by"] == new
+    why = superseded["explanation"]
+    assert why["mode"] == "scored" and why["keyword_rank"] is not None and why["vector_similarity"] is not None
+    assert set(why) >= {"recency", "importance", "access_count", "fused", "score"}
+    wide = run("recall", "Ada Lisbon", "--include-superseded")
+    assert f"superseded by {new}" in " ".join(wide.stdout.split())  # the terminal may wrap the line

@@ -155,3 +155,56 @@ def test_every_module_of_the_cli_and_portability_declares_its_names() -> None:
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             assert hasattr(module, "__all__"), f"{module.__name__} has no __all__"
             assert all(hasattr(module, name) for name in module.__all__), module.__name__
+
+
+LIFECYCLE = ("passage_id", "content", "expires_at", "superseded_by", "importance", "access_count",
+             "last_accessed_at", "provenance", "tags", "metadata", "created_at")
+
+
+@pytest.mark.parametrize("export_format", ["json", "af"])
+def test_passage_lifecycle_fields_survive_a_round_trip(tmp_path: Path, other_store_environ: OtherEnviron,
+                                                       export_format: str) -> None:
+    settings = Settings.from_env(backend_environ({}), env_file=None)
+    target_settings = Settings.from_env(other_store_environ({}), env_file=None)
+    with MemoryManager(tmp_path / "a", agent_id="ada", settings=settings,
+                       embedding_function=_LetterCounts()) as memory:
+        old = memory.archival_memory_insert("Ada lives in Lisbon", importance=0.2,
+                                            provenance={"block": "human", "messages": [1, 2]})
+        new = memory.archival_memory_insert("Ada moved to Porto", ["moves"], importance=0.9,
+                                            expires_at="2031-01-01T00:00:00+01:00")
+        memory.archival_memory_insert("A note that has expired", expires_at="2020-01-01T00:00:00Z")
+        memory.supersede_passage(old, new)
+        memory.archival_memory_search("Porto", mode="keyword")
+        document = json.loads(json.dumps(export_memory(memory, format=export_format)))  # type: ignore[arg-type]
+        before = sorted(memory.archival_memory_list(limit=10), key=lambda p: p.content)
+    import_snapshot(parse_document(document, default_limit=5000), tmp_path / "b", settings=target_settings,
+                    embedding_function=_LetterCounts())
+    with open_agent(tmp_path / "b", settings=target_settings) as copy:
+        after = sorted(copy.archival_memory_list(limit=10), key=lambda p: p.content)
+        assert [[getattr(p, f) for f in LIFECYCLE] for p in after] == [[getattr(p, f) for f in LIFECYCLE]
+                                                                         for p in before]
+        assert {p.access_count for p in after} == {0, 1}
+        assert [hit.passage_id for hit in copy.archival_memory_search("Ada", mode="keyword")] == [new]
+
+
+def test_an_import_whose_supersession_cannot_be_resolved_is_refused(tmp_path: Path) -> None:
+    settings = Settings.from_env(backend_environ({}), env_file=None)
+    base = {"passage_id": "p1", "agent_id": "ada", "content": "x", "tags": [], "metadata": {},
+            "created_at": "2024-01-01T00:00:00Z"}
+    for passages in ([{**base, "superseded_by": "p-missing"}],
+                     [{**base, "superseded_by": "p2"}, {**base, "passage_id": "p2", "content": "y",
+                                                        "superseded_by": "p1"}],
+                     [{**base, "importance": 3}], [{**base, "expires_at": "2031-01-01T00:00:00"}],
+                     [{**base, "access_count": -1}]):
+        document = {"format": "memory-agent", "version": 1, "agents": [
+            {"agent_id": "ada", "name": None, "created_at": "2024-01-01T00:00:00Z", "metadata": {}}],
+            "passages": passages}
+        with pytest.raises(ImportFormatError):
+            import_snapshot(parse_document(document, default_limit=5000), tmp_path / "b", settings=settings,
+                            embedding_function=_LetterCounts())
+    assert not (tmp_path / "b" / "memory.db").exists() or _no_agents(tmp_path / "b", settings)
+
+
+def _no_agents(storage: Path, settings: Settings) -> bool:
+    with MemoryManager(storage, agent_id="probe", settings=settings) as memory:
+        return memory.list_agents() == ["probe"]

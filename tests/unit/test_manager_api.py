@@ -144,7 +144,7 @@ def test_public_names_are_pinned() -> None:
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
         "ModelAuthenticationError", "ModelConsolidator", "NewPassage", "NothingToUndoError", "Passage",
         "ReadOnlyBlockError", "RebuildReport", "ReconcileReport", "RollbackRefusedError", "RulesConsolidator",
-        "SQLiteSessionStore", "SearchHit", "Settings",
+        "SQLiteSessionStore", "SearchExplanation", "SearchHit", "Settings",
         "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
         "TurnResult", "WriteOutcomeUnknownError",
     ]
