@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import cast
 
 from ..errors import ConfigurationError
+from ..redaction import redact_url
 from .database import DATABASE_FILENAME, Database
-from .postgres import PostgresDatabase, is_postgres_url, redacted_url
+from .postgres import PostgresDatabase, is_postgres_url
 
 __all__ = ["open_store"]
 
@@ -30,7 +31,7 @@ def open_store(storage_dir: Path, database_url: str | None = None, *, create: bo
         return Database(Path(storage_dir) / DATABASE_FILENAME)
     if not is_postgres_url(database_url):
         raise ConfigurationError(
-            f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redacted_url(database_url)!r}. "
+            f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redact_url(database_url)!r}. "
             "Leave it unset to keep SQLite in the storage dir."
         )
     return cast(Database, PostgresDatabase(database_url, Path(storage_dir), create=create))
