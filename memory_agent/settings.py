@@ -16,6 +16,7 @@ from compaction import CompactionSettings, CompactionSettingsError
 
 from .errors import ConfigurationError
 from .redaction import describe_value, redact_env_line, redact_url
+from .validation import check_path
 
 __all__ = ["DEFAULT_BLOCK_LIMIT", "DEFAULT_HUMAN", "DEFAULT_PERSONA", "Settings", "read_env_file"]
 
@@ -65,6 +66,7 @@ class Settings:
     """Compaction settings (COMPACTION_*)."""
 
     def __post_init__(self) -> None:
+        check_path("PERSIST_DIRECTORY (the storage dir)", self.persist_directory)
         if self.default_block_limit <= 0:
             raise ConfigurationError(
                 f"DEFAULT_BLOCK_LIMIT must be a positive number of characters, "

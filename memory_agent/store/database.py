@@ -24,6 +24,7 @@ from tenacity import (
 )
 
 from ..errors import ConfigurationError, StorageError
+from ..validation import check_path
 from .migrations import migrate
 from .savepoint import savepoint
 from .sqlite_codes import (
@@ -154,7 +155,7 @@ class Database:
     """
 
     def __init__(self, path: Path, *, allow_orphaned: bool = False) -> None:
-        self.path = Path(path)
+        self.path = check_path("The database path", path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
