@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..file_modes import private_dir, tighten
 from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
@@ -115,6 +116,8 @@ class ChromaVectorStore:
                     embeddings=[_vector(record.embedding) for record in chunk],
                     metadatas=[_metadata(record) for record in chunk],
                 )
+        if self.config.host is None:
+            tighten(self.config.path)  # segment files Chroma made for these vectors: owner-only
 
     def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
         """Nearest passages passing the filter.
@@ -215,8 +218,10 @@ def _open_client(config: VectorConfig) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if config.host:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
-    config.path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+    private_dir(config.path)
+    client = chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+    tighten(config.path)  # Chroma creates its files with the umask's modes
+    return client
 
 
 def release_embedded_store(path: Path) -> None:

@@ -43,7 +43,7 @@ def doctor(repair: bool, full: bool) -> None:
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
     if settings.database_url:
-        checks = _postgres_checks(directory, settings, repair, full)
+        checks = _postgres_checks(directory, settings, repair, full) + health.check_file_modes(directory, repair)
         _report(directory, checks)
         if not all(check.ok for check in checks):
             click.get_current_context().exit(1)
@@ -59,6 +59,7 @@ def doctor(repair: bool, full: bool) -> None:
             checks += _fts_checks(db, repair)
             if admin.list_agent_info(db):
                 checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
+    checks += health.check_file_modes(directory, repair)
     _report(directory, checks)
     if not all(check.ok for check in checks):
         click.get_current_context().exit(1)

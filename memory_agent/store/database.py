@@ -24,6 +24,7 @@ from tenacity import (
 )
 
 from ..errors import ConfigurationError, StorageError
+from ..file_modes import private_dir, private_file
 from ..validation import check_path
 from .migrations import migrate
 from .savepoint import savepoint
@@ -157,7 +158,7 @@ class Database:
     def __init__(self, path: Path, *, allow_orphaned: bool = False) -> None:
         self.path = check_path("The database path", path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
         except OSError as error:
             raise StorageError(
                 f"Cannot create the storage dir {self.path.parent}: {error.strerror or error}. "
@@ -165,6 +166,10 @@ class Database:
             ) from error
         if not allow_orphaned:
             check_not_orphaned(self.path)
+        try:
+            private_file(self.path)  # 0600 before SQLite creates it (its -wal and -shm take its mode)
+        except OSError:
+            pass  # SQLite's own open names the problem (a directory in its place, no permission, ...)
         try:
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
