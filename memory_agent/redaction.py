@@ -22,6 +22,7 @@ MASK = "***"
 _SCHEME = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*://")
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
 _USER = re.compile(r"[^:@]*")
+_DELIMITERS = re.compile(r"[\s#?/@:&=%'\"\\\[\]]+")
 SHOWN_KEYS = frozenset({
     "host", "hostaddr", "port", "dbname", "database", "user", "username", "sslmode", "connect_timeout",
     "application_name", "target_session_attrs", "gssencmode", "channel_binding", "load_balance_hosts",
@@ -31,6 +32,10 @@ SHOWN_KEYS = frozenset({
 })
 """Keywords whose values are shown; every other keyword's value (password, sslpassword, options,
 a misspelt `pasword`, ...) is masked."""
+NAMED_KEYS = SHOWN_KEYS | {"password", "sslpassword", "passfile", "options", "sslkey", "sslcertmode",
+                           "sslnegotiation", "require_auth", "krbsrvname", "gsslib", "min_protocol_version"}
+"""Keywords whose names are shown (their values masked); a word that looks like `key=value` but
+names no keyword libpq knows may be half of a password, and is masked whole."""
 
 
 def is_url(value: str) -> bool:
@@ -61,7 +66,10 @@ def redact_url(value: str) -> str:
     """
     text = str(value)
     if is_url(text):
-        return _redact_uri(text)
+        shown = _redact_uri(text)
+        for part in secret_parts(text):  # what the other reading of the URL holds secret
+            shown = shown.replace(part, MASK)
+        return shown
     if _KEY.match(text.strip()):
         return _redact_keywords(text)
     return f"<{describe_value(text)}>"
@@ -107,14 +115,14 @@ def _redact_query(query: str) -> str:
         if sep and key.strip().lower() in SHOWN_KEYS and "#" not in item:
             shown.append(item)
         else:
-            shown.append(f"{key}={MASK}" if sep and key.isidentifier() else MASK)
+            shown.append(f"{key}={MASK}" if sep and key.strip().lower() in NAMED_KEYS else MASK)
             break
     return "?" + "&".join(shown)
 
 
-def _keyword_tokens(text: str) -> list[tuple[str | None, str, int, int]]:
-    """libpq's keyword/value pairs: (key or None for a stray word, value, start, end of the value)."""
-    tokens: list[tuple[str | None, str, int, int]] = []
+def _keyword_tokens(text: str) -> list[tuple[str | None, str]]:
+    """libpq's keyword/value pairs: (key, value), or (None, word) for a word that is not `key=value`."""
+    tokens: list[tuple[str | None, str]] = []
     position = 0
     while position < len(text):
         if text[position].isspace():
@@ -132,20 +140,20 @@ def _keyword_tokens(text: str) -> list[tuple[str | None, str, int, int]]:
             end = start
             while end < len(text) and not text[end].isspace():
                 end += 1
-        tokens.append((key, text[start:end], start, end))
+        tokens.append((key, text[start:end]))
         position = max(end, position + 1)
     return tokens
 
 
 def _redact_keywords(text: str) -> str:
     pieces: list[str] = []
-    for key, value, _, _ in _keyword_tokens(text):
-        if key is None:
-            pieces.append(MASK)
-        elif key.lower() in SHOWN_KEYS:
+    for key, value in _keyword_tokens(text):
+        if key is not None and key.lower() in SHOWN_KEYS:
             pieces.append(f"{key}={value}")
-        else:
+        elif key is not None and key.lower() in NAMED_KEYS:
             pieces.append(f"{key}={MASK}")
+        else:
+            pieces.append(MASK)
     return " ".join(pieces)
 
 
@@ -157,25 +165,50 @@ def secret_parts(value: str) -> list[str]:
     parts: set[str] = set()
     if is_url(text):
         rest = text[_SCHEME.match(text).end():]  # type: ignore[union-attr]  # is_url() checked it
-        at = rest.rfind("@")
-        if at >= 0:
-            userinfo = rest[:at]
-            user = _USER.match(userinfo).group()  # type: ignore[union-attr]  # matches "" at least
-            parts.add(userinfo[len(user) + 1:])
-            rest = rest[at + 1:]
-        cut = min((index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest))
-        parts.update(rest[cut + 1:].split("&"))
-        parts.update(item.partition("=")[2] for item in rest[cut + 1:].split("&"))
-        if at < 0:
-            parts.add(rest[:cut].partition("/")[0].partition(":")[2])
+        # Credentials end at the last '@' (a password may hold '/', '?' or '#'), unless that '@' is
+        # in a query's value (`?password=a@b`): when a '?' and an '=' come before it, the URL is
+        # read both ways and what either reading holds secret is masked.
+        last, query = rest.rfind("@"), rest.find("?")
+        parts.update(_uri_parts(rest, last))
+        if 0 <= query < last and "=" in rest[query:last]:
+            end = min((index for index in map(rest.find, "/?#") if index >= 0), default=len(rest))
+            parts.update(_uri_parts(rest, rest.rfind("@", 0, end), fragment=False))
     elif _KEY.match(text.strip()):
-        for key, token, _, _ in _keyword_tokens(text):
-            if key is None or key.lower() not in SHOWN_KEYS:
-                parts.update({token, token.strip("'")})
+        for keyword, token in _keyword_tokens(text):
+            if keyword is None or keyword.lower() not in SHOWN_KEYS:
+                parts.update({keyword or "", token, token.strip("'")} - set(NAMED_KEYS))
     else:
         parts.add(text)
-    pieces = {piece for part in parts for piece in (part, *part.split())}
+    # A driver reads a malformed URL its own way (a password's `#` ends the URL for libpq, whose
+    # "host" is then half of it): every piece between delimiters is a secret part too.
+    pieces = {piece for part in parts for piece in (part, *_DELIMITERS.split(part))}
     return sorted((piece for piece in pieces if len(piece) >= 3), key=len, reverse=True)
+
+
+def _uri_parts(rest: str, at: int, *, fragment: bool = True) -> set[str]:
+    """The secret parts of a URL after its scheme, if its credentials end at position `at` (the
+    fragment too, unless the reading puts a '#' of the password there)."""
+    parts: set[str] = set()
+    if at >= 0:
+        userinfo = rest[:at]
+        user = _USER.match(userinfo).group()  # type: ignore[union-attr]  # matches "" at least
+        parts.add(userinfo[len(user) + 1:])
+        rest = rest[at + 1:]
+    cut = min((index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest))
+    if rest[cut:cut + 1] == "#" and not fragment:
+        return parts
+    items = rest[cut + 1:].split("&") if rest[cut:cut + 1] == "?" else [rest[cut + 1:]]
+    for number, item in enumerate(items):
+        name, sep, _ = item.partition("=")
+        if not (sep and name.strip().lower() in SHOWN_KEYS and "#" not in item):
+            # as in the redacted form: from here on, every name and value but libpq's own names
+            parts.update(piece for other in items[number:] for piece in other.split("=")
+                         if piece.strip().lower() not in NAMED_KEYS)
+            break
+    port = rest[:cut].partition("/")[0].partition(":")[2]
+    if at < 0 and not all(piece.isdigit() for piece in port.split(",") if piece):
+        parts.add(port)
+    return parts
 
 
 def scrub(text: str, *sources: str) -> str:

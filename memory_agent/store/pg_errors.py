@@ -36,10 +36,11 @@ class Target:
             parts = conninfo_to_dict(url)
         except Exception:  # noqa: BLE001 - a URL libpq cannot parse is reported by connect() itself
             parts = {}
-        self.host = str(parts.get("host") or "localhost")
-        self.port = str(parts.get("port") or "5432")
-        self.database = str(parts.get("dbname") or parts.get("user") or "")
-        self.user = str(parts.get("user") or "")
+        # libpq's reading of a malformed URL can put part of the password in any field: scrubbed.
+        self.host = scrub(str(parts.get("host") or "localhost"), url)
+        self.port = scrub(str(parts.get("port") or "5432"), url)
+        self.database = scrub(str(parts.get("dbname") or parts.get("user") or ""), url)
+        self.user = scrub(str(parts.get("user") or ""), url)
 
     def __str__(self) -> str:
         return f"database '{self.database}' on {self.host}:{self.port}"
