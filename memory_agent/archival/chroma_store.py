@@ -218,6 +218,7 @@ def _open_client(config: VectorConfig) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if config.host:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
+    private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it (PostgreSQL)
     private_dir(config.path)
     client = chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
     tighten(config.path)  # Chroma creates its files with the umask's modes

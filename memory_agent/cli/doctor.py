@@ -42,8 +42,9 @@ def doctor(repair: bool, full: bool) -> None:
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
+    modes = health.check_file_modes(directory, repair)  # first: opening Chroma below tightens its files
     if settings.database_url:
-        checks = _postgres_checks(directory, settings, repair, full) + health.check_file_modes(directory, repair)
+        checks = _postgres_checks(directory, settings, repair, full) + modes
         _report(directory, checks)
         if not all(check.ok for check in checks):
             click.get_current_context().exit(1)
@@ -59,7 +60,7 @@ def doctor(repair: bool, full: bool) -> None:
             checks += _fts_checks(db, repair)
             if admin.list_agent_info(db):
                 checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
-    checks += health.check_file_modes(directory, repair)
+    checks += modes
     _report(directory, checks)
     if not all(check.ok for check in checks):
         click.get_current_context().exit(1)
