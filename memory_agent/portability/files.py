@@ -97,11 +97,12 @@ def load_document(path: str | Path) -> Any:
         descriptor = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
         raise ImportFormatError(f"Cannot read {source}: {error.strerror or error}.") from error
+    found = os.fstat(descriptor)
+    if not stat.S_ISREG(found.st_mode):
+        os.close(descriptor)
+        raise ImportFormatError(f"{source} is not a regular file (a directory, a device, a FIFO or a socket); "
+                                "nothing was imported. Import an export file written by memory-agent or Letta.")
     with os.fdopen(descriptor, "rb") as stream:
-        found = os.fstat(stream.fileno())
-        if not stat.S_ISREG(found.st_mode):
-            raise ImportFormatError(f"{source} is not a regular file (a device, a FIFO or a socket); nothing was "
-                                    "imported. Import an export file written by memory-agent or Letta.")
         data = b"" if found.st_size > MAX_IMPORT_BYTES else stream.read(MAX_IMPORT_BYTES + 1)
     if found.st_size > MAX_IMPORT_BYTES or len(data) > MAX_IMPORT_BYTES:
         raise ImportFormatError(f"{source} is larger than {MAX_IMPORT_BYTES // 2**20} MiB, the most an import reads; "
