@@ -31,7 +31,7 @@ _MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 @click.option("--repair", is_flag=True,
               help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL also "
                    "missing or drifted indexes, stale tsvectors, tag rows), and a damaged vector store (moved "
-                   "aside to a backup, every passage re-embedded).")
+                   "aside to a backup, every passage re-embedded), and loose file modes (made owner-only).")
 @click.option("--full", is_flag=True,
               help="Compare every vector id with the database, not only the counts; on PostgreSQL check every "
                    "row's full-text vector and words, and run amcheck's parent check (it blocks writes meanwhile).")
