@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "loose_entries", "private_dir", "private_file", "tighten"]
+__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "ModeGuard", "loose_entries", "private_dir", "private_file", "tighten"]
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -70,3 +70,49 @@ def tighten(root: Path) -> list[Path]:
             continue  # not ours to change (another owner): doctor still reports it
         changed.append(path)
     return changed
+
+
+class ModeGuard:
+    """Keeps a directory tree that another library writes into (Chroma's) owner-only, cheaply
+    enough to run after every write: a directory whose modification time has not changed since
+    the last sweep gained no entry, so only changed directories are listed again (a sweep of an
+    unchanged tree is one stat() per directory). Files rewritten in place keep their mode."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._seen: dict[str, tuple[int, list[str]]] = {}  # directory -> (mtime_ns, its subdirectories)
+
+    def sweep(self) -> None:
+        stack = [os.fspath(self.root)]
+        while stack:
+            directory = stack.pop()
+            try:
+                found = os.stat(directory)
+            except OSError:
+                self._seen.pop(directory, None)
+                continue
+            cached = self._seen.get(directory)
+            if cached is not None and cached[0] == found.st_mtime_ns:
+                stack.extend(cached[1])
+                continue
+            _tighten_one(directory, found.st_mode)
+            subdirectories: list[str] = []
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            subdirectories.append(entry.path)
+                        elif not entry.is_symlink():
+                            _tighten_one(entry.path, entry.stat(follow_symlinks=False).st_mode)
+            except OSError:
+                continue  # removed meanwhile: the next sweep sees what is there
+            self._seen[directory] = (found.st_mtime_ns, subdirectories)
+            stack.extend(subdirectories)
+
+
+def _tighten_one(path: str, mode: int) -> None:
+    if stat.S_IMODE(mode) & _OTHERS:
+        try:
+            os.chmod(path, stat.S_IMODE(mode) & ~_OTHERS)
+        except OSError:
+            pass  # not ours to change: doctor reports it

@@ -33,7 +33,7 @@ SHOWN_KEYS = frozenset({
 """Keywords whose values are shown; every other keyword's value (password, sslpassword, options,
 a misspelt `pasword`, ...) is masked."""
 NAMED_KEYS = SHOWN_KEYS | {"password", "sslpassword", "passfile", "options", "sslkey", "sslcertmode",
-                           "sslnegotiation", "require_auth", "krbsrvname", "gsslib", "min_protocol_version"}
+                           "sslnegotiation", "require_auth", "gsslib", "min_protocol_version"}
 """Keywords whose names are shown (their values masked); a word that looks like `key=value` but
 names no keyword libpq knows may be half of a password, and is masked whole."""
 

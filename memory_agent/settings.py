@@ -15,7 +15,7 @@ from pathlib import Path
 from compaction import CompactionSettings, CompactionSettingsError
 
 from .errors import ConfigurationError
-from .redaction import describe_value, redact_env_line, redact_url
+from .redaction import MASK, describe_value, redact_env_line, redact_url
 from .validation import check_path
 
 __all__ = ["DEFAULT_BLOCK_LIMIT", "DEFAULT_HUMAN", "DEFAULT_PERSONA", "Settings", "read_env_file"]
@@ -85,7 +85,7 @@ class Settings:
         """The dataclass repr, with the API key shown only as set or not and the database URL by its
         shape (see `redaction`): reprs end up in logs."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
-        key = "'***'" if self.anthropic_api_key else "None"
+        key = repr(MASK) if self.anthropic_api_key else "None"
         url = repr(redact_url(self.database_url)) if self.database_url else "None"
         return f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key})"
 

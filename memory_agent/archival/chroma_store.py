@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..file_modes import private_dir, tighten
+from ..file_modes import ModeGuard, private_dir
 from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
@@ -46,6 +46,7 @@ class ChromaVectorStore:
         self._collections: dict[str, Any] = {}
         self._batch_size = _PAGE
         self._lock = threading.Lock()
+        self._guard = ModeGuard(config.path) if config.host is None else None
 
     # ----- connection -------------------------------------------------------------------------
 
@@ -57,7 +58,13 @@ class ChromaVectorStore:
                     client = _open_client(self.config)
                     self._batch_size = min(_PAGE, int(client.get_max_batch_size()))
                     self._client = client
+                    self._keep_private()
         return self._client
+
+    def _keep_private(self) -> None:
+        """Chroma creates its files with the umask's modes: make what it made owner-only."""
+        if self._guard is not None:
+            self._guard.sweep()
 
     def _collection(self, agent_id: str, *, create: bool) -> Any | None:
         """The agent's collection; None if it has none yet and `create` is false."""
@@ -116,8 +123,7 @@ class ChromaVectorStore:
                     embeddings=[_vector(record.embedding) for record in chunk],
                     metadatas=[_metadata(record) for record in chunk],
                 )
-        if self.config.host is None:
-            tighten(self.config.path)  # segment files Chroma made for these vectors: owner-only
+        self._keep_private()
 
     def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
         """Nearest passages passing the filter.
@@ -220,9 +226,7 @@ def _open_client(config: VectorConfig) -> Any:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
     private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it (PostgreSQL)
     private_dir(config.path)
-    client = chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
-    tighten(config.path)  # Chroma creates its files with the umask's modes
-    return client
+    return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
 
 
 def release_embedded_store(path: Path) -> None:
