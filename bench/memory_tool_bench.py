@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_agent import MemoryManager, Settings
+from memory_agent import MemoryManager, MemoryToolError, Settings
 from memory_agent.tools.memory_tool import MemoryFiles
 
 
@@ -80,9 +80,22 @@ def main() -> None:
             ]
             prompt = memory.get_system_prompt_addition()
             everything = sum(len(b.value) for b in memory.list_blocks())
+            memory.create_block("large.md", ("a line of a large file\n" * 20_000)[:400_000], limit=1_000_000)
+            absent = "z" * (50_000_000 if not args.quick else 5_000_000)
+
+            def refused(old: str) -> Callable[[], object]:
+                def attempt() -> object:  # issue 23: linear in the block, a short error whatever was sent
+                    try:
+                        return files.str_replace("/memories/large.md", old, "x")
+                    except MemoryToolError as error:
+                        return str(error)
+                return attempt
+
+            rows += [("str_replace old_str='' on 400k chars", median_ms(refused(""), repeats)),
+                     (f"str_replace of an absent {len(absent) // 10**6} MB old_str", median_ms(refused(absent), 3))]
     print(f"{blocks + 20} blocks ({blocks // 4} in the prompt), median of {repeats} runs:")
     for name, value in rows:
-        print(f"  {name:34s} {value:8.2f} ms")
+        print(f"  {name:40s} {value:8.2f} ms")
     print(f"  rendered prompt: {len(prompt):,} characters (every block's value together: {everything:,})")
 
 

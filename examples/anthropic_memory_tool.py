@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Iterator
 
 import anthropic
 
-from memory_agent import MemoryManager, Settings
+from memory_agent import MemoryManager, ModelAuthenticationError, Settings
 from memory_agent.anthropic_memory import ManagedMemoryTool
 from memory_agent.testing import (
     DUMMY_API_KEY,
@@ -64,17 +65,31 @@ def converse(client: anthropic.Anthropic, memory: MemoryManager) -> None:
     print("Journal:", ", ".join(entry.action for entry in reversed(memory.journal(limit=5))))
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
-    with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
+    settings = Settings.from_env(env_file=".env")
+    with MemoryManager(settings=settings) as memory:
         if args.offline:
             with scripted_model() as client:
                 converse(client, memory)
-        else:
-            converse(anthropic.Anthropic(), memory)
+            return 0
+        try:
+            if not settings.anthropic_api_key:
+                raise ModelAuthenticationError(None, "no API key")
+            converse(anthropic.Anthropic(api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url),
+                     memory)
+        except anthropic.APIStatusError as error:
+            if error.status_code not in (401, 403):
+                raise
+            print(f"anthropic_memory_tool: {ModelAuthenticationError(error.status_code, str(error))}", file=sys.stderr)
+            return 1
+        except ModelAuthenticationError as error:
+            print(f"anthropic_memory_tool: {error}", file=sys.stderr)
+            return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

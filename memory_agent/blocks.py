@@ -87,7 +87,9 @@ def insert_text(label: str, value: str, text: str, insert_after: str | None) -> 
     if insert_after is None or insert_after == "":
         return append_text(value, text)
     # A regex on the original string keeps positions right even where lower() changes lengths.
-    match = re.search(re.escape(insert_after), value, flags=re.IGNORECASE)
+    # re's IGNORECASE matches character for character, so a longer needle cannot occur (and
+    # compiling a needle of megabytes into a pattern would take seconds for nothing).
+    match = None if len(insert_after) > len(value) else re.search(re.escape(insert_after), value, flags=re.IGNORECASE)
     if match is None:
         raise ContentNotFoundError(label, insert_after)
     end = match.end()

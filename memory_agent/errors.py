@@ -53,6 +53,7 @@ __all__ = [
     "StaleBlockError",
     "StorageError",
     "WriteOutcomeUnknownError",
+    "preview",
 ]
 
 
@@ -84,7 +85,7 @@ class BlockError(MemoryAgentError):
 class InvalidLabelError(BlockError):
     def __init__(self, label: str) -> None:
         super().__init__(
-            f"{_preview(repr(label))} is not a valid block label. Use a name of 1-64 letters, "
+            f"{preview(repr(label))} is not a valid block label. Use a name of 1-64 letters, "
             "digits, '_', '-' or '.', or a path of such names joined by '/' (e.g. "
             "'system/human/family'; no '.' or '..' segment, at most 16 segments and 100 "
             "characters).",
@@ -149,7 +150,7 @@ class ContentNotFoundError(BlockError):
     def __init__(self, label: str, needle: str) -> None:
         self.needle = needle
         super().__init__(
-            f"The text '{_preview(needle)}' does not occur in block '{label}'; nothing was "
+            f"The text '{preview(needle)}' does not occur in block '{label}'; nothing was "
             "changed. Copy the exact text from the block, or use memory_rethink to rewrite it.",
             label,
         )
@@ -160,7 +161,7 @@ class AmbiguousContentError(BlockError):
         self.needle = needle
         self.count = count
         super().__init__(
-            f"The text '{_preview(needle)}' occurs {count} times in block '{label}'; nothing "
+            f"The text '{preview(needle)}' occurs {count} times in block '{label}'; nothing "
             "was changed. Include more surrounding text so that it matches exactly once.",
             label,
         )
@@ -236,8 +237,12 @@ class ImportFormatError(MemoryAgentError):
     """An export file is unreadable or not in a format we know."""
 
 
-def _preview(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def preview(text: str, limit: int = 80) -> str:
+    """What an error echoes of text it was sent: at most `limit` characters and the length of the
+    rest, never the whole (a 50 MB argument must not come back as a 50 MB error)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters in all)"
 
 
 class ModelAuthenticationError(MemoryAgentError):

@@ -24,6 +24,7 @@ from .archival.passage_table import agents_with_passages, state_counts
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
 from .store import consolidation_log
+from .file_modes import loose_entries, tighten
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
 from .store.passage_fts import all_fts_tables
 
@@ -33,6 +34,7 @@ __all__ = [
     "CheckStatus",
     "check_archival",
     "check_consolidations",
+    "check_file_modes",
     "check_fts",
     "check_sqlite",
     "first_line",
@@ -160,6 +162,22 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
     if report.errors:
         done += "; errors: " + "; ".join(first_line(e) for e in report.errors[:3]) + f"; {rebuild}"
     return [found, Check("archival reconcile", "ok" if report.ok else "fail", done)]
+
+
+def check_file_modes(directory: Path, repair: bool = False) -> list[Check]:
+    """Whether the storage dir and everything in it are the owner's alone (0700 / 0600); with
+    `repair`, group and other permissions are removed first."""
+    if repair:
+        changed = tighten(directory)
+        if changed and not loose_entries(directory):
+            return [Check("file modes", "ok", f"made {len(changed)} entr{'y' if len(changed) == 1 else 'ies'} "
+                          "owner-only (the storage dir 0700, its files 0600)")]
+    loose = loose_entries(directory)
+    if not loose:
+        return [Check("file modes", "ok", "the storage dir and its files are the owner's alone")]
+    shown = ", ".join(f"{path} ({mode:04o})" for path, mode in loose[:3]) + (", ..." if len(loose) > 3 else "")
+    return [Check("file modes", "fail", f"{len(loose)} entr{'y' if len(loose) == 1 else 'ies'} other local users "
+                  f"may read or change: {shown}; --repair makes the storage dir 0700 and its files 0600")]
 
 
 def first_line(error: object) -> str:

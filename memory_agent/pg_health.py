@@ -34,9 +34,10 @@ from typing import Any
 
 from .errors import StorageError
 from .health import Check, first_line
+from .redaction import redact_url, scrub
 from .store.pg_fulltext import TEXT_SEARCH_CONFIG
 from .store.pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
-from .store.postgres import PostgresDatabase, redacted_url
+from .store.postgres import PostgresDatabase
 
 __all__ = [
     "FULLTEXT_COLUMNS",
@@ -78,11 +79,15 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
     server cannot be reached)."""
     import psycopg
 
-    where = redacted_url(url)
+    where = redact_url(url)
+
+    def reason(error: BaseException) -> str:
+        return first_line(scrub(str(error), url))
+
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as error:
-        return [Check("postgresql server", "fail", f"cannot reach {where}: {first_line(error)}; --repair cannot "
+        return [Check("postgresql server", "fail", f"cannot reach {where}: {reason(error)}; --repair cannot "
                       "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs")], None
     try:
         with conn:
@@ -92,7 +97,7 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
                 if found and found[0] is not None else None
     except psycopg.Error as error:
         return [Check("postgresql server", "fail", f"{where} answers but its schema version cannot be read "
-                      f"({first_line(error)}); --repair cannot help: the user needs to read {VERSION_TABLE}")], None
+                      f"({reason(error)}); --repair cannot help: the user needs to read {VERSION_TABLE}")], None
     server = Check("postgresql server", "ok", f"PostgreSQL {version[0] if version else '(version unknown)'} at {where}")
     if row is None or row[0] is None:
         return [server], None

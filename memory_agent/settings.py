@@ -15,6 +15,8 @@ from pathlib import Path
 from compaction import CompactionSettings, CompactionSettingsError
 
 from .errors import ConfigurationError
+from .redaction import MASK, describe_value, redact_env_line, redact_url
+from .validation import check_path
 
 __all__ = ["DEFAULT_BLOCK_LIMIT", "DEFAULT_HUMAN", "DEFAULT_PERSONA", "Settings", "read_env_file"]
 
@@ -64,25 +66,27 @@ class Settings:
     """Compaction settings (COMPACTION_*)."""
 
     def __post_init__(self) -> None:
+        check_path("PERSIST_DIRECTORY (the storage dir)", self.persist_directory)
         if self.default_block_limit <= 0:
             raise ConfigurationError(
                 f"DEFAULT_BLOCK_LIMIT must be a positive number of characters, "
                 f"got {self.default_block_limit}."
             )
-        for label, limit in self.memory_character_limits.items():
+        for limit in self.memory_character_limits.values():
             if limit <= 0:
                 raise ConfigurationError(
-                    f"MEMORY_CHARACTER_LIMITS gives '{label}' the limit {limit}; "
+                    f"MEMORY_CHARACTER_LIMITS gives a label the limit {limit}; "
                     "limits must be positive."
                 )
         if not 0 < self.chroma_port < 65536:
             raise ConfigurationError(f"CHROMA_PORT must be a TCP port, got {self.chroma_port}.")
 
     def __repr__(self) -> str:
-        """The dataclass repr, with the API key shown only as set or not: reprs end up in logs."""
+        """The dataclass repr, with the API key shown only as set or not and the database URL by its
+        shape (see `redaction`): reprs end up in logs."""
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
-        key = "'***'" if self.anthropic_api_key else "None"
-        url = "'***'" if self.database_url else "None"
+        key = repr(MASK) if self.anthropic_api_key else "None"
+        url = repr(redact_url(self.database_url)) if self.database_url else "None"
         return f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key})"
 
     def block_limit_for(self, label: str) -> int:
@@ -146,12 +150,15 @@ def _compaction_settings(env: Mapping[str, str]) -> CompactionSettings:
     (the compaction package does not know this project's error hierarchy)."""
     try:
         return CompactionSettings.from_env(env)
-    except CompactionSettingsError as error:
-        raise ConfigurationError(str(error)) from None
+    except CompactionSettingsError as error:  # its text echoes the value: say it by its shape instead
+        source = error.variable or f"CompactionSettings.{error.field}"
+        raise ConfigurationError(f"{source} cannot be {describe_value(error.value)}: it must be "
+                                 f"{error.allowed}.") from None
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """Parse KEY=VALUE lines of a .env file; '#' comments and blank lines are skipped."""
+    """Parse KEY=VALUE lines of a .env file; '#' comments and blank lines are skipped. A bad line is
+    named by its number and shape, never echoed (it may be a secret pasted without its key)."""
     values: dict[str, str] = {}
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.strip()
@@ -161,7 +168,8 @@ def read_env_file(path: Path) -> dict[str, str]:
             line = line[len("export ") :]
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            raise ConfigurationError(f"{path}:{number}: expected KEY=VALUE, got '{raw}'.")
+            raise ConfigurationError(f"{path}:{number}: expected KEY=VALUE, got {redact_env_line(raw)}; nothing was "
+                                     "read. Put the variable's name and '=' in front of its value.")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
@@ -173,7 +181,8 @@ def _parse_int(name: str, value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ConfigurationError(f"{name} must be a whole number, got '{value}'.") from None
+        raise ConfigurationError(f"{name} must be a whole number, got {describe_value(value)} that is not "
+                                 "one.") from None
 
 
 def _parse_bool(name: str, value: str) -> bool:
@@ -182,7 +191,8 @@ def _parse_bool(name: str, value: str) -> bool:
         return True
     if lowered in {"0", "false", "no", "off"}:
         return False
-    raise ConfigurationError(f"{name} must be true or false, got '{value}'.")
+    raise ConfigurationError(f"{name} must be true or false (or 1/0, yes/no, on/off), got "
+                             f"{describe_value(value)}.")
 
 
 def _parse_list(value: str | None) -> tuple[str, ...]:
@@ -198,7 +208,7 @@ def _parse_limits(value: str | None) -> dict[str, int]:
         label, sep, number = item.partition("=")
         if not sep:
             raise ConfigurationError(
-                f"MEMORY_CHARACTER_LIMITS entries look like label=limit, got '{item}'."
+                f"MEMORY_CHARACTER_LIMITS entries look like label=limit, got {describe_value(item)} without '='."
             )
-        limits[label.strip()] = _parse_int(f"MEMORY_CHARACTER_LIMITS[{label.strip()}]", number)
+        limits[label.strip()] = _parse_int(f"MEMORY_CHARACTER_LIMITS entry {len(limits) + 1}", number)
     return limits

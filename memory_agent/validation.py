@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigurationError
@@ -27,6 +30,7 @@ __all__ = [
     "MIN_INT",
     "check_int",
     "check_json",
+    "check_path",
     "check_text",
     "checked_arguments",
     "checked_methods",
@@ -83,13 +87,39 @@ def check_int(name: str, value: object, *, minimum: int = MIN_INT, maximum: int 
     return value
 
 
-def check_json(name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def check_path(name: str, value: object) -> Path:
+    """`value` as a Path, if a file system can hold it: text (or a path object) of valid Unicode
+    without a NUL character, which no file system allows and Python refuses deep in `os`."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigurationError(f"{name} must be a path, got {type(value).__name__}.")
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        raise ConfigurationError(f"{name} must be a path as text, got bytes.")
+    _valid_unicode(name, text)
+    if "\0" in text:
+        raise ConfigurationError(f"{name} holds a NUL character (at position {text.index(chr(0))}), which no file "
+                                 "system allows in a path; nothing was opened. Give the directory's real path.")
+    return Path(text)
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_json(name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, strict: bool = False) -> Any:
     """Walk lists, tuples and mappings (without recursion): text must be valid Unicode, ints fit
     SQLite, mapping keys are text, nesting is at most `max_depth`. Other values pass as they are
-    (their own checks, if any, happen where they are used). Returns `value`."""
+    (their own checks, if any, happen where they are used), unless `strict`: then the value is
+    stored as JSON, and anything JSON cannot hold (a set, bytes, an object) is refused here
+    rather than by `json.dumps` halfway through a write. Returns `value`."""
     stack: list[tuple[str, Any, int]] = [(name, value, 0)]
     while stack:
         where, item, depth = stack.pop()
+        if strict and not isinstance(item, (*_JSON_SCALARS, list, tuple, Mapping)):
+            raise ConfigurationError(
+                f"{where} is a {type(item).__name__}, which cannot be stored as JSON; nothing was changed. "
+                "Use text, numbers, true/false, null, lists and objects with text keys.")
+        if strict and isinstance(item, float) and not math.isfinite(item):
+            raise ConfigurationError(f"{where} is {item}, which JSON cannot hold; nothing was changed.")
         if isinstance(item, str):
             _valid_unicode(where, item)
         elif isinstance(item, int) and not isinstance(item, bool):
@@ -112,13 +142,66 @@ def check_json(name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any
 
 # ----- checking a function's arguments by its annotations ---------------------------------------
 
+def _is_json_type(annotation: Any) -> bool:
+    """Whether a value of this annotation is plain JSON: text, numbers, flags, None, Any, and the
+    concrete `list[...]` and `dict[str, ...]` of such (abstract Sequence or Mapping may be other
+    objects on purpose)."""
+    if annotation in (*_JSON_SCALARS, Any):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, list, dict):
+        return all(_is_json_type(argument) for argument in typing.get_args(annotation))
+    return False
+
+
+def _shape_matches(annotation: Any, value: Any) -> bool:
+    """The value's outer shape is the annotation's: the right container, and for a list of
+    objects, objects in it."""
+    origin = typing.get_origin(annotation)
+    if origin is dict:
+        return isinstance(value, Mapping)
+    if origin is list:
+        inner = (typing.get_args(annotation) or (Any,))[0]
+        return isinstance(value, list) and (typing.get_origin(inner) is not dict
+                                            or all(isinstance(item, Mapping) for item in value))
+    if annotation is Any:
+        return True
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, annotation) and (annotation is bool or not isinstance(value, bool))
+
+
+def _json_checker(members: tuple[Any, ...]) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if not any(_shape_matches(member, value) for member in members):
+            wanted = " or ".join(_shape_name(member) for member in members)
+            raise ConfigurationError(f"{name} must be {wanted}, got {type(value).__name__} {_describe(value)}; "
+                                     "nothing was changed.")
+        return check_json(name, value, strict=True)
+    return check
+
+
+def _shape_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        inner = (typing.get_args(annotation) or (Any,))[0]
+        return "a list of objects" if typing.get_origin(inner) is dict else "a list"
+    if origin is dict:
+        return "an object (a dict with text keys)"
+    return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
 def _checker(annotation: Any) -> Callable[[str, Any], Any]:
     """The check for one parameter annotation: exact for text, whole numbers and flags (with or
-    without None); for anything else, `check_json` on whatever JSON-like parts it holds."""
+    without None); for plain JSON shapes (`dict[str, Any]`, `str | list[dict[str, Any]]`), the
+    shape and `check_json(strict=True)`; for anything else, `check_json` on whatever JSON-like
+    parts it holds."""
     origin = typing.get_origin(annotation)
     members = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
     optional = type(None) in members
     simple = [m for m in members if m is not type(None)]
+    if any(typing.get_origin(m) in (list, dict) for m in simple) and all(_is_json_type(m) for m in members):
+        return _json_checker(members)
     if simple == [str]:
         return lambda name, value: check_text(name, value, optional=optional)
     if simple == [int]:

@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..file_modes import PRIVATE_FILE
+
 __all__ = ["PromptFile"]
 
 
@@ -34,7 +36,9 @@ class PromptFile:
         """Replace the file's text atomically (a starting CLI never reads half a prompt)."""
         target = self.path
         partial = target.with_suffix(".partial")
-        partial.write_text(text, encoding="utf-8")
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
         os.replace(partial, target)
         return target
 

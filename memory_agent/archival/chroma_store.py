@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..file_modes import ModeGuard, private_dir
 from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
@@ -45,6 +46,7 @@ class ChromaVectorStore:
         self._collections: dict[str, Any] = {}
         self._batch_size = _PAGE
         self._lock = threading.Lock()
+        self._guard = ModeGuard(config.path) if config.host is None else None
 
     # ----- connection -------------------------------------------------------------------------
 
@@ -56,7 +58,13 @@ class ChromaVectorStore:
                     client = _open_client(self.config)
                     self._batch_size = min(_PAGE, int(client.get_max_batch_size()))
                     self._client = client
+                    self._keep_private()
         return self._client
+
+    def _keep_private(self) -> None:
+        """Chroma creates its files with the umask's modes: make what it made owner-only."""
+        if self._guard is not None:
+            self._guard.sweep()
 
     def _collection(self, agent_id: str, *, create: bool) -> Any | None:
         """The agent's collection; None if it has none yet and `create` is false."""
@@ -115,6 +123,7 @@ class ChromaVectorStore:
                     embeddings=[_vector(record.embedding) for record in chunk],
                     metadatas=[_metadata(record) for record in chunk],
                 )
+        self._keep_private()
 
     def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
         """Nearest passages passing the filter.
@@ -228,7 +237,8 @@ def _open_client(config: VectorConfig) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if config.host:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
-    config.path.mkdir(parents=True, exist_ok=True)
+    private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it (PostgreSQL)
+    private_dir(config.path)
     return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..store.database import Database
 from . import passage_table
+from .failures import vector_failure_text
 from .vector_index import VectorIndex
 
 __all__ = ["ReconcileReport", "reconcile"]
@@ -71,7 +72,7 @@ def reconcile(
             if report.missing_vectors:
                 _embed_pending(db, index, agent_id, progress, report)
         except Exception as error:  # the store could not be listed or counted
-            report.errors.append(f"{type(error).__name__}: {error}")
+            report.errors.append(vector_failure_text(error))
     with db.reading() as conn:
         report.still_pending = passage_table.pending_count(conn, agent_id)
     return report

@@ -29,6 +29,7 @@ from typing import Literal
 from ..errors import ArchivalError
 from ..store.database import Database
 from . import passage_table
+from .failures import vector_failure_text
 from .filters import PassageFilter
 from .fusion import FusionConfig, fuse
 from .keyword import KeywordMatch, keyword_search
@@ -194,8 +195,7 @@ def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth:
                 return live[:depth]
             asked = min(asked * 4, MAX_VECTOR_DEPTH)
     except Exception as error:  # any model or store failure: answer from keywords instead
-        log.warning("Vector search failed, answering from keyword search only: %s: %s",
-                    type(error).__name__, error)
+        log.warning("Vector search failed, answering from keyword search only: %s", vector_failure_text(error))
         return None
 
 

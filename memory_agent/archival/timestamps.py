@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta, timezone
 
-from ..errors import ArchivalError, MemoryAgentError
+from ..errors import ArchivalError, MemoryAgentError, preview
 from ..validation import check_text
 
 __all__ = ["Timestamp", "aware_utc_iso", "to_epoch", "to_utc_iso"]
@@ -81,5 +81,5 @@ def _parse(text: str) -> datetime | date:
         return datetime.fromisoformat(cleaned)
     except ValueError:
         raise ArchivalError(
-            f"'{text}' is not a date. Use ISO-8601, e.g. '2024-05-01' or '2024-05-01T13:30:00Z'."
+            f"'{preview(text)}' is not a date. Use ISO-8601, e.g. '2024-05-01' or '2024-05-01T13:30:00Z'."
         ) from None

@@ -23,6 +23,7 @@ from ..errors import MemoryAgentError
 from ..store.database import Database
 from . import passage_table
 from .config import VectorConfig, collection_prefix_for
+from .failures import vector_failure_text
 from .filters import PassageFilter
 from .passages import Passage
 from .timestamps import to_epoch
@@ -157,7 +158,7 @@ class VectorIndex:
             try:
                 self._write_batch(batch)
             except Exception as error:  # any store or model failure: the passages stay pending
-                message = f"{type(error).__name__}: {error}"
+                message = vector_failure_text(error)
                 log.warning("Archival vectors not written for %d passage(s), left pending: %s",
                             len(passages) - done, message)
                 return IndexResult(done, message)
@@ -187,6 +188,7 @@ class VectorIndex:
         try:
             self.store.delete(agent_id, list(passage_ids))
         except Exception as error:  # the passage is gone from SQLite; the orphan vector is harmless
-            log.warning("Archival vectors not removed (reconcile will): %s", error)
-            return f"{type(error).__name__}: {error}"
+            message = vector_failure_text(error)
+            log.warning("Archival vectors not removed (reconcile will): %s", message)
+            return message
         return None

@@ -156,8 +156,12 @@ class MemoryAgentGroup(click.Group):
 
 
 def _check_arguments(arguments: list[str]) -> None:
-    """Non-UTF-8 bytes on the command line reach Python as lone surrogates (PEP 383)."""
+    """Non-UTF-8 bytes on the command line reach Python as lone surrogates (PEP 383); a NUL (which
+    only a caller in-process can pass) would fail deep in `os` as a ValueError."""
     for position, argument in enumerate(arguments, start=1):
+        if "\0" in argument:
+            raise click.ClickException(f"Command-line argument {position} holds a NUL character; nothing was "
+                                       "changed. Give it without one.")
         try:
             argument.encode("utf-8")
         except UnicodeEncodeError:

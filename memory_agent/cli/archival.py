@@ -47,8 +47,7 @@ def remember(text: str, tags: tuple[str, ...]) -> None:
         problem = None if stored is None or stored.vector_state != "pending" else _why_pending(memory)
     emit({"id": passage_id, "vector_error": problem}, lambda: say(f"Remembered as {passage_id}"))
     if problem:
-        click.echo(f"Warning: not embedded yet, so only keyword search finds it ('memory-agent doctor' "
-                   f"retries): {problem}", err=True)
+        click.echo(f"Warning: not embedded yet, so only keyword search finds it: {problem}.", err=True)
 
 
 @click.command()

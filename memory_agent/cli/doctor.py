@@ -31,7 +31,7 @@ _MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 @click.option("--repair", is_flag=True,
               help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL also "
                    "missing or drifted indexes, stale tsvectors, tag rows), and a damaged vector store (moved "
-                   "aside to a backup, every passage re-embedded).")
+                   "aside to a backup, every passage re-embedded), and loose file modes (made owner-only).")
 @click.option("--full", is_flag=True,
               help="Compare every vector id with the database, not only the counts; on PostgreSQL check every "
                    "row's full-text vector and words, and run amcheck's parent check (it blocks writes meanwhile).")
@@ -42,8 +42,9 @@ def doctor(repair: bool, full: bool) -> None:
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
+    modes = health.check_file_modes(directory, repair)  # first: opening Chroma below tightens its files
     if settings.database_url:
-        checks = _postgres_checks(directory, settings, repair, full)
+        checks = _postgres_checks(directory, settings, repair, full) + modes
         _report(directory, checks)
         if not all(check.ok for check in checks):
             click.get_current_context().exit(1)
@@ -60,6 +61,7 @@ def doctor(repair: bool, full: bool) -> None:
             checks += health.check_consolidations(db)
             if admin.list_agent_info(db):
                 checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
+    checks += modes
     _report(directory, checks)
     if not all(check.ok for check in checks):
         click.get_current_context().exit(1)

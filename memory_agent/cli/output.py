@@ -89,8 +89,8 @@ def timestamp(value: str) -> str:
 
 
 def preview(text: str, width: int = 80) -> str:
-    """A one-line preview of stored text."""
-    flat = " ".join(text.split())
+    """A one-line preview of stored text (only its start is read: a block may hold megabytes)."""
+    flat = " ".join(text[: width * 8].split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
@@ -134,10 +134,21 @@ def print_blocks(blocks: Sequence[Block], *, title: str | None = None) -> None:
     console().print(make_table(("label", "chars", "flags", "version", "value"), rows, title=title))
 
 
+PANEL_LIMIT = 20_000
+"""Longest value drawn in a panel; a longer one is written as it is, below a heading line, since
+laying out megabytes of text in a box takes rich minutes (writing it takes milliseconds)."""
+
+
 def print_block(block: Block) -> None:
     subtitle = f"{block.chars_current}/{block.limit} chars, version {block.version}"
     if flags := _flags(block):
         subtitle += f", {flags}"
+    if len(block.value) > PANEL_LIMIT:
+        console().print(Text.assemble(Text(block.label, style="bold"), f" ({subtitle})"))
+        if block.description:
+            console().print(Text(block.description, style="italic"))
+        click.echo(block.value)
+        return
     body = Text(block.value) if block.value else Text("(empty)", style="dim")
     if block.description:
         body = Text.assemble(Text(block.description + "\n\n", style="italic"), body)

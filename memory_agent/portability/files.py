@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ from ..authors import Author
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
 from ..settings import Settings
-from ..validation import MAX_JSON_DEPTH, check_json
+from ..validation import MAX_JSON_DEPTH, check_json, check_path
 from .letta_af import is_letta_document, parse_letta
 from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
@@ -33,6 +34,7 @@ from .records import Snapshot
 from .tables import ImportReport, read_snapshot, write_snapshot
 
 __all__ = [
+    "MAX_IMPORT_BYTES",
     "ExportFormat",
     "decode_document",
     "export_memory",
@@ -42,6 +44,9 @@ __all__ = [
     "parse_document",
     "write_export",
 ]
+
+MAX_IMPORT_BYTES = 256 * 2**20
+"""The largest file `import` reads (256 MiB): parsing JSON takes several times its size in memory."""
 
 ExportFormat = Literal["json", "af"]
 FORMATS: tuple[str, ...] = ("json", "af")
@@ -82,13 +87,32 @@ def write_export(document: dict[str, Any], path: str | Path) -> Path:
 
 
 def load_document(path: str | Path) -> Any:
-    """The JSON document in a file; an unreadable or non-JSON file is an ImportFormatError."""
-    source = Path(path).expanduser()
+    """The JSON document in a file; an unreadable or non-JSON file is an ImportFormatError.
+
+    Only a regular file of at most `MAX_IMPORT_BYTES` is read: a device (/dev/zero) would be read
+    until memory runs out, and a FIFO with no writer would block forever. The file is opened
+    without blocking and checked through its descriptor, so a name swapped between a check and
+    the open cannot slip past."""
+    source = check_path("The file to import", Path(path).expanduser())
     try:
-        text = source.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise ImportFormatError(f"Cannot read {source}: {reason}.") from error
+        descriptor = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise ImportFormatError(f"Cannot read {source}: {error.strerror or error}.") from error
+    found = os.fstat(descriptor)
+    if not stat.S_ISREG(found.st_mode):
+        os.close(descriptor)
+        raise ImportFormatError(f"{source} is not a regular file (a directory, a device, a FIFO or a socket); "
+                                "nothing was imported. Import an export file written by memory-agent or Letta.")
+    with os.fdopen(descriptor, "rb") as stream:
+        data = b"" if found.st_size > MAX_IMPORT_BYTES else stream.read(MAX_IMPORT_BYTES + 1)
+    if found.st_size > MAX_IMPORT_BYTES or len(data) > MAX_IMPORT_BYTES:
+        raise ImportFormatError(f"{source} is larger than {MAX_IMPORT_BYTES // 2**20} MiB, the most an import reads; "
+                                "nothing was imported. Split the export (export agents one by one).")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ImportFormatError(f"Cannot read {source}: it is not UTF-8 text ({error.reason} at byte "
+                                f"{error.start}).") from error
     return decode_document(text, str(source))
 
 

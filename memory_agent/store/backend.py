@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import cast
 
 from ..errors import ConfigurationError
+from ..redaction import redact_url
+from ..validation import check_path
 from .database import DATABASE_FILENAME, Database
-from .postgres import PostgresDatabase, is_postgres_url, redacted_url
+from .postgres import PostgresDatabase, is_postgres_url
 
 __all__ = ["open_store"]
 
@@ -26,11 +28,12 @@ def open_store(storage_dir: Path, database_url: str | None = None, *, create: bo
     Typed as `Database` because that is the interface every caller uses: `PostgresDatabase`
     implements it structurally (its connection speaks sqlite3's calls), and the contract suite,
     run on both backends, is what holds the two to the same behaviour."""
+    storage_dir = check_path("The storage dir", storage_dir)
     if not database_url:
-        return Database(Path(storage_dir) / DATABASE_FILENAME)
+        return Database(storage_dir / DATABASE_FILENAME)
     if not is_postgres_url(database_url):
         raise ConfigurationError(
-            f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redacted_url(database_url)!r}. "
+            f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redact_url(database_url)!r}. "
             "Leave it unset to keep SQLite in the storage dir."
         )
     return cast(Database, PostgresDatabase(database_url, Path(storage_dir), create=create))

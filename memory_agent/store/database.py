@@ -24,6 +24,8 @@ from tenacity import (
 )
 
 from ..errors import ConfigurationError, StorageError
+from ..file_modes import private_dir, private_file
+from ..validation import check_path
 from .migrations import migrate
 from .savepoint import savepoint
 from .sqlite_codes import (
@@ -154,9 +156,9 @@ class Database:
     """
 
     def __init__(self, path: Path, *, allow_orphaned: bool = False) -> None:
-        self.path = Path(path)
+        self.path = check_path("The database path", path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
         except OSError as error:
             raise StorageError(
                 f"Cannot create the storage dir {self.path.parent}: {error.strerror or error}. "
@@ -164,6 +166,10 @@ class Database:
             ) from error
         if not allow_orphaned:
             check_not_orphaned(self.path)
+        try:
+            private_file(self.path)  # 0600 before SQLite creates it (its -wal and -shm take its mode)
+        except OSError:
+            pass  # SQLite's own open names the problem (a directory in its place, no permission, ...)
         try:
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
@@ -173,10 +179,12 @@ class Database:
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._depth = 0
+        self._stat_path = os.path.abspath(self.path)
         try:
             self._apply_pragmas()
             with self._lock:
-                migrate(self._conn, self._begin_immediate)
+                migrate(self._conn, self._begin_immediate, self.path)
+            self._identity = self._file_identity()
         except sqlite3.Error as error:
             self._conn.close()
             raise storage_error(self.path, error) from error
@@ -237,12 +245,38 @@ class Database:
             self._depth = 1
             try:
                 yield self._conn
+                self._check_identity()
                 self._conn.execute("COMMIT")
             except BaseException as error:
                 self._rollback()
                 raise _translated(self.path, error) from error
             finally:
                 self._depth = 0
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        """The file's device and inode (None if it cannot be seen: then the first write says why)."""
+        try:
+            found = os.stat(self._stat_path)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _check_identity(self) -> None:
+        """Refuse to COMMIT into a file that is no longer the storage dir's memory.db.
+
+        SQLite keeps writing to the file it opened: if the storage dir was removed, or memory.db
+        moved or replaced, under a running process, every write would succeed into a file nobody
+        will read again. One stat() per write transaction (a few microseconds, see
+        bench/block_edit_bench.py) makes such a write fail instead of being acknowledged."""
+        now = self._file_identity()
+        if now is not None and now == self._identity:
+            return
+        happened = "is gone (the file or the storage dir was removed)" if now is None else \
+            "was replaced by another file"
+        raise StorageError(
+            f"{self.path} {happened} while this process had it open; nothing was written. Restore the "
+            "storage dir (or put the right memory.db back) and open it again: writes to the old file "
+            "would be lost.")
 
     def _rollback(self) -> None:
         """Roll back if a transaction is open (a failed COMMIT, e.g. disk full, may leave one)."""

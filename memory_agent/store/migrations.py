@@ -359,18 +359,20 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def migrate(conn: sqlite3.Connection, begin: Callable[[], None]) -> int:
+def migrate(conn: sqlite3.Connection, begin: Callable[[], None], where: object = "The database") -> int:
     """Apply every migration the database has not seen; returns the final version.
 
     `begin` opens a write transaction (BEGIN IMMEDIATE with retries) so that two processes
-    opening a fresh database at once cannot both run the same migration.
+    opening a fresh database at once cannot both run the same migration. `where` names the file
+    in errors.
     """
     while True:
         current = schema_version(conn)
         if current > SCHEMA_VERSION:
             raise StorageError(
-                f"The database is at schema version {current}, newer than this memory-agent "
-                f"understands ({SCHEMA_VERSION}). Upgrade memory-agent."
+                f"{where} is at schema version {current}, newer than this memory-agent "
+                f"understands ({SCHEMA_VERSION}); nothing was changed. Upgrade memory-agent, or restore "
+                "the file from a backup made by this version."
             )
         if current == SCHEMA_VERSION:
             return current
@@ -379,18 +381,19 @@ def migrate(conn: sqlite3.Connection, begin: Callable[[], None]) -> int:
             # Re-read inside the lock: another process may have migrated meanwhile.
             current = schema_version(conn)
             if current < SCHEMA_VERSION:
-                _run_in_transaction(conn, MIGRATIONS[current], current + 1)
+                _run_in_transaction(conn, MIGRATIONS[current], current + 1, where)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
 
 
-def _run_in_transaction(conn: sqlite3.Connection, migration: Migration, version: int) -> None:
+def _run_in_transaction(conn: sqlite3.Connection, migration: Migration, version: int, where: object) -> None:
     try:
         migration(conn)
     except sqlite3.Error as error:
-        raise StorageError(f"Migration {migration.__name__} failed: {error}") from error
+        raise StorageError(f"Migration {migration.__name__} of {where} failed: {error}; nothing was "
+                           "changed. Run 'memory-agent doctor' for a report.") from error
     conn.execute(f"PRAGMA user_version = {version}")
 
 

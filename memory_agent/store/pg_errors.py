@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from ..errors import StorageError
+from ..redaction import redact_url, scrub
 
 __all__ = ["Target", "connect_error", "server_condition"]
 
@@ -35,10 +36,11 @@ class Target:
             parts = conninfo_to_dict(url)
         except Exception:  # noqa: BLE001 - a URL libpq cannot parse is reported by connect() itself
             parts = {}
-        self.host = str(parts.get("host") or "localhost")
-        self.port = str(parts.get("port") or "5432")
-        self.database = str(parts.get("dbname") or parts.get("user") or "")
-        self.user = str(parts.get("user") or "")
+        # libpq's reading of a malformed URL can put part of the password in any field: scrubbed.
+        self.host = scrub(str(parts.get("host") or "localhost"), url)
+        self.port = scrub(str(parts.get("port") or "5432"), url)
+        self.database = scrub(str(parts.get("dbname") or parts.get("user") or ""), url)
+        self.user = scrub(str(parts.get("user") or ""), url)
 
     def __str__(self) -> str:
         return f"database '{self.database}' on {self.host}:{self.port}"
@@ -47,9 +49,13 @@ class Target:
 _SERVER_MESSAGE = re.compile(r"FATAL:\s+(.*)")
 
 
-def connect_error(display: str, target: Target, error: BaseException) -> StorageError:
-    """One StorageError for a connection that could not be made: the cause, then what to do."""
-    text = str(error)
+def connect_error(url: str, target: Target, error: BaseException) -> StorageError:
+    """One StorageError for a connection that could not be made: the cause, then what to do.
+
+    libpq's text may quote the URL it could not parse (an IPv6 host missing its bracket) or the
+    word of a password it read as a keyword: it is scrubbed of every secret part first."""
+    display = redact_url(url)
+    text = scrub(str(error), url)
     fatal = _SERVER_MESSAGE.search(text)
     reason = (fatal.group(1) if fatal else text.rsplit("failed: ", 1)[-1]).strip().splitlines()[0]
     if "does not exist" in reason and "database" in reason:
@@ -74,6 +80,9 @@ def connect_error(display: str, target: Target, error: BaseException) -> Storage
                   "the network lets this host reach it.")
     elif "starting up" in reason or "shutting down" in reason or "recovery" in reason:
         advice = "The server is starting, stopping or recovering: try again in a moment."
+    elif "connection info string" in text or "URI" in text or "invalid" in text:
+        advice = ("libpq cannot read the URL: percent-encode special characters of the password (# ? / @ : and "
+                  "space), close an IPv6 host's [brackets], and quote keyword values holding spaces.")
     else:
         advice = ("Check MEMORY_DATABASE_URL (--database-url: host, port, user, database) and that the server "
                   "runs.")

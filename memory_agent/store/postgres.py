@@ -25,15 +25,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, StorageError, WriteOutcomeUnknownError
+from ..redaction import redact_url
 from .dialect import translate
 from .pg_errors import Target, connect_error, server_condition
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 from .savepoint import savepoint
 
-__all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postgres_url", "redacted_url"]
+__all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postgres_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,21 +50,10 @@ COMMIT_SETTLE_S = 5.0
 
 
 def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and urlsplit(str(url)).scheme in ("postgresql", "postgres")
-
-
-def redacted_url(url: str) -> str:
-    """The URL without its password, in the user part or the query (errors and reprs must never
-    show a secret)."""
-    parts = urlsplit(url)
-    if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key == "password" for key, _ in query):
-        parts = parts._replace(query=urlencode([(k, "***" if k == "password" else v) for k, v in query], safe="*"))
-    return urlunsplit(parts)
+    """Whether the URL names a PostgreSQL server (by its scheme alone: a URL that is not valid,
+    an IPv6 host missing its bracket say, is the driver's to refuse, in words that name it)."""
+    scheme = str(url or "").strip().partition("://")
+    return bool(scheme[1]) and scheme[0].lower() in ("postgresql", "postgres")
 
 
 def _psycopg() -> Any:
@@ -201,7 +190,7 @@ class PostgresDatabase:
 
     def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
         self.url = url
-        self.display = redacted_url(url)
+        self.display = redact_url(url)
         self.path = Path(storage_dir) / "postgresql"
         self._lock = threading.RLock()
         self._depth = 0
@@ -228,7 +217,7 @@ class PostgresDatabase:
             return psycopg.connect(self.url, autocommit=True, row_factory=_row_factory,
                                    connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as error:
-            raise connect_error(self.display, self.target, error) from None
+            raise connect_error(self.url, self.target, error) from None
 
     def _usable(self) -> PostgresConnection:
         """The connection, reopened if the server dropped it (a restart, a network cut); never after

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from anyio.to_thread import run_sync
 
 from ..authors import Author
-from ..errors import MemoryAgentError
+from ..errors import MemoryAgentError, preview
 from ..manager import ToolOutcome
 from ..validation import check_text
 from .archival import ARCHIVAL_TOOLS
@@ -55,7 +55,7 @@ def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any],
         spec = find_tool(name)
         if spec is None:
             known = ", ".join(s.name for s in ALL_TOOLS)
-            return ToolOutcome(f"Unknown memory tool '{name}'. Known tools: {known}.", is_error=True)
+            return ToolOutcome(f"Unknown memory tool '{preview(name, 64)}'. Known tools: {known}.", is_error=True)
         clean = validate_arguments(spec, arguments)
         target = check_text("agent_id", agent_id, optional=True) or memory.agent_id
         with memory.acting_as(Author.model(target)):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, preview
 from ..validation import check_json
 
 if TYPE_CHECKING:
@@ -68,9 +68,8 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
         raise ToolArgumentError(f"{spec.name} is missing required argument(s): {', '.join(missing)}.")
     unknown = sorted(set(arguments) - set(spec.properties))
     if unknown:
-        raise ToolArgumentError(
-            f"{spec.name} does not take {', '.join(unknown)}; it takes {', '.join(spec.properties)}."
-        )
+        named = ", ".join(preview(str(key), 64) for key in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        raise ToolArgumentError(f"{spec.name} does not take {named}; it takes {', '.join(spec.properties)}.")
     clean: dict[str, Any] = {}
     for name, value in arguments.items():
         if value is None:

@@ -69,3 +69,11 @@ def test_anthropic_memory_tool_offline_twice(tmp_path: Path) -> None:
     assert "result: File created successfully" in first.stdout
     journal = [line for line in second.stdout.splitlines() if line.startswith("Journal:")]
     assert journal == [line for line in first.stdout.splitlines() if line.startswith("Journal:")]
+
+
+def test_anthropic_memory_tool_without_a_key_exits_non_zero_with_one_line(tmp_path: Path) -> None:
+    """Like the quickstart: no ANTHROPIC_API_KEY in the isolated environment is one line, no traceback."""
+    done = _run("anthropic_memory_tool.py", tmp_path / "store", offline=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "ANTHROPIC_API_KEY" in done.stderr
+    assert "Traceback" not in done.stderr and "Claude:" not in done.stdout

@@ -12,10 +12,11 @@ import pytest
 
 from memory_agent import MemoryManager
 from memory_agent.errors import ConfigurationError, StorageError
+from memory_agent.redaction import redact_url
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
 from memory_agent.store.pg_schema import PG_SCHEMA_VERSION
-from memory_agent.store.postgres import PostgresDatabase, redacted_url
+from memory_agent.store.postgres import PostgresDatabase
 from memory_agent.testing.postgres_cluster import PostgresCluster
 
 # Columns PostgreSQL has for its own reasons (see store.pg_schema): the generated full-text
@@ -85,7 +86,7 @@ def test_errors_never_show_the_password(postgres_cluster: PostgresCluster, tmp_p
     with pytest.raises(StorageError) as caught:
         open_store(tmp_path, url)
     assert "s3cret-pw" not in str(caught.value) and "nobody:***@" in str(caught.value)
-    assert redacted_url(url) == f"postgresql://nobody:***@127.0.0.1:{postgres_cluster.port}/no_such_database"
+    assert redact_url(url) == f"postgresql://nobody:***@127.0.0.1:{postgres_cluster.port}/no_such_database"
 
 
 def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:

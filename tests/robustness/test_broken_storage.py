@@ -299,3 +299,85 @@ def test_a_damaged_hnsw_segment_is_found_and_rebuilt_with_the_managers_embedding
         hits = memory.archival_memory_search("topic 3", mode="vector", limit=3)
         assert hits and not any(hit.degraded for hit in hits) and hits[0].vector_rank == 1
         assert memory.archival.index.store.count("ada") == 3000
+
+
+# ----- the file under a running store ---------------------------------------------------------
+
+WRITES: dict[str, Callable[[MemoryManager], object]] = {
+    "create_block": lambda m: m.create_block("fresh", "a new block"),
+    "core_memory_append": lambda m: m.core_memory_append("human", "Likes tea."),
+    "update_block": lambda m: m.update_block("persona", value="Rewritten."),
+    "store_message": lambda m: m.store_message("user", "hello after the loss"),
+    "archival_memory_insert": lambda m: m.archival_memory_insert("A passage after the loss"),
+    "set_agent_state": lambda m: m.set_agent_state({"session": "s-1"}),
+    "memory tool create": lambda m: m.execute_tool("memory", {"command": "create", "path": "/memories/new.md",
+                                                              "file_text": "x"}),
+}
+
+
+def _remove_storage_dir(storage: Path) -> None:
+    for path in sorted(storage.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    storage.rmdir()
+
+
+def _replace_database(storage: Path) -> None:
+    replacement = storage.parent / "other" / "memory.db"
+    with MemoryManager(storage.parent / "other", agent_id="someone-else"):
+        pass
+    for suffix in ("", "-wal", "-shm"):
+        (storage / f"memory.db{suffix}").unlink(missing_ok=True)
+    replacement.rename(storage / "memory.db")
+
+
+@pytest.mark.sqlite_only(reason="the identity of the SQLite file in the storage dir; PostgreSQL keeps no database "
+                         "file there (a dropped database is in test_broken_postgres.py)")
+@pytest.mark.parametrize("loss", [_remove_storage_dir, _replace_database], ids=["dir removed", "file replaced"])
+def test_no_write_is_acknowledged_into_a_file_that_is_gone(tmp_path: Path, loss: Callable[[Path], None]) -> None:
+    storage = tmp_path / "store"
+    memory = MemoryManager(storage, agent_id="ada", embedding_function=HashEmbedding())
+    memory.core_memory_append("human", "Before the loss.")
+    loss(storage)
+    for name, write in WRITES.items():
+        if name == "memory tool create":
+            outcome = write(memory)
+            assert outcome.is_error and str(storage / "memory.db") in outcome.text, (name, outcome)  # type: ignore[attr-defined]
+            continue
+        with pytest.raises(StorageError, match="while this process had it open") as raised:
+            write(memory)
+        assert str(storage / "memory.db") in str(raised.value), name
+    memory.close()
+    if (storage / "memory.db").exists():  # replaced: the other store holds none of the writes
+        with MemoryManager(storage, agent_id="someone-else") as other:
+            assert other.list_agents() == ["someone-else"]
+    else:
+        assert not storage.exists()
+
+
+@pytest.mark.sqlite_only(reason="a SQLite header (user_version) written by hand; PostgreSQL's newer schema is in "
+                         "tests/integration/test_postgres_store.py")
+def test_a_newer_schema_version_names_the_file(store: Path) -> None:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(store / "memory.db")) as conn:
+        conn.execute("PRAGMA user_version = 99")
+        conn.commit()
+    with pytest.raises(StorageError, match="schema version 99") as raised:
+        MemoryManager(store, agent_id="ada")
+    assert str(store / "memory.db") in str(raised.value)
+    error = one_line_error(run(store, "blocks", "list"))
+    assert str(store / "memory.db") in error and "Upgrade memory-agent" in error
+
+
+def test_remember_into_a_damaged_chroma_names_the_repair(store_with_model: Path) -> None:
+    store = store_with_model
+    with (store / "chroma" / "chroma.sqlite3").open("wb") as handle:
+        handle.write(os.urandom(4096))  # not even SQLite's magic string: Chroma's Rust side fails to start
+    result = run(store, "remember", "Passage after the damage")
+    assert result.exit_code == 0, result.output
+    warning = result.stderr.strip().splitlines()
+    assert len(warning) == 1 and "memory-agent doctor --repair" in warning[0], result.stderr
+    assert "AttributeError" not in warning[0] and "RustBindings" not in warning[0]
+    assert run(store, "doctor", "--repair").exit_code == 0
+    hits = json.loads(run(store, "--json", "recall", "Passage after the damage", "--mode", "vector").stdout)
+    assert hits and not any(hit["degraded"] for hit in hits)

@@ -12,6 +12,7 @@ examples per door; the slow-marked variants run many more.
 from __future__ import annotations
 
 import json
+import os
 import string
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -133,8 +134,15 @@ API_CALLS: dict[str, Callable[..., Any]] = {
     "archival_memory_delete": lambda m, a, b, c: m.archival_memory_delete(a),
     "get_block": lambda m, a, b, c: m.get_block(a),
     "undo_block": lambda m, a, b, c: m.undo_block(a),
+    "set_agent_state": lambda m, a, b, c: m.set_agent_state(a),
+    "store_message content": lambda m, a, b, c: m.store_message("user", a),
 }
-API_ARGUMENTS = st.one_of(JSONISH, st.sampled_from(["notes", "human", "persona"]))
+# Values JSON cannot hold, alone and inside JSON-like ones: what a Python caller may pass by mistake.
+NOT_JSON = st.one_of(st.sets(st.integers(0, 3), max_size=3), st.frozensets(TEXT, max_size=2), st.builds(object),
+                     st.complex_numbers(max_magnitude=10), st.just(float("inf")), st.just(float("nan")))
+API_ARGUMENTS = st.one_of(JSONISH, st.sampled_from(["notes", "human", "persona"]), NOT_JSON,
+                          st.lists(st.one_of(NOT_JSON, INTS, JSONISH), max_size=3),
+                          st.dictionaries(TEXT, st.one_of(NOT_JSON, JSONISH), max_size=3))
 
 
 @pytest.mark.parametrize("examples", EXAMPLES)
@@ -381,3 +389,117 @@ def test_settings_repr_never_shows_the_api_key() -> None:
     assert settings_.anthropic_api_key == secret
     assert secret not in repr(settings_) and secret not in str(settings_)
     assert "anthropic_api_key='***'" in repr(settings_)
+
+
+# ----- cases found by hand: each becomes one of our errors ------------------------------------
+
+def test_values_json_cannot_hold_are_refused_before_anything_is_written(memory: MemoryManager,
+                                                                         witness: Database) -> None:
+    before = store_snapshot(witness)
+    for call, message in [
+        (lambda: memory.store_message("user", [1, 2]), "must be str or a list of objects"),
+        (lambda: memory.store_message("user", [{"type": "text", "text": "x"}, "y"]), "list of objects"),
+        (lambda: memory.set_agent_state({"k": {1, 2}}), "is a set, which cannot be stored as JSON"),
+        (lambda: memory.set_agent_state({"k": [object()]}), "cannot be stored as JSON"),
+        (lambda: memory.set_agent_state({"k": float("nan")}), "JSON cannot hold"),
+        (lambda: memory.set_agent_state([("k", 1)]), "must be an object"),  # type: ignore[arg-type]
+    ]:
+        with pytest.raises(MemoryAgentError, match=message):
+            call()
+    assert store_snapshot(witness) == before
+
+
+@pytest.mark.sqlite_only(reason="refused while the path or URL is read, before any store is opened")
+@pytest.mark.parametrize("open_it", [
+    lambda tmp: MemoryManager(tmp / "st\0re", agent_id="ada"),
+    lambda tmp: Settings.from_env({"PERSIST_DIRECTORY": f"{tmp}/st\0re"}, env_file=None),
+    lambda tmp: MemoryManager(tmp, agent_id="ada", database_url="postgresql://ada:pw@[::1/memory"),
+    lambda tmp: MemoryManager(tmp, agent_id="ada", database_url="postgresql://ada:pw@::1]:5/memory"),
+    lambda tmp: MemoryManager(tmp, agent_id="ada", database_url="postgresql://ada:pw@[zz::1]/memory"),
+], ids=["NUL in the storage dir", "NUL in PERSIST_DIRECTORY", "IPv6 missing ']'", "IPv6 missing '['",
+        "IPv6 not an address"])
+def test_bad_storage_paths_and_urls_are_our_errors(tmp_path: Path, open_it: Callable[[Path], Any]) -> None:
+    with pytest.raises(MemoryAgentError) as raised:
+        open_it(tmp_path)
+    assert "pw" not in str(raised.value).replace("password", "")
+    result = CliRunner().invoke(cli, ["--storage-dir", f"{tmp_path}/st\0re", "blocks", "list"])
+    assert result.exit_code == 1 and "NUL" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+TOOL_ECHO_LIMIT = 2_000
+"""Longest error text any tool gives back for an argument of megabytes (a short prefix is quoted)."""
+
+
+def test_tool_errors_quote_only_a_prefix_of_what_was_sent(memory: MemoryManager, witness: Database) -> None:
+    huge = "q" * 1_000_000
+    before = store_snapshot(witness)
+    for spec in ALL_TOOLS:
+        for field, schema in spec.properties.items():
+            if schema.get("type", "string") != "string":
+                continue
+            arguments = {name: "notes" for name in spec.required} | {field: huge}
+            if spec.name == "memory":
+                arguments |= {"command": "str_replace", "path": "/memories/notes", "old_str": "x", "new_str": "y"}
+                arguments[field] = huge
+            outcome = memory.execute_tool(spec.name, arguments)
+            if outcome.is_error:
+                assert len(outcome.text) <= TOOL_ECHO_LIMIT, (spec.name, field, outcome.text[:300])
+            else:  # accepted (a passage of megabytes is fine): the refusals after it start from here
+                before = store_snapshot(witness)
+    assert store_snapshot(witness) == before
+    for name, arguments in [("no_such_tool" + huge, {}), ("core_memory_append", {"label": "notes", "content": "x",
+                                                                                   huge: 1})]:
+        outcome = memory.execute_tool(name, arguments)
+        assert outcome.is_error and len(outcome.text) <= TOOL_ECHO_LIMIT
+
+
+def test_str_replace_on_a_large_block_answers_in_linear_time_and_short_text(memory: MemoryManager) -> None:
+    """old_str="" occurs between every two characters: found once per line, listed briefly."""
+    value = ("a line of the large block\n" * 16_000)[:400_000]
+    memory.create_block("large", value, limit=1_000_000)
+    memory.update_block("large", in_prompt=False)
+    empty = memory.execute_tool("memory", {"command": "str_replace", "path": "/memories/large", "old_str": "",
+                                           "new_str": "x"})
+    assert empty.is_error and "Multiple occurrences" in empty.text and "in lines: 1, 2, 3," in empty.text
+    assert len(empty.text) <= TOOL_ECHO_LIMIT
+    absent = memory.execute_tool("memory", {"command": "str_replace", "path": "/memories/large",
+                                            "old_str": "z" * 50_000_000, "new_str": "x"})
+    assert absent.is_error and "did not appear verbatim" in absent.text and "50,000,000 characters" in absent.text
+    assert len(absent.text) <= TOOL_ECHO_LIMIT
+    assert memory.get_block("large").value == value
+
+
+@pytest.mark.sqlite_only(reason="refused before the file is read, so before any store is opened")
+def test_import_reads_only_regular_files_of_bounded_size(tmp_path: Path) -> None:
+    from memory_agent.portability.files import MAX_IMPORT_BYTES
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # no writer: opening it for reading the ordinary way would block forever
+    sparse = tmp_path / "huge.json"
+    with sparse.open("wb") as handle:
+        handle.truncate(MAX_IMPORT_BYTES + 1)
+    settings_ = Settings(persist_directory=tmp_path / "target")
+    for source, message in [(Path("/dev/zero"), "not a regular file"), (fifo, "not a regular file"),
+                            (tmp_path, "not a regular file"), (sparse, "larger than 256 MiB")]:
+        with pytest.raises(MemoryAgentError, match=message):
+            import_file(source, tmp_path / "target", settings=settings_)
+        result = CliRunner().invoke(cli, ["--storage-dir", str(tmp_path / "target"), "import", str(source)])
+        assert result.exit_code == 1 and message in result.stderr, result.output
+    assert not (tmp_path / "target" / "memory.db").exists()
+
+
+def test_printing_a_large_value_is_as_fast_as_writing_it(memory: MemoryManager, tmp_path: Path) -> None:
+    """Beyond a panel's worth the value is written as it is under a heading line (rich laid 50 MB
+    out in minutes); bench/cli_latency_bench.py measures it."""
+    storage = memory.storage_dir
+    memory.close()
+    value = "".join(f"line {n} [bold]not markup[/bold]\n" for n in range(60_000))  # 2 MB
+    source = tmp_path / "value.txt"
+    source.write_text(value, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--storage-dir", str(storage), "--agent", "ada", "blocks", "create", "big",
+                                      "--limit", "10000000"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, ["--storage-dir", str(storage), "--agent", "ada", "blocks", "set", "big",
+                                      "--file", str(source)])
+    assert result.exit_code == 0, result.output
+    assert value in result.stdout and "Updated block 'big'" in result.stdout

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...errors import MemoryToolError
+from ...errors import MemoryToolError, preview
 from ...memory_paths import format_size
 
 __all__ = [
@@ -94,28 +94,51 @@ def directory_view(path: str, files: Mapping[str, int]) -> str:
     return header + "\n" + "\n".join(lines)
 
 
+ECHO_LIMIT = 200
+"""Most characters of `old_str` an error quotes back (the model sent the rest; it need not read it again)."""
+LINES_LISTED = 50
+"""Most line numbers a "multiple occurrences" error lists."""
+
+
 def replace_once(path: str, content: str, old: str, new: str) -> tuple[str, str]:
     """Replace `old`, which must occur exactly once: the new content, and the result text
-    (a snippet of the changed place with line numbers)."""
-    count = content.count(old)
-    if count == 0:
-        raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}.",
-                              path)
-    if count > 1:
-        lines, start = [], 0
-        while (position := content.find(old, start)) != -1:
-            lines.append(content[:position].count("\n") + 1)
-            start = position + 1
+    (a snippet of the changed place with line numbers).
+
+    Linear in the size of the block whatever `old` is (an empty `old_str` occurs between every
+    two characters: the occurrences are walked once, counting newlines as the walk goes)."""
+    first = content.find(old)
+    if first == -1:
+        raise MemoryToolError(f"No replacement was performed, old_str `{preview(old, ECHO_LIMIT)}` did not appear "
+                              f"verbatim in {path}.", path)
+    if (content.find(old, first + len(old)) != -1) if old else bool(content):
         raise MemoryToolError(
-            f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
-            f"{', '.join(map(str, lines))}. Please ensure it is unique", path)
-    changed_line = content[: content.find(old)].count("\n")
-    replaced = content.replace(old, new)
+            f"No replacement was performed. Multiple occurrences of old_str `{preview(old, ECHO_LIMIT)}` in lines: "
+            f"{_occurrence_lines(content, old)}. Please ensure it is unique", path)
+    changed_line = content.count("\n", 0, first)
+    replaced = content[:first] + new + content[first + len(old):]
     new_lines = replaced.split("\n")
-    first, last = max(0, changed_line - 2), min(len(new_lines), changed_line + 3)
-    snippet = _numbered(new_lines[first:last], first + 1)
+    start, stop = max(0, changed_line - 2), min(len(new_lines), changed_line + 3)
+    snippet = _numbered(new_lines[start:stop], start + 1)
     return replaced, ("The memory file has been edited. Here is the snippet showing the change "
                       "(with line numbers):\n" + snippet)
+
+
+def _occurrence_lines(content: str, old: str) -> str:
+    """The numbers of the lines where `old` starts, each once, at most `LINES_LISTED` of them."""
+    lines: list[int] = []
+    line, counted, position = 1, 0, content.find(old)
+    while position != -1 and len(lines) <= LINES_LISTED:
+        line += content.count("\n", counted, position)
+        counted = position
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        if old:  # occurrences that do not overlap, as str.count counts them
+            position = content.find(old, position + len(old))
+        else:  # "" occurs at every position: one per line is enough
+            next_line = content.find("\n", position)
+            position = -1 if next_line == -1 else next_line + 1
+    shown = ", ".join(map(str, lines[:LINES_LISTED]))
+    return shown + (", ..." if len(lines) > LINES_LISTED else "")
 
 
 def insert_lines(path: str, content: str, line: int, text: str) -> str:
