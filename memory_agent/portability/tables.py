@@ -35,6 +35,7 @@ from ..core_memory import (
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..labels import validate_label
 from ..recall import insert_message_row, insert_summary_row
+from ..reserved_names import section_tags_in
 from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
@@ -79,6 +80,9 @@ class ImportReport:
     """What the file held that has no counterpart here, by kind (tools, tool_rules, skills, ...)."""
     tools_provided: list[str] = field(default_factory=list)
     """The file's tools that this project's memory tools provide under the same name."""
+    warnings: list[str] = field(default_factory=list)
+    """What was imported as it is but deserves a look (a system prompt holding the prompt's own
+    section tags, which a model may take for the real sections)."""
 
 
 # ----- reading ------------------------------------------------------------------------------
@@ -368,6 +372,11 @@ def _write_agent_state(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMa
             letta["groups"] = [_mapped_group(group, maps) for group in letta["groups"] if isinstance(group, dict)]
         write_state(conn, target, {BASE_PROMPT_KEY: agent.system_prompt or None, LETTA_KEY: letta or None})
         report.system_prompts += bool(agent.system_prompt)
+        if tags := section_tags_in(agent.system_prompt or ""):
+            report.warnings.append(
+                f"The system prompt of agent '{target}' holds {', '.join(f'<{tag}>' for tag in tags)}, "
+                "a section memory-agent writes itself; a model may take that text for the real section. "
+                "Review the prompt and remove or rename those tags.")
 
 
 def _mapped_group(group: dict[str, Any], maps: _IdMaps) -> dict[str, Any]:

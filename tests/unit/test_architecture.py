@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compaction",),
     ("memory_agent.errors", "memory_agent.validation", "memory_agent.labels", "memory_agent.memory_paths",
      "memory_agent.blocks", "memory_agent.settings", "memory_agent.rendering", "memory_agent.turn_context",
+     "memory_agent.reserved_names",
      "memory_agent.testing"),
     ("memory_agent.store",),
     ("memory_agent.core_memory", "memory_agent.recall", "memory_agent.archival", "memory_agent.compactor",
