@@ -275,6 +275,14 @@ def _check_attachments(snapshot: Snapshot, agents: set[str], blocks: Mapping[str
         if (link.agent_id, link.label) in labels:
             raise ImportFormatError(f"Agent '{link.agent_id}' has two blocks labelled '{link.label}'.")
         labels.add((link.agent_id, link.label))
+    for agent_id, label in sorted(labels):
+        segments = label.split("/")
+        for depth in range(1, len(segments)):
+            if (agent_id, parent := "/".join(segments[:depth])) in labels:
+                raise ImportFormatError(
+                    f"Agent '{agent_id}' has a block '{parent}' and a block '{label}': '{parent}' would be a file "
+                    f"and a directory at once. Rename one of them in the file (e.g. '{parent}' to "
+                    f"'{parent}/index') before importing it.")
 
 
 def _check_block(block: BlockRecord) -> None:

@@ -139,7 +139,7 @@ def test_public_names_are_pinned() -> None:
         "AgentNotFoundError", "AmbiguousContentError", "ArchivalError", "Block", "BlockError",
         "BlockExistsError", "BlockLimitExceededError", "BlockNotAttachedError", "BlockNotFoundError",
         "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
-        "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
+        "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry", "LabelConflictError",
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
         "ModelAuthenticationError", "NewPassage", "NothingToUndoError", "Passage", "ReadOnlyBlockError",
         "RebuildReport", "ReconcileReport", "SQLiteSessionStore", "SearchHit", "Settings",
