@@ -233,7 +233,8 @@ def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block:
     if len(value) > limit:
         snapshot.notes.limits_raised.append({"label": label, "limit": limit, "raised_to": len(value)})
         limit = len(value)
-    ours = block.get("metadata") if isinstance(block.get("metadata"), Mapping) else {}
+    metadata = block.get("metadata")
+    ours: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
     block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
     snapshot.blocks.append(BlockRecord(
         block_id=block_ids[letta_id], label=label, value=value, limit=limit,
