@@ -217,6 +217,9 @@ def validate_snapshot(snapshot: Snapshot) -> None:
         if version.version < 1:
             raise ImportFormatError(f"A history row of block '{version.block_id}' has version {version.version}; "
                                     "versions start at 1.")
+        if version.limit <= 0:
+            raise ImportFormatError(f"Version {version.version} of block '{version.block_id}' has limit "
+                                    f"{version.limit}; a limit is a positive number of characters.")
     _check_attachments(snapshot, agents, blocks)
     owners: list[MessageRecord | SummaryRecord | PassageRecord] = [
         *snapshot.messages, *snapshot.summaries, *snapshot.passages]
@@ -228,6 +231,7 @@ def validate_snapshot(snapshot: Snapshot) -> None:
         if not isinstance(message.content, (str, list)):
             raise ImportFormatError(f"Message {message.message_id} has content that is neither text "
                                     "nor a list of content blocks.")
+    _prepared_passages(snapshot)
     message_ids = Counter((message.agent_id, str(message.message_id)) for message in snapshot.messages)
     for summary in snapshot.summaries:
         for end in (summary.first_message_id, summary.last_message_id):
