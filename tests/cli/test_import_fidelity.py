@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from backends import OtherEnviron, backend_environ
 from click.testing import Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_agent import (
     BlockExistsError,
@@ -28,7 +30,7 @@ from memory_agent import (
     MemoryManager,
     Settings,
 )
-from memory_agent.portability import export_memory, import_file, project_json
+from memory_agent.portability import export_memory, import_file, parse_document, project_json
 from memory_agent.store.backend import open_store as open_database
 from memory_agent.store.snapshot import store_snapshot
 from memory_agent.tools.memory_tool import MemoryFiles
@@ -116,6 +118,29 @@ def test_a_letta_flag_written_as_a_boolean_or_left_out_is_read(tmp_path: Path,
     with MemoryManager(agent_id="sam", settings=settings) as memory:
         assert {b.label: b.read_only for b in memory.list_blocks()} == {"human": True, "persona": False,
                                                                        "notes": False}
+
+
+_ANY = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(), st.floats(),
+                              st.sampled_from(["false", "true", "0", "1", "", "100"])),
+                    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+                    max_leaves=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(read_only=_ANY, limit=_ANY, in_prompt=_ANY, version=_ANY)
+def test_a_letta_block_field_is_read_exactly_as_written_or_refused(read_only: Any, limit: Any, in_prompt: Any,
+                                                                    version: Any) -> None:
+    metadata = {"memory_agent_in_prompt": in_prompt, "memory_agent_version": version}
+    document = _letta([{"id": "block-0", "label": "human", "value": "v", "read_only": read_only, "limit": limit,
+                        "metadata": metadata}])
+    try:
+        (block,) = parse_document(document, default_limit=5000).blocks
+    except ImportFormatError:
+        return
+    assert block.read_only is (False if read_only is None else read_only)
+    assert block.limit == (5000 if limit is None else limit) and type(block.limit) is int and block.limit > 0
+    assert block.in_prompt is (True if in_prompt is None else in_prompt)
+    assert block.version == (1 if version is None else version) and type(block.version) is int
 
 
 # ----- the project's JSON ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ outcome) and the `anthropic` adapter (a `ToolError`, which the tool runner sends
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 import pytest
@@ -176,3 +177,27 @@ def test_any_path_is_refused_cleanly_or_names_a_label_that_maps_back(prefix: str
     assert validate_label(parsed.label) == parsed.label
     assert ".." not in parsed.label.split("/") and "%" not in parsed.label and "\\" not in parsed.label
     assert parse_memory_path(memory_path(parsed.label)).label == parsed.label
+
+
+_SEGMENTS = st.lists(st.sampled_from(["a", "b", "notes.md", ".", "..", "", "..."]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SEGMENTS)
+def test_dot_segments_resolve_as_a_filesystem_resolves_them(segments: list[str]) -> None:
+    """The label a path names is what `os.path.normpath` makes of it under /memories (Anthropic's
+    tool resolves the path on disk); a path whose `..` climbs above the root is refused."""
+    path = "/".join(["/memories", *segments])
+    depth, climbs = 0, False
+    for segment in segments:
+        if segment == "..":
+            climbs = climbs or depth == 0
+            depth = max(depth - 1, 0)
+        elif segment not in ("", "."):
+            depth += 1
+    if climbs:
+        with pytest.raises(MemoryToolError, match="would escape /memories directory"):
+            parse_memory_path(path)
+        return
+    resolved = posixpath.normpath(path)
+    assert parse_memory_path(path).label == resolved.removeprefix("/memories").strip("/")
