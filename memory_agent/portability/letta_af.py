@@ -6,8 +6,11 @@ its messages. Letta's ids ("agent-0", "block-0") are local to the file, so block
 here, and agents get their name as id (or, for a file we exported, the id they had here).
 
 - Blocks: labels (path labels too, `/x` stored as `x`), values, limits, descriptions and read-only
-  flags as they are; a value longer than its limit is kept whole and the limit raised to fit
-  (noted). Blocks no agent names are imported unattached, owned by the file's first agent (noted).
+  flags as they are (and, from an export of ours, the on-demand flag and version kept in the
+  block's `metadata`, see `letta_export`); a value longer than its limit is kept whole and the
+  limit raised to fit (noted). Two blocks with one id, a flag that is not a JSON boolean and a
+  limit that is not a positive whole number are refused, naming the block and the field. Blocks
+  no agent names are imported unattached, owned by the file's first agent (noted).
 - The agent's `system` prompt becomes its base system prompt (`MemoryAwareAgent` uses it when the
   caller sets none); its model configs and type are kept for a later Letta export.
 - Groups: their agents keep them (for export); a group's shared blocks are attached to all its
@@ -22,7 +25,9 @@ Messages map onto ours as follows (`letta_export` writes the reverse):
 - `system` (Letta's rendered system prompt) -> kept for the record, out of context, like the SDK's
   system messages; the messages not in `in_context_message_ids` are imported out of context. A
   system message that is exactly the agent's `system` (our own exports write one) is not stored
-  twice: it is the base prompt.
+  twice: it is the base prompt;
+- the rows an export of ours kept in `metadata.memory_agent_records` (the SDK's result and status
+  records) go back in their place, after the message each followed.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ directory) is one transaction: all of it happens, or none.
 
 Results and refusals are the texts of Anthropic's local-filesystem memory tool (`views`), so the
 model meets what it was trained on; refusals the filesystem has no sentence for (a read-only block,
-a limit, an unsafe path) carry our own message. Every refusal is a `MemoryAgentError`.
+a limit, an unsafe path, a file named like one of the prompt's own sections, see `reserved_names`)
+carry our own message. Every refusal is a `MemoryAgentError`.
 """
 
 from __future__ import annotations
