@@ -5,6 +5,9 @@ Invariants, whatever the write path:
 - every change is one short transaction that writes the block, a history version and a journal
   entry together, so a crash never leaves one without the others;
 - an agent only reaches blocks attached to it (the label is looked up through its attachments);
+- no agent holds a label `a` and a label `a/...` together (`a` would be a file and a directory of
+  the memory tool's tree): create, attach, rename (of a shared block, for every holder) and
+  restore refuse it with `LabelConflictError`;
 - model-facing edits honour read-only (the block's flag or this agent's attachment); the owner's
   explicit `update_block` does not;
 - `replace` and `rethink` are refused when the block changed since this agent last saw it, so an
@@ -28,6 +31,7 @@ from .errors import (
     BlockNotAttachedError,
     BlockNotFoundError,
     ConfigurationError,
+    LabelConflictError,
     NothingToUndoError,
     ReadOnlyBlockError,
     StaleBlockError,
@@ -262,6 +266,7 @@ class CoreMemory:
                 "SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)
             ).fetchone():
                 raise BlockExistsError(label, agent_id)
+            _refuse_path_clash(conn, [agent_id], label)
             insert_block_row(conn, BlockRow(block_id, label, value, description, limit, read_only, is_shared,
                                             in_prompt, agent_id, 1, now, now))
             self._save_version(conn, block_id, agent_id, "create", now)
@@ -288,6 +293,7 @@ class CoreMemory:
             if existing is not None and existing["block_id"] != block_id:
                 raise BlockExistsError(label, agent_id)
             if existing is None:
+                _refuse_path_clash(conn, [agent_id], label)
                 self._link(conn, agent_id, block_id, label, read_only=read_only, now=now)
             else:
                 conn.execute(
@@ -354,6 +360,7 @@ class CoreMemory:
             ).fetchone()
             if entry is None or entry["old_value"] is None:
                 raise NothingToUndoError(label)
+            _refuse_path_clash(conn, [agent_id], label)
             detail = json.loads(entry["detail"])
             block_id = entry["target_id"]
             kept = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
@@ -390,6 +397,7 @@ class CoreMemory:
             ).fetchone()
             if clash is not None:
                 raise BlockExistsError(new_label, clash[0])
+            _refuse_path_clash(conn, holders, new_label, block.block_id)
             conn.execute("UPDATE blocks SET label = ?, updated_at = ? WHERE block_id = ?",
                          (new_label, now, block.block_id))
             conn.execute("UPDATE agent_blocks SET label = ? WHERE block_id = ?", (new_label, block.block_id))
@@ -530,6 +538,18 @@ class CoreMemory:
         insert_version_row(conn, VersionRow(block_id, row["version"], row["value"], row["description"],
                                             row["char_limit"], bool(row["read_only"]), agent_id, action, now,
                                             author=self._author()))
+
+
+def _refuse_path_clash(conn: sqlite3.Connection, agent_ids: list[str], label: str, block_id: str = "") -> None:
+    """Refuse `label` for these agents when one of them holds a label that it lies inside, or that lies
+    inside it (`block_id`, the block being renamed, does not count)."""
+    for agent_id in agent_ids:
+        for (other,) in conn.execute("SELECT label FROM agent_blocks WHERE agent_id = ? AND block_id <> ?",
+                                     (agent_id, block_id)):
+            if label.startswith(other + "/"):
+                raise LabelConflictError(label, agent_id, other, label)
+            if other.startswith(label + "/"):
+                raise LabelConflictError(label, agent_id, label, other)
 
 
 def _undo_target(current_action: str, current_version: int) -> int:

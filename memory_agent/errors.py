@@ -11,6 +11,7 @@ as a tool error and to people in the CLI.
     │   ├── InvalidLabelError       the label is not a name or a path of names
     │   ├── BlockNotFoundError      no block with that label is attached to the agent
     │   ├── BlockExistsError        the agent already has a block with that label
+    │   ├── LabelConflictError      the label would make one of the agent's blocks a file and a directory
     │   ├── BlockNotAttachedError   the block id exists but is not attached to that agent
     │   ├── BlockLimitExceededError the write would exceed the block's character limit
     │   ├── ReadOnlyBlockError      the block (or this agent's attachment) is read-only
@@ -43,6 +44,7 @@ __all__ = [
     "ContentNotFoundError",
     "ImportFormatError",
     "InvalidLabelError",
+    "LabelConflictError",
     "MemoryAgentError",
     "MemoryToolError",
     "MessageNotFoundError",
@@ -110,6 +112,21 @@ class BlockExistsError(BlockError):
         super().__init__(
             f"Agent '{agent_id}' already has a block '{label}'. "
             "Edit it, or delete it before creating a new one.",
+            label,
+        )
+
+
+class LabelConflictError(BlockError):
+    """A block labelled `file` and one labelled `file/...` for one agent: `file` would be a file of
+    the memory directory and a directory at once (the memory tool's paths cannot hold both)."""
+
+    def __init__(self, label: str, agent_id: str, file: str, inside: str) -> None:
+        self.agent_id = agent_id
+        self.file = file
+        self.inside = inside
+        super().__init__(
+            f"Agent '{agent_id}' cannot hold both a block '{file}' and a block '{inside}': '{file}' would be "
+            f"a file and a directory at once. Rename one of them (e.g. '{file}' to '{file}/index') first.",
             label,
         )
 

@@ -23,8 +23,8 @@ from .archival import ArchivalMemory
 from .archival.passage_table import agents_with_passages, state_counts
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
-from .store import consolidation_log
 from .file_modes import loose_entries, tighten
+from .store import consolidation_log
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
 from .store.passage_fts import all_fts_tables
 

@@ -10,11 +10,14 @@ The mapping is one rule, both ways:
 
 A path the model sends is checked here before anything is looked up: it must be `/memories` or
 start with `/memories/`, and the rest must be a valid label (`labels.validate_label`: segments of
-`A-Z a-z 0-9 _ - .`, at most 16 segments and 100 characters). On top of that rule, and with its
-own message for each, a path is refused for a `.` or `..` segment, a `%` (percent-encoded text is
-never decoded, so `%2e%2e` cannot turn into `..`), a backslash, a NUL or other control character,
-and for a length past `MAX_PATH_LENGTH`. Empty segments (`/memories//a`, a trailing `/`) are
-dropped, as a filesystem would. Refused paths raise `MemoryToolError` and nothing is read.
+`A-Z a-z 0-9 _ - .`, at most 16 segments and 100 characters). `.` and `..` segments are resolved
+as Anthropic's filesystem tool resolves them (`/memories/a/../b` is `/memories/b`; `/memories/.`
+and `/memories/sub/..` are `/memories` itself, which cannot be deleted or renamed), and a path
+whose `..` climbs above `/memories` is refused. On top of that rule, and with its own message for
+each, a path is refused for a `%` (percent-encoded text is never decoded, so `%2e%2e` cannot turn
+into `..`), a backslash, a NUL or other control character, and for a length past
+`MAX_PATH_LENGTH`. Empty segments (`/memories//a`, a trailing `/`) are dropped, as a filesystem
+would. Refused paths raise `MemoryToolError` and nothing is read.
 
 Whether a block is always in the prompt is a flag of the block; `default_in_prompt` is the rule a
 block created through the memory tool starts with (Letta Code's: `system/` is always in context,
@@ -93,6 +96,24 @@ class MemoryPath:
         return f"MemoryPath({self.given!r} -> {self.label!r})"
 
 
+def _resolved_segments(path: str, shown: str) -> list[str]:
+    """The path's segments after `/memories`, with `.` and `..` resolved as a filesystem resolves
+    them (nothing here is a symlink, so resolving the text is exact); climbing above the root is
+    refused."""
+    resolved: list[str] = []
+    for segment in path[len(MEMORY_ROOT):].split("/"):
+        if segment in ("", "."):
+            continue
+        if segment != "..":
+            resolved.append(segment)
+        elif resolved:
+            resolved.pop()
+        else:
+            raise MemoryToolError(f"Path {shown} would escape {MEMORY_ROOT} directory: its '..' climbs above "
+                                  f"{MEMORY_ROOT}; name the file under {MEMORY_ROOT}/.", path)
+    return resolved
+
+
 def parse_memory_path(path: object) -> MemoryPath:
     """Check a path the model sent and find the label it names; refuses anything unsafe."""
     if not isinstance(path, str) or not path:
@@ -108,11 +129,7 @@ def parse_memory_path(path: object) -> MemoryPath:
                               "memory paths are plain names.", path)
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
         raise MemoryToolError(f"Path must start with {MEMORY_ROOT}, got: {shown}", path)
-    segments = [segment for segment in path[len(MEMORY_ROOT):].split("/") if segment]
-    if any(segment in (".", "..") for segment in segments):
-        raise MemoryToolError(f"Path {shown} would escape {MEMORY_ROOT} directory: '.' and '..' are "
-                              f"not allowed in memory paths; name the file directly under {MEMORY_ROOT}/.",
-                              path)
+    segments = _resolved_segments(path, shown)
     if "%" in path or "\\" in path:
         raise MemoryToolError(f"Path {shown} contains '%' or '\\': memory paths are never decoded or "
                               "translated; write the path plainly with '/' between its parts.", path)

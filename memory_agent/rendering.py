@@ -5,12 +5,17 @@ close its own tag or forge another section of the prompt.
 
 A block whose label is a plain XML name is wrapped in a tag of that name (`<persona>`), as Letta
 does. A path label (`system/human/family`), a label that is no XML name (`2024-notes`, `.config`)
-and a label that is one of this layout's own tag names (`value`, `memory_blocks`, ...) is written
-as `<block label="system/human/family">` ... `</block>`: `/` cannot appear in a tag name, and a
-block named like a section would otherwise open a second one. Labels are validated
+and a label that reads as a name the prompt uses for itself (`reserved_names`: `turn_context`,
+`Memory_Blocks`, `value`, `user`, `tool_result`, ...) is written as
+`<block label="system/human/family">` ... `</block>`: `/` cannot appear in a tag name, and a block
+named like a section would otherwise open a second one. Labels are validated
 (`labels.validate_label`) and the attribute is escaped all the same.
-In the markdown form, whose sections are `## [LABEL]` headings, a line of stored text that
-starts with `#` is escaped with a backslash, so it can never open a section.
+In the markdown form, whose sections are `## [LABEL]` headings, a block whose label reads as a
+reserved name is headed `## [BLOCK: label]`, and every line of stored text that would start a
+heading is escaped with a backslash, so it can never open a section. A line starts after any
+line break a reader may honour (`\n`, `\r`, `\v`, `\f`, `\x1c`-`\x1e`, `\x85`, U+2028, U+2029),
+and the heading marker (`#`, or its full-width and small forms) may follow any run of spaces,
+tabs, no-break or ideographic spaces, or invisible format characters.
 
 On-demand blocks (`Block.in_prompt` false) are not rendered: a `<memory_files>` section lists
 their memory-tool paths and sizes (the format of the memory tool's directory view), so the model
@@ -21,12 +26,21 @@ knows they exist and can `view` one when it needs it. The listing stops after
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
 from .blocks import Block
 from .memory_paths import MEMORY_ROOT, format_size, memory_path
+from .reserved_names import (
+    CONVERSATION_SUMMARY,
+    MEMORY_BLOCKS,
+    MEMORY_FILES,
+    MEMORY_METADATA,
+    TURN_CONTEXT,
+    reads_as_reserved,
+)
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -34,6 +48,8 @@ __all__ = [
     "block_tags",
     "escape_markdown",
     "escape_text",
+    "markdown_heading",
+    "opens_heading",
     "render_memory",
 ]
 
@@ -46,10 +62,10 @@ _FILES_INTRO = (
 )
 _XML_INTRO = "The following memory blocks are currently engaged in your core memory unit:"
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_LAYOUT_TAGS = frozenset({
-    "block", "memory_blocks", "description", "metadata", "value", "memory_metadata",
-    "conversation_summary", "recent_conversation",
-})
+_LINE_BREAK = re.compile("(\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
+"""Every line boundary of `str.splitlines`, kept by `re.split` so that text is escaped, not rewritten."""
+_HEADING_MARKERS = ("#", "\uff03", "\ufe5f")
+"""`#` and the full-width and small number signs a reader may take for it."""
 
 
 @dataclass(frozen=True)
@@ -94,20 +110,41 @@ def escape_text(value: str) -> str:
 _text = escape_text
 
 
+def opens_heading(line: str) -> bool:
+    """Whether a line would read as a markdown heading: a heading marker after nothing but blanks
+    (spaces of any width, tabs, control and invisible format characters, combining marks), or a
+    line of only `=` or only `-`, which makes the line above it a heading (setext style)."""
+    for position, character in enumerate(line):
+        if character.isspace() or unicodedata.category(character)[0] in "ZCM":
+            continue
+        rest = line[position:].rstrip()
+        return rest.startswith(_HEADING_MARKERS) or set(rest) in ({"="}, {"-"})
+    return False
+
+
 def escape_markdown(value: str) -> str:
-    """Backslash-escape every line that would start a markdown heading (leading spaces allowed)."""
-    return "\n".join(f"\\{line}" if line.lstrip(" ").startswith("#") else line for line in value.split("\n"))
+    """Backslash-escape every line that would start a markdown heading, whatever line break
+    precedes it and whatever blanks precede its marker; nothing else is changed."""
+    parts = _LINE_BREAK.split(value)
+    return "".join(f"\\{part}" if index % 2 == 0 and opens_heading(part) else part
+                   for index, part in enumerate(parts))
 
 
 def block_tags(label: str) -> tuple[str, str]:
     """The opening and closing tag a block with this label is rendered in (see the module doc)."""
-    if _XML_NAME.fullmatch(label) and label not in _LAYOUT_TAGS and not label.lower().startswith("xml"):
+    if _XML_NAME.fullmatch(label) and not reads_as_reserved(label) and not label.lower().startswith("xml"):
         return f"<{label}>", f"</{label}>"
     return f'<block label="{escape(label, quote=True)}">', "</block>"
 
 
+def markdown_heading(label: str) -> str:
+    """The bracketed name of a block's markdown heading: `PERSONA`, or `BLOCK: turn_context` for a
+    label that reads as a reserved name (so it cannot pass for `## [MEMORY METADATA]`)."""
+    return f"BLOCK: {label}" if reads_as_reserved(label) else label.upper()
+
+
 def _render_xml(blocks: Sequence[Block], files: list[str], metadata: MemoryMetadata) -> str:
-    parts = ["<memory_blocks>", _XML_INTRO, ""]
+    parts = [f"<{MEMORY_BLOCKS}>", _XML_INTRO, ""]
     for block in blocks:
         opening, closing = block_tags(block.label)
         parts += [opening]
@@ -125,12 +162,12 @@ def _render_xml(blocks: Sequence[Block], files: list[str], metadata: MemoryMetad
             closing,
             "",
         ]
-    parts += ["</memory_blocks>"]
+    parts += [f"</{MEMORY_BLOCKS}>"]
     if files:
-        parts += ["", "<memory_files>", _FILES_INTRO, *files, "</memory_files>"]
-    parts += ["", "<memory_metadata>", *_metadata_lines(metadata), "</memory_metadata>"]
+        parts += ["", f"<{MEMORY_FILES}>", _FILES_INTRO, *files, f"</{MEMORY_FILES}>"]
+    parts += ["", f"<{MEMORY_METADATA}>", *_metadata_lines(metadata), f"</{MEMORY_METADATA}>"]
     if metadata.summary:
-        parts += ["", "<conversation_summary>", _text(metadata.summary), "</conversation_summary>"]
+        parts += ["", f"<{CONVERSATION_SUMMARY}>", _text(metadata.summary), f"</{CONVERSATION_SUMMARY}>"]
     return "\n".join(parts)
 
 
@@ -138,7 +175,7 @@ def _render_markdown(blocks: Sequence[Block], files: list[str], metadata: Memory
     parts: list[str] = []
     for block in blocks:
         flags = ", read-only" if block.read_only else ""
-        parts += [f"## [{block.label.upper()}] ({block.chars_current}/{block.limit} chars{flags})"]
+        parts += [f"## [{markdown_heading(block.label)}] ({block.chars_current}/{block.limit} chars{flags})"]
         if block.description:
             parts += [f"_{escape_markdown(block.description)}_"]
         parts += [escape_markdown(block.value), ""]
@@ -154,5 +191,5 @@ def _metadata_lines(metadata: MemoryMetadata) -> list[str]:
     return [
         f"- Memory last modified: {metadata.last_modified or 'never'}",
         "- The current time and how many messages and passages recall and archival memory hold"
-        " come with each user message, in <turn_context>",
+        f" come with each user message, in <{TURN_CONTEXT}>",
     ]

@@ -18,10 +18,11 @@ from typing import Any
 
 from .blocks import Block
 from .rendering import block_tags, escape_text
+from .reserved_names import MEMORY_CHANGES, TURN_CONTEXT
 
 __all__ = ["TURN_CONTEXT_TAG", "TurnContext", "render_memory_changes", "render_turn_context", "with_turn_context"]
 
-TURN_CONTEXT_TAG = "turn_context"
+TURN_CONTEXT_TAG = TURN_CONTEXT
 
 
 @dataclass(frozen=True)
@@ -51,13 +52,13 @@ def render_memory_changes(blocks: Sequence[Block]) -> str:
     such a change reaches the model without rebuilding the system prompt (`announce` policy)."""
     if not blocks:
         return ""
-    parts = ["<memory_changes>",
+    parts = [f"<{MEMORY_CHANGES}>",
              "Changed since your last turn by another agent or the user; your system prompt still shows"
              " the old value until it is next rebuilt. The current values:"]
     for block in blocks:
         opening, closing = block_tags(block.label)
         parts += [opening, escape_text(block.value), closing]
-    return "\n".join([*parts, "</memory_changes>"])
+    return "\n".join([*parts, f"</{MEMORY_CHANGES}>"])
 
 
 def _count(number: int, noun: str) -> str:

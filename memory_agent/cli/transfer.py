@@ -70,5 +70,7 @@ def import_(file: Path) -> None:
             say(f"Tools the memory tools provide here: {', '.join(report.tools_provided)}.")
         for kind, names in report.not_imported.items():
             say(f"Not imported (no counterpart here), {kind.replace('_', ' ')}: {', '.join(names)}.")
+        for warning in report.warnings:
+            say(f"Warning: {warning}")
 
     emit(report, render)

@@ -6,8 +6,11 @@ its messages. Letta's ids ("agent-0", "block-0") are local to the file, so block
 here, and agents get their name as id (or, for a file we exported, the id they had here).
 
 - Blocks: labels (path labels too, `/x` stored as `x`), values, limits, descriptions and read-only
-  flags as they are; a value longer than its limit is kept whole and the limit raised to fit
-  (noted). Blocks no agent names are imported unattached, owned by the file's first agent (noted).
+  flags as they are (and, from an export of ours, the on-demand flag and version kept in the
+  block's `metadata`, see `letta_export`); a value longer than its limit is kept whole and the
+  limit raised to fit (noted). Two blocks with one id, a flag that is not a JSON boolean and a
+  limit that is not a positive whole number are refused, naming the block and the field. Blocks
+  no agent names are imported unattached, owned by the file's first agent (noted).
 - The agent's `system` prompt becomes its base system prompt (`MemoryAwareAgent` uses it when the
   caller sets none); its model configs and type are kept for a later Letta export.
 - Groups: their agents keep them (for export); a group's shared blocks are attached to all its
@@ -22,7 +25,9 @@ Messages map onto ours as follows (`letta_export` writes the reverse):
 - `system` (Letta's rendered system prompt) -> kept for the record, out of context, like the SDK's
   system messages; the messages not in `in_context_message_ids` are imported out of context. A
   system message that is exactly the agent's `system` (our own exports write one) is not stored
-  twice: it is the base prompt.
+  twice: it is the base prompt;
+- the rows an export of ours kept in `metadata.memory_agent_records` (the SDK's result and status
+  records) go back in their place, after the message each followed.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from ..archival.timestamps import to_utc_iso
 from ..errors import ImportFormatError, MemoryAgentError
 from ..labels import validate_label
 from ..store.database import utc_now
-from .letta_export import PASSAGES_KEY
+from .letta_export import IN_PROMPT_KEY, PASSAGES_KEY, RECORDS_KEY, VERSION_KEY
 from .letta_parts import (
     OUR_AGENT_ID_KEY,
     OUR_CREATED_AT_KEY,
@@ -81,11 +86,17 @@ def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
         for block in _agent_blocks(raw, letta_blocks, index):
             _attach(snapshot, block_ids, agent_id, block, default_limit, created)
         in_context = raw.get("in_context_message_ids")
+        records = _records(raw, agent_id, index, created)
+        snapshot.messages.extend(records.pop(None, []))
         for position, message in enumerate(_list(raw.get("messages"), f"agents[{index}].messages")):
-            if _is_base_prompt(message, system):
-                continue  # the agent's `system` itself, kept as its base prompt (an export of ours)
-            snapshot.messages.extend(_messages(message, agent_id, f"agents[{index}].messages[{position}]",
-                                               in_context, created))
+            if not _is_base_prompt(message, system):  # else the agent's `system`, kept as its base prompt
+                snapshot.messages.extend(_messages(message, agent_id, f"agents[{index}].messages[{position}]",
+                                                   in_context, created))
+            if isinstance(message, Mapping):
+                snapshot.messages.extend(records.pop(str(message.get("id")), []))
+        if records:
+            raise ImportFormatError(f"agents[{index}].metadata.{RECORDS_KEY} places rows after message(s) "
+                                    f"{', '.join(map(str, records))}, which the agent does not hold.")
         snapshot.passages.extend(_passages(raw, agent_id, index, created))
     for letta_id, block in letta_blocks.items():
         if letta_id not in block_ids:
@@ -128,12 +139,54 @@ def _passage_id(value: Any) -> str:
     return value if isinstance(value, str) and value.strip() else f"passage-{uuid.uuid4()}"
 
 
+_RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "role": (str,), "message_type": (str,), "content": (str, list), "session_id": (str, type(None)),
+    "turn_id": (str, type(None)), "sdk_uuid": (str, type(None)), "token_count": (int, type(None)),
+    "metadata": (dict,)}
+
+
+def _records(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -> dict[str | None, list[MessageRecord]]:
+    """The rows an export of ours kept in `RECORDS_KEY`, by the id of the message each followed."""
+    items = _metadata(raw).get(RECORDS_KEY)
+    if items is None:
+        return {}
+    where = f"agents[{index}].metadata.{RECORDS_KEY}"
+    if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
+        raise ImportFormatError(f"{where} must be a list of objects.")
+    placed: dict[str | None, list[MessageRecord]] = {}
+    for position, item in enumerate(items):
+        here = f"{where}[{position}]"
+        for name, kinds in _RECORD_FIELDS.items():
+            value = item.get(name, {} if name == "metadata" else None)
+            if not isinstance(value, kinds) or (name == "token_count" and isinstance(value, bool)):
+                raise ImportFormatError(f"{here} field '{name}' is {_preview(repr(value))}; expected "
+                                        f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}.")
+        after = item.get("after")
+        placed.setdefault(None if after is None else str(after), []).append(MessageRecord(
+            message_id=f"{here}", agent_id=agent_id, role=item["role"], message_type=item["message_type"],
+            content=item["content"], created_at=_timestamp(item.get("created_at"), created, here),
+            in_context=_boolean(item.get("in_context"), True, f"{here} field 'in_context'"),
+            session_id=item.get("session_id"), turn_id=item.get("turn_id"), sdk_uuid=item.get("sdk_uuid"),
+            token_count=item.get("token_count"), metadata=dict(item.get("metadata") or {})))
+    return placed
+
+
 def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:
+    """The file's blocks by id; two blocks with one id are refused (one of them would be lost)."""
     if blocks is None:
         return {}
     if not isinstance(blocks, list) or not all(isinstance(b, Mapping) for b in blocks):
         raise ImportFormatError("The file's 'blocks' must be a list of objects.")
-    return {str(block.get("id")): block for block in blocks}
+    found: dict[str, Mapping[str, Any]] = {}
+    positions: dict[str, int] = {}
+    for index, block in enumerate(blocks):
+        block_id = str(block.get("id"))
+        if block_id in found:
+            raise ImportFormatError(f"blocks[{index}] has id '{_preview(block_id)}', like "
+                                    f"blocks[{positions[block_id]}]; block ids must be unique in a file. "
+                                    "Give each block its own id.")
+        found[block_id], positions[block_id] = block, index
+    return found
 
 
 def _agent_id(raw: Mapping[str, Any], index: int, taken: set[str]) -> str:
@@ -161,9 +214,13 @@ def _agent_blocks(raw: Mapping[str, Any], letta_blocks: Mapping[str, Mapping[str
         if str(block_id) not in letta_blocks:
             raise ImportFormatError(f"agents[{index}] names block '{block_id}', which the file does not hold.")
         found.append(letta_blocks[str(block_id)])
-    for inline in _list(raw.get("memory_blocks"), f"agents[{index}].memory_blocks"):
+    for position, inline in enumerate(_list(raw.get("memory_blocks"), f"agents[{index}].memory_blocks")):
         if not isinstance(inline, Mapping):
             raise ImportFormatError(f"agents[{index}].memory_blocks must hold objects.")
+        if inline.get("id") is not None and str(inline["id"]) in letta_blocks:
+            raise ImportFormatError(f"agents[{index}].memory_blocks[{position}] has id "
+                                    f"'{_preview(str(inline['id']))}', which a block of the file's 'blocks' has "
+                                    "too; block ids must be unique in a file.")
         found.append(inline)
     return found
 
@@ -192,20 +249,49 @@ def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block:
     if len(value) > limit:
         snapshot.notes.limits_raised.append({"label": label, "limit": limit, "raised_to": len(value)})
         limit = len(value)
+    metadata = block.get("metadata")
+    ours: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
     block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
     snapshot.blocks.append(BlockRecord(
         block_id=block_ids[letta_id], label=label, value=value, limit=limit,
         description=None if block.get("description") is None else _text(block.get("description")),
-        read_only=bool(block.get("read_only", False)),
-        is_shared=False, owner_agent_id=owner, version=1, created_at=created, updated_at=created))
+        read_only=_boolean(block.get("read_only"), False, f"Block '{label}' field 'read_only'"),
+        is_shared=False, owner_agent_id=owner,
+        version=_version(ours.get(VERSION_KEY), f"Block '{label}' field 'metadata.{VERSION_KEY}'"),
+        created_at=created, updated_at=created,
+        in_prompt=_boolean(ours.get(IN_PROMPT_KEY), True, f"Block '{label}' field 'metadata.{IN_PROMPT_KEY}'")))
 
 
 def _limit(value: Any, default_limit: int, label: str) -> int:
     if value is None:
         return default_limit
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ImportFormatError(f"Block '{label}' has limit {value!r}; a limit is a whole number.")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ImportFormatError(f"Block '{label}' field 'limit' is {_preview(repr(value))}; a limit is a positive "
+                                "whole number of characters. Fix the file before importing it.")
     return value
+
+
+def _boolean(value: Any, default: bool, where: str) -> bool:
+    """A true/false field: absent or null is the default, anything but a JSON boolean is refused
+    (the string "false" is truthy, so reading it as a flag would invert it)."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ImportFormatError(f"{where} is {_preview(repr(value))}; it must be true or false (a JSON boolean, "
+                                "without quotes). Fix the file before importing it.")
+    return value
+
+
+def _version(value: Any, where: str) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ImportFormatError(f"{where} is {_preview(repr(value))}; a block version is a whole number from 1.")
+    return value
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _messages(raw: Any, agent_id: str, where: str, in_context_ids: Any, default_time: str) -> list[MessageRecord]:

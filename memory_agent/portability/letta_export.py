@@ -19,11 +19,18 @@ its import check (`AgentSerializationManager._validate_schema`):
   blocks are named in each agent's `block_ids` (Letta checks `shared_block_ids` as database ids,
   so that list is left empty).
 
-Archival passages have no place in the format: they travel in the documented extension
-`metadata.memory_agent_passages` of their agent (`{id, content, tags, metadata, created_at, expires_at,
-superseded_by, importance, access_count, last_accessed_at, provenance}` each),
-which Letta keeps as opaque metadata and this project reads back. Summaries, the journal and
-block history are not written (the project's JSON export carries everything).
+What the format has no place for travels in documented extensions, which Letta keeps as opaque
+metadata and this project reads back:
+- archival passages in `metadata.memory_agent_passages` of their agent (`{id, content, tags, metadata,
+  created_at, expires_at, superseded_by, importance, access_count, last_accessed_at, provenance}` each);
+- the rows of ours with no Letta counterpart (the SDK's `result` and `system:*` status records) in
+  `metadata.memory_agent_records` of their agent, each with every field of the stored row and
+  `after`, the id of the Letta message it followed (null: before the first), so a re-import puts
+  it back in its place;
+- a block's on-demand flag and version in the block's `metadata` (`memory_agent_in_prompt`,
+  `memory_agent_version`).
+Summaries, the journal and block history are not written (the project's JSON export carries
+everything).
 """
 
 from __future__ import annotations
@@ -38,11 +45,17 @@ from ..store.database import utc_now
 from .letta_parts import OUR_AGENT_ID_KEY, OUR_CREATED_AT_KEY
 from .records import AgentRecord, MessageRecord, PassageRecord, Snapshot
 
-__all__ = ["DEFAULT_MODEL", "PASSAGES_KEY", "to_letta"]
+__all__ = ["DEFAULT_MODEL", "IN_PROMPT_KEY", "PASSAGES_KEY", "RECORDS_KEY", "VERSION_KEY", "to_letta"]
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 PASSAGES_KEY = "memory_agent_passages"
 """Key of an exported agent's `metadata` holding its archival passages (an extension of ours)."""
+RECORDS_KEY = "memory_agent_records"
+"""Key of an exported agent's `metadata` holding its rows that have no Letta message form."""
+IN_PROMPT_KEY = "memory_agent_in_prompt"
+"""Key of an exported block's `metadata`: false for an on-demand block."""
+VERSION_KEY = "memory_agent_version"
+"""Key of an exported block's `metadata`: its version here."""
 
 _NAME_REFUSED = re.compile(r"[^\w '\-]")
 
@@ -61,7 +74,8 @@ def to_letta(snapshot: Snapshot, *, model: str | None = None) -> dict[str, Any]:
             if agent["id"] == manager:
                 agent["group_ids"].append(group["id"])
     blocks: list[dict[str, Any]] = [{"id": block_ids[b.block_id], "label": b.label, "value": b.value, "limit": b.limit,
-               "description": b.description, "read_only": b.read_only, "metadata": {},
+               "description": b.description, "read_only": b.read_only,
+               "metadata": {IN_PROMPT_KEY: b.in_prompt, VERSION_KEY: b.version},
                "is_template": False, "template_name": None, "preserve_on_migration": False}
               for b in snapshot.blocks]
     return {"agents": agents, "groups": groups, "blocks": blocks, "files": [], "sources": [], "tools": [],
@@ -72,7 +86,7 @@ def to_letta(snapshot: Snapshot, *, model: str | None = None) -> dict[str, Any]:
 def _agent(agent: AgentRecord, snapshot: Snapshot, agent_ids: Mapping[str, str], block_ids: Mapping[str, str],
            numbers: Iterator[int], model: str) -> dict[str, Any]:
     own = [m for m in snapshot.messages if m.agent_id == agent.agent_id]
-    messages, in_context = _messages(agent, own, numbers)
+    messages, in_context, records = _messages(agent, own, numbers)
     letta = agent.letta
     llm_config = letta.get("llm_config") or _llm_config(model)
     embedding_config = letta.get("embedding_config") or _embedding_config()
@@ -80,6 +94,8 @@ def _agent(agent: AgentRecord, snapshot: Snapshot, agent_ids: Mapping[str, str],
     passages = [_passage(p) for p in snapshot.passages if p.agent_id == agent.agent_id]
     if passages:
         metadata[PASSAGES_KEY] = passages
+    if records:
+        metadata[RECORDS_KEY] = records
     return {
         "id": agent_ids[agent.agent_id], "name": _name(agent.name or agent.agent_id),
         "description": letta.get("description"), "agent_type": letta.get("agent_type") or "memgpt_v2_agent",
@@ -132,23 +148,36 @@ def _passage(passage: PassageRecord) -> dict[str, Any]:
 # ----- messages -----------------------------------------------------------------------------
 
 def _messages(agent: AgentRecord, own: Sequence[MessageRecord],
-              numbers: Iterator[int]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The agent's messages as Letta's, and the in-context ids (its system message first)."""
+              numbers: Iterator[int]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """The agent's messages as Letta's, the in-context ids (its system message first), and the rows
+    with no Letta form (`RECORDS_KEY`), each naming the Letta message it followed."""
     messages: list[dict[str, Any]] = []
     in_context: list[str] = []
+    records: list[dict[str, Any]] = []
     system_id: str | None = None
     if not any(_is_letta_system(m) for m in own):
         system_id = f"message-{next(numbers)}"
         messages.append({"type": "message", "id": system_id, "role": "system", "created_at": agent.created_at,
                          "content": [{"type": "text", "text": agent.system_prompt or ""}]})
     for message in own:
-        for letta in _letta_messages(message, numbers):
+        converted = _letta_messages(message, numbers)
+        if not converted:
+            records.append(_record(message, messages[-1]["id"] if messages else None))
+        for letta in converted:
             messages.append(letta)
             if _is_letta_system(message):
                 system_id = letta["id"]
             elif message.in_context:
                 in_context.append(letta["id"])
-    return messages, ([system_id] if system_id else []) + in_context
+    return messages, ([system_id] if system_id else []) + in_context, records
+
+
+def _record(message: MessageRecord, after: str | None) -> dict[str, Any]:
+    """A row with no Letta form, whole: every stored field but its id, and where it stood."""
+    return {"after": after, "role": message.role, "message_type": message.message_type,
+            "content": message.content, "created_at": message.created_at, "in_context": message.in_context,
+            "session_id": message.session_id, "turn_id": message.turn_id, "sdk_uuid": message.sdk_uuid,
+            "token_count": message.token_count, "metadata": message.metadata}
 
 
 def _is_letta_system(message: MessageRecord) -> bool:

@@ -5,14 +5,24 @@
      "messages": [...], "summaries": [...], "passages": [...], "journal": [...]}
 
 Each section is a list of objects with the fields of the matching record in `records`. Nothing
-is lost on the way out (values, limits, read-only flags, versions, timestamps, the journal), so an
-export imported into an empty storage dir gives back the same memory. On the way in, unknown
-fields are ignored (a newer exporter may add some) and missing or mistyped ones are refused with
-the section and position named.
+is lost on the way out (values, limits, read-only and on-demand flags, versions and history,
+timestamps, every stored message including the SDK's result and status rows, summaries, passages,
+the journal), so an export imported into an empty storage dir gives back the same memory. On the
+way in, unknown fields are ignored (a newer exporter may add some) and missing or mistyped ones
+are refused with the section and position named (a flag must be a JSON boolean, a limit a
+positive whole number, an id unique).
+
+What two exports of the same memory may differ in (`stable_form` leaves it out, so that an
+export, imported into a fresh store and exported again, compares equal byte for byte):
+- `exported_at`, the time of the export;
+- message and summary ids: they are the storing database's own integers, so an import numbers them
+  anew (the references between them, a summary's message range, are kept);
+- journal entries with the action `import_agent`, which an import adds to record itself.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -31,7 +41,7 @@ from .records import (
     SummaryRecord,
 )
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "is_project_document", "parse_project", "to_project"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "is_project_document", "parse_project", "stable_form", "to_project"]
 
 FORMAT_NAME = "memory-agent"
 FORMAT_VERSION = 1
@@ -110,3 +120,25 @@ def _record(record_type: Callable[..., R], item: Any, where: str) -> R:
             raise ImportFormatError(f"{where}.{spec.name} must be {spec.type}, got {type(value).__name__}.")
         values[spec.name] = value
     return record_type(**values)
+
+
+def stable_form(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document without what the format documents as volatile (see the module doc): no
+    `exported_at`, no `import_agent` journal entries, message and summary ids numbered 1, 2, ... in
+    document order with every reference to them renumbered alike."""
+    stable = copy.deepcopy(dict(document))
+    stable.pop("exported_at", None)
+    messages = {str(m["message_id"]): index for index, m in enumerate(stable.get("messages", []), 1)}
+    summaries = {str(s["summary_id"]): index for index, s in enumerate(stable.get("summaries", []), 1)}
+    for message in stable.get("messages", []):
+        message["message_id"] = messages[str(message["message_id"])]
+    for summary in stable.get("summaries", []):
+        summary["summary_id"] = summaries[str(summary["summary_id"])]
+        for end in ("first_message_id", "last_message_id"):
+            if summary[end] is not None:
+                summary[end] = messages.get(str(summary[end]), summary[end])
+    stable["journal"] = [entry for entry in stable.get("journal", []) if entry["action"] != "import_agent"]
+    for entry in stable["journal"]:
+        if entry["target_type"] == "summary" and entry["target_id"] is not None:
+            entry["target_id"] = str(summaries.get(str(entry["target_id"]), entry["target_id"]))
+    return stable

@@ -36,6 +36,7 @@ from ..core_memory import (
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
 from ..labels import validate_label
 from ..recall import insert_message_row, insert_summary_row
+from ..reserved_names import section_tags_in
 from ..store import journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
@@ -80,6 +81,9 @@ class ImportReport:
     """What the file held that has no counterpart here, by kind (tools, tool_rules, skills, ...)."""
     tools_provided: list[str] = field(default_factory=list)
     """The file's tools that this project's memory tools provide under the same name."""
+    warnings: list[str] = field(default_factory=list)
+    """What was imported as it is but deserves a look (a system prompt holding the prompt's own
+    section tags, which a model may take for the real sections)."""
 
 
 # ----- reading ------------------------------------------------------------------------------
@@ -222,6 +226,9 @@ def validate_snapshot(snapshot: Snapshot) -> None:
         if version.version < 1:
             raise ImportFormatError(f"A history row of block '{version.block_id}' has version {version.version}; "
                                     "versions start at 1.")
+        if version.limit <= 0:
+            raise ImportFormatError(f"Version {version.version} of block '{version.block_id}' has limit "
+                                    f"{version.limit}; a limit is a positive number of characters.")
     _check_attachments(snapshot, agents, blocks)
     owners: list[MessageRecord | SummaryRecord | PassageRecord] = [
         *snapshot.messages, *snapshot.summaries, *snapshot.passages]
@@ -233,6 +240,7 @@ def validate_snapshot(snapshot: Snapshot) -> None:
         if not isinstance(message.content, (str, list)):
             raise ImportFormatError(f"Message {message.message_id} has content that is neither text "
                                     "nor a list of content blocks.")
+    _prepared_passages(snapshot)
     message_ids = Counter((message.agent_id, str(message.message_id)) for message in snapshot.messages)
     for summary in snapshot.summaries:
         for end in (summary.first_message_id, summary.last_message_id):
@@ -290,6 +298,14 @@ def _check_attachments(snapshot: Snapshot, agents: set[str], blocks: Mapping[str
         if (link.agent_id, link.label) in labels:
             raise ImportFormatError(f"Agent '{link.agent_id}' has two blocks labelled '{link.label}'.")
         labels.add((link.agent_id, link.label))
+    for agent_id, label in sorted(labels):
+        segments = label.split("/")
+        for depth in range(1, len(segments)):
+            if (agent_id, parent := "/".join(segments[:depth])) in labels:
+                raise ImportFormatError(
+                    f"Agent '{agent_id}' has a block '{parent}' and a block '{label}': '{parent}' would be a file "
+                    f"and a directory at once. Rename one of them in the file (e.g. '{parent}' to "
+                    f"'{parent}/index') before importing it.")
 
 
 def _check_block(block: BlockRecord) -> None:
@@ -395,6 +411,11 @@ def _write_agent_state(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMa
             letta["groups"] = [_mapped_group(group, maps) for group in letta["groups"] if isinstance(group, dict)]
         write_state(conn, target, {BASE_PROMPT_KEY: agent.system_prompt or None, LETTA_KEY: letta or None})
         report.system_prompts += bool(agent.system_prompt)
+        if tags := section_tags_in(agent.system_prompt or ""):
+            report.warnings.append(
+                f"The system prompt of agent '{target}' holds {', '.join(f'<{tag}>' for tag in tags)}, "
+                "a section memory-agent writes itself; a model may take that text for the real section. "
+                "Review the prompt and remove or rename those tags.")
 
 
 def _mapped_group(group: dict[str, Any], maps: _IdMaps) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import anthropic
 import pytest
+from anthropic.lib.tools import ToolError
 from anthropic.tools import (
     BetaAsyncLocalFilesystemMemoryTool,
     BetaLocalFilesystemMemoryTool,
@@ -75,6 +76,25 @@ SCRIPT: list[dict[str, Any]] = [
     {"command": "view", "path": "/etc/passwd"},
 ]
 """Every command, its successes and the refusals both tools word alike."""
+
+DOTTED = [
+    {"command": "create", "path": "/memories/./dot.md", "file_text": "one\ntwo\n"},
+    {"command": "view", "path": "/memories/dot.md"},
+    {"command": "view", "path": "/memories/sub/../dot.md"},
+    {"command": "view", "path": "/memories/."},
+    {"command": "str_replace", "path": "/memories/x/y/../../dot.md", "old_str": "two", "new_str": "2"},
+    {"command": "insert", "path": "/memories/./dot.md/", "insert_line": 0, "insert_text": "zero"},
+    {"command": "rename", "old_path": "/memories/./dot.md", "new_path": "/memories/sub/../moved.md"},
+    {"command": "view", "path": "/memories/moved.md"},
+    *({"command": "delete", "path": path} for path in ("/memories", "/memories/", "/memories/.", "/memories/sub/..")),
+    *({"command": "rename", "old_path": path, "new_path": "/memories/elsewhere"}
+      for path in ("/memories", "/memories/", "/memories/.", "/memories/sub/..", "/memories/a/b/../..")),
+    {"command": "view", "path": "/memories/sub/.."},
+    {"command": "delete", "path": "/memories/sub/../moved.md"},
+    {"command": "view", "path": "/memories"},
+]
+"""`.` and `..` resolved as a filesystem resolves them: `/memories/.` and `/memories/sub/..` are the
+root, which neither tool deletes or renames, and any other spelling names the file it resolves to."""
 
 EXTENDED = {
     "/memories/../etc": "Path /memories/../etc would escape /memories directory",
@@ -181,6 +201,65 @@ def test_what_the_runner_did_is_stored_journalled_and_seen_by_the_next_process(
         assert "/memories/project/notes.md" in reopened.get_system_prompt_addition()
         actions = [e.action for e in reopened.journal(agent_id="api-user", limit=4)]
         assert actions == ["memory_insert_line", "memory_insert_line", "memory_str_replace", "create_block"]
+
+
+def test_dotted_paths_resolve_and_the_root_is_refused_as_the_filesystem_tool_does(
+    server: ScriptedMessagesServer, memory: MemoryManager, tmp_path: Path
+) -> None:
+    reference = _filesystem_like(memory, tmp_path / "fs")
+    ours, theirs = _run(server, ManagedMemoryTool(memory), DOTTED), _run(server, reference, DOTTED)
+    for arguments, mine, expected in zip(DOTTED, ours, theirs):
+        assert (_normalised(mine[0]), mine[1]) == (_normalised(expected[0]), expected[1]), arguments
+    refusals = [text for text, error in ours if error]
+    assert refusals.count("Cannot delete the /memories directory itself") == 4
+    assert refusals.count("Cannot rename the /memories directory itself") == 5
+    assert sorted(memory.block_sizes()) == ["human", "persona"]  # the root survived every refusal
+
+
+async def test_the_async_tools_resolve_dotted_paths_alike(
+    server: ScriptedMessagesServer, memory: MemoryManager, tmp_path: Path
+) -> None:
+    reference = _filesystem_like(memory, tmp_path / "fs")
+    memory.ensure_agent("async-agent")
+    ours = await AsyncManagedMemoryTool(memory, agent_id="async-agent").call(DOTTED[0])
+    assert ours == await BetaAsyncLocalFilesystemMemoryTool(base_path=str(reference.base_path)).call(DOTTED[0])
+    for arguments in DOTTED[1:]:
+        mine = await _async_outcome(AsyncManagedMemoryTool(memory, agent_id="async-agent"), arguments)
+        expected = await _async_outcome(BetaAsyncLocalFilesystemMemoryTool(base_path=str(reference.base_path)),
+                                        arguments)
+        assert (_normalised(mine[0]), mine[1]) == (_normalised(expected[0]), expected[1]), arguments
+
+
+async def _async_outcome(tool: Any, arguments: dict[str, Any]) -> tuple[str, bool]:
+    try:
+        return str(await tool.call(arguments)), False
+    except ToolError as error:
+        return str(error), True
+
+
+@pytest.mark.parametrize("lines", [999_999, 1_000_000])
+def test_view_refuses_a_file_past_999999_lines_with_the_filesystem_tools_sentence(
+    memory: MemoryManager, tmp_path: Path, lines: int
+) -> None:
+    text = "\n".join(["x"] * lines)
+    memory.create_block("huge.txt", text, limit=len(text), in_prompt=False)
+    reference = BetaLocalFilesystemMemoryTool(base_path=str(tmp_path / "fs"))
+    (reference.memory_root / "huge.txt").write_text(text, encoding="utf-8")
+    for arguments in ({"command": "view", "path": "/memories/huge.txt"},
+                      {"command": "view", "path": "/memories/huge.txt", "view_range": [1, 2]}):
+        mine, theirs = _sync_outcome(ManagedMemoryTool(memory), arguments), _sync_outcome(reference, arguments)
+        assert mine == theirs
+        if lines > 999_999:
+            assert mine == ("File /memories/huge.txt exceeds maximum line limit of 999,999 lines.", True)
+        else:
+            assert not mine[1]
+
+
+def _sync_outcome(tool: Any, arguments: dict[str, Any]) -> tuple[str, bool]:
+    try:
+        return str(tool.call(arguments)), False
+    except ToolError as error:
+        return str(error), True
 
 
 async def test_the_async_tool_matches_the_async_filesystem_tool(

@@ -141,6 +141,7 @@ def test_public_names_are_pinned() -> None:
         "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
         "ConsolidationError", "ConsolidationReport", "ConsolidationSchedule", "ConsolidationSession",
         "Consolidator", "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
+        "LabelConflictError",
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
         "ModelAuthenticationError", "ModelConsolidator", "NewPassage", "NothingToUndoError", "Passage",
         "ReadOnlyBlockError", "RebuildReport", "ReconcileReport", "RollbackRefusedError", "RulesConsolidator",

@@ -7,6 +7,7 @@ outcome) and the `anthropic` adapter (a `ToolError`, which the tool runner sends
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 import pytest
@@ -30,7 +31,6 @@ HOSTILE_PATHS: dict[str, object] = {
     "dot dot deep": "/memories/a/../../etc",
     "dot dot alone": "/memories/..",
     "dot dot trailing slash": "/memories/../",
-    "dot segment": "/memories/./notes.md",
     "encoded dot dot": "/memories/%2e%2e/etc",
     "encoded dot dot upper": "/memories/%2E%2E/%2E%2E/etc",
     "encoded slash": "/memories/..%2f..%2fetc",
@@ -128,6 +128,10 @@ RISKY_OPERATIONS: dict[str, dict[str, Any]] = {
                             "new_path": "/memories/human/persona"},
     "delete the root": {"command": "delete", "path": "/memories"},
     "delete the root with a slash": {"command": "delete", "path": "/memories/"},
+    "delete the root spelled with a dot": {"command": "delete", "path": "/memories/."},
+    "delete the root spelled with dot dot": {"command": "delete", "path": "/memories/project/.."},
+    "rename the root spelled with dot dot": {"command": "rename", "old_path": "/memories/sub/..",
+                                             "new_path": "/memories/x"},
     "create the root": {"command": "create", "path": "/memories", "file_text": "x"},
     "create over a file": {"command": "create", "path": "/memories/human", "file_text": "x"},
     "create over a directory": {"command": "create", "path": "/memories/project", "file_text": "x"},
@@ -173,3 +177,27 @@ def test_any_path_is_refused_cleanly_or_names_a_label_that_maps_back(prefix: str
     assert validate_label(parsed.label) == parsed.label
     assert ".." not in parsed.label.split("/") and "%" not in parsed.label and "\\" not in parsed.label
     assert parse_memory_path(memory_path(parsed.label)).label == parsed.label
+
+
+_SEGMENTS = st.lists(st.sampled_from(["a", "b", "notes.md", ".", "..", "", "..."]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SEGMENTS)
+def test_dot_segments_resolve_as_a_filesystem_resolves_them(segments: list[str]) -> None:
+    """The label a path names is what `os.path.normpath` makes of it under /memories (Anthropic's
+    tool resolves the path on disk); a path whose `..` climbs above the root is refused."""
+    path = "/".join(["/memories", *segments])
+    depth, climbs = 0, False
+    for segment in segments:
+        if segment == "..":
+            climbs = climbs or depth == 0
+            depth = max(depth - 1, 0)
+        elif segment not in ("", "."):
+            depth += 1
+    if climbs:
+        with pytest.raises(MemoryToolError, match="would escape /memories directory"):
+            parse_memory_path(path)
+        return
+    resolved = posixpath.normpath(path)
+    assert parse_memory_path(path).label == resolved.removeprefix("/memories").strip("/")

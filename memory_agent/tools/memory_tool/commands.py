@@ -11,7 +11,8 @@ directory) is one transaction: all of it happens, or none.
 
 Results and refusals are the texts of Anthropic's local-filesystem memory tool (`views`), so the
 model meets what it was trained on; refusals the filesystem has no sentence for (a read-only block,
-a limit, an unsafe path) carry our own message. Every refusal is a `MemoryAgentError`.
+a limit, an unsafe path, a file named like one of the prompt's own sections, see `reserved_names`)
+carry our own message. Every refusal is a `MemoryAgentError`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ...memory_paths import (
     parse_memory_path,
     path_preview,
 )
+from ...reserved_names import is_section_name, reserved_name
 from .views import directory_view, file_view, insert_lines, replace_once
 
 if TYPE_CHECKING:
@@ -104,6 +106,7 @@ class MemoryFiles:
             if target.is_root or target.label in sizes or self._is_directory(target, sizes):
                 raise MemoryToolError(f"File {path} already exists", path)
             self._refuse_file_parent(path, target.label, sizes)
+            _refuse_section_name(f"create {path}", target.label)
             self.memory.create_block(target.label, file_text, agent_id=self.agent_id,
                                      in_prompt=default_in_prompt(target.label))
         return f"File created successfully at: {path}"
@@ -170,6 +173,8 @@ class MemoryFiles:
                 raise MemoryToolError(f"The path {old_path} does not exist", old_path)
             self._refuse_file_parent(new_path, new.label, [label for label in sizes if label not in moves])
             targets = {label: _moved_label(moved, new_path) for label, moved in moves.items()}
+            for moved in targets.values():
+                _refuse_section_name(f"rename {old_path} to {new_path}", moved)
             for label, moved in targets.items():
                 self.memory.rename_block(label, moved, agent_id=self.agent_id)
         return f"Successfully renamed {old_path} to {new_path}"
@@ -210,6 +215,14 @@ class MemoryFiles:
 def _under(label: str, directory: str) -> bool:
     """Whether `label` lies inside the directory with this label prefix ("" is the root)."""
     return not directory or label.startswith(directory + "/")
+
+
+def _refuse_section_name(action: str, label: str) -> None:
+    """A file named like a section of the prompt would read as that section (`reserved_names`)."""
+    if is_section_name(label):
+        raise MemoryToolError(
+            f"Cannot {action}: {memory_path(label)} is named like the <{reserved_name(label)}> section that "
+            "memory-agent itself writes into your prompt. Choose another name.", label)
 
 
 def _moved_label(label: str, new_path: str) -> str:

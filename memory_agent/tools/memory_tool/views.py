@@ -17,13 +17,17 @@ from ...memory_paths import format_size
 
 __all__ = [
     "LINE_NUMBER_WIDTH",
+    "MAX_VIEW_LINES",
     "directory_view",
     "file_view",
     "insert_lines",
     "replace_once",
 ]
 
-LINE_NUMBER_WIDTH = 6
+MAX_VIEW_LINES = 999_999
+"""The most lines `view` shows of a file; a longer one is refused, as Anthropic's tool refuses it."""
+
+LINE_NUMBER_WIDTH = len(str(MAX_VIEW_LINES))
 """Width of a line number: the tool's 999,999-line maximum has six digits."""
 
 _MAX_DEPTH = 2
@@ -34,7 +38,12 @@ def _numbered(lines: Sequence[str], first: int) -> str:
 
 
 def file_view(path: str, content: str, view_range: Sequence[int] | None) -> str:
-    """A file with line numbers; `view_range` [first, last] (1-based, last -1 = to the end)."""
+    """A file with line numbers; `view_range` [first, last] (1-based, last -1 = to the end).
+
+    A file of more than `MAX_VIEW_LINES` lines is refused whatever the range (counted before
+    anything is split)."""
+    if content.count("\n") >= MAX_VIEW_LINES:
+        raise MemoryToolError(f"File {path} exceeds maximum line limit of {MAX_VIEW_LINES:,} lines.", path)
     lines = content.split("\n")
     first = 1
     if view_range and len(view_range) == 2:
