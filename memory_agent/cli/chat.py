@@ -10,7 +10,10 @@ The first chat creates the storage dir and the agent (as `init` would) and says 
 from __future__ import annotations
 
 import asyncio
+import os
+import select
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -129,7 +132,12 @@ def _read_line() -> str | None:
     """
     with _interruptible():
         try:
-            return str(click.prompt("you", prompt_suffix="> ", default="", show_default=False))
+            descriptor = _stdin_descriptor()
+            if descriptor is None:  # not a real file (a test runner's stream): no signal can be missed
+                return str(click.prompt("you", prompt_suffix="> ", default="", show_default=False))
+            click.echo("you> ", nl=False)
+            _wait_for_input(descriptor)
+            return str(click.prompt("", prompt_suffix="", default="", show_default=False))
         except (click.Abort, EOFError, KeyboardInterrupt):
             click.echo()
             return None
@@ -145,6 +153,39 @@ def _interruptible() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _stdin_descriptor() -> int | None:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return None
+
+
+def _wait_for_input(descriptor: int) -> None:
+    """Wait until the line (or end of input) can be read, or Ctrl-C. A signal may be delivered to
+    any thread of the process (the SDK's and anyio's threads too), and then a read in this thread
+    is never interrupted; the wakeup descriptor ends the wait whichever thread received it, and
+    the SIGINT handler then runs here, raising KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    try:
+        poller = select.poll()
+        poller.register(descriptor, select.POLLIN | select.POLLHUP)
+        poller.register(wake_read, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if wake_read in ready:
+                os.read(wake_read, 64)  # a signal arrived; its handler runs before the next line here
+            if descriptor in ready:
+                return
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(wake_read)
+        os.close(wake_write)
 
 
 def _show_memory(memory: MemoryManager, agent_id: str) -> None:

@@ -65,10 +65,13 @@ def test_chat_ends_at_end_of_input(initialised: Run) -> None:
 
 
 def _read_until(stream: int, marker: bytes, timeout: float) -> bytes:
+    """Read until `marker` shows (a poll, not select(): in a long run descriptors pass 1024)."""
     seen = b""
     deadline = time.monotonic() + timeout
+    poller = select.poll()
+    poller.register(stream, select.POLLIN)
     while marker not in seen:
-        ready, _, _ = select.select([stream], [], [], max(0.0, deadline - time.monotonic()))
+        ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
         chunk = os.read(stream, 4096) if ready else b""
         if not chunk:
             raise AssertionError(f"no {marker!r} on stdout; got {seen!r}")
