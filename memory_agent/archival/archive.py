@@ -18,9 +18,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from ..authors import Author, acting_author
+from ..authors import Author, acting_as, acting_author
 from ..errors import ArchivalError, MemoryAgentError
 from ..store import journal
 from ..store.database import Database, utc_now
@@ -86,6 +87,12 @@ class ArchivalMemory:
 
     # ----- writing --------------------------------------------------------------------------
 
+    def _acting(self) -> AbstractContextManager[object]:
+        """The manager's current author for every journal entry written inside (lifecycle entries
+        included, which take the author from `acting_as`)."""
+        author = self._author()
+        return acting_as(author) if author is not None else nullcontext()
+
     def insert(
         self,
         agent_id: str,
@@ -117,7 +124,7 @@ class ArchivalMemory:
 
     def _insert_chunk(self, agent_id: str, items: builtins.list[PreparedPassage]) -> builtins.list[str]:
         now = utc_now()
-        with self.db.transaction() as conn:
+        with self._acting(), self.db.transaction() as conn:
             passage_table.require_agent(conn, agent_id)
             stored = []
             for item in items:
@@ -144,7 +151,7 @@ class ArchivalMemory:
         runs when it opens removes the vector.
         """
         now = utc_now()
-        with self.db.transaction() as conn:
+        with self._acting(), self.db.transaction() as conn:
             passage = passage_table.fetch_one(conn, agent_id, passage_id)
             if passage is None:
                 raise ArchivalError(
@@ -165,15 +172,18 @@ class ArchivalMemory:
     def supersede(self, agent_id: str, old_id: str, new_id: str, *,
                   detail: Mapping[str, Any] | None = None) -> Passage:
         """Mark `old_id` superseded by `new_id` (refuses itself, a missing id, or a cycle)."""
-        return lifecycle.supersede(self.db, agent_id, old_id, new_id, detail)
+        with self._acting():
+            return lifecycle.supersede(self.db, agent_id, old_id, new_id, detail)
 
     def restore(self, agent_id: str, passage_id: str, *, detail: Mapping[str, Any] | None = None) -> Passage:
         """Make a superseded passage current again."""
-        return lifecycle.restore(self.db, agent_id, passage_id, detail)
+        with self._acting():
+            return lifecycle.restore(self.db, agent_id, passage_id, detail)
 
     def set_importance(self, agent_id: str, passage_id: str, importance: float, *,
                        detail: Mapping[str, Any] | None = None) -> Passage:
-        return lifecycle.set_importance(self.db, agent_id, passage_id, importance, detail)
+        with self._acting():
+            return lifecycle.set_importance(self.db, agent_id, passage_id, importance, detail)
 
     def update(self, agent_id: str, passage_id: str, *, tags: Iterable[str] | None = None,
                metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
@@ -182,8 +192,9 @@ class ArchivalMemory:
 
         New tags are rewritten into its vector record too (the passage is 'pending' until then).
         """
-        passage, tags_changed = lifecycle.update(self.db, agent_id, passage_id, tags=tags, metadata=metadata,
-                                                 provenance=provenance, detail=detail)
+        with self._acting():
+            passage, tags_changed = lifecycle.update(self.db, agent_id, passage_id, tags=tags, metadata=metadata,
+                                                     provenance=provenance, detail=detail)
         if tags_changed:
             self.index.write([passage])
             passage = self.get(agent_id, passage_id) or passage
@@ -191,7 +202,8 @@ class ArchivalMemory:
 
     def purge_expired(self, agent_id: str | None = None, *, detail: Mapping[str, Any] | None = None) -> int:
         """Delete every expired passage for good (rows, keyword index, vectors); returns how many."""
-        deleted = lifecycle.purge_expired(self.db, agent_id, detail)
+        with self._acting():
+            deleted = lifecycle.purge_expired(self.db, agent_id, detail)
         for owner, passage_ids in deleted.items():
             if self.index.is_open or not self._check_on_open:
                 self.index.remove(owner, passage_ids)

@@ -116,6 +116,26 @@ def test_the_python_api_defaults_to_a_person_and_can_be_told_otherwise(settings:
         MemoryManager(agent_id="agent-a", settings=settings, author="ada")  # type: ignore[arg-type]  # on purpose
 
 
+def test_passage_lifecycle_entries_name_the_managers_author(settings: Settings) -> None:
+    """Supersede, restore, importance, update, purge and delete all journal the default author, not
+    only what an `acting_as` block sets."""
+    with MemoryManager(agent_id="agent-a", settings=settings, author=Author.person("ada")) as memory:
+        old = memory.archival_memory_insert("lives in Lisbon")
+        new = memory.archival_memory_insert("moved to Porto")
+        gone = memory.archival_memory_insert("parking note", expires_at="2000-01-01T00:00:00+00:00")
+        memory.supersede_passage(old, new)
+        memory.restore_passage(old)
+        memory.set_passage_importance(old, 0.9)
+        memory.update_passage(old, tags=["city"])
+        assert memory.purge_expired() == 1
+        memory.archival_memory_delete(new)
+        entries = [e for e in memory.journal(limit=50) if e.target_id in {old, new, gone}]
+        actions = {e.action for e in entries}
+        assert {"supersede_passage", "restore_passage", "set_passage_importance", "update_passage",
+                "purge_passage", "delete_passage"} <= actions
+        assert {(e.author_kind, e.author) for e in entries} == {("person", "ada")}
+
+
 def test_the_tool_path_is_the_model(memory: MemoryManager) -> None:
     memory.ensure_agent("agent-b")
     assert not execute_tool(memory, "core_memory_append", {"label": "human", "content": "via tool"}).is_error
