@@ -70,3 +70,20 @@ def test_merge_keeps_a_permanent_fact_inside_an_expiring_survivor(memory: Memory
                     if (p := memory.archival_memory_get(pid)) is not None
                     and p.superseded_by is None and p.expires_at is None]
     assert live_forever, "the only live holder of a permanent fact now expires"
+
+
+def test_trimming_a_shared_block_moves_the_other_agents_facts_out_of_its_reach(memory: MemoryManager) -> None:
+    """agent-a's run trims a block shared with bob and archives the lines as agent-a's own
+    passages: bob's block loses three facts and bob's archival search cannot find them."""
+    lines = [f"Fact {n}: the crane on pier {n} was serviced." for n in range(8)]
+    shared = memory.create_block("team", "\n".join(lines), limit=400, is_shared=True)
+    memory.ensure_agent("bob")
+    memory.attach_block("bob", shared.block_id)
+
+    memory.consolidate(consolidator="rules")
+
+    in_block = memory.get_block("team", agent_id="bob").value
+    found = " ".join(hit.passage.content for hit in memory.archival_memory_search(
+        "crane pier serviced", limit=20, agent_id="bob"))
+    lost = [line for line in lines if line not in in_block and line not in found]
+    assert not lost, f"bob lost {lost}"
