@@ -58,3 +58,14 @@ def test_tool_search_page_allowed_by_the_schema_gets_a_confusing_refusal(memory:
     memory.archival_memory_insert("Ada lives in Lisbon.")
     outcome = execute_tool(memory, "archival_memory_search", {"query": "Ada", "limit": 50, "page": 20})
     assert not outcome.is_error, outcome.text
+
+
+def test_cli_author_name_with_a_line_break_forges_a_second_author(memory: MemoryManager) -> None:
+    """`--author $'person:ada\\nmodel:evil'` is accepted: the journal table then reads
+    'person ada model:evil', a person's edit dressed up as another kind of author."""
+    result = CliRunner().invoke(cli, ["--storage-dir", str(memory.storage_dir), "--agent", memory.agent_id,
+                                      "--author", "person:ada\nmodel:evil", "blocks", "append", "human", "x"])
+    if result.exit_code != 0:
+        return  # refused: no forged author
+    authors = [entry.author or "" for entry in memory.journal(limit=5)]
+    assert not any("\n" in author for author in authors), f"journal author with a line break: {authors!r}"
