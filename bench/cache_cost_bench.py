@@ -80,11 +80,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--window", type=int, default=60_000, help="compaction window in tokens")
-    parser.add_argument("--quick", action="store_true", help="25 turns at a 12,000-token window")
+    parser.add_argument("--quick", action="store_true", help="12 turns at an 8,000-token window")
     parser.add_argument("--stale-turns", type=int, nargs="*", default=[],
                         help="also run `deferred` with these max_stale_turns (to choose the default)")
     args = parser.parse_args()
-    turns, window = (25, 12_000) if args.quick else (args.turns, args.window)
+    turns, window = (12, 8_000) if args.quick else (args.turns, args.window)
     print(f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every 7; "
           "runs one after another on a shared, loaded machine (seconds are indicative only)", flush=True)
     rows = [await one_run("live", turns, window, policy="live")]

@@ -38,7 +38,7 @@ TESTS = Path(__file__).resolve().parent
 BACKEND_FIXTURES = frozenset({"backend"})
 """A test requesting one of these runs on both backends."""
 
-SERVER_FIXTURES = frozenset({"postgres_url", "postgres_cluster"})
+SERVER_FIXTURES = frozenset({"postgres_url", "migrated_postgres_url", "postgres_template", "postgres_cluster"})
 """A test requesting one of these starts the PostgreSQL server: it must be marked `postgres`."""
 
 STORE_OPENERS = re.compile(

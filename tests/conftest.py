@@ -59,20 +59,45 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres_template(postgres_cluster: PostgresCluster, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database migrated once per run to the current schema and frozen: each `backend` test on
+    PostgreSQL gets a copy of it (cheaper than migrating an empty one every time). Only the schema
+    is in it, no agent and no row, so a copy is what a store is after its first open."""
+    from memory_agent.store.postgres import PostgresDatabase
+
+    url = postgres_cluster.database_url("template")
+    PostgresDatabase(url, tmp_path_factory.mktemp("template")).close()
+    return postgres_cluster.freeze_as_template(url)
+
+
 @pytest.fixture
 def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
-    """A fresh empty database on the session's PostgreSQL server, dropped afterwards."""
+    """A fresh empty database on the session's PostgreSQL server, dropped afterwards: for tests of
+    what the first open of an empty database does (migrations, first use, 'run init first')."""
     url = postgres_cluster.database_url()
+    yield url
+    postgres_cluster.drop(url)
+
+
+@pytest.fixture
+def migrated_postgres_url(postgres_cluster: PostgresCluster, postgres_template: str) -> Iterator[str]:
+    """A fresh database of its own at the current schema (a copy of the template), dropped afterwards."""
+    url = postgres_cluster.database_url(template=postgres_template)
     yield url
     postgres_cluster.drop(url)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test once per backend: PostgreSQL through MEMORY_DATABASE_URL (a fresh database),
-    which every MemoryManager, Settings.from_env() and CLI process of the test then uses."""
+    """Run the test once per backend: PostgreSQL through MEMORY_DATABASE_URL (a fresh database,
+    already at the current schema; `@pytest.mark.empty_database` gives an empty one instead, for
+    tests of the first open), which every MemoryManager, Settings.from_env() and CLI process of the
+    test then uses."""
     if request.param == "postgres":
-        monkeypatch.setenv("MEMORY_DATABASE_URL", request.getfixturevalue("postgres_url"))
+        empty = request.node.get_closest_marker("empty_database") is not None
+        url = request.getfixturevalue("postgres_url" if empty else "migrated_postgres_url")
+        monkeypatch.setenv("MEMORY_DATABASE_URL", url)
     return str(request.param)
 
 

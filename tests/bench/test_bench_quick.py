@@ -1,12 +1,15 @@
 """Every benchmark script runs in its `--quick` mode, so a benchmark that crashes fails the suite.
 
-Small sizes, no timing assertions: the figures are for reading, the exit code is what is tested.
+Small sizes, no timing assertions: the figures are for reading, the exit code (and, for some, that
+a table's rows are there) is what is tested. A script whose `--quick` run another default test
+already makes and checks (RUN_ELSEWHERE) is not run a second time here.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,14 +17,31 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
+RUN_ELSEWHERE = {
+    "archival_locomo": "tests/archival/test_archival_bench_data.py",
+}
+"""Script -> the test file that runs its `--quick` mode in the default suite and checks its figures."""
+EXPECTED = {
+    "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
+    "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
+}
+"""Script -> lines its quick run must print (regular expressions, multiline)."""
+ALL_SCRIPTS = sorted((ROOT / "bench").glob("*.py"))
+SCRIPTS = [script for script in ALL_SCRIPTS if script.stem not in RUN_ELSEWHERE]
+
+
 NEEDS_POSTGRES = {"backends_bench", "pg_keyword_locomo", "thread_workers_bench"}
 """Scripts whose quick run starts a PostgreSQL server and so needs the `postgres` extra (psycopg)."""
 
 
 def test_every_bench_script_is_covered() -> None:
-    assert len(SCRIPTS) >= 8
-    assert NEEDS_POSTGRES <= {script.stem for script in SCRIPTS}
+    assert len(ALL_SCRIPTS) >= 8
+    assert NEEDS_POSTGRES <= {script.stem for script in ALL_SCRIPTS}
+    for name, test_file in RUN_ELSEWHERE.items():
+        source = (ROOT / test_file).read_text(encoding="utf-8")
+        assert (ROOT / "bench" / f"{name}.py").is_file() and f"{name}.py" in source and '"--quick"' in source, \
+            f"{test_file} no longer runs bench/{name}.py --quick: run it here again"
+        assert "pytest.mark.slow" not in source, f"{test_file} is slow: bench/{name}.py --quick must run by default"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[script.stem for script in SCRIPTS])
@@ -38,3 +58,6 @@ def test_bench_script_runs_quick(script: Path, tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, f"{script.name} --quick failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     assert done.stdout.strip(), f"{script.name} --quick printed no figures"
+    for pattern in EXPECTED.get(script.stem, ()):
+        assert re.search(pattern, done.stdout, re.MULTILINE), f"{script.name} --quick printed no {pattern!r}:\n" \
+                                                                f"{done.stdout[-2000:]}"

@@ -27,6 +27,7 @@ def test_init_creates_storage_and_a_default_agent(run: Callable[..., Result], st
     assert shown["value"] == "I am Sam."
 
 
+@pytest.mark.empty_database
 def test_commands_before_init_say_to_run_init(run: Callable[..., Result], error_of: Callable[[Result], str],
                                                storage: Path) -> None:
     line = error_of(run("blocks", "list"))

@@ -99,6 +99,7 @@ def test_pending_passages_and_orphan_vectors_are_reconciled(backend: str, initia
     assert _checks(initialised("--json", "doctor"))["vectors vs passages"] == "ok"
 
 
+@pytest.mark.empty_database
 def test_doctor_without_storage_is_one_error(backend: str, run: Run, error_of: Callable[[Result], str]) -> None:
     assert "No memory-agent storage" in error_of(run("doctor"))
 

@@ -57,6 +57,7 @@ def test_public_names() -> None:
     assert memory_agent.cli.__all__ == ["cli", "main"]
 
 
+@pytest.mark.empty_database
 @pytest.mark.usefixtures("backend")
 def test_the_console_entry_point_runs_in_its_own_process(tmp_path: Path) -> None:
     """What `memory-agent` runs: main(), with errors as one line and no traceback."""
