@@ -303,7 +303,7 @@ def m006_issue22_passage_lifecycle(conn: sqlite3.Connection) -> None:
 
 
 @_migration
-def m006_issue28_journal_authors(conn: sqlite3.Connection) -> None:
+def m007_issue28_journal_authors(conn: sqlite3.Connection) -> None:
     """Who acted: `author_kind` and `author` on journal entries and on saved block versions
     (see `memory_agent.authors`). Rows written before stay as they are, with no author (NULL):
     the journal is append-only and nothing can say now who made those changes."""

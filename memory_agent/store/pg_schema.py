@@ -279,7 +279,7 @@ def p004_passage_lifecycle(cursor: Any) -> None:
 
 
 @_migration
-def p004_journal_authors(cursor: Any) -> None:
+def p005_journal_authors(cursor: Any) -> None:
     """SQLite's m006: `author_kind` and `author` on journal entries and saved block versions;
     earlier rows keep NULL (adding a column without a default rewrites nothing, and the journal's
     append-only trigger fires on UPDATE and DELETE only)."""

@@ -205,7 +205,7 @@ def test_rows_written_before_authors_keep_no_author(tmp_path: Path) -> None:
     path.parent.mkdir()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
-    upto = [m.__name__ for m in MIGRATIONS].index("m006_issue28_journal_authors")
+    upto = [m.__name__ for m in MIGRATIONS].index("m007_issue28_journal_authors")
     for migration in MIGRATIONS[:upto]:
         migration(conn)
     run_script(conn, "INSERT INTO agents (agent_id, created_at) VALUES ('old', '2024-01-01T00:00:00Z');\n"

@@ -27,7 +27,7 @@ SHIPPED_SQLITE = (
     ("m004_issue16_on_demand_blocks", "b2cc0de1e125abd0"),
     ("m005_issue14_per_agent_passage_fts", "6f83f1b4c18801a8"),
     ("m006_issue22_passage_lifecycle", "f58d5c64058cc12d"),
-    ("m006_issue28_journal_authors", "86fdc076751fed06"),
+    ("m007_issue28_journal_authors", "2d0f8e312d9087fb"),
     ("m008_issue22_consolidation_sessions", "8d4d816b6ba953e8"),
 )
 SHIPPED_POSTGRES = (
@@ -35,7 +35,7 @@ SHIPPED_POSTGRES = (
     ("p002_search_words_as_fts5_splits_them", "79b811d6fc641537"),
     ("p003_keyword_index_of_any_text", "41115e97d00fbd9c"),
     ("p004_passage_lifecycle", "8662ad208f7a5930"),
-    ("p004_journal_authors", "7c306e1ae2191b9e"),
+    ("p005_journal_authors", "1d500118fb42d98d"),
     ("p006_issue22_consolidation_sessions", "4a3b8d7f0d52a3b2"),
 )
 
