@@ -46,6 +46,9 @@ class Passage:
     """ISO-8601 UTC timestamp with microseconds."""
     vector_state: str
     """'indexed' when its embedding is in the vector store, 'pending' while it is owed."""
+    vector_chunks: int = 1
+    """How many vectors (chunks) hold it in the vector store; 0 marks one vector embedded before
+    chunking from the first window only (see `chunks.py`)."""
 
 
 @dataclass(frozen=True)
@@ -186,4 +189,5 @@ def passage_from_row(row: sqlite3.Row) -> Passage:
         metadata=json.loads(row["metadata"]),
         created_at=row["created_at"],
         vector_state=row["vector_state"],
+        vector_chunks=int(row["vector_chunks"]),
     )

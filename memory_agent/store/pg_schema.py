@@ -260,4 +260,17 @@ def p003_keyword_index_of_any_text(cursor: Any) -> None:
     )
 
 
+
+@_migration
+def p004_whole_passage_vectors(cursor: Any) -> None:
+    """How many vectors hold each passage, as SQLite's m006 (`archival.chunks`): 0 marks an existing
+    passage that may have been embedded from its first window only (`doctor --repair` re-embeds it)."""
+    cursor.execute(
+        """
+        ALTER TABLE passages ADD COLUMN vector_chunks INTEGER NOT NULL DEFAULT 1;
+        UPDATE passages SET vector_chunks = 0 WHERE length(content) > 254;
+        CREATE INDEX passages_chunked ON passages(vector_chunks) WHERE vector_chunks != 1;
+        """
+    )
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

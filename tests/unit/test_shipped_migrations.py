@@ -26,11 +26,13 @@ SHIPPED_SQLITE = (
     ("m003_session_store", "4fb2e3f7de58e66e"),
     ("m004_issue16_on_demand_blocks", "b2cc0de1e125abd0"),
     ("m005_issue14_per_agent_passage_fts", "6f83f1b4c18801a8"),
+    ("m006_issue25_whole_passage_vectors", "1b403abaaf44dca9"),
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
     ("p002_search_words_as_fts5_splits_them", "79b811d6fc641537"),
     ("p003_keyword_index_of_any_text", "41115e97d00fbd9c"),
+    ("p004_whole_passage_vectors", "c107d27bb1f216f9"),
 )
 
 
