@@ -24,7 +24,6 @@ from ..errors import ArchivalError
 from ..store import journal
 from ..store.database import Database, utc_now
 from . import passage_table
-from .chunks import vector_ids
 from .config import VectorConfig
 from .filters import PassageFilter, TagMode
 from .fusion import FusionConfig
@@ -135,7 +134,7 @@ class ArchivalMemory:
                            detail={"tags": list(passage.tags), "metadata": passage.metadata,
                                    "created_at": passage.created_at})
         if self.index.is_open or not self._check_on_open:
-            self.index.remove(agent_id, vector_ids(passage_id, passage.vector_chunks))
+            self.index.remove_passages(agent_id, [passage])
         # else: the vector store is not open and is checked against SQLite when it opens, which
         # removes this vector then; a delete alone does not import chromadb.
         return passage

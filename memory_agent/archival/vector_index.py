@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import MemoryAgentError
 from ..store.database import Database
 from . import passage_table
-from .chunks import best_per_passage, chunk_id, embed_whole
+from .chunks import best_per_passage, chunk_id, embed_whole, vector_ids
 from .config import VectorConfig, collection_prefix_for
 from .filters import PassageFilter
 from .passages import Passage
@@ -178,13 +178,19 @@ class VectorIndex:
         except (sqlite3.Error, MemoryAgentError) as error:
             raise MemoryAgentError(f"vectors written but not marked indexed: {error}") from error
 
-    def remove(self, agent_id: str, vector_ids: Sequence[str]) -> str | None:
+    def remove_passages(self, agent_id: str, passages: Sequence[Passage]) -> str | None:
+        """Delete every vector (chunk) of these passages; see `remove`. Any path that deletes or
+        purges passages removes their vectors through this."""
+        return self.remove(agent_id, [vector_id for p in passages for vector_id in vector_ids(p.passage_id,
+                                                                                                 p.vector_chunks)])
+
+    def remove(self, agent_id: str, ids: Sequence[str]) -> str | None:
         """Delete these vectors (see `chunks.vector_ids` for a passage's); returns the error text
         if the store failed (reconcile retries)."""
-        if not vector_ids:
+        if not ids:
             return None
         try:
-            self.store.delete(agent_id, list(vector_ids))
+            self.store.delete(agent_id, list(ids))
         except Exception as error:  # the passage is gone from SQLite; the orphan vector is harmless
             log.warning("Archival vectors not removed (reconcile will): %s", error)
             return f"{type(error).__name__}: {error}"
