@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from memory_agent.archival import ArchivalMemory, InMemoryVectorStore, NewPassage
 from memory_agent.store.database import Database
 from memory_agent.store.fts import query_tokens
-from memory_agent.store.fts_prune import COMMON_ROWS, pruned_head
+from memory_agent.store.fts_prune import pruned_head
 from memory_agent.store.passage_fts import TOKENIZER, agent_fts_table
 
 pytestmark = pytest.mark.sqlite_only(reason="FTS5 is SQLite's keyword index; PostgreSQL ranks with its own "
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.sqlite_only(reason="FTS5 is SQLite's keyword index; Pos
 
 COMMON = ["alex", "garden"]  # in most rows
 RARE = ["lisbon", "violin", "kayak", "quilt", "sailing", "painted", "telescope", "harbour"]
-ROWS = COMMON_ROWS + 400
+ROWS = 3000
 
 
 @pytest.fixture(scope="module")
