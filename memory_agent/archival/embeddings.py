@@ -53,11 +53,12 @@ CHUNK_TOKENS = 192
 """Word-pieces per window when `embed_chunks` cuts a text longer than MAX_TOKENS. A fact's sentence
 weighs more in a smaller window, at the price of more vectors. On LoCoMo turns grouped into
 passages of 450+ pieces (`bench/chunk_windows_locomo.py`), vector recall@5/10/20 was 0.562 /
-0.680 / 0.795 from the first window alone, 0.625 / 0.779 / 0.869 with 254-piece windows (2.3
-vectors a passage), 0.692 / 0.803 / 0.886 with 192 (2.5), 0.676 / 0.793 / 0.876 with 128 (3.8)
-and 0.708 / 0.818 / 0.913 with 64 (7.6). Leave one conversation out on recall alone picks 64;
+0.680 / 0.795 from the first window alone, 0.625 / 0.779 / 0.869 with 254-piece windows, 0.691 /
+0.801 / 0.886 with 192 (2.4 vectors a passage), 0.680 / 0.802 / 0.882 with 128 (3.7) and 0.723 /
+0.829 / 0.914 with 64 (7.0). Leave one conversation out on recall alone picks 64 in every fold;
 among windows of at most 4 vectors a passage (an index of long passages at most 4x their count)
-192 is the best, within 0.03 of 64 at a third of its vectors."""
+it picks 192 in two folds and 128 in one. 192 - first window: +0.129 (95% CI +0.086 to +0.171),
++0.121 (+0.084 to +0.155), +0.091 (+0.058 to +0.123)."""
 CHUNK_OVERLAP = 48
 """Word-pieces two neighbouring windows share, so a sentence cut by one window is whole in the next."""
 
