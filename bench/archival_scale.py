@@ -208,6 +208,15 @@ def build(storage: Path, model: Any, passages_count: int, sample: int) -> None:
         archival.insert_many(AGENT, live)
         print(f"insert_many with live embedding, {sample} more passages: "
               f"{sample / (time.perf_counter() - started):.0f} passages/s")
+        long_texts = [NewPassage(f"long sample {n}: " + " ".join(p.content for p in passages[n * 24:(n + 1) * 24]))
+                      for n in range(max(1, sample // 20))]
+        started = time.perf_counter()
+        long_ids = archival.insert_many(AGENT, long_texts)
+        seconds = time.perf_counter() - started
+        chunks = [archival.get(AGENT, passage_id) for passage_id in long_ids]
+        vectors = sum(p.vector_chunks for p in chunks if p is not None) / len(long_ids)
+        print(f"insert_many with live embedding, {len(long_ids)} long passages (24 notes, ~700 word-pieces): "
+              f"{len(long_ids) / seconds:.1f} passages/s, {vectors:.1f} vectors each")
         singles = []
         for n in range(min(100, passages_count)):
             started = time.perf_counter()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .archival import ArchivalMemory
-from .archival.passage_table import agents_with_passages, state_counts
+from .archival.passage_table import agents_with_passages, state_counts, truncated_count, vector_count
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
 from .file_modes import loose_entries, tighten
@@ -140,6 +140,7 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
     """
     with archival.db.reading() as conn:
         counts = state_counts(conn)
+        expected = vector_count(conn)
         agents = agents_with_passages(conn)
     where = archival.config.location
     passages = counts["indexed"] + counts["pending"]
@@ -152,16 +153,27 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
     except Exception as error:  # any failure to open or count the store is the finding
         return [Check("vector store", "fail", f"cannot read the vectors at {where} "
                       f"({type(error).__name__}: {first_line(error)}); {rebuild}")]
-    agree = vectors == counts["indexed"] and not counts["pending"]
+    agree = vectors == expected and not counts["pending"]
     found = Check("vectors vs passages", "ok" if agree else "warn",
                   f"{passages} passages in the database ({counts['pending']} waiting for vectors), "
-                  f"{vectors} vectors at {where}")
+                  f"{vectors} vectors at {where} ({expected} expected: long passages have one per chunk)")
     report = archival.reconcile(None, progress, full=full)
     done = (f"wrote {report.embedded} vectors ({report.missing_vectors} had gone missing), removed "
             f"{report.removed_vectors} orphan vectors, {report.still_pending} passages still pending")
     if report.errors:
         done += "; errors: " + "; ".join(first_line(e) for e in report.errors[:3]) + f"; {rebuild}"
-    return [found, Check("archival reconcile", "ok" if report.ok else "fail", done)]
+    return [found, Check("archival reconcile", "ok" if report.ok else "fail", done), check_whole_passages(archival)]
+
+
+def check_whole_passages(archival: ArchivalMemory) -> Check:
+    """Passages embedded from their first window only, before whole-passage (chunked) vectors."""
+    with archival.db.reading() as conn:
+        truncated = truncated_count(conn)
+    if not truncated:
+        return Check("whole passages embedded", "ok", "every passage's vectors cover all of its text")
+    return Check("whole passages embedded", "warn",
+                 f"{truncated} passages stored before whole-passage embedding may be embedded from their "
+                 "first 256 word-pieces only; --repair re-embeds them whole")
 
 
 def check_file_modes(directory: Path, repair: bool = False) -> list[Check]:

@@ -164,7 +164,7 @@ class ArchivalMemory:
                            target_type="passage", target_id=passage_id, old_value=passage.content, created_at=now,
                            detail=lifecycle.deleted_detail(passage))
         if self.index.is_open or not self._check_on_open:
-            self.index.remove(agent_id, [passage_id])
+            self.index.remove_passages(agent_id, [passage])
         # else: the vector store is not open and is checked against SQLite when it opens, which
         # removes this vector then; a delete alone does not import chromadb.
         return passage
@@ -204,10 +204,10 @@ class ArchivalMemory:
         """Delete every expired passage for good (rows, keyword index, vectors); returns how many."""
         with self._acting():
             deleted = lifecycle.purge_expired(self.db, agent_id, detail)
-        for owner, passage_ids in deleted.items():
+        for owner, passages in deleted.items():
             if self.index.is_open or not self._check_on_open:
-                self.index.remove(owner, passage_ids)
-        return sum(len(ids) for ids in deleted.values())
+                self.index.remove_passages(owner, passages)
+        return sum(len(passages) for passages in deleted.values())
 
     # ----- reading --------------------------------------------------------------------------
 

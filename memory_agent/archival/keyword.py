@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from ..store import pg_fulltext
 from ..store.dialect import is_postgres
-from ..store.fts import fts_query
-from ..store.passage_fts import agent_fts_table
+from ..store.fts import fts_query, query_tokens
+from ..store.fts_prune import pruned_head
+from ..store.passage_fts import TOKENIZER, agent_fts_table
 from .filters import PassageFilter
 from .timestamps import to_epoch
 
@@ -44,7 +45,8 @@ def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, li
     where a common name can match 30,000 rows). So the FTS5 ranking alone is read first, HEAD_FACTOR
     times deeper than needed, and the filter is applied to that head. The answer is exact either
     way: if `limit` rows of the head pass, no row outside the head can outrank them; otherwise
-    (a selective tag or date filter) the joined query runs instead.
+    (a selective tag or date filter) the joined query runs instead. The head itself skips scoring
+    the rows of very common words when that provably changes nothing (`store.fts_prune`).
     """
     if is_postgres(conn):
         return _postgres(conn, text, where, limit)
@@ -53,10 +55,12 @@ def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, li
     if match is None or limit <= 0 or table is None:
         return []
     depth = limit * HEAD_FACTOR
-    head = conn.execute(
-        f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
-        (match, depth),
-    ).fetchall()
+    head = pruned_head(conn, table, TOKENIZER, query_tokens(text, drop_stop_words=True), depth)
+    if head is None:  # no very common word in the query, or its rows might reach the head
+        head = conn.execute(
+            f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
+            (match, depth),
+        ).fetchall()
     kept = _passing(conn, head, where)
     if len(kept) >= limit or len(head) < depth:
         return kept[:limit]

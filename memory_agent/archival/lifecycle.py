@@ -127,12 +127,12 @@ def unlink_successor(conn: sqlite3.Connection, agent_id: str, passage: Passage, 
                 {**(detail or {}), "reason": f"successor {passage.passage_id} deleted"})
 
 
-def purge_expired(db: Database, agent_id: str | None, detail: Detail = None) -> dict[str, list[str]]:
+def purge_expired(db: Database, agent_id: str | None, detail: Detail = None) -> dict[str, list[Passage]]:
     """Delete every passage expired by now (of one agent, or of all) in one transaction, journalled
-    with everything needed to restore it; returns the deleted ids by agent (the caller removes their
-    vectors)."""
+    with everything needed to restore it; returns the deleted passages by agent (the caller removes
+    their vectors, every chunk of each)."""
     now = utc_now()
-    deleted: dict[str, list[str]] = {}
+    deleted: dict[str, list[Passage]] = {}
     with db.transaction() as conn:
         if agent_id is not None:
             passage_table.require_agent(conn, agent_id)
@@ -142,7 +142,7 @@ def purge_expired(db: Database, agent_id: str | None, detail: Detail = None) -> 
             journal.record(conn, agent_id=passage.agent_id, action="purge_passage", target_type="passage",
                            target_id=passage.passage_id, old_value=passage.content, created_at=now,
                            detail={**(detail or {}), **deleted_detail(passage)})
-            deleted.setdefault(passage.agent_id, []).append(passage.passage_id)
+            deleted.setdefault(passage.agent_id, []).append(passage)
     return deleted
 
 

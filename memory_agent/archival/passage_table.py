@@ -25,13 +25,14 @@ __all__ = [
     "expired_rows",
     "fetch_by_ids",
     "fetch_one",
-    "indexed_ids",
+    "indexed_chunks",
     "insert_or_get",
     "insert_row",
     "known_ids",
     "list_rows",
     "mark_indexed",
     "mark_pending",
+    "mark_truncated_pending",
     "passage_count",
     "pending_count",
     "pending_rows",
@@ -41,6 +42,8 @@ __all__ = [
     "successor_chain",
     "superseded_by_rows",
     "update_columns",
+    "truncated_count",
+    "vector_count",
 ]
 
 LIFECYCLE_COLUMNS = ("tags", "metadata", "provenance", "importance", "superseded_by", "expires_at")
@@ -166,15 +169,6 @@ def state_counts(conn: sqlite3.Connection, agent_id: str | None = None) -> dict[
     return {"indexed": passage_count(conn, agent_id) - pending, "pending": pending}
 
 
-def indexed_ids(conn: sqlite3.Connection, agent_id: str) -> set[str]:
-    return {
-        row[0]
-        for row in conn.execute(
-            "SELECT passage_id FROM passages WHERE vector_state = 'indexed' AND agent_id = ?", (agent_id,)
-        )
-    }
-
-
 def known_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]) -> set[str]:
     """Which of these ids are passages of the agent (in any vector state)."""
     return set(fetch_by_ids(conn, agent_id, passage_ids))
@@ -275,11 +269,54 @@ def record_access(conn: sqlite3.Connection, passage_ids: Sequence[str], when: st
     )
 
 
-def mark_indexed(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:
+def mark_indexed(conn: sqlite3.Connection, chunks: Sequence[tuple[str, int]]) -> None:
+    """Mark these (passage id, number of vectors written) pairs indexed."""
     conn.executemany(
-        "UPDATE passages SET vector_state = 'indexed' WHERE passage_id = ? AND vector_state = 'pending'",
-        [(passage_id,) for passage_id in passage_ids],
+        "UPDATE passages SET vector_state = 'indexed', vector_chunks = ?"
+        " WHERE passage_id = ? AND vector_state = 'pending'",
+        [(count, passage_id) for passage_id, count in chunks],
     )
+
+
+def vector_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
+    """How many vectors the indexed passages should have in the vector store (one per chunk).
+
+    The extra chunks are summed over the few multi-chunk rows only (a partial index), so the
+    check stays a pair of index counts on a store of short passages.
+    """
+    agent_clause = "" if agent_id is None else "AND agent_id = ?"
+    params: tuple[object, ...] = () if agent_id is None else (agent_id,)
+    extra = conn.execute(
+        "SELECT COALESCE(SUM(vector_chunks - 1), 0) FROM passages"
+        f" WHERE vector_chunks != 1 AND vector_chunks > 1 AND vector_state = 'indexed' {agent_clause}", params,
+    ).fetchone()[0]
+    return state_counts(conn, agent_id)["indexed"] + int(extra)
+
+
+def indexed_chunks(conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
+    """The agent's indexed passages and how many vectors each has."""
+    return {
+        row[0]: int(row[1])
+        for row in conn.execute(
+            "SELECT passage_id, vector_chunks FROM passages WHERE vector_state = 'indexed' AND agent_id = ?",
+            (agent_id,),
+        )
+    }
+
+
+def truncated_count(conn: sqlite3.Connection) -> int:
+    """Indexed passages embedded before chunking from their first window only (`vector_chunks` 0)."""
+    return int(conn.execute(
+        "SELECT COUNT(*) FROM passages WHERE vector_chunks != 1 AND vector_chunks = 0 AND vector_state = 'indexed'"
+    ).fetchone()[0])
+
+
+def mark_truncated_pending(conn: sqlite3.Connection) -> int:
+    """Owe whole-passage vectors for every passage embedded from its first window only."""
+    return int(conn.execute(
+        "UPDATE passages SET vector_state = 'pending' WHERE vector_chunks != 1 AND vector_chunks = 0"
+        " AND vector_state = 'indexed'"
+    ).rowcount)
 
 
 def mark_pending(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:

@@ -74,6 +74,9 @@ class Passage:
     provenance: dict[str, Any] = field(default_factory=dict)
     """Where it came from, e.g. {"block": label, "block_id": id, "messages": [ids],
     "merged_from": [passage ids]}."""
+    vector_chunks: int = 1
+    """How many vectors (chunks) hold it in the vector store; 0 marks one vector embedded before
+    chunking from the first window only (see `chunks.py`)."""
 
     def is_expired(self, now: str) -> bool:
         """Whether it has expired at `now` (canonical UTC ISO text, e.g. `store.utc_now()`)."""
@@ -290,4 +293,5 @@ def passage_from_row(row: sqlite3.Row) -> Passage:
         access_count=int(row["access_count"]),
         last_accessed_at=row["last_accessed_at"],
         provenance=json.loads(row["provenance"]),
+        vector_chunks=int(row["vector_chunks"]),
     )

@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..store.database import Database
+from . import passage_table
 from .archive import ArchivalMemory
 from .chroma_store import release_embedded_store
 from .reconcile import Progress, ReconcileReport
 
-__all__ = ["RebuildReport", "move_aside", "rebuild_vectors"]
+__all__ = ["RebuildReport", "move_aside", "rebuild_vectors", "reembed_truncated"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,14 @@ def rebuild_vectors(archival: ArchivalMemory, progress: Progress | None = None) 
     finally:
         fresh.close()
     return RebuildReport(backup, dropped, report)
+
+
+def reembed_truncated(archival: ArchivalMemory, progress: Progress | None = None) -> ReconcileReport:
+    """Re-embed whole every passage embedded from its first window only (see `chunks.py`): they
+    are marked pending and written again, as chunks where they are long; the store is kept."""
+    with archival.db.transaction() as conn:
+        passage_table.mark_truncated_pending(conn)
+    return archival.reconcile(None, progress)
 
 
 def _mark_all_pending(db: Database) -> None:

@@ -6,7 +6,8 @@ vector store that lost or never had vectors SQLite believes 'indexed' (a new Chr
 deleted chroma directory, a new embedding model and so a new collection). Reconcile re-embeds
 pending passages, then compares each agent's counts; only where they disagree (or with
 `full=True`) does it list ids on both sides, delete orphans and re-embed the missing. With nothing
-to do it costs a few indexed counts per agent.
+to do it costs a few indexed counts per agent. A passage may have several vectors (`chunks.py`):
+the counts compare vectors, and a passage missing any of its chunks is re-embedded whole.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..store.database import Database
 from . import passage_table
+from .chunks import passage_of, vector_ids
 from .failures import vector_failure_text
 from .vector_index import VectorIndex
 
@@ -109,18 +111,23 @@ def _agents_in_scope(db: Database, index: VectorIndex, agent_id: str | None) -> 
 
 def _counts_disagree(db: Database, index: VectorIndex, agent_id: str) -> bool:
     with db.reading() as conn:
-        indexed = passage_table.state_counts(conn, agent_id)["indexed"]
-    return index.store.count(agent_id) != indexed
+        expected = passage_table.vector_count(conn, agent_id)
+    return index.store.count(agent_id) != expected
 
 
 def _compare_ids(db: Database, index: VectorIndex, agent_id: str, report: ReconcileReport) -> None:
     report.compared_ids = True
     in_store = index.store.ids(agent_id)
     with db.reading() as conn:
-        indexed = passage_table.indexed_ids(conn, agent_id)
-        unaccounted = sorted(in_store - indexed)  # pending passages, or orphans of deleted ones
-        orphans = sorted(set(unaccounted) - passage_table.known_ids(conn, agent_id, unaccounted))
-    missing = sorted(indexed - in_store)
+        indexed = passage_table.indexed_chunks(conn, agent_id)
+        expected = {vector_id for pid, chunks in indexed.items() for vector_id in vector_ids(pid, chunks)}
+        # Pending passages' vectors (rewritten when embedded), orphans of deleted passages, or
+        # chunks an indexed passage no longer has.
+        unaccounted = sorted(in_store - expected)
+        owners = sorted({passage_of(vector_id) for vector_id in unaccounted})
+        pending = passage_table.known_ids(conn, agent_id, owners) - indexed.keys()
+        orphans = [vector_id for vector_id in unaccounted if passage_of(vector_id) not in pending]
+    missing = sorted(pid for pid, chunks in indexed.items() if not in_store.issuperset(vector_ids(pid, chunks)))
     if missing:
         with db.transaction() as conn:
             passage_table.mark_pending(conn, missing)

@@ -6,6 +6,9 @@ pending: the caller's insert has already succeeded, keyword search already finds
 `reconcile` writes the vector later. A crash between the vector write and the mark leaves a
 pending passage whose vector exists; re-embedding it is an idempotent upsert.
 
+A passage longer than the model's window is embedded whole, as several chunk vectors
+(`chunks.py`); searches rank each passage by its best chunk.
+
 The embedding function and the vector store are resolved on first use, so constructing archival
 memory imports neither chromadb nor torch.
 """
@@ -22,6 +25,7 @@ from typing import Any
 from ..errors import MemoryAgentError
 from ..store.database import Database
 from . import passage_table
+from .chunks import best_per_passage, chunk_id, embed_whole, vector_ids
 from .config import VectorConfig, collection_prefix_for
 from .failures import vector_failure_text
 from .filters import PassageFilter
@@ -144,8 +148,10 @@ class VectorIndex:
         return embed([text])[0]
 
     def query(self, text: str, where: PassageFilter, limit: int) -> list[VectorMatch]:
-        """Nearest passages to `text`; raises if the model or the store fails."""
-        return self.store.query(self.embed_query(text), where, limit)
+        """Nearest passages to `text`, each at its best chunk; raises if the model or the store fails."""
+        probe = self.embed_query(text)
+        store = self.store
+        return best_per_passage(lambda depth: store.query(probe, where, depth), limit)
 
     def write(self, passages: Sequence[Passage], progress: Progress | None = None) -> IndexResult:
         """Embed and store these passages in batches, marking each batch indexed.
@@ -168,25 +174,37 @@ class VectorIndex:
         return IndexResult(done)
 
     def _write_batch(self, batch: Sequence[Passage]) -> None:
-        vectors = self.embed_documents([passage.content for passage in batch])
-        if len(vectors) != len(batch):
-            raise MemoryAgentError(f"The embedding function returned {len(vectors)} vectors for {len(batch)} texts.")
+        chunks = embed_whole(self.embedding_function, [passage.content for passage in batch])
+        if len(chunks) != len(batch) or not all(chunks):
+            raise MemoryAgentError(f"The embedding function returned {len(chunks)} vectors for {len(batch)} texts.")
         self.store.upsert([
-            VectorRecord(p.passage_id, p.agent_id, vector, p.tags, to_epoch(p.created_at))
-            for p, vector in zip(batch, vectors)
+            VectorRecord(chunk_id(p.passage_id, number), p.agent_id, vector, p.tags, to_epoch(p.created_at))
+            for p, vectors in zip(batch, chunks)
+            for number, vector in enumerate(vectors)
         ])
+        for p, vectors in zip(batch, chunks):  # chunks of an earlier, longer embedding of it (another window)
+            stale = [chunk_id(p.passage_id, number) for number in range(len(vectors), p.vector_chunks)]
+            if stale:
+                self.store.delete(p.agent_id, stale)
         try:
             with self._db.transaction() as conn:
-                passage_table.mark_indexed(conn, [passage.passage_id for passage in batch])
+                passage_table.mark_indexed(conn, [(p.passage_id, len(vectors)) for p, vectors in zip(batch, chunks)])
         except (sqlite3.Error, MemoryAgentError) as error:
             raise MemoryAgentError(f"vectors written but not marked indexed: {error}") from error
 
-    def remove(self, agent_id: str, passage_ids: Sequence[str]) -> str | None:
-        """Delete these vectors; returns the error text if the store failed (reconcile retries)."""
-        if not passage_ids:
+    def remove_passages(self, agent_id: str, passages: Sequence[Passage]) -> str | None:
+        """Delete every vector (chunk) of these passages; see `remove`. Any path that deletes or
+        purges passages removes their vectors through this."""
+        return self.remove(agent_id, [vector_id for p in passages for vector_id in vector_ids(p.passage_id,
+                                                                                                 p.vector_chunks)])
+
+    def remove(self, agent_id: str, ids: Sequence[str]) -> str | None:
+        """Delete these vectors (see `chunks.vector_ids` for a passage's); returns the error text
+        if the store failed (reconcile retries)."""
+        if not ids:
             return None
         try:
-            self.store.delete(agent_id, list(passage_ids))
+            self.store.delete(agent_id, list(ids))
         except Exception as error:  # the passage is gone from SQLite; the orphan vector is harmless
             message = vector_failure_text(error)
             log.warning("Archival vectors not removed (reconcile will): %s", message)

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import admin, health, pg_health
 from ..archival import ArchivalMemory, VectorConfig
-from ..archival.rebuild import move_aside, rebuild_vectors
+from ..archival.rebuild import move_aside, rebuild_vectors, reembed_truncated
 from ..archival.reconcile import Progress as ProgressCallback
 from ..settings import Settings
 from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
@@ -101,6 +101,13 @@ def _archival_checks(db: Database, config: VectorConfig, repair: bool, full: boo
     try:
         with _progress_bar() as progress:
             checks = health.check_archival(archival, progress, full=full)
+        if repair and all(check.ok for check in checks) and checks[-1].status == "warn":
+            with _progress_bar() as progress:
+                whole = reembed_truncated(archival, progress)
+            detail = f"re-embedded {whole.embedded} passages whole; {whole.still_pending} still pending"
+            if whole.errors:
+                detail += "; errors: " + "; ".join(whole.errors[:2])
+            return [*checks[:-1], health.Check("whole passages embedded", "ok" if whole.ok else "fail", detail)]
         if not repair or all(check.ok for check in checks):
             return checks
         with _progress_bar() as progress:
@@ -112,7 +119,8 @@ def _archival_checks(db: Database, config: VectorConfig, repair: bool, full: boo
                   f"{rebuilt.reconcile.still_pending} still pending")
         if rebuilt.reconcile.errors:
             detail += "; errors: " + "; ".join(rebuilt.reconcile.errors[:2])
-        return [*(c for c in checks if c.ok), health.Check("vector store rebuild", status, detail)]
+        kept_checks = (c for c in checks if c.ok and c.name != "whole passages embedded")  # the rebuild embeds whole
+        return [*kept_checks, health.Check("vector store rebuild", status, detail)]
     finally:
         archival.close()
 

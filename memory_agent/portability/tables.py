@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..archival import passage_table
+from ..archival.chunks import CHUNK_MARK
 from ..archival.passages import NewPassage, PreparedPassage, prepare
 from ..archival.timestamps import to_utc_iso
 from ..authors import Author, acting_as
@@ -428,9 +429,10 @@ def _mapped_group(group: dict[str, Any], maps: _IdMaps) -> dict[str, Any]:
 
 
 def _free_id(conn: sqlite3.Connection, table: str, column: str, wanted: str,
-             fresh: Callable[[], str], report: ImportReport) -> str:
-    """`wanted` if the table does not use it yet, else a fresh id."""
-    if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (wanted,)).fetchone() is None:
+             fresh: Callable[[], str], report: ImportReport, *, taken: bool = False) -> str:
+    """`wanted` if the table does not use it yet (and it is not `taken` otherwise: a passage id
+    with `chunks.CHUNK_MARK` would read as another passage's chunk), else a fresh id."""
+    if not taken and conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (wanted,)).fetchone() is None:
         return wanted
     report.renamed_ids += 1
     return fresh()
@@ -541,7 +543,7 @@ def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecor
             report.duplicate_passages += 1
             continue
         new_id = _free_id(conn, "passages", "passage_id", passage.passage_id,
-                          lambda: f"passage-{uuid.uuid4()}", report)
+                          lambda: f"passage-{uuid.uuid4()}", report, taken=CHUNK_MARK in passage.passage_id)
         seen[(agent_id, item.content_hash)] = new_id
         if passage_table.insert_row(conn, new_id, agent_id, item, item.created_at or now) is None:
             report.duplicate_passages += 1  # not reached: imported agents are new and `seen` caught repeats

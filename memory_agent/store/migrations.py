@@ -352,6 +352,26 @@ def m008_issue22_consolidation_sessions(conn: sqlite3.Connection) -> None:
         CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
         """
     )
+
+
+@_migration
+def m009_issue25_whole_passage_vectors(conn: sqlite3.Connection) -> None:
+    """Each passage records how many vectors (chunks) hold it (`archival.chunks`): long passages
+    are embedded whole, as overlapping windows, instead of from their first window only.
+
+    Existing passages have one vector. Those longer than 254 characters may have been longer than
+    the model's window (a word-piece covers at least one character) and are marked 0, "embedded
+    from the first window only": search uses them as before and `memory-agent doctor --repair`
+    re-embeds them whole (with a progress bar) rather than this migration stalling the first open.
+    Only adds to `passages`, so other branches' migrations may run before or after it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
+    if "vector_chunks" not in columns:
+        conn.execute("ALTER TABLE passages ADD COLUMN vector_chunks INTEGER NOT NULL DEFAULT 1")
+        conn.execute("UPDATE passages SET vector_chunks = 0 WHERE length(content) > 254")
+    conn.execute("CREATE INDEX IF NOT EXISTS passages_chunked ON passages(vector_chunks) WHERE vector_chunks != 1")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

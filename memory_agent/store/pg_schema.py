@@ -280,7 +280,7 @@ def p004_passage_lifecycle(cursor: Any) -> None:
 
 @_migration
 def p005_journal_authors(cursor: Any) -> None:
-    """SQLite's m006: `author_kind` and `author` on journal entries and saved block versions;
+    """SQLite's m007: `author_kind` and `author` on journal entries and saved block versions;
     earlier rows keep NULL (adding a column without a default rewrites nothing, and the journal's
     append-only trigger fires on UPDATE and DELETE only)."""
     cursor.execute(
@@ -323,4 +323,19 @@ def p006_issue22_consolidation_sessions(cursor: Any) -> None:
         CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
         """
     )
+
+
+@_migration
+def p007_whole_passage_vectors(cursor: Any) -> None:
+    """How many vectors hold each passage, as SQLite's m009 (`archival.chunks`): 0 marks an existing
+    passage that may have been embedded from its first window only (`doctor --repair` re-embeds it)."""
+    cursor.execute(
+        """
+        ALTER TABLE passages ADD COLUMN vector_chunks INTEGER NOT NULL DEFAULT 1;
+        UPDATE passages SET vector_chunks = 0 WHERE length(content) > 254;
+        CREATE INDEX passages_chunked ON passages(vector_chunks) WHERE vector_chunks != 1;
+        """
+    )
+
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
