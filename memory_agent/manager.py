@@ -511,7 +511,8 @@ class MemoryManager:
                           journal_detail: Mapping[str, Any] | None = None) -> Passage:
         """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default search.
 
-        Refuses a passage superseding itself, a missing id, or a cycle; journalled with the old and new
+        Refuses a passage superseding itself, a missing id, an already expired successor, or a cycle.
+        When the successor expires later, search treats `old_id` as current again. Journalled with the old and new
         `superseded_by`. `journal_detail` adds fields to the journal entry (e.g. author, session id).
         """
         return self.archival.supersede(agent_id or self.agent_id, old_id, new_id, detail=journal_detail)
