@@ -48,6 +48,10 @@ def _check_name(name: str) -> None:
     if len(name) > MAX_AUTHOR_NAME_CHARS:
         raise ConfigurationError(f"An author's name is at most {MAX_AUTHOR_NAME_CHARS} characters; got {len(name)}. "
                                  "Use a shorter name.")
+    _check_line(name)
+
+
+def _check_line(name: str) -> None:
     bad = next((char for char in name if not (char.isprintable() or char == " ")), None)
     if bad is not None:
         raise ConfigurationError(
@@ -106,6 +110,7 @@ class Author:
     def parse(cls, text: str) -> Author:
         """`kind:name` (as the CLI's --author takes it), or a bare name for a person."""
         check_text("author", text)
+        _check_line(text)
         kind, sep, name = text.partition(":")
         if not sep:
             return cls.person(text)
