@@ -729,13 +729,15 @@ class MemoryManager:
 
     def consolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
                     dry_run: bool = False) -> ConsolidationReport:
-        """Synchronous `aconsolidate` for code without an event loop (or a worker thread)."""
+        """Synchronous `aconsolidate` for code without an event loop (or a worker thread); inside a
+        running loop it raises ConsolidationError pointing at `aconsolidate`."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.aconsolidate(agent_id=agent_id, consolidator=consolidator, dry_run=dry_run))
-        raise RuntimeError("consolidate() was called inside an event loop; use 'await memory.aconsolidate()' or "
-                           "'await asyncio.to_thread(memory.consolidate)' there instead.")
+        raise ConsolidationError("consolidate() was called inside a running event loop, which it cannot block; "
+                                 "use 'await memory.aconsolidate()' there instead (or 'await "
+                                 "asyncio.to_thread(memory.consolidate)'). Nothing was changed.")
 
     def list_consolidations(self, *, agent_id: str | None = None, limit: int = 20) -> list[ConsolidationSession]:
         """The agent's consolidation sessions, newest first."""
