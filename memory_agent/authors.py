@@ -36,6 +36,35 @@ __all__ = ["AUTHOR_KINDS", "Author", "AuthorKind", "acting_as", "acting_author"]
 
 AuthorKind = Literal["model", "person", "import", "agent", "consolidator"]
 AUTHOR_KINDS: tuple[AuthorKind, ...] = ("model", "person", "import", "agent", "consolidator")
+MAX_AUTHOR_NAME_CHARS = 200
+"""An author's name is one short line: journal tables and prompts show it inline."""
+
+
+def _check_name(name: str) -> None:
+    """One line of printable text of bounded length: a line break or control character in a name
+    would let it pose as a second author (or a new section) wherever the journal is shown."""
+    if not name.strip():
+        raise ConfigurationError("An author's name must not be empty or blank; name who acted.")
+    if len(name) > MAX_AUTHOR_NAME_CHARS:
+        raise ConfigurationError(f"An author's name is at most {MAX_AUTHOR_NAME_CHARS} characters; got {len(name)}. "
+                                 "Use a shorter name.")
+    _check_line(name)
+
+
+def _check_line(name: str) -> None:
+    bad = next((char for char in name if not (char.isprintable() or char == " ")), None)
+    if bad is not None:
+        raise ConfigurationError(
+            f"An author's name must be one line of printable text; {name!r} holds {bad!r} (U+{ord(bad):04X}), a line "
+            "break or control character. Remove it.")
+
+
+def _shown(name: str) -> str:
+    """A stored name that predates the rules above, made safe to show (escapes, cut to length)."""
+    text = "".join(char if char.isprintable() or char == " " else f"\\u{ord(char):04x}" for char in name)
+    text = text[:MAX_AUTHOR_NAME_CHARS]
+    return text if text.strip() else "?"
+
 
 @dataclass(frozen=True)
 class Author:
@@ -50,8 +79,7 @@ class Author:
                 f"An author's kind must be one of {', '.join(AUTHOR_KINDS)}; got {self.kind!r}.")
         name = check_text("An author's name", self.name)
         assert name is not None
-        if not name.strip():
-            raise ConfigurationError("An author's name must not be empty or blank; name who acted.")
+        _check_name(name)
 
     @classmethod
     def model(cls, agent_id: str) -> Author:
@@ -82,6 +110,7 @@ class Author:
     def parse(cls, text: str) -> Author:
         """`kind:name` (as the CLI's --author takes it), or a bare name for a person."""
         check_text("author", text)
+        _check_line(text)
         kind, sep, name = text.partition(":")
         if not sep:
             return cls.person(text)
@@ -96,7 +125,10 @@ class Author:
         """The author stored in a row, or None for rows written before authors were recorded."""
         if kind is None or name is None:
             return None
-        return cls(cast(AuthorKind, kind), name)
+        try:
+            return cls(cast(AuthorKind, kind), name)
+        except ConfigurationError:  # a row written before names were checked: show it, escaped
+            return cls(cast(AuthorKind, kind), _shown(name))
 
     def seen_by(self, agent_id: str | None) -> Author:
         """This author as agent `agent_id` sees it: another agent's model is another agent."""

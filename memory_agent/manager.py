@@ -511,7 +511,8 @@ class MemoryManager:
                           journal_detail: Mapping[str, Any] | None = None) -> Passage:
         """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default search.
 
-        Refuses a passage superseding itself, a missing id, or a cycle; journalled with the old and new
+        Refuses a passage superseding itself, a missing id, an already expired successor, or a cycle.
+        When the successor expires later, search treats `old_id` as current again. Journalled with the old and new
         `superseded_by`. `journal_detail` adds fields to the journal entry (e.g. author, session id).
         """
         return self.archival.supersede(agent_id or self.agent_id, old_id, new_id, detail=journal_detail)
@@ -728,13 +729,15 @@ class MemoryManager:
 
     def consolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
                     dry_run: bool = False) -> ConsolidationReport:
-        """Synchronous `aconsolidate` for code without an event loop (or a worker thread)."""
+        """Synchronous `aconsolidate` for code without an event loop (or a worker thread); inside a
+        running loop it raises ConsolidationError pointing at `aconsolidate`."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.aconsolidate(agent_id=agent_id, consolidator=consolidator, dry_run=dry_run))
-        raise RuntimeError("consolidate() was called inside an event loop; use 'await memory.aconsolidate()' or "
-                           "'await asyncio.to_thread(memory.consolidate)' there instead.")
+        raise ConsolidationError("consolidate() was called inside a running event loop, which it cannot block; "
+                                 "use 'await memory.aconsolidate()' there instead (or 'await "
+                                 "asyncio.to_thread(memory.consolidate)'). Nothing was changed.")
 
     def list_consolidations(self, *, agent_id: str | None = None, limit: int = 20) -> list[ConsolidationSession]:
         """The agent's consolidation sessions, newest first."""

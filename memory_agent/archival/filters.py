@@ -18,9 +18,33 @@ from ..errors import ArchivalError
 from .passages import normalise_tags
 from .timestamps import Timestamp, to_epoch, to_utc_iso
 
-__all__ = ["PassageFilter", "TagMode"]
+__all__ = ["PassageFilter", "TagMode", "superseded_sql"]
 
 TagMode = Literal["any", "all"]
+
+MAX_CHAIN_DEPTH = 32
+"""How far along a chain of expired successors search looks for a live one (chains are short:
+each link is one supersession; a longer run of expired successors counts as ended)."""
+
+
+def superseded_sql(alias: str, live_at: str | None) -> tuple[str, list[object]]:
+    """A WHERE fragment true when the passage is superseded *now*: it names a successor and, at
+    `live_at`, some passage along its chain of successors is not expired. An expired successor no
+    longer stands in for the fact it replaced (purge_expired hands the link on the same way), so a
+    passage whose successors have all expired is current again. Correlated, so it runs only for
+    rows that name a successor; the walk follows expired links only and is bounded."""
+    if live_at is None:
+        return f"{alias}.superseded_by IS NOT NULL", []
+    return (
+        f"({alias}.superseded_by IS NOT NULL AND EXISTS ("
+        f"WITH RECURSIVE chain(pid, depth) AS (SELECT {alias}.superseded_by, 1"
+        " UNION ALL SELECT s.superseded_by, chain.depth + 1 FROM chain JOIN passages s ON s.passage_id = chain.pid"
+        " WHERE s.superseded_by IS NOT NULL AND s.expires_at IS NOT NULL AND s.expires_at <= ?"
+        f" AND chain.depth < {MAX_CHAIN_DEPTH})"
+        " SELECT 1 FROM chain JOIN passages q ON q.passage_id = chain.pid"
+        " WHERE q.expires_at IS NULL OR q.expires_at > ?))",
+        [live_at, live_at],
+    )
 
 
 @dataclass(frozen=True)
@@ -67,11 +91,12 @@ class PassageFilter:
         """Whether expiry or supersession can exclude a passage (so ids must be checked in SQL)."""
         return self.live_at is not None or not self.include_superseded
 
-    def admits(self, expires_at: str | None, superseded_by: str | None) -> bool:
-        """The lifecycle part of the filter, for a row already read."""
+    def admits(self, expires_at: str | None, superseded: bool) -> bool:
+        """The lifecycle part of the filter, for a row already read; `superseded` is whether the
+        row is superseded now (see `superseded_sql`: a successor that expired no longer counts)."""
         if self.live_at is not None and expires_at is not None and expires_at <= self.live_at:
             return False
-        return self.include_superseded or superseded_by is None
+        return self.include_superseded or not superseded
 
     @property
     def start_epoch(self) -> float | None:
@@ -103,7 +128,9 @@ class PassageFilter:
             clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
             params.append(self.live_at)
         if not self.include_superseded:
-            clauses.append(f"{alias}.superseded_by IS NULL")
+            superseded, chain_params = superseded_sql(alias, self.live_at)
+            clauses.append(f"NOT {superseded}")
+            params.extend(chain_params)
         return " AND ".join(clauses), params
 
     def accepts(self, agent_id: str, tags: Iterable[str], created_epoch: float) -> bool:

@@ -22,6 +22,7 @@ from ..store.dialect import is_postgres
 from ..store.fts import fts_query, query_tokens
 from ..store.fts_prune import pruned_head
 from ..store.passage_fts import TOKENIZER, agent_fts_table
+from . import passage_table
 from .filters import PassageFilter
 from .timestamps import to_epoch
 
@@ -81,11 +82,20 @@ def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFi
         f" WHERE passage_rowid IN ({marks})",
         [row[0] for row in head],
     ).fetchall()
+    superseded = _superseded(conn, where, [row[1] for row in rows if row[6] is not None])
     passing = {
         row[0]: row[1] for row in rows
-        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4])) and where.admits(row[5], row[6])
+        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4])) and where.admits(row[5], row[1] in superseded)
     }
     return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]
+
+
+def _superseded(conn: sqlite3.Connection, where: PassageFilter, named: list[str]) -> set[str]:
+    """Of the ids that name a successor, those superseded now (one indexed lookup, only when the
+    filter leaves superseded passages out)."""
+    if where.include_superseded or not named or where.live_at is None:
+        return set(named)
+    return passage_table.superseded_now(conn, named, where.live_at)
 
 
 def _joined(conn: sqlite3.Connection, table: str, match: str, where: PassageFilter,

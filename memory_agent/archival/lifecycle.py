@@ -67,7 +67,12 @@ def supersede(db: Database, agent_id: str, old_id: str, new_id: str, detail: Det
     with db.transaction() as conn:
         passage_table.require_agent(conn, agent_id)
         _require(conn, agent_id, old_id, "the passage to supersede")
-        _require(conn, agent_id, new_id, "the successor")
+        successor = _require(conn, agent_id, new_id, "the successor")
+        if successor.expires_at is not None and successor.expires_at <= now:
+            raise ArchivalError(
+                f"The successor '{new_id}' expired at {successor.expires_at}; an expired passage cannot replace "
+                f"'{old_id}' (search would treat '{old_id}' as current anyway). Nothing was changed. Supersede "
+                "by a passage that is still live.")
         chain = passage_table.successor_chain(conn, agent_id, new_id)
         if old_id in chain:
             raise ArchivalError(

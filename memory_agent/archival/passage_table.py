@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import AgentNotFoundError
 from ..store import passage_fts
-from .filters import PassageFilter
+from .filters import PassageFilter, superseded_sql
 from .passages import Passage, PreparedPassage, passage_from_row
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "state_counts",
     "successor_chain",
     "superseded_by_rows",
+    "superseded_now",
     "update_columns",
     "truncated_count",
     "vector_count",
@@ -212,17 +213,33 @@ def update_columns(conn: sqlite3.Connection, passage_id: str, values: Mapping[st
 
 def excluded_ids(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str, *,
                  include_superseded: bool) -> set[str]:
-    """Which of these ids search must leave out: expired at `now`, or superseded (unless included)."""
+    """Which of these ids search must leave out: expired at `now`, or superseded at `now` (unless
+    included; a passage whose successors have all expired is current again)."""
     found: set[str] = set()
-    superseded = "" if include_superseded else " OR superseded_by IS NOT NULL"
+    superseded, chain_params = superseded_sql("p", now)
+    for start in range(0, len(passage_ids), 500):
+        chunk = list(passage_ids[start : start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        lifecycle = "(p.expires_at IS NOT NULL AND p.expires_at <= ?)"
+        params: list[object] = [*chunk, now]
+        if not include_superseded:
+            lifecycle = f"({lifecycle} OR {superseded})"
+            params.extend(chain_params)
+        found.update(row[0] for row in conn.execute(
+            f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {lifecycle}", params))
+    return found
+
+
+def superseded_now(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str) -> set[str]:
+    """Which of these ids are superseded at `now` (their chain of successors holds a live passage)."""
+    found: set[str] = set()
+    superseded, chain_params = superseded_sql("p", now)
     for start in range(0, len(passage_ids), 500):
         chunk = list(passage_ids[start : start + 500])
         marks = ", ".join("?" for _ in chunk)
         found.update(row[0] for row in conn.execute(
-            f"SELECT passage_id FROM passages WHERE passage_id IN ({marks})"
-            f" AND ((expires_at IS NOT NULL AND expires_at <= ?){superseded})",
-            (*chunk, now),
-        ))
+            f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {superseded}",
+            [*chunk, *chain_params]))
     return found
 
 

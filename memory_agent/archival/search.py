@@ -226,10 +226,13 @@ def _hydrate(
     vector_at = {m.passage_id: (rank, m.similarity) for rank, m in enumerate(vector, start=1)}
     with db.reading() as conn:
         passages: dict[str, Passage] = passage_table.fetch_by_ids(conn, where.agent_id, [pid for pid, _ in ranked])
+        named = [p.passage_id for p in passages.values() if p.superseded_by is not None]
+        superseded = (passage_table.superseded_now(conn, named, where.live_at)
+                      if named and where.live_at is not None and not where.include_superseded else set(named))
     hits = []
     for passage_id, score in ranked:
         passage = passages.get(passage_id)
-        if passage is None or not where.admits(passage.expires_at, passage.superseded_by):
+        if passage is None or not where.admits(passage.expires_at, passage_id in superseded):
             continue
         keyword_rank, keyword_score = keyword_at.get(passage_id, (None, None))
         vector_rank, similarity = vector_at.get(passage_id, (None, None))

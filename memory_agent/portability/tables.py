@@ -517,19 +517,41 @@ def _prepared_passages(snapshot: Snapshot) -> list[tuple[PassageRecord, Prepared
                                                   or owners.get(passage.superseded_by) != passage.agent_id):
             raise ImportFormatError(f"passages[{index}] ({passage.passage_id}) is superseded by "
                                     f"'{passage.superseded_by}', which is not a passage of the same agent in the file.")
-    _refuse_supersession_cycles(snapshot)
+    _refuse_supersession_cycles(prepared)
     return prepared
 
 
-def _refuse_supersession_cycles(snapshot: Snapshot) -> None:
-    successor = {p.passage_id: p.superseded_by for p in snapshot.passages if p.superseded_by is not None}
+def _refuse_supersession_cycles(prepared: list[tuple[PassageRecord, PreparedPassage]]) -> None:
+    """Check the links as they will be stored: passages of one agent with the same text are folded
+    into one (see `_insert_passages`), so a chain that is acyclic in the file can close into a cycle
+    once two of its members are one passage. The whole import is refused in that case, and when a
+    folded passage would be given two different successors."""
+    canonical: dict[str, str] = {}
+    first: dict[tuple[str, str], str] = {}
+    for passage, item in prepared:
+        canonical[passage.passage_id] = first.setdefault((passage.agent_id, item.content_hash), passage.passage_id)
+    successor: dict[str, str] = {}
+    for passage, _ in prepared:
+        if passage.superseded_by is None:
+            continue
+        node, target = canonical[passage.passage_id], canonical[passage.superseded_by]
+        if node == target:
+            continue  # a passage superseded by its own duplicate: the fold drops the link
+        if successor.setdefault(node, target) != target:
+            raise ImportFormatError(
+                f"Passage '{passage.passage_id}' has the same text as '{node}', so both are stored as one passage, "
+                f"but they are superseded by different passages ('{successor[node]}' and '{target}'). Give the "
+                "duplicates one successor (or remove one of them); nothing was imported.")
     for start in successor:
-        seen, current = {start}, successor.get(start)
+        path, current = [start], successor.get(start)
         while current is not None:
-            if current in seen:
-                raise ImportFormatError(f"Passage '{start}' is superseded in a cycle (through '{current}'); "
-                                        "a passage cannot be replaced by one it replaced.")
-            seen.add(current)
+            if current in path:
+                merged = {kept for pid, kept in canonical.items() if pid != kept}
+                folded = " once passages with identical text are stored as one" if merged & set(path) else ""
+                raise ImportFormatError(
+                    f"Passage '{start}' is superseded in a cycle ({' -> '.join([*path, current])}){folded}; a passage "
+                    "cannot be replaced by one it replaced. Fix the superseded_by links; nothing was imported.")
+            path.append(current)
             current = successor.get(current)
 
 

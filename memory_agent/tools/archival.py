@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..archival.search import MAX_SEARCH_LIMIT
 from ..archival.timestamps import to_utc_iso
 from .spec import ToolSpec
 
@@ -62,13 +63,21 @@ def _run_insert(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: s
 
 def _run_archival_search(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
     limit, page = _paging(arguments, 5)
+    if limit * page >= MAX_SEARCH_LIMIT:  # the schema allows it: answer plainly rather than refuse
+        return (f"No passages on page {page} (limit {limit}) for {_quoted(arguments['query'])}: search ranks only the "
+                f"best {MAX_SEARCH_LIMIT} matches and this page starts at result {limit * page + 1}. Narrow the "
+                "query, tags or dates to reach other passages.")
     hits = memory.archival_memory_search(
-        arguments["query"], limit=limit * (page + 1), tags=arguments.get("tags"),
+        arguments["query"], limit=min(limit * (page + 1), MAX_SEARCH_LIMIT), tags=arguments.get("tags"),
         start_date=arguments.get("start_date"), end_date=arguments.get("end_date"), agent_id=agent_id,
         include_superseded=bool(arguments.get("include_superseded", False)),
         explain=bool(arguments.get("explain", False)),
     )
-    return format_archival_hits(arguments["query"], hits[limit * page :], page=page, limit=limit)
+    text = format_archival_hits(arguments["query"], hits[limit * page :], page=page, limit=limit)
+    if limit * (page + 1) >= MAX_SEARCH_LIMIT and hits[limit * page :]:
+        text = text.replace(f"More may match: call again with page={page + 1}.",
+                            f"Search ranks only the best {MAX_SEARCH_LIMIT} matches; this is the last page of them.")
+    return text
 
 
 def _run_conversation_search(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:

@@ -206,3 +206,41 @@ def test_bad_lifecycle_changes_are_refused_and_nothing_is_written(memory: Memory
         with pytest.raises(MemoryAgentError):
             call()
     assert store_snapshot(memory.database) == before
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_a_fact_is_current_again_once_every_successor_has_expired(memory: MemoryManager, mode: str) -> None:
+    """Supersession by a passage that later expires ends with it: a chain whose successors have all
+    expired leaves its first passage current (as purge_expired would); one live successor anywhere
+    along the chain keeps it superseded. Each index of search agrees."""
+    import time
+
+    ends = datetime.now(timezone.utc) + timedelta(seconds=1)
+    standing = memory.archival_memory_insert("Standup is at 09:30 in the big room.")
+    week = memory.archival_memory_insert("Standup is at 10:00 in the big room this week.", expires_at=ends.isoformat())
+    day = memory.archival_memory_insert("Standup is at 11:00 in the big room today.", expires_at=ends.isoformat())
+    memory.supersede_passage(standing, week)
+    memory.supersede_passage(week, day)
+    kept = memory.archival_memory_insert("Lunch is at 12:00 in the canteen.")
+    moved = memory.archival_memory_insert("Lunch is at 12:30 in the canteen this week.", expires_at=ends.isoformat())
+    settled = memory.archival_memory_insert("Lunch is at 13:00 in the canteen from now on.")
+    memory.supersede_passage(kept, moved)
+    memory.supersede_passage(moved, settled)
+    assert standing not in found(memory, "standup big room", mode)
+    time.sleep(max(0.0, (ends - datetime.now(timezone.utc)).total_seconds()) + 0.05)
+
+    standup = found(memory, "standup big room", mode)
+    assert standing in standup and week not in standup and day not in standup
+    lunch = found(memory, "lunch canteen", mode)
+    assert settled in lunch and kept not in lunch and moved not in lunch
+    every = found(memory, "lunch canteen", mode, include_superseded=True)
+    assert kept in every
+
+
+def test_an_expired_passage_cannot_supersede(memory: MemoryManager) -> None:
+    standing = memory.archival_memory_insert("Standup is at 09:30.")
+    stale = memory.archival_memory_insert("Standup was at 08:00.", expires_at="2001-01-01T00:00:00Z")
+    with pytest.raises(ArchivalError, match="expired") as caught:
+        memory.supersede_passage(standing, stale)
+    assert "Nothing was changed" in str(caught.value)
+    assert memory.archival_memory_get(standing).superseded_by is None  # type: ignore[union-attr]

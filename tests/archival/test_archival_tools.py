@@ -60,6 +60,16 @@ def test_search_pages(memory: MemoryManager) -> None:
     assert "No passages on this page" in run(memory, "archival_memory_search", query="meeting note", page=3)
 
 
+def test_pages_past_the_ranked_matches_answer_plainly(memory: MemoryManager) -> None:
+    """The schema allows page 20 with limit 50; search ranks at most 1000 matches, so that page says
+    so in the page and limit the model sent (no error about a limit it never sent)."""
+    memory.archival_memory_insert("Ada lives in Lisbon.")
+    beyond = run(memory, "archival_memory_search", query="Ada", limit=50, page=20)
+    assert "page 20 (limit 50)" in beyond and "starts at result 1001" in beyond and "1050" not in beyond
+    last = run(memory, "archival_memory_search", query="Ada", limit=1, page=999)
+    assert "No passages on this page" in last
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "message"),
     [

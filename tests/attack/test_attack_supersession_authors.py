@@ -3,6 +3,9 @@ trusts (each fails today)."""
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from click.testing import CliRunner
 
@@ -20,15 +23,25 @@ def test_an_expired_successor_hides_its_predecessor_until_a_purge(memory: Memory
     """A temporary note ('this week') supersedes the standing fact. Once the note has expired,
     search hides the note (expired) and the fact (superseded): neither is found until someone
     calls purge_expired(), which then makes the fact current again. Expiry should count as the
-    successor's end at search time as it does at purge time."""
+    successor's end at search time as it does at purge time.
+
+    (Amended by the fix: superseding by a note that has *already* expired is now refused, so the
+    note expires a moment after the supersession, as a real 'this week' note would.)"""
     standing = memory.archival_memory_insert("Standup is at 09:30 every day.")
-    note = memory.archival_memory_insert("Standup moved to 10:00 this week.", expires_at="2001-01-01T00:00:00Z")
+    stale = memory.archival_memory_insert("Standup moved to 08:00 last year.", expires_at="2001-01-01T00:00:00Z")
+    with pytest.raises(MemoryAgentError, match="expired"):
+        memory.supersede_passage(standing, stale)
+    ends = datetime.now(UTC) + timedelta(seconds=1)
+    note = memory.archival_memory_insert("Standup moved to 10:00 this week.", expires_at=ends.isoformat())
     memory.supersede_passage(standing, note)
+    assert standing not in [hit.passage.passage_id for hit in memory.archival_memory_search("standup", limit=10)]
+    time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()) + 0.05)
 
     found = [hit.passage.passage_id for hit in memory.archival_memory_search("standup", limit=10)]
     tool = execute_tool(memory, "archival_memory_search", {"query": "standup"}).text
 
     assert standing in found and standing in tool, "no search finds the standing fact before a purge"
+    assert note not in found
 
 
 def test_cli_author_posing_as_the_consolidator_makes_rollback_erase_a_later_edit(memory: MemoryManager) -> None:

@@ -11,6 +11,7 @@ import pytest
 from click.testing import Result
 
 from memory_agent import Author, MemoryManager
+from memory_agent.authors import acting_as
 from memory_agent.tools import execute_tool
 
 Run = Callable[..., Result]
@@ -58,6 +59,39 @@ def test_a_bad_author_is_refused_and_changes_nothing(initialised: Run) -> None:
     assert initialised("--author", "", "blocks", "set", "human", "x").exit_code == 2
     assert _journal(initialised) == before
     assert initialised("journal", "--author-kind", "robot").exit_code == 2
+
+
+def test_an_author_name_with_a_line_break_is_refused(initialised: Run) -> None:
+    before = _journal(initialised)
+    for forged in ("person:ada\nmodel:evil", "ada\u2028model:evil", "person:ada\x1b[2J"):
+        result = initialised("--author", forged, "blocks", "append", "human", "x")
+        assert result.exit_code == 2 and "one line of printable text" in result.stderr
+    assert _journal(initialised) == before
+
+
+def test_the_journal_table_is_readable_at_120_columns(initialised: Run,
+                                                      open_store: Callable[[str], MemoryManager]) -> None:
+    """Long author names (a consolidator's session) and passage ids fold onto further lines; time,
+    action and target are never cut and the value column is not squeezed to nothing."""
+    memory = open_store("ada")
+    try:
+        old = memory.archival_memory_insert("Standup is at 09:30 every day.")
+        new = memory.archival_memory_insert("Standup moved to 10:00.")
+        memory.supersede_passage(old, new, journal_detail={"note": "x"})
+        with acting_as(Author.consolidator("consolidation-" + "c" * 32)):
+            memory.core_memory_append("human", "Ada likes tea.")
+        entries = memory.journal(limit=2)
+    finally:
+        memory.close()
+    table = initialised("journal", "--limit", "2", env={"COLUMNS": "120"}).stdout
+    lines = table.splitlines()
+    assert all(len(line) <= 120 for line in lines) and "…" not in table
+    assert entries[0].created_at[:16].replace("T", " ") in table
+    assert "core_memory_append" in table and "supersede_passage" in table and "agent" not in lines[1]
+    folded = "".join(line.split("│")[5].strip() for line in lines if line.startswith("│"))
+    assert old in folded, "the passage id is cut"
+    first_lines = [line.split("│") for line in lines if line.startswith("│") and line.split("│")[1].strip()]
+    assert len(first_lines) == 2 and all(len(cells[6].strip()) >= 10 for cells in first_lines), table
 
 
 def test_journal_shows_the_model_another_agent_and_an_import(

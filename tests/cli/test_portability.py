@@ -195,7 +195,13 @@ def test_an_import_whose_supersession_cannot_be_resolved_is_refused(tmp_path: Pa
                      [{**base, "superseded_by": "p2"}, {**base, "passage_id": "p2", "content": "y",
                                                         "superseded_by": "p1"}],
                      [{**base, "importance": 3}], [{**base, "expires_at": "2031-01-01T00:00:00"}],
-                     [{**base, "access_count": -1}]):
+                     [{**base, "access_count": -1}],
+                     # duplicates are stored as one passage: p1 -> p3 -> p2 closes into a cycle ...
+                     [{**base, "superseded_by": "p3"}, {**base, "passage_id": "p2"},
+                      {**base, "passage_id": "p3", "content": "z", "superseded_by": "p2"}],
+                     # ... and two copies of one text cannot name different successors
+                     [{**base, "superseded_by": "p3"}, {**base, "passage_id": "p2", "superseded_by": "p4"},
+                      {**base, "passage_id": "p3", "content": "z"}, {**base, "passage_id": "p4", "content": "w"}]):
         document = {"format": "memory-agent", "version": 1, "agents": [
             {"agent_id": "ada", "name": None, "created_at": "2024-01-01T00:00:00Z", "metadata": {}}],
             "passages": passages}

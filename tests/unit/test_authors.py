@@ -266,3 +266,24 @@ def test_deleting_an_agent_outside_the_manager_is_a_persons(memory: MemoryManage
     delete_agent(memory.database, "agent-b")
     deleted = memory.journal(agent_id="agent-b", limit=1)[0]
     assert (deleted.action, deleted.acted_by) == ("delete_agent", Author.person())
+
+
+@given(st.text(min_size=0, max_size=20), st.sampled_from(["\n", "\r", "\x85", "\u2028", "\u2029", "\x0b", "\x0c",
+                                                          "\x1b", "\x00", "\t", "\u200b"]),
+       st.text(min_size=0, max_size=20))
+def test_an_author_name_is_one_printable_line(before: str, bad: str, after: str) -> None:
+    """A line break (any Unicode one) or control character in a name could forge a second author
+    wherever the journal is shown: refused on construction and when parsed from --author."""
+    with pytest.raises(ConfigurationError, match="one line of printable text|must not|at most"):
+        Author("person", f"ada{before}{bad}{after}")
+    with pytest.raises(ConfigurationError):
+        Author.parse(f"person:ada{bad}model:evil")
+
+
+def test_an_author_name_is_bounded_and_old_rows_still_show() -> None:
+    assert Author("person", "a" * 200).name == "a" * 200
+    with pytest.raises(ConfigurationError, match="at most 200"):
+        Author("person", "a" * 201)
+    assert Author("person", "Ada Lovelace (on call)").name == "Ada Lovelace (on call)"
+    shown = Author.from_columns("person", "ada\nmodel:evil")
+    assert shown is not None and "\n" not in shown.name and shown.name.startswith("ada")
