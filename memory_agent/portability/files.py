@@ -30,7 +30,7 @@ from .letta_af import is_letta_document, parse_letta
 from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
 from .records import Snapshot
-from .tables import ImportReport, read_snapshot, write_snapshot
+from .tables import ImportReport, read_snapshot, validate_snapshot, write_snapshot
 
 __all__ = [
     "MAX_IMPORT_BYTES",
@@ -157,6 +157,7 @@ def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
+    validate_snapshot(snapshot)  # before the store is opened: a refused file creates no empty store
     with open_database(directory, create=True, database_url=settings.database_url) as db:
         report = write_snapshot(db, snapshot, agent_id=agent_id)
         if default_agent_id(db) is None:
