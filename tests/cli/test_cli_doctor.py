@@ -253,7 +253,7 @@ def test_a_newer_schema_is_named_and_nothing_else_touched(postgres: str, initial
     for args in (("doctor",), ("doctor", "--repair")):
         result = initialised("--json", *args)
         assert result.exit_code == 1
-        assert _checks(result) == {"postgresql server": "ok", "schema version": "fail"}
+        assert _checks(result) == {"postgresql server": "ok", "schema version": "fail", "file modes": "ok"}
         assert "newer than this memory-agent" in _details(result)["schema version"]
     with _connect(postgres) as conn:
         assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchall() == [(PG_SCHEMA_VERSION + 1,)]
@@ -265,6 +265,6 @@ def test_an_unreachable_server_is_one_failed_check(postgres_cluster: PostgresClu
     monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://someone:pw@127.0.0.1:1/nowhere")
     result = run("--json", "doctor")
     assert result.exit_code == 1
-    assert _checks(result) == {"postgresql server": "fail"}
+    assert _checks(result) == {"postgresql server": "fail", "file modes": "ok"}
     detail = _details(result)["postgresql server"]
     assert "cannot reach postgresql://someone:***@127.0.0.1:1/nowhere" in detail and "pw@" not in result.stdout

@@ -3,15 +3,16 @@ usage line); every other failure is one line on stderr and status 1, never a tra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import Result
-from conftest import Invoke
 
 from memory_agent.cli import cli
+
+Invoke = Callable[..., Result]  # the `run` fixture of tests/cli/conftest.py
 
 
 def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
