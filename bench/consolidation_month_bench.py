@@ -600,7 +600,7 @@ def backend_environment(url: str | None) -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 3 days, 2 writers, 12 writes each a day")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 days, 2 writers, 10 writes each a day")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--writers", type=int, default=3, help="writer processes in the month")
     parser.add_argument("--ops", type=int, default=40, help="writes per writer and day")
@@ -615,10 +615,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consolidators", nargs="+", default=["rules", "model"], choices=["rules", "model"],
                         help="the month with each: the rules, and the model consolidator against a scripted "
                              "stand-in that answers from the request (the race uses the first)")
+    parser.add_argument("--parts", nargs="+", default=["month", "race"], choices=["month", "race"],
+                        help="which parts to run (default both)")
     parser.add_argument("--database-url", help="a PostgreSQL server to use instead of a throwaway cluster")
     args = parser.parse_args(argv)
     if args.quick:
-        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 3, 2, 12, 2, 25, 400
+        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 2, 2, 10, 2, 20, 300
         args.every, args.model_days = 1, None
     model_server = ScriptedMessagesServer(responder=oracle_model).start() if "model" in args.consolidators else None
     consolidators: dict[str, Any] = {}
@@ -631,7 +633,8 @@ def main(argv: list[str] | None = None) -> int:
             consolidators[name] = ModelConsolidator(settings, api_key="bench-key", base_url=model_server.url)
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
-    wanted = set(args.backends) | set(args.month_backends)
+    wanted = (set(args.backends) if "race" in args.parts else set()) | (
+        set(args.month_backends) if "month" in args.parts else set())
     cluster = PostgresCluster().start() if "postgres" in wanted and not args.database_url else None
     failed = False
     try:
@@ -641,6 +644,8 @@ def main(argv: list[str] | None = None) -> int:
             return args.database_url or (cluster.database_url("bench") if cluster else None)
 
         for name, consolidator in consolidators.items():
+            if "month" not in args.parts:
+                break
             days = args.model_days if name == "model" and args.model_days else args.days
             for backend in args.month_backends:
                 with backend_environment(url(backend)):
@@ -651,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed |= (bool(month.check.lost) or not all(ok for _, ok, _ in month.rollbacks)
                            or month.expired_found > 0)
         race_consolidator = next(iter(consolidators.values()))
-        for backend in args.backends:
+        for backend in args.backends if "race" in args.parts else ():
             with backend_environment(url(backend)):
                 race = run_race(args.race_writers, args.appends, args.race_limit, race_consolidator)
             print(f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "
