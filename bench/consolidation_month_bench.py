@@ -385,7 +385,7 @@ class MonthResult:
     expired_checked: int
 
 
-def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_every: int,
+def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_every: int, every: int = 1,
               seed: int = 7, short_ttl_s: float = 2.0) -> MonthResult:
     with tempfile.TemporaryDirectory() as storage:
         with MemoryManager(agent_id=AGENT, settings=_settings(storage)) as memory:
@@ -402,10 +402,14 @@ def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_
             try:
                 for day in range(1, days + 1):
                     day_start.wait(timeout=600)
-                    time.sleep(0.05)  # the writers are under way
-                    runs.append(_timed_run(memory, consolidator, day))
+                    if day % every == 0:
+                        time.sleep(0.05)  # the writers are under way
+                        runs.append(_timed_run(memory, consolidator, day))
                     day_end.wait(timeout=600)
                     sizes.append(len(memory.get_block("human", agent_id=AGENT).value))
+                    print(f"    day {day}: {len(_passages(memory, AGENT))} passages, human block {sizes[-1]} chars"
+                          + (f", run {runs[-1].seconds:.1f} s" if day % every == 0 else ""),
+                          file=sys.stderr, flush=True)
                     if rollback_every and day % rollback_every == 0:
                         rollbacks.append(_rollback_check(memory, consolidator, day))
                 collected = [json.loads(results.get(timeout=600)) for _ in processes]
@@ -596,11 +600,13 @@ def backend_environment(url: str | None) -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 3 days, 2 writers, 12 writes each a day")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 days, 2 writers, 10 writes each a day")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--writers", type=int, default=3, help="writer processes in the month")
     parser.add_argument("--ops", type=int, default=40, help="writes per writer and day")
-    parser.add_argument("--rollback-every", type=int, default=5, help="a rollback check every N days (0: none)")
+    parser.add_argument("--every", type=int, default=3, help="a consolidation every N days, during the writes")
+    parser.add_argument("--model-days", type=int, help="days of the model consolidator's month (default: --days)")
+    parser.add_argument("--rollback-every", type=int, default=10, help="a rollback check every N days (0: none)")
     parser.add_argument("--appends", type=int, default=150, help="appends per writer in the race")
     parser.add_argument("--race-writers", type=int, default=4)
     parser.add_argument("--race-limit", type=int, default=1_500, help="the shared block's limit in the race")
@@ -609,10 +615,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consolidators", nargs="+", default=["rules", "model"], choices=["rules", "model"],
                         help="the month with each: the rules, and the model consolidator against a scripted "
                              "stand-in that answers from the request (the race uses the first)")
+    parser.add_argument("--parts", nargs="+", default=["month", "race"], choices=["month", "race"],
+                        help="which parts to run (default both)")
     parser.add_argument("--database-url", help="a PostgreSQL server to use instead of a throwaway cluster")
     args = parser.parse_args(argv)
     if args.quick:
-        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 3, 2, 12, 2, 25, 400
+        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 2, 2, 10, 2, 20, 300
+        args.every, args.model_days = 1, None
     model_server = ScriptedMessagesServer(responder=oracle_model).start() if "model" in args.consolidators else None
     consolidators: dict[str, Any] = {}
     for name in args.consolidators:
@@ -624,7 +633,8 @@ def main(argv: list[str] | None = None) -> int:
             consolidators[name] = ModelConsolidator(settings, api_key="bench-key", base_url=model_server.url)
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
-    wanted = set(args.backends) | set(args.month_backends)
+    wanted = (set(args.backends) if "race" in args.parts else set()) | (
+        set(args.month_backends) if "month" in args.parts else set())
     cluster = PostgresCluster().start() if "postgres" in wanted and not args.database_url else None
     failed = False
     try:
@@ -633,17 +643,20 @@ def main(argv: list[str] | None = None) -> int:
                 return None
             return args.database_url or (cluster.database_url("bench") if cluster else None)
 
-        for consolidator in consolidators.values():
+        for name, consolidator in consolidators.items():
+            if "month" not in args.parts:
+                break
+            days = args.model_days if name == "model" and args.model_days else args.days
             for backend in args.month_backends:
                 with backend_environment(url(backend)):
-                    month = run_month(args.days, args.writers, args.ops, consolidator=consolidator,
-                                      rollback_every=args.rollback_every)
-                print_month(month, f"{backend}, {args.days} days, {args.writers} writer processes, "
-                                   f"{consolidator.name} consolidator")
+                    month = run_month(days, args.writers, args.ops, consolidator=consolidator,
+                                      rollback_every=args.rollback_every, every=args.every)
+                print_month(month, f"{backend}, {days} days, {args.writers} writer processes, a run every "
+                                   f"{args.every} day(s), {consolidator.name} consolidator")
                 failed |= (bool(month.check.lost) or not all(ok for _, ok, _ in month.rollbacks)
                            or month.expired_found > 0)
         race_consolidator = next(iter(consolidators.values()))
-        for backend in args.backends:
+        for backend in args.backends if "race" in args.parts else ():
             with backend_environment(url(backend)):
                 race = run_race(args.race_writers, args.appends, args.race_limit, race_consolidator)
             print(f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "

@@ -235,8 +235,10 @@ class MemoryAwareAgent:
         return self
 
     async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        await self._stop_process()
-        await self.consolidation.aclose()  # before the memory closes: nothing is written after
+        try:
+            await self._stop_process()
+        finally:
+            await self.consolidation.aclose()  # before the memory closes: nothing is written after
         self._prompt_file.close()
         await self.compactor.aclose()
         if self._owns_memory:

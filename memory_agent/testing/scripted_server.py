@@ -118,7 +118,8 @@ class ScriptedMessagesServer:
         clock: Monotonic seconds for the prompt cache's TTL; tests inject one to let time pass.
         responder: Answers a turn request that nothing in the script is for, from the request
             itself (None: the default reply). For runs too long to script reply by reply, such
-            as a benchmark's stand-in for a model that must answer what it was asked.
+            as a benchmark's stand-in for a model that must answer what it was asked, or to
+            hold a reply until a test lets it go. It runs in the request's handler thread.
     """
 
     def __init__(
@@ -134,7 +135,8 @@ class ScriptedMessagesServer:
         clock: Callable[[], float] = time.monotonic,
         responder: Callable[[RecordedRequest], ScriptedResponse | None] | None = None,
     ) -> None:
-        self._responder = responder
+        self.responder = responder
+        """See the `responder` argument; may be set while the server runs."""
         self.default_text = default_text
         self.auxiliary_text = auxiliary_text
         self.compaction_summary = compaction_summary
@@ -351,8 +353,9 @@ class ScriptedMessagesServer:
             reply: ScriptedResponse = text_response(self._auxiliary_text(request))
         else:
             scripted = self._take(request.model)
-            if scripted is None and self._responder is not None:
-                scripted = self._responder(request)
+            responder = self.responder
+            if scripted is None and responder is not None:
+                scripted = responder(request)
             request.served_default = scripted is None
             reply = scripted if scripted is not None else text_response(self.default_text)
         request.response = reply

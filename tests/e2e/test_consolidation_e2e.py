@@ -1,12 +1,14 @@
 """Background consolidation end to end: a compaction starts it, no turn waits for it, and the
 model sees the consolidated block on its first turn after the run finished.
 
-The real SDK and CLI talk to the scripted server; the model consolidator's rewrite is scripted to
-answer slowly, so the turns that run meanwhile show whether they waited for it.
+The real SDK and CLI talk to the scripted server. The model consolidator's rewrite request is
+held unanswered until the test lets it go: a turn that ends while it is held did not wait for
+the consolidation, however long either takes on a loaded machine.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -18,13 +20,14 @@ from memory_agent import ConsolidationSchedule, MemoryAwareAgent, MemoryManager
 from memory_agent.consolidation import ModelConsolidator
 from memory_agent.testing import ScriptedMessagesServer, text_response
 from memory_agent.testing.recorded import RecordedRequest
+from memory_agent.testing.responses import ScriptedResponse
 
 pytestmark = pytest.mark.e2e
 
 SUMMARY = "SUMMARY-4410: the user described their harbour work."
 CONSOLIDATED = "CONSOLIDATED-5521: Ana Duarte, harbour pilot in Porto since 2019; drinks green tea; two cats."
-SLOW_SECONDS = 8.0
-"""How long the scripted model takes to answer the consolidator's rewrite."""
+HOLD_SECONDS = 120.0
+"""The longest the consolidator's request is held; the test lets it go long before."""
 
 
 def _prompt(number: int) -> str:
@@ -63,38 +66,52 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
     before = _human_lines(limit)
     agent_memory.update_block("human", value=before)
     server.enqueue(text_response(SUMMARY), model="haiku")
-    server.enqueue(text_response(CONSOLIDATED, delay=SLOW_SECONDS), model="haiku")
+    release = threading.Event()
+
+    def slow_model(request: RecordedRequest) -> ScriptedResponse | None:
+        """The consolidator's rewrite, answered only when the test says so."""
+        if "haiku" not in request.model or "memory block" not in request.system_text:
+            return None
+        release.wait(HOLD_SECONDS)
+        return text_response(CONSOLIDATED)
+
+    server.responder = slow_model
     schedule = ConsolidationSchedule(consolidator=ModelConsolidator(settings, api_key="test-key", base_url=server.url))
 
     async with MemoryAwareAgent(options, memory=agent_memory, compaction_settings=settings,
                                 consolidation=schedule) as agent:
-        number = 0
-        while agent.last_compaction is None or not agent.last_compaction.changed:
-            number += 1
-            assert number <= 12, "the agent never compacted"
-            assert agent.consolidation.started == 0  # nothing before the compaction
+        try:
+            number = 0
+            while agent.last_compaction is None or not agent.last_compaction.changed:
+                number += 1
+                assert number <= 12, "the agent never compacted"
+                assert agent.consolidation.started == 0  # nothing before the compaction
+                await agent.process_turn(_prompt(number))
+
+            # The compaction ran before this turn's request and started the consolidation, whose
+            # model request was still held when the turn had ended: the turn did not wait for it.
+            assert agent.consolidation.started == 1
+            rewrites = _rewrite_requests(server)
+            assert len(rewrites) == 1 and not rewrites[0].completed
+            assert agent.consolidation.running
+            turn_during_run = _main_turns(server)[-1]
+            assert CONSOLIDATED not in turn_during_run.system_text + str(turn_during_run.messages)
+            assert "Fact 001" in turn_during_run.system_text  # the block as it still is
+            # And one more turn, the run still held.
             started = time.monotonic()
-            await agent.process_turn(_prompt(number))
-            compaction_turn_seconds = time.monotonic() - started
+            await agent.process_turn("A short question while memory is being tidied.")
+            assert agent.consolidation.running and not rewrites[0].completed, time.monotonic() - started
 
-        # The compaction ran before this turn's request; the consolidation it started was still
-        # waiting for its model when the turn had ended: the turn did not wait for it.
-        assert agent.consolidation.started == 1
-        rewrites = _rewrite_requests(server)
-        assert len(rewrites) == 1 and not rewrites[0].completed
-        assert agent.consolidation.running
-        assert compaction_turn_seconds < SLOW_SECONDS
-        turn_during_run = _main_turns(server)[-1]
-        assert CONSOLIDATED not in turn_during_run.system_text + str(turn_during_run.messages)
-        assert "Fact 001" in turn_during_run.system_text  # the block as it still is
-
-        await agent.consolidation.wait()
-        assert not agent.consolidation.running and rewrites[0].completed
-        report = agent.consolidation.last_report
-        assert report.status == "completed" and report.session_id, report
-        assert agent_memory.get_block("human").value == CONSOLIDATED
-        turns_before = len(_main_turns(server))
-        await agent.process_turn("What do you remember about me?")
+            release.set()
+            await agent.consolidation.wait()
+            assert not agent.consolidation.running and rewrites[0].completed
+            report = agent.consolidation.last_report
+            assert report is not None and report.status == "completed" and report.session_id, report
+            assert agent_memory.get_block("human").value == CONSOLIDATED
+            turns_before = len(_main_turns(server))
+            await agent.process_turn("What do you remember about me?")
+        finally:
+            release.set()  # a failed assertion must not leave the request held while the agent closes
 
     # The first turn after the run finished shows the consolidated block: announced in its
     # <turn_context> under the default policy (or in a rebuilt system prompt under another).
