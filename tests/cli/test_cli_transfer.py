@@ -196,7 +196,7 @@ def test_a_conflict_midway_leaves_the_storage_dir_unchanged(rich_agent: Run, tmp
 
 def test_unreadable_and_missing_files(tmp_path: Path, run: Run, error_of: ErrorOf) -> None:
     assert "No such file or directory" in error_of(run("import", str(tmp_path / "missing.af")))
-    assert "Is a directory" in error_of(run("import", str(tmp_path)))
+    assert "is not a regular file (a directory" in error_of(run("import", str(tmp_path)))
     binary = tmp_path / "binary.af"
     binary.write_bytes(b"\xff\xfe\x00garbage")
     assert "Cannot read" in error_of(run("import", str(binary)))
