@@ -243,7 +243,7 @@ def oracle_model(request: RecordedRequest) -> ScriptedResponse | None:
         kept: list[str] = []
         while lines and len("\n".join([lines[-1], *kept])) <= limit:
             kept.insert(0, lines.pop())
-        return text_response("\n".join(kept))
+        return text_response(json.dumps({"text": "\n".join(kept)}))
     if "merge duplicate notes" in system:
         groups = [json.loads(line.split(": ", 1)[1]) for line in text.splitlines() if line.startswith("Group ")]
         return text_response(json.dumps({"merged": [group[0] for group in groups]}))

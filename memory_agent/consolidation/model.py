@@ -38,8 +38,8 @@ logger = logging.getLogger(__name__)
 REWRITE_SYSTEM = (
     "You tidy an AI agent's memory block. Rewrite the block's text (given as a JSON string) so it "
     "keeps every fact but uses fewer characters: drop repetition, merge related lines, keep names, "
-    "numbers and dates exactly. Answer with the new block text only, at most the given number of "
-    "characters, no preamble.")
+    "numbers and dates exactly, at most the given number of characters. "
+    'Answer with JSON only: {"text": "the new block text"}.')
 MERGE_SYSTEM = (
     "You merge duplicate notes of an AI agent's memory. Each group (a JSON list of strings) states one "
     "fact in several wordings. For each group write one short text that keeps every detail of the group. "
@@ -124,10 +124,16 @@ class ModelConsolidator:
         for rewrite in base.rewrites:
             block = blocks[rewrite.block_id]
             target = int(self.rules.block_target * block.limit)
-            text = await self._ask(summarizer, plan, REWRITE_SYSTEM,
-                                   f"Block label: {json.dumps(block.label)}\nAt most {target} characters.\n"
-                                   f"Block text: {json.dumps(block.value, ensure_ascii=False)}",
-                                   max_tokens=max(256, target))
+            answer = _json_object(await self._ask(
+                summarizer, plan, REWRITE_SYSTEM,
+                f"Block label: {json.dumps(block.label)}\nAt most {target} characters.\n"
+                f"Block text: {json.dumps(block.value, ensure_ascii=False)}",
+                max_tokens=max(256, target)))
+            # A structured answer, like the merge and supersession ones: a reply that is not the
+            # block ("OK", "Sure, here it is") must never become the block's text.
+            text = answer.get("text")
+            if not isinstance(text, str):
+                raise ModelAnswerError(f"its rewrite of block '{block.label}' has no \"text\" string")
             text = text.strip()
             if not text or len(text) > target:
                 raise ModelAnswerError(f"its rewrite of block '{block.label}' has {len(text)} characters, "

@@ -38,7 +38,7 @@ def test_the_model_rewrites_merges_and_supersedes(model_memory: MemoryManager,
     memory = model_memory
     harbour, lisbon, porto = _setting(memory)
     old_notes = memory.get_block("notes").value
-    server.enqueue(text_response(REWRITE), text_response(json.dumps({"merged": [MERGED]})),
+    server.enqueue(text_response(json.dumps({"text": REWRITE})), text_response(json.dumps({"merged": [MERGED]})),
                    text_response('{"contradictions": [1]}'), model="haiku")
 
     report = memory.consolidate()  # a model is configured: 'auto' chooses it
@@ -70,7 +70,8 @@ def test_the_model_rewrites_merges_and_supersedes(model_memory: MemoryManager,
     assert all(_get(memory, passage_id).superseded_by is None for passage_id in harbour)
 
 
-@pytest.mark.parametrize("failure", ["the API fails", "a merge answer that is not JSON"])
+@pytest.mark.parametrize("failure", ["the API fails", "a merge answer that is not JSON",
+                                     "a rewrite answer that is not the block"])
 def test_a_failing_model_falls_back_to_the_rules_and_says_so(model_memory: MemoryManager,
                                                               server: ScriptedMessagesServer, failure: str,
                                                               caplog: pytest.LogCaptureFixture) -> None:
@@ -78,8 +79,11 @@ def test_a_failing_model_falls_back_to_the_rules_and_says_so(model_memory: Memor
     harbour, lisbon, _ = _setting(memory)
     if failure == "the API fails":
         server.enqueue(error_response(500), error_response(500), model="haiku")  # max_attempts is 2
+    elif failure == "a rewrite answer that is not the block":
+        server.enqueue(text_response("OK"), model="haiku")  # must never become the block's text
     else:
-        server.enqueue(text_response(REWRITE), text_response("I merged them for you."), model="haiku")
+        server.enqueue(text_response(json.dumps({"text": REWRITE})), text_response("I merged them for you."),
+                       model="haiku")
 
     with caplog.at_level(logging.WARNING, logger="memory_agent"):
         report = memory.consolidate(consolidator=ModelConsolidator(

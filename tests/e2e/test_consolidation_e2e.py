@@ -8,6 +8,7 @@ the consolidation, however long either takes on a loaded machine.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -73,7 +74,7 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
         if "haiku" not in request.model or "memory block" not in request.system_text:
             return None
         release.wait(HOLD_SECONDS)
-        return text_response(CONSOLIDATED)
+        return text_response(json.dumps({"text": CONSOLIDATED}))
 
     server.responder = slow_model
     schedule = ConsolidationSchedule(consolidator=ModelConsolidator(settings, api_key="test-key", base_url=server.url))
