@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..archival import Passage
+from ..archival import Passage, lifecycle
 from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
 from ..blocks import BlockVersion
@@ -268,6 +268,7 @@ def _apply_merge(ops: MemoryOps, agent_id: str, merge: PassageMerge) -> None:
     group = [p for p in passages if p is not None]
     tags = _union_tags(group)
     metadata = _union_metadata(group)
+    expires_at = _latest_expiry(group)
     with ops.atomic():
         if merge.merged_text is None:
             survivor = group[0]
@@ -278,10 +279,21 @@ def _apply_merge(ops: MemoryOps, agent_id: str, merge: PassageMerge) -> None:
         else:
             provenance = _union_provenance(None, group)
             survivor_id = ops.archival_memory_insert(merge.merged_text, tags, metadata, agent_id=agent_id,
-                                                     provenance=provenance)
+                                                     provenance=provenance, expires_at=expires_at)
             losers = [p for p in group if p.passage_id != survivor_id]
+        with ops.database.transaction() as conn:
+            lifecycle.change_columns(conn, agent_id, survivor_id, "extend_passage_expiry",
+                                     {"expires_at": expires_at}, utc_now(), None)
         for loser in losers:
             ops.supersede_passage(loser.passage_id, survivor_id, agent_id=agent_id)
+
+
+def _latest_expiry(group: list[Passage]) -> str | None:
+    """The survivor lives as long as the longest-lived member: forever if any is permanent."""
+    expiries = [passage.expires_at for passage in group]
+    if any(expiry is None for expiry in expiries):
+        return None
+    return max(expiry for expiry in expiries if expiry is not None)
 
 
 def _union_tags(group: list[Passage]) -> list[str]:

@@ -3,10 +3,11 @@ transaction, or nothing does.
 
 The session's changes are the journal entries it authored (`Author.consolidator(session_id)`).
 For each item they touched, the value before the session's first change is restored: a block's
-text (as a new version: history only grows), a passage's `superseded_by`, tags, metadata and
-provenance (their stored JSON text comes back byte for byte), and passages the session created are
-deleted. If any later journal entry (anyone's) touched one of those items, the rollback is refused
-with an error naming the item, and nothing changes: a rollback never loses a later edit.
+text (as a new version: history only grows), a passage's `superseded_by`, tags, metadata,
+provenance (their stored JSON text comes back byte for byte), importance and expiry, and passages
+the session created are deleted. If any later journal entry (anyone's) touched one of those items,
+the rollback is refused with an error naming the item, and nothing changes: a rollback never
+loses a later edit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..archival import lifecycle
 from ..authors import Author, acting_as
 from ..errors import ConsolidationError, RollbackRefusedError
 from ..store import consolidation_log
@@ -26,7 +28,7 @@ from .ops import MemoryOps
 __all__ = ["ROLLBACK_ACTION", "rollback_session"]
 
 ROLLBACK_ACTION = "rollback_consolidation"
-_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance"}
+_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance", "expires_at"}
 
 
 @dataclass
@@ -156,6 +158,10 @@ def _restore_passage(ops: MemoryOps, agent_id: str, session_id: str, item: _Item
         ops.update_passage(item.target_id, agent_id=agent_id, journal_detail=detail, **fields)
     if "importance" in columns:
         ops.set_passage_importance(item.target_id, columns["importance"], agent_id=agent_id, journal_detail=detail)
+    if "expires_at" in columns:
+        with ops.database.transaction() as conn:
+            lifecycle.change_columns(conn, agent_id, item.target_id, "restore_passage_expiry",
+                                     {"expires_at": columns["expires_at"]}, utc_now(), detail)
 
 
 def _mapping(text: str | None) -> Mapping[str, Any]:
