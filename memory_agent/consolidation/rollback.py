@@ -1,7 +1,9 @@
 """Undoing a consolidation session: every block and passage it changed goes back, in one
 transaction, or nothing does.
 
-The session's changes are the journal entries it authored (`Author.consolidator(session_id)`).
+The session's changes are the journal entries it authored (`Author.consolidator(session_id)`)
+between its start and finish markers, which only the engine writes (an imported row or a
+person's `--author` cannot make an entry the session's own).
 For each item they touched, the value before the session's first change is restored: a block's
 text (as a new version: history only grows), a passage's `superseded_by`, tags, metadata,
 provenance (their stored JSON text comes back byte for byte), importance and expiry, and passages
@@ -52,7 +54,7 @@ def rollback_session(ops: MemoryOps, session_id: str) -> ConsolidationSession:
     with ops.atomic():
         with ops.database.transaction() as conn:
             session = _finished_session(conn, session_id)
-            items = _items(conn, session_id)
+            items = _items(conn, session_id, _own_entries(conn, session_id))
             for item in items:
                 _refuse_if_edited_later(conn, session_id, item)
         with acting_as(Author.consolidator(f"{session_id}:rollback")):
@@ -105,12 +107,24 @@ def _name(item: _Item) -> str:
     return f"passage {item.target_id}"
 
 
-def _items(conn: Any, session_id: str) -> list[_Item]:
+def _own_entries(conn: Any, session_id: str) -> tuple[int, int]:
+    """The journal entry ids between the session's start and finish markers (only the engine writes
+    them): an entry outside them that names the session as author (imported, say) is not its own."""
+    bounds = consolidation_log.session_entry_range(conn, session_id)
+    if bounds is None or bounds[1] is None:
+        raise ConsolidationError(f"Consolidation {session_id} has no journal markers of its start and finish, so "
+                                 "its own changes cannot be told from entries that only claim its name; nothing "
+                                 "was changed. Undo its changes by hand ('memory-agent journal').")
+    return bounds[0], bounds[1]
+
+
+def _items(conn: Any, session_id: str, bounds: tuple[int, int]) -> list[_Item]:
     """The items the session touched, in the order it first touched them, with their old state."""
     items: dict[tuple[str, str], _Item] = {}
     rows = conn.execute(
         "SELECT entry_id, action, target_type, target_id, label, old_value FROM journal"
-        " WHERE author_kind = 'consolidator' AND author = ? ORDER BY entry_id", (session_id,)).fetchall()
+        " WHERE author_kind = 'consolidator' AND author = ? AND entry_id > ? AND entry_id < ?"
+        " ORDER BY entry_id", (session_id, *bounds)).fetchall()
     for row in rows:
         if row["target_type"] not in ("block", "passage") or row["target_id"] is None:
             continue
