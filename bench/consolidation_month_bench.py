@@ -17,7 +17,8 @@
    and rolled back, and the agent's blocks and passages are compared with a snapshot taken
    before it, byte for byte.
 
-2. **Appends racing consolidation.** Four writer processes append to one shared block while the
+2. **Appends racing consolidation.** Four writer processes (as the block's agent; a shared block
+   is never trimmed, its lines would leave the other agents' reach) append to one block while the
    main process consolidates its owner in a loop (the block's limit is small, so runs move its
    overflow to archival passages and meet newer versions); afterwards every append must be in
    the block or in a passage it was moved to. On SQLite and on PostgreSQL (a throwaway local
@@ -477,8 +478,7 @@ OWNER = "owner"
 
 
 def _appender(storage: str, writer: str, appends: int, start: Barrier, done: Queue[tuple[str, int]]) -> None:
-    with MemoryManager(agent_id=writer, settings=_settings(storage)) as memory:
-        memory.join_shared_block(SHARED)
+    with MemoryManager(agent_id=OWNER, settings=_settings(storage)) as memory:
         start.wait(timeout=600)
         refusals = 0
         deadline = time.monotonic() + 600
@@ -510,7 +510,7 @@ class RaceResult:
 def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceResult:
     with tempfile.TemporaryDirectory() as storage:
         with MemoryManager(agent_id=OWNER, settings=_settings(storage)) as memory:
-            memory.create_block(SHARED, "", limit=limit, is_shared=True)
+            memory.create_block(SHARED, "", limit=limit)
             start, done = SPAWN.Barrier(writers + 1), SPAWN.Queue()
             names = [f"w{n}" for n in range(writers)]
             processes = [SPAWN.Process(target=_appender, args=(storage, name, appends, start, done))
@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollback-every", type=int, default=10, help="a rollback check every N days (0: none)")
     parser.add_argument("--appends", type=int, default=150, help="appends per writer in the race")
     parser.add_argument("--race-writers", type=int, default=4)
-    parser.add_argument("--race-limit", type=int, default=1_500, help="the shared block's limit in the race")
+    parser.add_argument("--race-limit", type=int, default=1_500, help="the raced block's limit")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
     parser.add_argument("--month-backends", nargs="+", default=["sqlite"], choices=["sqlite", "postgres"])
     parser.add_argument("--consolidators", nargs="+", default=["rules", "model"], choices=["rules", "model"],
@@ -660,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
             with backend_environment(url(backend)):
                 race = run_race(args.race_writers, args.appends, args.race_limit, race_consolidator)
             print(f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "
-                  f"appends to one shared block "
+                  f"appends to one block "
                   f"(limit {args.race_limit}) while consolidating in a loop: missing {race.missing}, duplicated "
                   f"{race.duplicated} of {race.appends}; runs {race.runs} ({race.runs_changed} changed it, "
                   f"{race.retry_later} changes met a newer version); appends refused while full {race.refusals}; "

@@ -1,9 +1,9 @@
 """Measure where near-duplicate passages begin, for the rules consolidator's merge threshold.
 
 Pairs of passages, labelled by hand: SAME (one fact, reworded) and DIFFERENT (two facts that share
-most of their wording: another number, name, date or a negation, or a related but distinct
-fact). For each pair: the cosine similarity of the shipped all-MiniLM-L6-v2 embeddings, and
-whether `textguard.same_particulars` lets the pair merge. Printed: the similarity ranges of both
+most of their wording: another number, name, date, unit, sign or a negation, an opposite, or a
+related but distinct fact). For each pair: the cosine similarity of the shipped all-MiniLM-L6-v2
+embeddings, and whether `textguard.same_particulars` lets the pair merge. Printed: the similarity ranges of both
 labels, then for thresholds from 0.80 to 0.99 how many SAME pairs would merge (recall) and how
 many DIFFERENT pairs would wrongly merge, by similarity alone and with the guard.
 
@@ -73,6 +73,17 @@ DIFFERENT = [
     ("The user's favourite colour is blue.", "The user's favourite colour is green."),
     ("The user studied physics at Coimbra.", "The user studied chemistry at Coimbra."),
     ("Flight TP 1234 leaves Lisbon at 07:05.", "Flight TP 1236 leaves Lisbon at 07:05."),
+    # A sign, a unit, am/pm, a letter suffix, an opposite or role word, a code's case.
+    ("The freezer is kept at -18 degrees.", "The freezer is kept at 18 degrees."),
+    ("Standup is at 7am every day.", "Standup is at 7pm every day."),
+    ("Berth 4a was repainted green in May.", "Berth 4b was repainted green in May."),
+    ("The invoice is due in 20 days.", "The invoice is due in 20 weeks."),
+    ("The harbour crane lifts up to 40 tonnes.", "The harbour crane lifts up to 40 kilograms."),
+    ("Ada arrives before noon.", "Ada arrives after noon."),
+    ("The warehouse is on the left of the gate.", "The warehouse is on the right of the gate."),
+    ("Ines prefers the morning shift.", "Ines prefers the evening shift."),
+    ("The contract was signed by the buyer.", "The contract was signed by the seller."),
+    ("The wifi password is Hunter2Blue.", "The wifi password is hunter2blue."),
 ]
 
 

@@ -108,7 +108,9 @@ class Author:
 
     @classmethod
     def parse(cls, text: str) -> Author:
-        """`kind:name` (as the CLI's --author takes it), or a bare name for a person."""
+        """`kind:name` (as the CLI's --author takes it), or a bare name for a person.
+
+        'consolidator' is refused: only the engine acts as it (`Author.consolidator`)."""
         check_text("author", text)
         _check_line(text)
         kind, sep, name = text.partition(":")
@@ -118,6 +120,11 @@ class Author:
             raise ConfigurationError(
                 f"An author is 'kind:name' with kind one of {', '.join(AUTHOR_KINDS)}, or a person's name; "
                 f"got {text!r}.")
+        if kind == "consolidator":
+            raise ConfigurationError(
+                f"Only the consolidation engine writes as 'consolidator' (got {text!r}); a rollback trusts its "
+                "entries. Write as yourself (a person's name) or another kind: "
+                f"{', '.join(k for k in AUTHOR_KINDS if k != 'consolidator')}.")
         return cls(kind, name)
 
     @classmethod

@@ -138,6 +138,8 @@ class ArchivalMemory:
                                            "provenance": passage.provenance})
                 elif passage.is_superseded or passage.is_expired(now):
                     passage = _revive(conn, passage, item, now)
+                else:
+                    passage = _reinsert(conn, self._author(), passage, item, now)
                 stored.append((passage, created))
         owed = {p.passage_id: p for p, _ in stored if p.vector_state == "pending"}
         self.index.write(list(owed.values()))
@@ -321,6 +323,20 @@ class ArchivalMemory:
         """Passages still waiting for their vectors."""
         with self.db.reading() as conn:
             return passage_table.pending_count(conn, agent_id)
+
+
+def _reinsert(conn: Any, author: Author | None, passage: Passage, item: PreparedPassage, now: str) -> Passage:
+    """The agent wrote again the text of a live passage: the same id is acknowledged. A write
+    with a later expiry (or none) extends the passage's, else the fact would vanish at the older
+    note's expiry. Either way the write is journalled, so a rollback sees that a later write
+    touched the passage."""
+    if passage.expires_at is not None and (item.expires_at is None or item.expires_at > passage.expires_at):
+        lifecycle.change_columns(conn, passage.agent_id, passage.passage_id, "extend_passage_expiry",
+                                 {"expires_at": item.expires_at}, now, None)
+        return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage
+    journal.record(conn, author=author, agent_id=passage.agent_id, action="reinsert_passage",
+                   target_type="passage", target_id=passage.passage_id, created_at=now, detail=None)
+    return passage
 
 
 def _revive(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:

@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..archival import Passage
+from ..archival import Passage, lifecycle
 from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
 from ..blocks import BlockVersion
 from ..errors import BlockError, MemoryAgentError, StaleBlockError
-from ..store import consolidation_log
-from ..store.consolidation_log import COUNT_FIELDS
+from ..store import consolidation_log, journal
+from ..store.consolidation_log import COUNT_FIELDS, SESSION_FINISHED, SESSION_STARTED, SESSION_TARGET
 from ..store.database import utc_now
 from .ops import MemoryOps
 from .plan import BlockRewrite, MemoryView, PassageMerge, Plan, Supersession
@@ -89,7 +89,10 @@ async def run_consolidation(ops: MemoryOps, agent_id: str, consolidator: Consoli
     session_id = None if dry_run else f"consolidation-{uuid.uuid4().hex[:16]}"
     if session_id is not None:
         with ops.database.transaction() as conn:
-            consolidation_log.insert_session_row(conn, session_id, agent_id, consolidator.name, utc_now())
+            now = utc_now()
+            consolidation_log.insert_session_row(conn, session_id, agent_id, consolidator.name, now)
+            journal.record(conn, author=Author.consolidator(session_id), agent_id=agent_id, action=SESSION_STARTED,
+                           target_type=SESSION_TARGET, target_id=session_id, created_at=now)
     outcome = _Outcome()
     plan = Plan()
     try:
@@ -132,6 +135,8 @@ def _finish(ops: MemoryOps, session_id: str | None, agent_id: str, consolidator:
                 conn, session_id, status="failed" if failure else "completed", finished_at=utc_now(),
                 counts=outcome.counts, input_tokens=plan.input_tokens, output_tokens=plan.output_tokens,
                 summary=summary, failure=failure, warnings=outcome.warnings + outcome.retry_later)
+            journal.record(conn, author=Author.consolidator(session_id), agent_id=agent_id, action=SESSION_FINISHED,
+                           target_type=SESSION_TARGET, target_id=session_id, created_at=utc_now())
     return ConsolidationReport(
         session_id=session_id, agent_id=agent_id, consolidator=consolidator.name, status=status,
         dry_run=session_id is None, counts=dict(outcome.counts), summary=summary, changes=tuple(outcome.changes),
@@ -268,6 +273,7 @@ def _apply_merge(ops: MemoryOps, agent_id: str, merge: PassageMerge) -> None:
     group = [p for p in passages if p is not None]
     tags = _union_tags(group)
     metadata = _union_metadata(group)
+    expires_at = _latest_expiry(group)
     with ops.atomic():
         if merge.merged_text is None:
             survivor = group[0]
@@ -278,10 +284,21 @@ def _apply_merge(ops: MemoryOps, agent_id: str, merge: PassageMerge) -> None:
         else:
             provenance = _union_provenance(None, group)
             survivor_id = ops.archival_memory_insert(merge.merged_text, tags, metadata, agent_id=agent_id,
-                                                     provenance=provenance)
+                                                     provenance=provenance, expires_at=expires_at)
             losers = [p for p in group if p.passage_id != survivor_id]
+        with ops.database.transaction() as conn:
+            lifecycle.change_columns(conn, agent_id, survivor_id, "extend_passage_expiry",
+                                     {"expires_at": expires_at}, utc_now(), None)
         for loser in losers:
             ops.supersede_passage(loser.passage_id, survivor_id, agent_id=agent_id)
+
+
+def _latest_expiry(group: list[Passage]) -> str | None:
+    """The survivor lives as long as the longest-lived member: forever if any is permanent."""
+    expiries = [passage.expires_at for passage in group]
+    if any(expiry is None for expiry in expiries):
+        return None
+    return max(expiry for expiry in expiries if expiry is not None)
 
 
 def _union_tags(group: list[Passage]) -> list[str]:

@@ -1,12 +1,15 @@
 """Undoing a consolidation session: every block and passage it changed goes back, in one
 transaction, or nothing does.
 
-The session's changes are the journal entries it authored (`Author.consolidator(session_id)`).
+The session's changes are the journal entries it authored (`Author.consolidator(session_id)`)
+between its start and finish markers, which only the engine writes (an imported row or a
+person's `--author` cannot make an entry the session's own).
 For each item they touched, the value before the session's first change is restored: a block's
-text (as a new version: history only grows), a passage's `superseded_by`, tags, metadata and
-provenance (their stored JSON text comes back byte for byte), and passages the session created are
-deleted. If any later journal entry (anyone's) touched one of those items, the rollback is refused
-with an error naming the item, and nothing changes: a rollback never loses a later edit.
+text (as a new version: history only grows), a passage's `superseded_by`, tags, metadata,
+provenance (their stored JSON text comes back byte for byte), importance and expiry, and passages
+the session created are deleted. If any later journal entry (anyone's) touched one of those items,
+the rollback is refused with an error naming the item, and nothing changes: a rollback never
+loses a later edit.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..archival import lifecycle
 from ..authors import Author, acting_as
 from ..errors import ConsolidationError, RollbackRefusedError
 from ..store import consolidation_log
@@ -26,7 +30,7 @@ from .ops import MemoryOps
 __all__ = ["ROLLBACK_ACTION", "rollback_session"]
 
 ROLLBACK_ACTION = "rollback_consolidation"
-_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance"}
+_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance", "expires_at"}
 
 
 @dataclass
@@ -50,7 +54,7 @@ def rollback_session(ops: MemoryOps, session_id: str) -> ConsolidationSession:
     with ops.atomic():
         with ops.database.transaction() as conn:
             session = _finished_session(conn, session_id)
-            items = _items(conn, session_id)
+            items = _items(conn, session_id, _own_entries(conn, session_id))
             for item in items:
                 _refuse_if_edited_later(conn, session_id, item)
         with acting_as(Author.consolidator(f"{session_id}:rollback")):
@@ -103,12 +107,24 @@ def _name(item: _Item) -> str:
     return f"passage {item.target_id}"
 
 
-def _items(conn: Any, session_id: str) -> list[_Item]:
+def _own_entries(conn: Any, session_id: str) -> tuple[int, int]:
+    """The journal entry ids between the session's start and finish markers (only the engine writes
+    them): an entry outside them that names the session as author (imported, say) is not its own."""
+    bounds = consolidation_log.session_entry_range(conn, session_id)
+    if bounds is None or bounds[1] is None:
+        raise ConsolidationError(f"Consolidation {session_id} has no journal markers of its start and finish, so "
+                                 "its own changes cannot be told from entries that only claim its name; nothing "
+                                 "was changed. Undo its changes by hand ('memory-agent journal').")
+    return bounds[0], bounds[1]
+
+
+def _items(conn: Any, session_id: str, bounds: tuple[int, int]) -> list[_Item]:
     """The items the session touched, in the order it first touched them, with their old state."""
     items: dict[tuple[str, str], _Item] = {}
     rows = conn.execute(
         "SELECT entry_id, action, target_type, target_id, label, old_value FROM journal"
-        " WHERE author_kind = 'consolidator' AND author = ? ORDER BY entry_id", (session_id,)).fetchall()
+        " WHERE author_kind = 'consolidator' AND author = ? AND entry_id > ? AND entry_id < ?"
+        " ORDER BY entry_id", (session_id, *bounds)).fetchall()
     for row in rows:
         if row["target_type"] not in ("block", "passage") or row["target_id"] is None:
             continue
@@ -156,6 +172,10 @@ def _restore_passage(ops: MemoryOps, agent_id: str, session_id: str, item: _Item
         ops.update_passage(item.target_id, agent_id=agent_id, journal_detail=detail, **fields)
     if "importance" in columns:
         ops.set_passage_importance(item.target_id, columns["importance"], agent_id=agent_id, journal_detail=detail)
+    if "expires_at" in columns:
+        with ops.database.transaction() as conn:
+            lifecycle.change_columns(conn, agent_id, item.target_id, "restore_passage_expiry",
+                                     {"expires_at": columns["expires_at"]}, utc_now(), detail)
 
 
 def _mapping(text: str | None) -> Mapping[str, Any]:

@@ -1,16 +1,20 @@
 """The rules consolidator: tidies memory with no model.
 
-- Duplicates: passages whose text is the same once case, spacing and end punctuation are set
-  aside (identical text cannot occur twice: passages are unique per agent by content hash).
+- Duplicates: passages whose text is the same once spacing and end punctuation are set aside
+  (identical text cannot occur twice: passages are unique per agent by content hash). Case is
+  kept: "Hunter2Blue" and "hunter2blue" are two passwords; a sentence that differs only in case
+  is left to the near-duplicate rule, whose guard excuses a capital on an ordinary word.
 - Near duplicates: cosine similarity of their embeddings at or above NEAR_DUPLICATE_THRESHOLD
-  *and* the same particulars (numbers, names, polarity; see `textguard`). The oldest passage of
-  a group survives and gains the others' tags, metadata and provenance; the others are
-  superseded by it, never deleted.
+  *and* the same particulars (numbers with units, codes, content words, polarity; see
+  `textguard`). The oldest passage of a group survives and gains the others' tags, metadata,
+  provenance and the latest expiry (none if any is permanent); the others are superseded by it,
+  never deleted.
 - Expiry: passages past `expires_at` are counted (search already hides them; `purge_expired()`
   deletes them) and take no part in merging.
 - Over-full blocks: a block above `block_threshold` of its limit has its oldest lines moved into
   archival passages (provenance: the block, its version, the time the text was written) until
-  it is at or under `block_target` of its limit.
+  it is at or under `block_target` of its limit. A shared block is skipped (with a warning in
+  the report): its lines would land in one agent's archival memory, out of the others' reach.
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ _SPACE = re.compile(r"\s+")
 
 
 def normalised_text(text: str) -> str:
-    """The text with case, runs of spacing and trailing punctuation set aside."""
-    return _SPACE.sub(" ", text.casefold()).strip().rstrip(".!;,").strip()
+    """The text with runs of spacing and trailing punctuation set aside (case is kept: it can be the fact)."""
+    return _SPACE.sub(" ", text).strip().rstrip(".!;,").strip()
 
 
 def similarity_matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
@@ -99,6 +103,10 @@ class RulesConsolidator:
         plan = Plan(blocks_analysed=len(view.blocks))
         plan.expired = [passage.passage_id for passage in view.expired]
         for block in view.blocks:
+            if block.is_shared and self.is_over_full(block):
+                plan.warnings.append(f"block '{block.label}' skipped: it is shared with other agents, and its lines "
+                                     "would move into this agent's archival memory, out of their reach")
+                continue
             rewrite = self.overflow_rewrite(block, view.now)
             if rewrite is not None:
                 plan.rewrites.append(rewrite)

@@ -38,7 +38,7 @@ from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, 
 from ..labels import validate_label
 from ..recall import insert_message_row, insert_summary_row
 from ..reserved_names import section_tags_in
-from ..store import journal
+from ..store import consolidation_log, journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
 from ..validation import check_int, check_json
@@ -581,7 +581,13 @@ def _insert_passages(conn: sqlite3.Connection, passages: list[tuple[PassageRecor
 
 def _insert_journal(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport,
                     now: str) -> None:
-    for entry in snapshot.journal:
+    for index, entry in enumerate(snapshot.journal):
+        session = (entry.author or "").split(":")[0]
+        if entry.author_kind == "consolidator" and consolidation_log.session_exists(conn, session):
+            raise ImportFormatError(
+                f"journal[{index}] claims to be written by consolidation session '{session}' of this storage; "
+                "only that session writes as it (its rollback trusts them). Remove the row or give it another "
+                "author; nothing was imported.")
         journal.record(conn, agent_id=maps.agents.get(entry.agent_id or "", entry.agent_id),
                        action=entry.action, target_type=entry.target_type,
                        target_id=maps.target(entry.target_type, entry.target_id), label=entry.label,

@@ -14,6 +14,11 @@ from typing import Any
 
 __all__ = [
     "COUNT_FIELDS",
+    "SESSION_FINISHED",
+    "SESSION_STARTED",
+    "SESSION_TARGET",
+    "session_entry_range",
+    "session_exists",
     "STATUSES",
     "ConsolidationSession",
     "finish_row",
@@ -57,6 +62,38 @@ class ConsolidationSession:
                 "counts": dict(self.counts), "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "summary": self.summary, "failure": self.failure,
                 "warnings": list(self.warnings), "rolled_back_at": self.rolled_back_at}
+
+
+SESSION_TARGET = "consolidation"
+"""The journal's target_type of a session's start and finish markers (target_id: the session id)."""
+SESSION_STARTED = "consolidation_started"
+SESSION_FINISHED = "consolidation_finished"
+"""A session's changes are the entries it authored *between* these two markers, which only the
+engine writes (in the transactions that insert and finish the session row): an entry that merely
+claims the session's author (imported, or from before this rule) lies outside them."""
+
+
+def session_entry_range(conn: sqlite3.Connection, session_id: str) -> tuple[int, int | None] | None:
+    """The entry ids of the session's first start marker and first finish marker after it (None
+    while it runs); None when the session wrote no start marker."""
+    row = conn.execute(
+        "SELECT MIN(entry_id) AS first FROM journal WHERE target_type = ? AND target_id = ? AND action = ?"
+        " AND author_kind = 'consolidator' AND author = ?",
+        (SESSION_TARGET, session_id, SESSION_STARTED, session_id)).fetchone()
+    if row is None or row["first"] is None:
+        return None
+    first = int(row["first"])
+    end = conn.execute(
+        "SELECT MIN(entry_id) AS last FROM journal WHERE target_type = ? AND target_id = ? AND action = ?"
+        " AND author_kind = 'consolidator' AND author = ? AND entry_id > ?",
+        (SESSION_TARGET, session_id, SESSION_FINISHED, session_id, first)).fetchone()
+    return first, (None if end is None or end["last"] is None else int(end["last"]))
+
+
+def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Whether this storage has a session with this id (an import must not write as it)."""
+    row = conn.execute("SELECT 1 FROM consolidation_sessions WHERE session_id = ?", (session_id,)).fetchone()
+    return row is not None
 
 
 def insert_session_row(conn: sqlite3.Connection, session_id: str, agent_id: str, consolidator: str,

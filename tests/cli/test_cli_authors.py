@@ -45,11 +45,14 @@ def test_a_cli_edit_is_a_persons_not_the_agents(initialised: Run) -> None:
 
 def test_author_option_before_or_after_the_command(initialised: Run) -> None:
     assert initialised("--author", "grace", "blocks", "set", "human", "one").exit_code == 0
-    assert initialised("blocks", "append", "human", "two", "--author", "consolidator:s-9").exit_code == 0
+    assert initialised("blocks", "append", "human", "two", "--author", "agent:s-9").exit_code == 0
     assert [(v["author_kind"], v["author"]) for v in _history(initialised, "human")[-2:]] == [
-        ("person", "grace"), ("consolidator", "s-9")]
-    kinds = {(e["action"], e["author_kind"]) for e in _journal(initialised, "--author-kind", "consolidator")}
-    assert kinds == {("core_memory_append", "consolidator")}
+        ("person", "grace"), ("agent", "s-9")]
+    kinds = {(e["action"], e["author_kind"]) for e in _journal(initialised, "--author-kind", "agent")}
+    assert kinds == {("core_memory_append", "agent")}
+    refused = initialised("blocks", "append", "human", "three", "--author", "consolidator:s-9")
+    assert refused.exit_code != 0 and "Only the consolidation engine" in refused.output
+    assert "three" not in initialised("blocks", "get", "human").stdout
 
 
 def test_a_bad_author_is_refused_and_changes_nothing(initialised: Run) -> None:

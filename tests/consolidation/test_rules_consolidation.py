@@ -319,3 +319,45 @@ def test_a_cancelled_background_run_is_recorded_as_failed(memory: MemoryManager)
     asyncio.run(cancel_it())
     (session,) = memory.list_consolidations()
     assert session.status == "failed" and "interrupted" in (session.failure or "")
+
+
+def test_an_entry_only_claiming_the_session_as_author_is_not_rolled_back(memory: MemoryManager) -> None:
+    """An entry written after the run under the session's author name (here straight into the journal,
+    past every entry point's refusal) is outside the session's start/finish markers: the rollback
+    treats it as a later edit of the block and refuses, instead of counting it as the session's own."""
+    from memory_agent.authors import Author
+    from memory_agent.store import journal
+    from memory_agent.store.database import utc_now
+
+    fill_notes(memory)
+    report = memory.consolidate(consolidator="rules")
+    assert report.session_id and report.counts["blocks_changed"] == 1
+    block = memory.get_block("notes")
+    human = memory.get_block("human")
+    with memory.database.transaction() as conn:
+        journal.record(conn, author=Author.consolidator(report.session_id), agent_id=memory.agent_id,
+                       action="core_memory_replace", target_type="block", target_id=human.block_id, label="human",
+                       old_value="FORGED OLD TEXT", new_value=human.value, created_at=utc_now())
+    memory.rollback_consolidation(report.session_id)
+    assert memory.get_block("human").value == human.value  # the claimed entry was not the session's
+    assert memory.get_block("notes").value != block.value  # its real change was undone
+
+
+def test_a_shared_block_is_skipped_with_the_reason(memory: MemoryManager) -> None:
+    lines = [f"Fact {n}: the crane on pier {n} was serviced." for n in range(8)]
+    shared = memory.create_block("team", "\n".join(lines), limit=400, is_shared=True)
+    report = memory.consolidate(consolidator="rules")
+    assert report.counts["blocks_changed"] == 0 and memory.get_block("team").value == shared.value
+    assert any("'team' skipped" in warning and "shared" in warning for warning in report.warnings)
+
+
+def test_a_merge_survivor_lives_as_long_as_its_longest_lived_member(memory: MemoryManager) -> None:
+    soon = datetime.now(timezone.utc) + timedelta(hours=1)
+    later = soon + timedelta(days=1)
+    first = memory.archival_memory_insert("The user likes green tea.", expires_at=soon)
+    second = memory.archival_memory_insert("the user  likes green tea", expires_at=later)
+    report = memory.consolidate(consolidator="rules")
+    assert report.counts["passages_merged"] == 1 and _get(memory, second).superseded_by == first
+    assert _get(memory, first).expires_at == _get(memory, second).expires_at
+    memory.rollback_consolidation(report.session_id or "")
+    assert _get(memory, first).expires_at != _get(memory, second).expires_at  # the expiry came back too
