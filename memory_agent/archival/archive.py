@@ -130,7 +130,7 @@ class ArchivalMemory:
             for item in items:
                 passage, created = passage_table.insert_or_get(conn, agent_id, item, now)
                 if created:
-                    journal.record(conn, author=self._author(), agent_id=agent_id, action="insert_passage",
+                    journal.record(conn, agent_id=agent_id, action="insert_passage",
                                    target_type="passage", target_id=passage.passage_id,
                                    new_value=passage.content, created_at=now,
                                    detail={"tags": list(passage.tags), "metadata": passage.metadata,
@@ -162,7 +162,7 @@ class ArchivalMemory:
                 )
             lifecycle.unlink_successor(conn, agent_id, passage, now, None)
             passage_table.delete_row(conn, agent_id, passage_id)
-            journal.record(conn, author=self._author(), agent_id=agent_id, action="delete_passage",
+            journal.record(conn, agent_id=agent_id, action="delete_passage",
                            target_type="passage", target_id=passage_id, old_value=passage.content, created_at=now,
                            detail=lifecycle.deleted_detail(passage))
         if self.index.is_open or not self._check_on_open:

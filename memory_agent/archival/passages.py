@@ -224,15 +224,7 @@ def check_importance(importance: object) -> float:
 
 def encode_provenance(provenance: Mapping[str, Any] | None) -> str:
     """Provenance as JSON text (an object); refused like metadata when JSON cannot hold it."""
-    if provenance is None:
-        return "{}"
-    if not isinstance(provenance, Mapping):
-        raise ArchivalError(f"Passage provenance must be a mapping, got {type(provenance).__name__}.")
-    check_json("Passage provenance", provenance)
-    try:
-        return json.dumps(dict(provenance), ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError) as error:
-        raise ArchivalError(f"Passage provenance must be JSON-serialisable: {error}") from error
+    return _json_object_text("Passage provenance", provenance)
 
 
 def _check_content(content: object) -> str:
@@ -267,15 +259,20 @@ def normalise_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
 
 def encode_metadata(metadata: Mapping[str, Any] | None) -> str:
     """Metadata as JSON text; refuses what JSON cannot hold so a write never half-succeeds."""
-    if metadata is None:
+    return _json_object_text("Passage metadata", metadata)
+
+
+def _json_object_text(what: str, value: Mapping[str, Any] | None) -> str:
+    """A mapping as sorted JSON text ("{}" for None); ArchivalError naming `what` otherwise."""
+    if value is None:
         return "{}"
-    if not isinstance(metadata, Mapping):
-        raise ArchivalError(f"Passage metadata must be a mapping, got {type(metadata).__name__}.")
-    check_json("Passage metadata", metadata)
+    if not isinstance(value, Mapping):
+        raise ArchivalError(f"{what} must be a mapping, got {type(value).__name__}.")
+    check_json(what, value)
     try:
-        return json.dumps(dict(metadata), ensure_ascii=False, sort_keys=True)
+        return json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as error:
-        raise ArchivalError(f"Passage metadata must be JSON-serialisable: {error}") from error
+        raise ArchivalError(f"{what} must be JSON-serialisable: {error}") from error
 
 
 def passage_from_row(row: sqlite3.Row) -> Passage:
