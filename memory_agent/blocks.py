@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .errors import AmbiguousContentError, ContentNotFoundError
 from .labels import validate_label
+from .sensitivity import DEFAULT_LEVEL
 
 __all__ = [
     "Block",
@@ -42,6 +43,8 @@ class Block:
     created_at: str = ""
     updated_at: str = ""
     in_prompt: bool = True
+    sensitivity: str = DEFAULT_LEVEL
+    """public, private or secret (`memory_agent.sensitivity`): which callers may see the block."""
 
     @property
     def chars_current(self) -> int:

@@ -11,7 +11,10 @@ Invariants, whatever the write path:
 - model-facing edits honour read-only (the block's flag or this agent's attachment); the owner's
   explicit `update_block` does not;
 - `replace` and `rethink` are refused when the block changed since this agent last saw it, so an
-  agent never overwrites another agent's edit it has not read.
+  agent never overwrites another agent's edit it has not read;
+- a block above the caller's clearance (`memory_agent.sensitivity`, the innermost
+  `with_clearance`: private unless said) is not there for it: not listed, not read, not edited
+  (BlockNotFoundError, as for a block the agent does not have).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from .errors import (
     StaleBlockError,
 )
 from .labels import validate_label
+from .sensitivity import DEFAULT_LEVEL, Sensitivity, allowed, current_clearance, parse_level, visible_levels
 from .store import journal
 from .store.database import Database, utc_now
 
@@ -58,7 +62,7 @@ are not among them; nor is any owner's write (create, update, undo, restore)."""
 
 _BLOCK_COLUMNS = (
     "b.block_id, b.label, b.value, b.description, b.char_limit, b.is_shared, b.version,"
-    " b.created_at, b.updated_at, b.in_prompt, b.read_only AS block_read_only,"
+    " b.created_at, b.updated_at, b.in_prompt, b.sensitivity, b.read_only AS block_read_only,"
     " ab.read_only AS link_read_only, ab.seen_version"
 )
 
@@ -90,7 +94,14 @@ def _block_from_row(row: sqlite3.Row) -> Block:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         in_prompt=bool(row["in_prompt"]),
+        sensitivity=row["sensitivity"],
     )
+
+
+def _visible_sql(alias: str = "b") -> tuple[str, tuple[str, ...]]:
+    """The WHERE fragment keeping the blocks the current clearance allows, and its parameters."""
+    levels = visible_levels(current_clearance())
+    return f"{alias}.sensitivity IN ({', '.join('?' for _ in levels)})", levels
 
 
 class CoreMemory:
@@ -126,38 +137,46 @@ class CoreMemory:
     # ----- reads --------------------------------------------------------------------------
 
     def list_blocks(self, agent_id: str) -> list[Block]:
+        """The attached blocks the current clearance allows."""
+        visible, levels = _visible_sql()
         with self._db.reading() as conn:
             rows = conn.execute(
                 f"SELECT {_BLOCK_COLUMNS} FROM agent_blocks ab JOIN blocks b USING (block_id)"
-                " WHERE ab.agent_id = ? ORDER BY ab.attached_at, b.label",
-                (agent_id,),
+                f" WHERE ab.agent_id = ? AND {visible} ORDER BY ab.attached_at, b.label",
+                (agent_id, *levels),
             ).fetchall()
         return [_block_from_row(row) for row in rows]
 
     def block_sizes(self, agent_id: str) -> dict[str, int]:
         """Each attached block's label and its size in UTF-8 bytes, without reading the values
-        into Python (a directory view of thousands of blocks stays cheap)."""
+        into Python (a directory view of thousands of blocks stays cheap); up to the clearance."""
+        visible, levels = _visible_sql()
         with self._db.reading() as conn:
             return {row[0]: int(row[1]) for row in conn.execute(
                 "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN blocks b"
-                " USING (block_id) WHERE ab.agent_id = ?", (agent_id,))}
+                f" USING (block_id) WHERE ab.agent_id = ? AND {visible}", (agent_id, *levels))}
 
     def get_block(self, agent_id: str, label: str) -> Block:
         label = validate_label(label)
         with self._db.reading() as conn:
             return _block_from_row(self._attached_row(conn, agent_id, label))
 
-    def _attached_row(self, conn: sqlite3.Connection, agent_id: str, label: str) -> sqlite3.Row:
+    def _attached_row(self, conn: sqlite3.Connection, agent_id: str, label: str, *,
+                      cleared: bool = False) -> sqlite3.Row:
+        """The attached block's row; one above the current clearance is missing, unless `cleared`
+        (a read-back of what the caller has just written)."""
         row = conn.execute(
             f"SELECT {_BLOCK_COLUMNS} FROM agent_blocks ab JOIN blocks b USING (block_id)"
             " WHERE ab.agent_id = ? AND ab.label = ?",
             (agent_id, label),
         ).fetchone()
-        if row is None:
+        if row is None or not (cleared or allowed(row["sensitivity"], current_clearance())):
+            visible, levels = _visible_sql()
             available = [
                 r[0]
                 for r in conn.execute(
-                    "SELECT label FROM agent_blocks WHERE agent_id = ? ORDER BY label", (agent_id,)
+                    "SELECT ab.label FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                    f" WHERE ab.agent_id = ? AND {visible} ORDER BY ab.label", (agent_id, *levels)
                 )
             ]
             raise BlockNotFoundError(label, agent_id, available)
@@ -167,7 +186,7 @@ class CoreMemory:
         """Changes whenever any attached block, or the set of attachments, changes: one query."""
         with self._db.reading() as conn:
             rows = conn.execute(
-                "SELECT b.block_id, b.version, b.read_only | ab.read_only, b.in_prompt, b.label"
+                "SELECT b.block_id, b.version, b.read_only | ab.read_only, b.in_prompt, b.label, b.sensitivity"
                 " FROM agent_blocks ab JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id",
                 (agent_id,),
             ).fetchall()
@@ -251,9 +270,12 @@ class CoreMemory:
         read_only: bool = False,
         is_shared: bool = False,
         in_prompt: bool = True,
+        sensitivity: str = DEFAULT_LEVEL,
     ) -> Block:
-        """Create a block owned by `agent_id` and attach it to that agent."""
+        """Create a block owned by `agent_id` and attach it to that agent (at any level: writing a
+        secret needs no clearance, reading it back later does)."""
         label = validate_label(label)
+        level = parse_level(sensitivity)
         if limit <= 0:
             raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
         if len(value) > limit:
@@ -268,14 +290,14 @@ class CoreMemory:
                 raise BlockExistsError(label, agent_id)
             _refuse_path_clash(conn, [agent_id], label)
             insert_block_row(conn, BlockRow(block_id, label, value, description, limit, read_only, is_shared,
-                                            in_prompt, agent_id, 1, now, now))
+                                            in_prompt, agent_id, 1, now, now, level))
             self._save_version(conn, block_id, agent_id, "create", now)
             self._link(conn, agent_id, block_id, label, read_only=False, now=now)
             journal.record(conn, author=self._author(), agent_id=agent_id, action="create_block", target_type="block",
                            target_id=block_id, label=label, new_value=value, created_at=now,
                            detail={"limit": limit, "read_only": read_only, "is_shared": is_shared,
-                                   "in_prompt": in_prompt})
-            return _block_from_row(self._attached_row(conn, agent_id, label))
+                                   "in_prompt": in_prompt, "sensitivity": level})
+            return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
 
     def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False,
                      acting_agent_id: str | None = None) -> Block:
@@ -336,7 +358,8 @@ class CoreMemory:
                            detail={"deleted": not still_used, "limit": row["char_limit"],
                                    "description": row["description"], "read_only": bool(row["block_read_only"]),
                                    "link_read_only": bool(row["link_read_only"]),
-                                   "is_shared": bool(row["is_shared"]), "in_prompt": bool(row["in_prompt"])})
+                                   "is_shared": bool(row["is_shared"]), "in_prompt": bool(row["in_prompt"]),
+                                   "sensitivity": row["sensitivity"]})
 
     def restore_deleted(self, agent_id: str, label: str) -> Block:
         """Undo this agent's latest delete of `label`.
@@ -370,7 +393,8 @@ class CoreMemory:
                     block_id, label, entry["old_value"], detail.get("description"),
                     max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
                     bool(detail.get("read_only")), bool(detail.get("is_shared")),
-                    bool(detail.get("in_prompt", True)), agent_id, 1, now, now))
+                    bool(detail.get("in_prompt", True)), agent_id, 1, now, now,
+                    parse_level(detail.get("sensitivity", DEFAULT_LEVEL), "the deleted block's sensitivity")))
                 self._save_version(conn, block_id, agent_id, "restore", now)
             self._link(conn, agent_id, block_id, label, read_only=bool(detail.get("link_read_only")), now=now)
             journal.record(conn, author=self._author(), agent_id=agent_id, action="restore_block", target_type="block",
@@ -458,9 +482,12 @@ class CoreMemory:
         limit: int | None = None,
         read_only: bool | None = None,
         in_prompt: bool | None = None,
+        sensitivity: str | None = None,
     ) -> Block:
-        """The owner's explicit change: may edit read-only blocks; the limit still holds."""
+        """The owner's explicit change: may edit read-only blocks; the limit still holds. A new
+        `sensitivity` is journalled on its own (`set_block_sensitivity`, old and new level)."""
         label = validate_label(label)
+        level = None if sensitivity is None else parse_level(sensitivity)
         if limit is not None and limit <= 0:
             raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
         with self._db.transaction() as conn:
@@ -475,10 +502,32 @@ class CoreMemory:
                 (description, new_limit, None if read_only is None else int(read_only),
                  None if in_prompt is None else int(in_prompt), block.block_id),
             )
-            refreshed = _block_from_row(self._attached_row(conn, agent_id, label))
+            if level is not None:
+                self._set_level(conn, agent_id, block, level)
+            refreshed = _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
+            if level is not None and all(item is None for item in (value, description, limit, read_only, in_prompt)):
+                return refreshed  # a change of level alone: journalled above, no new version
             return self._write(conn, agent_id, refreshed, new_value, "update",
                                detail={"limit": new_limit, "read_only": read_only,
                                        "description": description, "in_prompt": in_prompt})
+
+    def set_sensitivity(self, agent_id: str, label: str, sensitivity: str) -> Block:
+        """Relabel a block (for every agent holding it: the level is the block's). The caller must
+        be cleared for its current level; any new level is allowed. Journalled; the version stays."""
+        label = validate_label(label)
+        level = parse_level(sensitivity)
+        with self._db.transaction() as conn:
+            block = _block_from_row(self._attached_row(conn, agent_id, label))
+            self._set_level(conn, agent_id, block, level)
+            return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
+
+    def _set_level(self, conn: sqlite3.Connection, agent_id: str, block: Block, level: Sensitivity) -> None:
+        if block.sensitivity == level:
+            return
+        conn.execute("UPDATE blocks SET sensitivity = ? WHERE block_id = ?", (level, block.block_id))
+        journal.record(conn, author=self._author(), agent_id=agent_id, action="set_block_sensitivity",
+                       target_type="block", target_id=block.block_id, label=block.label,
+                       old_value=block.sensitivity, new_value=level, created_at=utc_now())
 
     def undo(self, agent_id: str, label: str) -> Block:
         """Restore the version before the current one (repeated undos walk further back)."""
@@ -530,7 +579,7 @@ class CoreMemory:
         journal.record(conn, author=self._author(), agent_id=agent_id, action=action, target_type="block",
                        target_id=block.block_id, label=block.label, old_value=block.value,
                        new_value=new_value, created_at=now, detail=detail)
-        return _block_from_row(self._attached_row(conn, agent_id, block.label))
+        return _block_from_row(self._attached_row(conn, agent_id, block.label, cleared=True))
 
     def _save_version(self, conn: sqlite3.Connection, block_id: str, agent_id: str | None,
                       action: str, now: str) -> None:
@@ -578,6 +627,7 @@ class BlockRow:
     version: int
     created_at: str
     updated_at: str
+    sensitivity: Sensitivity = DEFAULT_LEVEL
 
 
 @dataclass(frozen=True)
@@ -608,10 +658,10 @@ def insert_block_row(conn: sqlite3.Connection, row: BlockRow) -> None:
     """The one writer of a block row."""
     conn.execute(
         "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
-        " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at, sensitivity)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (row.block_id, row.label, row.value, row.description, row.limit, int(row.read_only), int(row.is_shared),
-         int(row.in_prompt), row.owner_agent_id, row.version, row.created_at, row.updated_at),
+         int(row.in_prompt), row.owner_agent_id, row.version, row.created_at, row.updated_at, row.sensitivity),
     )
 
 

@@ -6,6 +6,7 @@ as a tool error and to people in the CLI.
 
     MemoryAgentError
     ├── ConfigurationError          a setting or argument has a value we cannot use
+    │   └── SensitivityError        a sensitivity level or clearance is not one we know
     ├── AgentNotFoundError          no agent with that id in this storage dir
     ├── BlockError                  a core-memory block refused an operation
     │   ├── InvalidLabelError       the label is not a name or a path of names
@@ -52,6 +53,7 @@ __all__ = [
     "NothingToUndoError",
     "ReadOnlyBlockError",
     "RollbackRefusedError",
+    "SensitivityError",
     "StaleBlockError",
     "StorageError",
     "WriteOutcomeUnknownError",
@@ -65,6 +67,11 @@ class MemoryAgentError(Exception):
 
 class ConfigurationError(MemoryAgentError, ValueError):
     """A setting or argument has a value that cannot be used."""
+
+
+class SensitivityError(ConfigurationError):
+    """A sensitivity level (or clearance) that is not public, private or secret: refused, never
+    treated as any level, so a typo cannot make a secret public."""
 
 
 class AgentNotFoundError(MemoryAgentError):

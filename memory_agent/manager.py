@@ -53,6 +53,7 @@ from .errors import (
 from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
+from .sensitivity import DEFAULT_LEVEL, Sensitivity, clearance_of, with_clearance
 from .settings import Settings
 from .store import agent_state, consolidation_log, journal
 from .store.agent_state import BASE_PROMPT_KEY
@@ -147,6 +148,14 @@ class MemoryManager:
         `Author.other_agent(agent_id)` (see `memory_agent.authors`).
         """
         return _acting_as(author)
+
+    def clearance(self, *, allow_secret: bool | None = None,
+                  max_sensitivity: str | None = None) -> AbstractContextManager[Sensitivity]:
+        """Every read inside the `with` block (this thread or asyncio task) sees up to this
+        clearance: `allow_secret=True` includes secret blocks and passages, `max_sensitivity`
+        ('public', 'private', 'secret') names the highest level. Without it reads see public and
+        private (`memory_agent.sensitivity`); methods that take `allow_secret` decide per call."""
+        return with_clearance(clearance_of(allow_secret, max_sensitivity))
 
     # ----- agents -------------------------------------------------------------------------
 
@@ -247,30 +256,44 @@ class MemoryManager:
         *,
         agent_id: str | None = None,
         in_prompt: bool = True,
+        sensitivity: str = DEFAULT_LEVEL,
     ) -> Block:
-        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not rendered)."""
+        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not rendered);
+        `sensitivity` is public, private (the default) or secret (then neither listed nor rendered
+        for callers without `allow_secret`)."""
         label = validate_label(label)
         return self.core.create_block(
             agent_id or self.agent_id, label, value,
             limit=limit if limit is not None else self.settings.block_limit_for(label),
             description=description, read_only=read_only, is_shared=is_shared, in_prompt=in_prompt,
+            sensitivity=sensitivity,
         )
 
-    def get_block(self, label: str, *, agent_id: str | None = None) -> Block:
-        """The agent's block with this label (BlockNotFoundError when it has none)."""
-        return self.core.get_block(agent_id or self.agent_id, label)
+    def _cleared(self, allow_secret: bool | None, max_sensitivity: str | None) -> AbstractContextManager[Sensitivity]:
+        return with_clearance(clearance_of(allow_secret, max_sensitivity))
+
+    def get_block(self, label: str, *, agent_id: str | None = None, allow_secret: bool | None = None,
+                  max_sensitivity: str | None = None) -> Block:
+        """The agent's block with this label (BlockNotFoundError when it has none, or when its level
+        is above the clearance: a secret block needs `allow_secret=True`)."""
+        with self._cleared(allow_secret, max_sensitivity):
+            return self.core.get_block(agent_id or self.agent_id, label)
 
     def get_agent_block(self, agent_id: str, label: str) -> Block:
         """A block of another agent, by label (the name of the user's original plan)."""
         return self.core.get_block(agent_id, label)
 
-    def list_blocks(self, *, agent_id: str | None = None) -> list[Block]:
-        """The agent's attached blocks, in-prompt and on-demand alike."""
-        return self.core.list_blocks(agent_id or self.agent_id)
+    def list_blocks(self, *, agent_id: str | None = None, allow_secret: bool | None = None,
+                    max_sensitivity: str | None = None) -> list[Block]:
+        """The agent's attached blocks, in-prompt and on-demand alike, up to the clearance (secret
+        ones only with `allow_secret=True`; `max_sensitivity='public'` for what may be shared)."""
+        with self._cleared(allow_secret, max_sensitivity):
+            return self.core.list_blocks(agent_id or self.agent_id)
 
-    def block_sizes(self, *, agent_id: str | None = None) -> dict[str, int]:
+    def block_sizes(self, *, agent_id: str | None = None, allow_secret: bool | None = None) -> dict[str, int]:
         """The attached blocks' labels and sizes in UTF-8 bytes (what a directory view shows)."""
-        return self.core.block_sizes(agent_id or self.agent_id)
+        with self._cleared(allow_secret, None):
+            return self.core.block_sizes(agent_id or self.agent_id)
 
     def delete_block(self, label: str, *, agent_id: str | None = None) -> None:
         """Detach and delete the block (journalled: `undo_block` brings it back)."""
@@ -295,25 +318,38 @@ class MemoryManager:
         read_only: bool | None = None,
         in_prompt: bool | None = None,
         agent_id: str | None = None,
+        sensitivity: str | None = None,
+        allow_secret: bool | None = None,
     ) -> Block:
         """The owner's explicit change (CLI, code): allowed on read-only blocks; limits hold.
 
-        `in_prompt` switches a block between always in the prompt and on demand.
+        `in_prompt` switches a block between always in the prompt and on demand; `sensitivity`
+        relabels it (journalled). Changing a secret block takes `allow_secret=True`.
         """
-        return self.core.update_block(agent_id or self.agent_id, label, value=value,
-                                      description=description, limit=limit, read_only=read_only,
-                                      in_prompt=in_prompt)
+        with self._cleared(allow_secret, None):
+            return self.core.update_block(agent_id or self.agent_id, label, value=value,
+                                          description=description, limit=limit, read_only=read_only,
+                                          in_prompt=in_prompt, sensitivity=sensitivity)
+
+    def set_block_sensitivity(self, label: str, sensitivity: str, *, agent_id: str | None = None,
+                              allow_secret: bool | None = None) -> Block:
+        """Relabel a block public, private or secret, for every agent holding it (journalled as
+        `set_block_sensitivity`). Any block may be made stricter; a secret one is changed only
+        with `allow_secret=True`."""
+        with self._cleared(allow_secret, None):
+            return self.core.set_sensitivity(agent_id or self.agent_id, label, sensitivity)
 
     def rename_block(self, label: str, new_label: str, *, agent_id: str | None = None) -> Block:
         """Relabel a block for every agent it is attached to (refused on read-only blocks and
         where any of them already has `new_label`); journalled, the version stays."""
         return self.core.rename_block(agent_id or self.agent_id, label, new_label)
 
-    def view_block(self, label: str, *, agent_id: str | None = None) -> Block:
+    def view_block(self, label: str, *, agent_id: str | None = None, allow_secret: bool | None = None) -> Block:
         """The block as the model reads it with a tool: records that the agent has now seen this
         version, so its next edit is not refused as stale."""
         target = agent_id or self.agent_id
-        block = self.core.get_block(target, label)
+        with self._cleared(allow_secret, None):
+            block = self.core.get_block(target, label)
         self.core.mark_seen(target, [block])
         return block
 
@@ -389,14 +425,16 @@ class MemoryManager:
     # ----- the model's view ---------------------------------------------------------------
 
     def get_system_prompt_addition(self, use_xml_format: bool = True, *, agent_id: str | None = None,
-                                   mark_seen: bool = True) -> str:
+                                   mark_seen: bool = True, allow_secret: bool | None = None) -> str:
         """The rendered memory for the system prompt; marks the rendered versions as seen.
 
         On-demand blocks are listed with their paths and sizes, not rendered, so they are not
-        marked: the agent sees one when it views it with the memory tool.
+        marked: the agent sees one when it views it with the memory tool. Secret blocks are left
+        out (neither rendered nor listed) unless the agent's `allow_secret` is true.
         """
         target = agent_id or self.agent_id
-        blocks = self.core.list_blocks(target)
+        with self._cleared(allow_secret, None):
+            blocks = self.core.list_blocks(target)
         if mark_seen:
             self.core.mark_seen(target, [block for block in blocks if block.in_prompt])
         return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
@@ -463,16 +501,20 @@ class MemoryManager:
                                metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None,
                                expires_at: datetime | str | None = None, ttl_days: float | None = None,
                                importance: float | None = None,
-                               provenance: Mapping[str, Any] | None = None) -> str:
+                               provenance: Mapping[str, Any] | None = None,
+                               sensitivity: str | None = None) -> str:
         """Store a passage; identical content from the same agent returns the existing id (and makes it
         current again if it was superseded or had expired).
 
         `expires_at` (timezone-aware) or `ttl_days`, not both, make it expire: search never returns it
         afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
-        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}.
+        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}. `sensitivity` is
+        public, private (the default) or secret; the same text written again at a stricter level makes
+        the stored passage that level, never laxer (`set_passage_sensitivity` lowers it).
         """
         return self.archival.insert(agent_id or self.agent_id, content, tags, metadata, expires_at=expires_at,
-                                    ttl_days=ttl_days, importance=importance, provenance=provenance)
+                                    ttl_days=ttl_days, importance=importance, provenance=provenance,
+                                    sensitivity=sensitivity)
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:
@@ -480,32 +522,51 @@ class MemoryManager:
         bulk loads); returns their ids in input order."""
         return self.archival.insert_many(agent_id or self.agent_id, items)
 
-    def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None) -> Passage | None:
-        """One passage by id, or None when the agent has no passage with it."""
-        return self.archival.get(agent_id or self.agent_id, passage_id)
+    def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None, allow_secret: bool | None = None,
+                            max_sensitivity: str | None = None) -> Passage | None:
+        """One passage by id, or None when the agent has no passage with it (or its level is above
+        the clearance: a secret passage needs `allow_secret=True`)."""
+        return self.archival.get(agent_id or self.agent_id, passage_id,
+                                 clearance=clearance_of(allow_secret, max_sensitivity))
 
     def archival_memory_delete(self, passage_id: str, *, agent_id: str | None = None) -> Passage:
         """Delete a passage and its vector; returns what was deleted (ArchivalError when absent)."""
         return self.archival.delete(agent_id or self.agent_id, passage_id)
 
     def archival_memory_list(self, limit: int = 50, offset: int = 0, tags: Sequence[str] | None = None, *,
-                             agent_id: str | None = None) -> list[Passage]:
-        """The agent's passages, newest first, optionally filtered by `tags`."""
-        return self.archival.list(agent_id or self.agent_id, limit, offset, tags)
+                             agent_id: str | None = None, allow_secret: bool | None = None,
+                             max_sensitivity: str | None = None) -> list[Passage]:
+        """The agent's passages, newest first, optionally filtered by `tags`; up to the clearance."""
+        return self.archival.list(agent_id or self.agent_id, limit, offset, tags,
+                                  clearance=clearance_of(allow_secret, max_sensitivity))
 
     def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
                                start_date: str | None = None, end_date: str | None = None,
                                mode: SearchMode | None = None, *, agent_id: str | None = None,
-                               include_superseded: bool = False, explain: bool = False) -> list[SearchHit]:
+                               include_superseded: bool = False, explain: bool = False,
+                               allow_secret: bool | None = None, max_sensitivity: str | None = None) -> list[SearchHit]:
         """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false);
         'scored' adds recency and importance to hybrid's match.
 
         Expired passages are never returned; superseded ones only with `include_superseded=True`.
         `explain=True` attaches each signal's score to every hit (`SearchHit.explanation`).
+        Passages above the clearance are filtered out inside the query, in every mode: secret ones are
+        found only with `allow_secret=True`, and `max_sensitivity='public'` keeps what may be shared.
+        Auto-recall and every other caller that searches through here get the same rule.
         """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
+        clearance = clearance_of(allow_secret, max_sensitivity)
         return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen,
-                                    include_superseded=include_superseded, explain=explain)
+                                    include_superseded=include_superseded, explain=explain, clearance=clearance)
+
+    def set_passage_sensitivity(self, passage_id: str, sensitivity: str, *, agent_id: str | None = None,
+                                allow_secret: bool | None = None,
+                                journal_detail: Mapping[str, Any] | None = None) -> Passage:
+        """Relabel a passage public, private or secret (journalled as `set_passage_sensitivity` with
+        the old and new level). Any passage may be made stricter; a secret one is changed only with
+        `allow_secret=True` (without it, it is reported missing)."""
+        return self.archival.set_sensitivity(agent_id or self.agent_id, passage_id, sensitivity,
+                                             clearance=clearance_of(allow_secret, None), detail=journal_detail)
 
     def supersede_passage(self, old_id: str, new_id: str, *, agent_id: str | None = None,
                           journal_detail: Mapping[str, Any] | None = None) -> Passage:

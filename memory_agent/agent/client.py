@@ -93,6 +93,8 @@ class MemoryAwareAgent:
             (default), "off", or a `ConsolidationSchedule` (every N turns, a chosen consolidator).
             A run never delays a turn; the model sees what it changed on its next turn, as any
             change it did not make (`prompt_refresh`). `disconnect` waits for a running one.
+        allow_secret: Whether the model sees this agent's secret blocks (in its system prompt) and
+            secret passages (through its tools); default False (`memory_agent.sensitivity`).
     """
 
     def __init__(
@@ -107,7 +109,11 @@ class MemoryAwareAgent:
         prompt_refresh: PromptRefresh | PromptRefreshPolicy = DEFAULT_PROMPT_REFRESH,
         clock: Callable[[], datetime] | None = None,
         consolidation: ConsolidationSetting = DEFAULT_CONSOLIDATION,
+        allow_secret: bool = False,
     ) -> None:
+        if not isinstance(allow_secret, bool):
+            raise ConfigurationError(f"allow_secret must be True or False, got {allow_secret!r}.")
+        self.allow_secret = allow_secret
         self.memory_tools: ToolSet = check_tool_set(memory_tools)
         schedule = schedule_from(consolidation)
         if refresh_mode not in ("live", "reconnect"):
@@ -346,7 +352,7 @@ class MemoryAwareAgent:
 
     def _memory_text(self) -> str:
         """Rendered memory: blocks, metadata and the conversation summary."""
-        return self.memory.get_system_prompt_addition(agent_id=self.agent_id)
+        return self.memory.get_system_prompt_addition(agent_id=self.agent_id, allow_secret=self.allow_secret)
 
     def _cwd(self) -> Path:
         return Path(self.options.cwd) if self.options.cwd else Path.cwd()
@@ -397,7 +403,8 @@ class MemoryAwareAgent:
             self.options,
             system_prompt_path=prompt_path,
             memory_server_name=MEMORY_SERVER_NAME,
-            memory_server=build_memory_server(self.memory, self.agent_id, tool_set=self.memory_tools),
+            memory_server=build_memory_server(self.memory, self.agent_id, tool_set=self.memory_tools,
+                                              allow_secret=self.allow_secret),
             memory_tools=memory_tool_names(self.memory, tool_set=self.memory_tools),
             resume=resume,
             session_id=new_id,

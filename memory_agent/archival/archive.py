@@ -23,6 +23,7 @@ from typing import Any
 
 from ..authors import Author, acting_as, acting_author
 from ..errors import ArchivalError, MemoryAgentError
+from ..sensitivity import DEFAULT_CLEARANCE, LEVELS, Sensitivity, allowed, parse_level
 from ..store import journal
 from ..store.database import Database, utc_now
 from . import lifecycle, passage_table
@@ -105,10 +106,11 @@ class ArchivalMemory:
         ttl_days: float | None = None,
         importance: float | None = None,
         provenance: Mapping[str, Any] | None = None,
+        sensitivity: str | None = None,
     ) -> str:
         """Store one passage and return its id (the existing id if this agent already has it)."""
         return self.insert_many(agent_id, [NewPassage(content, tags, metadata, created_at, expires_at, ttl_days,
-                                                      importance, provenance)])[0]
+                                                      importance, provenance, sensitivity)])[0]
 
     def insert_many(self, agent_id: str, items: Iterable[str | NewPassage | Mapping[str, Any]]) -> builtins.list[str]:
         """Store many passages, embedding them in batches; returns their ids in input order.
@@ -135,11 +137,14 @@ class ArchivalMemory:
                                    new_value=passage.content, created_at=now,
                                    detail={"tags": list(passage.tags), "metadata": passage.metadata,
                                            "expires_at": passage.expires_at, "importance": passage.importance,
-                                           "provenance": passage.provenance})
-                elif passage.is_superseded or passage.is_expired(now):
-                    passage = _revive(conn, passage, item, now)
+                                           "provenance": passage.provenance,
+                                           "sensitivity": passage.sensitivity})
                 else:
-                    passage = _reinsert(conn, self._author(), passage, item, now)
+                    passage = _raise_level(conn, passage, item, now)
+                    if passage.is_superseded or passage.is_expired(now):
+                        passage = _revive(conn, passage, item, now)
+                    else:
+                        passage = _reinsert(conn, self._author(), passage, item, now)
                 stored.append((passage, created))
         owed = {p.passage_id: p for p, _ in stored if p.vector_state == "pending"}
         self.index.write(list(owed.values()))
@@ -202,6 +207,14 @@ class ArchivalMemory:
             passage = self.get(agent_id, passage_id) or passage
         return passage
 
+    def set_sensitivity(self, agent_id: str, passage_id: str, level: str, *, clearance: Sensitivity,
+                        detail: Mapping[str, Any] | None = None) -> Passage:
+        """Change a passage's sensitivity level (journalled). The caller's clearance must allow both
+        the passage's current level and the new one: what a caller cannot read, it cannot relabel."""
+        new_level = parse_level(level)
+        with self._acting():
+            return lifecycle.set_sensitivity(self.db, agent_id, passage_id, new_level, clearance, detail)
+
     def purge_expired(self, agent_id: str | None = None, *, detail: Mapping[str, Any] | None = None) -> int:
         """Delete every expired passage for good (rows, keyword index, vectors); returns how many."""
         with self._acting():
@@ -213,10 +226,11 @@ class ArchivalMemory:
 
     # ----- reading --------------------------------------------------------------------------
 
-    def get(self, agent_id: str, passage_id: str) -> Passage | None:
-        """The agent's passage with this id, or None."""
+    def get(self, agent_id: str, passage_id: str, *, clearance: Sensitivity = DEFAULT_CLEARANCE) -> Passage | None:
+        """The agent's passage with this id, or None (also when its level is above `clearance`)."""
         with self.db.reading() as conn:
-            return passage_table.fetch_one(conn, agent_id, passage_id)
+            passage = passage_table.fetch_one(conn, agent_id, passage_id)
+        return passage if passage is not None and allowed(passage.sensitivity, clearance) else None
 
     def list(
         self,
@@ -228,11 +242,12 @@ class ArchivalMemory:
         tag_mode: TagMode = "any",
         start_date: Timestamp | None = None,
         end_date: Timestamp | None = None,
+        clearance: Sensitivity = DEFAULT_CLEARANCE,
     ) -> builtins.list[Passage]:
-        """The agent's passages, newest first, optionally by tags and time window."""
+        """The agent's passages up to `clearance`, newest first, optionally by tags and time window."""
         if limit < 0 or offset < 0:
             raise ArchivalError("limit and offset must not be negative.")
-        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date)
+        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, clearance=clearance)
         with self.db.reading() as conn:
             return passage_table.list_rows(conn, where, limit, offset)
 
@@ -253,12 +268,14 @@ class ArchivalMemory:
         tag_mode: TagMode = "any",
         include_superseded: bool = False,
         explain: bool = False,
+        clearance: Sensitivity = DEFAULT_CLEARANCE,
     ) -> builtins.list[SearchHit]:
         """The agent's passages best matching `query`, best first.
 
         Any text is a valid query (it is never parsed as FTS5 syntax). A blank query lists the
         newest passages. If the vector side fails, the keyword ranking is returned instead.
-        Expired passages are never returned; superseded ones only with `include_superseded`.
+        Expired passages are never returned; superseded ones only with `include_superseded`; none
+        above `clearance` (private by default: secret passages only with clearance 'secret').
         `explain` attaches each hit's signals (`SearchHit.explanation`). The hits' access counts
         go up by one, in one short write after the search (a failure of that write is logged, and
         the search still answers).
@@ -267,7 +284,7 @@ class ArchivalMemory:
             raise ArchivalError(f"explain must be true or false, got {explain!r}.")
         now = utc_now()
         where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, live_at=now,
-                                    include_superseded=include_superseded)
+                                    include_superseded=include_superseded, clearance=clearance)
         hits = search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
                                self.reranker, scoring=self.scoring, explain=explain)
         self._record_access([hit.passage_id for hit in hits], now)
@@ -337,6 +354,16 @@ def _reinsert(conn: Any, author: Author | None, passage: Passage, item: Prepared
     journal.record(conn, author=author, agent_id=passage.agent_id, action="reinsert_passage",
                    target_type="passage", target_id=passage.passage_id, created_at=now, detail=None)
     return passage
+
+
+def _raise_level(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:
+    """The same text written again at a stricter level makes the passage that level (journalled);
+    a laxer write never lowers it: only `set_sensitivity` does, on purpose."""
+    if LEVELS.index(item.sensitivity) <= LEVELS.index(parse_level(passage.sensitivity, "stored sensitivity")):
+        return passage
+    lifecycle.change_columns(conn, passage.agent_id, passage.passage_id, "set_passage_sensitivity",
+                             {"sensitivity": item.sensitivity}, now, None)
+    return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage
 
 
 def _revive(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:

@@ -1,7 +1,9 @@
 """Which passages a search may return: one agent's, optionally by tags and a time window, and
 (for searches) only live ones: not expired at the time of the search, and not superseded unless
-asked for. The vector store knows nothing of expiry or supersession (both change after a vector is
-written); search checks them in SQL, where they are stored.
+asked for; and only those the caller's clearance allows (`memory_agent.sensitivity`: private by
+default, so secret passages are left out unless asked for). The vector store knows nothing of
+expiry, supersession or sensitivity (all change after a vector is written); search checks them in
+SQL, where they are stored.
 
 The same filter is applied by both indexes (SQL for the keyword side, the vector store's own
 filter for the vector side) so that fusion only ever sees passages the caller may see; an agent's
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import ArchivalError
+from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, allowed, parse_level, visible_levels
 from .passages import normalise_tags
 from .timestamps import Timestamp, to_epoch, to_utc_iso
 
@@ -62,6 +65,8 @@ class PassageFilter:
     """When set (canonical UTC text), passages expired at this time are left out."""
     include_superseded: bool = True
     """False leaves out passages another passage superseded."""
+    clearance: Sensitivity = DEFAULT_CLEARANCE
+    """The highest sensitivity level returned (private by default: secret passages are left out)."""
 
     @classmethod
     def build(
@@ -74,6 +79,7 @@ class PassageFilter:
         *,
         live_at: str | None = None,
         include_superseded: bool = True,
+        clearance: Sensitivity = DEFAULT_CLEARANCE,
     ) -> PassageFilter:
         """Validate and normalise the caller's arguments (dates in any accepted form)."""
         if tag_mode not in ("any", "all"):
@@ -84,16 +90,26 @@ class PassageFilter:
             raise ArchivalError(f"start_date ({start}) is after end_date ({end}); nothing can match.")
         if not isinstance(include_superseded, bool):
             raise ArchivalError(f"include_superseded must be true or false, got {include_superseded!r}.")
-        return cls(agent_id, normalise_tags(tags), tag_mode, start, end, live_at, include_superseded)
+        return cls(agent_id, normalise_tags(tags), tag_mode, start, end, live_at, include_superseded,
+                   parse_level(clearance, "clearance"))
+
+    @property
+    def hides_levels(self) -> bool:
+        """Whether the clearance leaves some sensitivity level out."""
+        return self.clearance != "secret"
 
     @property
     def checks_lifecycle(self) -> bool:
-        """Whether expiry or supersession can exclude a passage (so ids must be checked in SQL)."""
-        return self.live_at is not None or not self.include_superseded
+        """Whether expiry, supersession or sensitivity can exclude a passage (so ids must be checked
+        in SQL)."""
+        return self.live_at is not None or not self.include_superseded or self.hides_levels
 
-    def admits(self, expires_at: str | None, superseded: bool) -> bool:
-        """The lifecycle part of the filter, for a row already read; `superseded` is whether the
-        row is superseded now (see `superseded_sql`: a successor that expired no longer counts)."""
+    def admits(self, expires_at: str | None, superseded: bool, sensitivity: object) -> bool:
+        """The lifecycle and sensitivity part of the filter, for a row already read; `superseded` is
+        whether the row is superseded now (see `superseded_sql`: a successor that expired no longer
+        counts). An unknown stored level is never admitted."""
+        if not allowed(sensitivity, self.clearance):
+            return False
         if self.live_at is not None and expires_at is not None and expires_at <= self.live_at:
             return False
         return self.include_superseded or not superseded
@@ -110,6 +126,10 @@ class PassageFilter:
         """A WHERE fragment over the passages table (aliased) and its parameters."""
         clauses = [f"{alias}.agent_id = ?"]
         params: list[object] = [self.agent_id]
+        if self.hides_levels:
+            levels = visible_levels(self.clearance)
+            clauses.append(f"{alias}.sensitivity IN ({', '.join('?' for _ in levels)})")
+            params.extend(levels)
         if self.start is not None:
             clauses.append(f"{alias}.created_at >= ?")
             params.append(self.start)

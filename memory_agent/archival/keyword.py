@@ -78,14 +78,16 @@ def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFi
         return []
     marks = ", ".join("?" for _ in head)
     rows = conn.execute(
-        f"SELECT passage_rowid, passage_id, agent_id, tags, created_at, expires_at, superseded_by FROM passages"
+        f"SELECT passage_rowid, passage_id, agent_id, tags, created_at, expires_at, superseded_by, sensitivity"
+        " FROM passages"
         f" WHERE passage_rowid IN ({marks})",
         [row[0] for row in head],
     ).fetchall()
     superseded = _superseded(conn, where, [row[1] for row in rows if row[6] is not None])
     passing = {
         row[0]: row[1] for row in rows
-        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4])) and where.admits(row[5], row[1] in superseded)
+        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4]))
+        and where.admits(row[5], row[1] in superseded, row[7])
     }
     return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]
 

@@ -19,13 +19,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ArchivalError
+from ..sensitivity import Sensitivity, allowed, parse_level
 from ..store import journal
 from ..store.database import Database, utc_now
 from . import passage_table
 from .passages import Passage, check_importance, encode_metadata, encode_provenance, normalise_tags
 
 __all__ = ["change_columns", "deleted_detail", "journal_change", "purge_expired", "restore", "set_importance",
-           "supersede", "unlink_successor", "update"]
+           "set_sensitivity", "supersede", "unlink_successor", "update"]
 
 Detail = Mapping[str, Any] | None
 
@@ -121,6 +122,25 @@ def update(db: Database, agent_id: str, passage_id: str, *, tags: Iterable[str] 
             passage_table.mark_pending(conn, [passage_id])
             passage = _require(conn, agent_id, passage_id, "after the change")
     return passage, tags_changed
+
+
+def set_sensitivity(db: Database, agent_id: str, passage_id: str, level: Sensitivity, clearance: Sensitivity,
+                    detail: Detail = None) -> Passage:
+    """Relabel a passage (journalled as `set_passage_sensitivity` with the old and new level).
+
+    Refused, with nothing changed, when `clearance` does not allow the passage's current level (it
+    is then reported missing, as everywhere else). Any new level is allowed: making a passage
+    stricter needs no clearance, and lowering one needs the clearance to read it first."""
+    parse_level(level)
+    with db.transaction() as conn:
+        current = passage_table.fetch_one(conn, agent_id, passage_id)
+        if current is None or not allowed(current.sensitivity, clearance):
+            raise ArchivalError(f"Agent '{agent_id}' has no archival passage '{passage_id}' it may see; nothing "
+                                "was changed. List archival memory for the exact id (with --allow-secret for "
+                                "secret passages).")
+        change_columns(conn, agent_id, passage_id, "set_passage_sensitivity", {"sensitivity": level}, utc_now(),
+                       detail)
+        return _require(conn, agent_id, passage_id, "after the change")
 
 
 def unlink_successor(conn: sqlite3.Connection, agent_id: str, passage: Passage, now: str, detail: Detail) -> None:

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from ..errors import AgentNotFoundError
+from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
 from ..store import passage_fts
 from .filters import PassageFilter, superseded_sql
 from .passages import Passage, PreparedPassage, passage_from_row
@@ -47,7 +48,7 @@ __all__ = [
     "vector_count",
 ]
 
-LIFECYCLE_COLUMNS = ("tags", "metadata", "provenance", "importance", "superseded_by", "expires_at")
+LIFECYCLE_COLUMNS = ("tags", "metadata", "provenance", "importance", "superseded_by", "expires_at", "sensitivity")
 """The columns `update_columns` may change, as the journal records them (raw stored values)."""
 
 
@@ -75,11 +76,12 @@ def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: P
     when the agent already has a passage with identical content (nothing is written)."""
     cursor = conn.execute(
         "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
-        " expires_at, importance, provenance, access_count, last_accessed_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
         (passage_id, agent_id, item.content, item.content_hash,
          json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at,
-         item.expires_at, item.importance, item.provenance_json, item.access_count, item.last_accessed_at),
+         item.expires_at, item.importance, item.provenance_json, item.access_count, item.last_accessed_at,
+         item.sensitivity),
     )
     if not cursor.rowcount:
         return None
@@ -212,16 +214,19 @@ def update_columns(conn: sqlite3.Connection, passage_id: str, values: Mapping[st
 
 
 def excluded_ids(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str, *,
-                 include_superseded: bool) -> set[str]:
-    """Which of these ids search must leave out: expired at `now`, or superseded at `now` (unless
-    included; a passage whose successors have all expired is current again)."""
+                 include_superseded: bool, clearance: Sensitivity = DEFAULT_CLEARANCE) -> set[str]:
+    """Which of these ids search must leave out: above the clearance, expired at `now`, or
+    superseded at `now` (unless included; a passage whose successors have all expired is current
+    again)."""
+    levels = visible_levels(clearance)
     found: set[str] = set()
     superseded, chain_params = superseded_sql("p", now)
     for start in range(0, len(passage_ids), 500):
         chunk = list(passage_ids[start : start + 500])
         marks = ", ".join("?" for _ in chunk)
-        lifecycle = "(p.expires_at IS NOT NULL AND p.expires_at <= ?)"
-        params: list[object] = [*chunk, now]
+        lifecycle = (f"(p.sensitivity NOT IN ({', '.join('?' for _ in levels)})"
+                     " OR (p.expires_at IS NOT NULL AND p.expires_at <= ?))")
+        params: list[object] = [*chunk, *levels, now]
         if not include_superseded:
             lifecycle = f"({lifecycle} OR {superseded})"
             params.extend(chain_params)

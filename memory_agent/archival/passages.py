@@ -5,6 +5,7 @@ free-form metadata and a UTC creation time. Its lifecycle fields say whether sea
 `expires_at` (a passage past it is never returned, and `purge_expired` deletes it) and
 `superseded_by` (a newer passage replaced it: kept and linked, left out of default search).
 `importance`, the access count and `provenance` (where it came from) describe it further.
+`sensitivity` (public, private or secret; `memory_agent.sensitivity`) says who may read it.
 SQLite holds the passage; the vector store holds only
 its embedding under the same id. `vector_state` says whether that embedding is known to be
 written ('indexed') or still owed ('pending').
@@ -22,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ArchivalError
+from ..sensitivity import DEFAULT_LEVEL, Sensitivity, parse_level
 from ..validation import check_json, check_text
 from .scoring import SearchExplanation
 from .timestamps import Timestamp, aware_utc_iso, to_utc_iso
@@ -46,7 +48,7 @@ DEFAULT_IMPORTANCE = 0.5
 MAX_TTL_DAYS = 36_500.0
 """A hundred years: a longer TTL is a mistake more likely than a plan (and would pass year 9999)."""
 NEW_PASSAGE_KEYS = frozenset({"content", "tags", "metadata", "created_at", "expires_at", "ttl_days",
-                              "importance", "provenance"})
+                              "importance", "provenance", "sensitivity"})
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class Passage:
     vector_chunks: int = 1
     """How many vectors (chunks) hold it in the vector store; 0 marks one vector embedded before
     chunking from the first window only (see `chunks.py`)."""
+    sensitivity: str = DEFAULT_LEVEL
+    """public, private or secret: who may read it (`memory_agent.sensitivity`)."""
 
     def is_expired(self, now: str) -> bool:
         """Whether it has expired at `now` (canonical UTC ISO text, e.g. `store.utc_now()`)."""
@@ -92,7 +96,8 @@ class NewPassage:
     """A passage to insert; `created_at` defaults to now (imports pass the original time).
 
     `expires_at` (a timezone-aware time) or `ttl_days` (days from now), not both, make it expire;
-    `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came from.
+    `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came from;
+    `sensitivity` is public, private (the default) or secret.
     """
 
     content: str
@@ -103,6 +108,7 @@ class NewPassage:
     ttl_days: float | None = None
     importance: float | None = None
     provenance: Mapping[str, Any] | None = None
+    sensitivity: str | None = None
 
     @classmethod
     def coerce(cls, item: str | NewPassage | Mapping[str, Any]) -> NewPassage:
@@ -178,6 +184,7 @@ class PreparedPassage:
     access_count: int = 0
     """Set by imports only (a new passage has not been found yet)."""
     last_accessed_at: str | None = None
+    sensitivity: Sensitivity = DEFAULT_LEVEL
 
 
 def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
@@ -193,6 +200,7 @@ def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
         expires_at=_expiry(passage.expires_at, passage.ttl_days),
         importance=DEFAULT_IMPORTANCE if passage.importance is None else check_importance(passage.importance),
         provenance_json=encode_provenance(passage.provenance),
+        sensitivity=DEFAULT_LEVEL if passage.sensitivity is None else parse_level(passage.sensitivity),
     )
 
 
@@ -291,4 +299,5 @@ def passage_from_row(row: sqlite3.Row) -> Passage:
         last_accessed_at=row["last_accessed_at"],
         provenance=json.loads(row["provenance"]),
         vector_chunks=int(row["vector_chunks"]),
+        sensitivity=row["sensitivity"],
     )

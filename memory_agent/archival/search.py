@@ -12,10 +12,12 @@ The 'scored' mode is hybrid's fused match plus weighted recency and importance (
 fused candidate is read back and re-ranked. With `explain`, each hit carries a `SearchExplanation`
 of every signal.
 
-Expired passages are never returned and superseded ones only when the filter includes them: the
-keyword side filters them in SQL; the vector store does not know them (they change after a vector
-is written), so its candidates are checked against SQLite and, when too many were left out, asked
-for again deeper (MAX_VECTOR_DEPTH at most).
+Expired passages are never returned, superseded ones only when the filter includes them, and
+passages above the caller's clearance never (`memory_agent.sensitivity`): the keyword side filters
+them in SQL; the vector store does not know them (they change after a vector is written), so its
+candidates are checked against SQLite and, when too many were left out, asked for again deeper
+(MAX_VECTOR_DEPTH at most for expiry and supersession; for sensitivity until the store runs out,
+so hidden passages never make a search answer fewer hits than the allowed ones could fill).
 """
 
 from __future__ import annotations
@@ -191,9 +193,13 @@ def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth:
             if db is None or not where.checks_lifecycle:
                 return matches
             live = _live(db, where, matches)
-            if len(live) >= depth or len(matches) < asked or asked >= MAX_VECTOR_DEPTH:
+            if len(live) >= depth or len(matches) < asked:
                 return live[:depth]
-            asked = min(asked * 4, MAX_VECTOR_DEPTH)
+            if asked >= MAX_VECTOR_DEPTH and not where.hides_levels:
+                return live[:depth]
+            # Passages the clearance hides are never a reason to answer short: look until the
+            # store has no more (expiry and supersession keep their bound, MAX_VECTOR_DEPTH).
+            asked = asked * 4 if where.hides_levels else min(asked * 4, MAX_VECTOR_DEPTH)
     except Exception as error:  # any model or store failure: answer from keywords instead
         log.warning("Vector search failed, answering from keyword search only: %s", vector_failure_text(error))
         return None
@@ -205,7 +211,8 @@ def _live(db: Database, where: PassageFilter, matches: Sequence[VectorMatch]) ->
         return []
     with db.reading() as conn:
         excluded = passage_table.excluded_ids(conn, [m.passage_id for m in matches], where.live_at or "",
-                                              include_superseded=where.include_superseded)
+                                              include_superseded=where.include_superseded,
+                                              clearance=where.clearance)
     return [match for match in matches if match.passage_id not in excluded]
 
 
@@ -232,7 +239,7 @@ def _hydrate(
     hits = []
     for passage_id, score in ranked:
         passage = passages.get(passage_id)
-        if passage is None or not where.admits(passage.expires_at, passage_id in superseded):
+        if passage is None or not where.admits(passage.expires_at, passage_id in superseded, passage.sensitivity):
             continue
         keyword_rank, keyword_score = keyword_at.get(passage_id, (None, None))
         vector_rank, similarity = vector_at.get(passage_id, (None, None))

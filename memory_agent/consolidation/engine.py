@@ -26,6 +26,7 @@ from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
 from ..blocks import BlockVersion
 from ..errors import BlockError, MemoryAgentError, StaleBlockError
+from ..sensitivity import DEFAULT_CLEARANCE, allowed
 from ..store import consolidation_log, journal
 from ..store.consolidation_log import COUNT_FIELDS, SESSION_FINISHED, SESSION_STARTED, SESSION_TARGET
 from ..store.database import utc_now
@@ -44,15 +45,16 @@ BLOCK_ACTION = "consolidate_block"
 
 
 def view_of(ops: MemoryOps, agent_id: str) -> MemoryView:
-    """The agent's blocks and passages as one consolidation reads them."""
+    """The agent's blocks and passages as one consolidation reads them: up to the default clearance
+    (`memory_agent.sensitivity`), so secret ones are left as they are."""
     now = utc_now()
     live: list[Passage] = []
     expired: list[Passage] = []
     with ops.database.reading() as conn:
         rows = conn.execute("SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_rowid", (agent_id,)).fetchall()
     for passage in map(passage_from_row, rows):
-        if passage.superseded_by is not None:
-            continue
+        if passage.superseded_by is not None or not allowed(passage.sensitivity, DEFAULT_CLEARANCE):
+            continue  # a secret passage is never shown to a consolidator (nor merged into a laxer one)
         (expired if passage.expires_at is not None and passage.expires_at <= now else live).append(passage)
     live.sort(key=lambda p: (p.created_at, p.passage_id))
     return MemoryView(agent_id, tuple(ops.list_blocks(agent_id=agent_id)), tuple(live), tuple(expired), now)

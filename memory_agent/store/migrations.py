@@ -372,6 +372,19 @@ def m009_issue25_whole_passage_vectors(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS passages_chunked ON passages(vector_chunks) WHERE vector_chunks != 1")
 
 
+
+@_migration
+def m010_issue26_sensitivity(conn: sqlite3.Connection) -> None:
+    """Every block and passage has a sensitivity level (`memory_agent.sensitivity`): public, private
+    or secret; existing rows become private, the default. The CHECK refuses any other text, so a
+    level the code does not know can never be stored. Only adds columns, so other branches'
+    migrations may run before or after it."""
+    for table in ("blocks", "passages"):
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if "sensitivity" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN sensitivity TEXT NOT NULL DEFAULT 'private'"
+                         " CHECK (sensitivity IN ('public', 'private', 'secret'))")
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -338,4 +338,17 @@ def p007_whole_passage_vectors(cursor: Any) -> None:
     )
 
 
+
+@_migration
+def p008_sensitivity(cursor: Any) -> None:
+    """SQLite's m010: a sensitivity level on every block and passage, private for existing rows."""
+    cursor.execute(
+        """
+        ALTER TABLE blocks ADD COLUMN sensitivity TEXT COLLATE "C" NOT NULL DEFAULT 'private'
+            CHECK (sensitivity IN ('public', 'private', 'secret'));
+        ALTER TABLE passages ADD COLUMN sensitivity TEXT COLLATE "C" NOT NULL DEFAULT 'private'
+            CHECK (sensitivity IN ('public', 'private', 'secret'));
+        """
+    )
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..archival.search import MAX_SEARCH_LIMIT
 from ..archival.timestamps import to_utc_iso
+from ..sensitivity import DEFAULT_LEVEL, LEVELS
 from .spec import ToolSpec
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ def _when(value: str | None, *, end: bool = False) -> str | None:
 
 
 def _run_insert(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
-    passage_id = memory.archival_memory_insert(arguments["content"], arguments.get("tags"), agent_id=agent_id)
+    passage_id = memory.archival_memory_insert(arguments["content"], arguments.get("tags"), agent_id=agent_id,
+                                               sensitivity=arguments.get("sensitivity"))
     return format_inserted(passage_id, arguments.get("tags"))
 
 
@@ -103,6 +105,11 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
         properties={
             "content": {"type": "string", "description": "The text to remember."},
             "tags": {**_TAGS, "description": "Optional labels to filter by later, e.g. ['project-x', 'preference']."},
+            "sensitivity": {
+                "type": "string", "enum": list(LEVELS),
+                "description": f"Who may read it later: 'public' (may be shared), '{DEFAULT_LEVEL}' (the default) or "
+                "'secret' (passwords, health, anything the user asked to keep secret: left out of searches, "
+                "exports and prompts that are not allowed secrets)."},
         },
         required=("content",),
         run=_run_insert,

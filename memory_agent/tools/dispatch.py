@@ -18,6 +18,7 @@ from anyio.to_thread import run_sync
 from ..authors import Author
 from ..errors import MemoryAgentError, preview
 from ..manager import ToolOutcome
+from ..sensitivity import clearance_of, with_clearance
 from ..validation import check_text
 from .archival import ARCHIVAL_TOOLS
 from .core import CORE_MEMORY_TOOLS
@@ -46,10 +47,12 @@ def find_tool(name: str, specs: tuple[ToolSpec, ...] = ALL_TOOLS) -> ToolSpec | 
 
 
 def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
-                 agent_id: str | None = None) -> ToolOutcome:
+                 agent_id: str | None = None, allow_secret: bool = False) -> ToolOutcome:
     """Run the memory tool `name` for the model on `agent_id` (the manager's agent by default).
 
-    What it writes is journalled as that agent's model's (`Author.model(agent_id)`)."""
+    What it writes is journalled as that agent's model's (`Author.model(agent_id)`); what it reads is
+    what that agent is allowed (`allow_secret`: its secret blocks and passages too; by default the
+    model sees public and private ones only, `memory_agent.sensitivity`)."""
     try:
         check_text("tool name", name)
         spec = find_tool(name)
@@ -58,7 +61,7 @@ def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any],
             return ToolOutcome(f"Unknown memory tool '{preview(name, 64)}'. Known tools: {known}.", is_error=True)
         clean = validate_arguments(spec, arguments)
         target = check_text("agent_id", agent_id, optional=True) or memory.agent_id
-        with memory.acting_as(Author.model(target)):
+        with memory.acting_as(Author.model(target)), with_clearance(clearance_of(allow_secret)):
             return ToolOutcome(spec.run(memory, clean, target))
     except MemoryAgentError as error:
         return ToolOutcome(f"Error: {error}", is_error=True)
@@ -69,6 +72,7 @@ def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any],
 
 
 async def aexecute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
-                        agent_id: str | None = None) -> ToolOutcome:
+                        agent_id: str | None = None, allow_secret: bool = False) -> ToolOutcome:
     """`execute_tool` off the event loop (in a worker thread), for async handlers."""
-    return await run_sync(partial(execute_tool, memory, name, arguments, agent_id=agent_id))
+    return await run_sync(partial(execute_tool, memory, name, arguments, agent_id=agent_id,
+                                  allow_secret=allow_secret))

@@ -34,9 +34,9 @@ def memory_tool_names(memory: MemoryManager | None = None, server_name: str = ME
     return [f"mcp__{server_name}__{spec.name}" for spec in specs_for_tool_set(ALL_TOOLS, tool_set)]
 
 
-def _sdk_tool(memory: MemoryManager, agent_id: str, spec: ToolSpec) -> SdkMcpTool[Any]:
+def _sdk_tool(memory: MemoryManager, agent_id: str, spec: ToolSpec, allow_secret: bool) -> SdkMcpTool[Any]:
     async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await aexecute_tool(memory, spec.name, arguments, agent_id=agent_id)
+        outcome = await aexecute_tool(memory, spec.name, arguments, agent_id=agent_id, allow_secret=allow_secret)
         return {"content": [{"type": "text", "text": outcome.text}], "is_error": outcome.is_error}
 
     return SdkMcpTool(name=spec.name, description=spec.description,
@@ -44,7 +44,8 @@ def _sdk_tool(memory: MemoryManager, agent_id: str, spec: ToolSpec) -> SdkMcpToo
 
 
 def build_memory_server(memory: MemoryManager, agent_id: str, *,
-                        tool_set: str = DEFAULT_TOOL_SET) -> McpSdkServerConfig:
-    """An SDK MCP server whose tools (those of `tool_set`) act on `agent_id`'s memory."""
-    tools = [_sdk_tool(memory, agent_id, spec) for spec in specs_for_tool_set(ALL_TOOLS, tool_set)]
+                        tool_set: str = DEFAULT_TOOL_SET, allow_secret: bool = False) -> McpSdkServerConfig:
+    """An SDK MCP server whose tools (those of `tool_set`) act on `agent_id`'s memory and see what
+    that agent is allowed (`allow_secret`: its secret blocks and passages too)."""
+    tools = [_sdk_tool(memory, agent_id, spec, allow_secret) for spec in specs_for_tool_set(ALL_TOOLS, tool_set)]
     return always_loaded(create_sdk_mcp_server(name=MEMORY_SERVER_NAME, version="1.0.0", tools=tools))
