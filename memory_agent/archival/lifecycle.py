@@ -175,4 +175,4 @@ def deleted_detail(passage: Passage) -> dict[str, Any]:
     """What a journal entry of a deleted passage keeps besides its content."""
     return {"tags": list(passage.tags), "metadata": passage.metadata, "created_at": passage.created_at,
             "expires_at": passage.expires_at, "superseded_by": passage.superseded_by,
-            "importance": passage.importance, "provenance": passage.provenance}
+            "importance": passage.importance, "provenance": passage.provenance, "sensitivity": passage.sensitivity}

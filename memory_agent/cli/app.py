@@ -24,6 +24,7 @@ from ..admin import open_agent
 from ..authors import Author, acting_as
 from ..errors import MemoryAgentError
 from ..manager import MemoryManager
+from ..sensitivity import Sensitivity, with_clearance
 from ..settings import Settings
 
 __all__ = [
@@ -52,6 +53,7 @@ class CliState:
     agent_id: str | None = None
     json: bool = False
     author: Author | None = None
+    clearance: Sensitivity | None = None
 
 
 def state(ctx: click.Context | None = None) -> CliState:
@@ -79,6 +81,20 @@ def _author(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
     ctx.with_resource(acting_as(author))
 
 
+def _clearance(level: Sensitivity) -> Callable[[click.Context, click.Parameter, bool], None]:
+    """--allow-secret and --public-only: every read of this invocation (listing, search, export)
+    sees up to this level instead of the default, private (`memory_agent.sensitivity`)."""
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if not value:
+            return
+        chosen = state(ctx)
+        if chosen.clearance not in (None, level):
+            raise click.UsageError("Give --allow-secret or --public-only, not both.")
+        chosen.clearance = level
+        ctx.with_resource(with_clearance(level))
+    return callback
+
+
 def shared_options(function: F) -> F:
     """Add --storage-dir, --agent, --author and --json to a command (and to the root group)."""
     options = [
@@ -96,6 +112,13 @@ def shared_options(function: F) -> F:
                           "of person, model, import, agent, consolidator (default: you, the OS user)."),
         click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_store("json"),
                      help="Print machine-readable JSON instead of tables."),
+        click.option("--allow-secret", "allow_secret", is_flag=True, expose_value=False,
+                     callback=_clearance("secret"),
+                     help="Include secret blocks and passages (left out of listings, searches and exports "
+                          "by default)."),
+        click.option("--public-only", "public_only", is_flag=True, expose_value=False,
+                     callback=_clearance("public"),
+                     help="Only public blocks and passages (e.g. an export to share)."),
     ]
     for option in reversed(options):
         function = option(function)

@@ -15,14 +15,15 @@ from ..tools.archival import format_explanation
 from .app import one_line, open_memory, shared_options
 from .output import console, emit, preview, say, timestamp
 
-__all__ = ["forget", "passages", "recall", "remember"]
+__all__ = ["forget", "passage_sensitivity", "passages", "recall", "remember"]
 
 def _passage_data(passage: Passage) -> dict[str, object]:
     return {"id": passage.passage_id, "content": passage.content, "tags": list(passage.tags),
             "metadata": passage.metadata, "created_at": passage.created_at, "vector_state": passage.vector_state,
             "expires_at": passage.expires_at, "superseded_by": passage.superseded_by,
             "importance": passage.importance, "access_count": passage.access_count,
-            "last_accessed_at": passage.last_accessed_at, "provenance": passage.provenance}
+            "last_accessed_at": passage.last_accessed_at, "provenance": passage.provenance,
+            "sensitivity": passage.sensitivity}
 
 
 def _hit_data(hit: SearchHit) -> dict[str, object]:
@@ -38,11 +39,13 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
 @shared_options
 @click.argument("text")
 @click.option("--tag", "tags", multiple=True, help="A tag for the passage (repeat for several).")
-def remember(text: str, tags: tuple[str, ...]) -> None:
+@click.option("--sensitivity", metavar="LEVEL",
+              help="public, private (the default) or secret: who may read it (secret: only with --allow-secret).")
+def remember(text: str, tags: tuple[str, ...], sensitivity: str | None) -> None:
     """Store TEXT in archival memory; prints the passage id."""
     with open_memory() as memory:
-        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None)
-        stored = memory.archival_memory_get(passage_id)
+        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None, sensitivity=sensitivity)
+        stored = memory.archival_memory_get(passage_id, allow_secret=True)
         # A failed embedding leaves the passage pending by design; the person typing should hear why.
         problem = None if stored is None or stored.vector_state != "pending" else _why_pending(memory)
     emit({"id": passage_id, "vector_error": problem}, lambda: say(f"Remembered as {passage_id}"))
@@ -120,6 +123,17 @@ def forget(passage_id: str) -> None:
     with open_memory() as memory:
         memory.archival_memory_delete(passage_id)
     emit({"deleted": passage_id}, lambda: say(f"Forgot {passage_id}"))
+
+
+@click.command("passage-sensitivity")
+@shared_options
+@click.argument("passage_id")
+@click.argument("level")
+def passage_sensitivity(passage_id: str, level: str) -> None:
+    """Make a passage public, private or secret (journalled). Changing a secret one takes --allow-secret."""
+    with open_memory() as memory:
+        passage = memory.set_passage_sensitivity(passage_id, level)
+    emit(_passage_data(passage), lambda: say(f"Passage {passage_id} is now {passage.sensitivity}."))
 
 
 @click.command()

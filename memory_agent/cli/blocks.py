@@ -16,6 +16,7 @@ from typing import IO
 import click
 
 from ..authors import Author
+from ..blocks import Block
 from ..errors import BlockLimitExceededError
 from ..manager import MemoryManager
 from .app import open_memory, shared_options
@@ -45,9 +46,9 @@ def blocks() -> None:
     """
 
 
-def _show(memory: MemoryManager, label: str, message: str | None = None) -> None:
-    """Print the block after a change (or as asked): a panel, or its JSON."""
-    block = memory.get_block(label)
+def _show(memory: MemoryManager, label: str, message: str | None = None, block: Block | None = None) -> None:
+    """Print the block after a change (the block the change returned) or as asked: a panel, or its JSON."""
+    block = block or memory.get_block(label)
 
     def render() -> None:
         if message:
@@ -85,15 +86,18 @@ def show_block(label: str) -> None:
 @click.option("--description", help="What the block is for (shown to the model).")
 @click.option("--read-only", is_flag=True, help="Protect it from the agent's memory tools.")
 @click.option("--shared", is_flag=True, help="Mark it as shared (other agents may attach it).")
+@click.option("--sensitivity", metavar="LEVEL", default="private", show_default=True,
+              help="public, private or secret (secret: not listed, shown or rendered into a prompt unless "
+                   "allowed, e.g. --allow-secret).")
 def create_block(label: str, value: str | None, value_option: str | None, limit: int | None,
-                 description: str | None, read_only: bool, shared: bool) -> None:
+                 description: str | None, read_only: bool, shared: bool, sensitivity: str) -> None:
     """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the agent."""
     if value is not None and value_option is not None:
         raise click.UsageError("Give the value as an argument or with --value, not both.")
     with open_memory() as memory:
-        memory.create_block(label, value or value_option or "", description=description, limit=limit,
-                            read_only=read_only, is_shared=shared)
-        _show(memory, label, f"Created block '{label}'.")
+        block = memory.create_block(label, value or value_option or "", description=description, limit=limit,
+                                    read_only=read_only, is_shared=shared, sensitivity=sensitivity)
+        _show(memory, label, f"Created block '{label}'.", block)
 
 
 @blocks.command("set")
@@ -109,20 +113,23 @@ def create_block(label: str, value: str | None, value_option: str | None, limit:
 @click.option("--in-prompt/--on-demand", "in_prompt", default=None,
               help="Render the block in every system prompt, or only list its /memories path and "
                    "size there (the model reads it with the memory tool).")
+@click.option("--sensitivity", metavar="LEVEL",
+              help="Make it public, private or secret (changing a secret block takes --allow-secret).")
 def set_block(label: str, value: str | None, source: IO[str] | None, limit: int | None,
-              description: str | None, read_only: bool | None, in_prompt: bool | None) -> None:
+              description: str | None, read_only: bool | None, in_prompt: bool | None,
+              sensitivity: str | None) -> None:
     """Replace a block's value and/or its limit, description, read-only or on-demand flag (as its owner)."""
     if value is not None and source is not None:
         raise click.UsageError("Give the value as an argument or with --file, not both.")
     if source is not None:
         value = source.read()
-    if value is None and limit is None and description is None and read_only is None and in_prompt is None:
+    if all(item is None for item in (value, limit, description, read_only, in_prompt, sensitivity)):
         raise click.UsageError("Nothing to change: give a VALUE, --file, --limit, --description, "
-                               "--read-only/--writable or --in-prompt/--on-demand.")
+                               "--read-only/--writable, --in-prompt/--on-demand or --sensitivity.")
     with open_memory() as memory:
         block = memory.update_block(label, value=value, limit=limit, description=description,
-                                    read_only=read_only, in_prompt=in_prompt)
-        _show(memory, label, f"Updated block '{label}' (version {block.version}).")
+                                    read_only=read_only, in_prompt=in_prompt, sensitivity=sensitivity)
+        _show(memory, label, f"Updated block '{label}' (version {block.version}).", block)
 
 
 @blocks.command("append")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .agents import agents, init
 from .app import cli
-from .archival import forget, passages, recall, remember
+from .archival import forget, passage_sensitivity, passages, recall, remember
 from .blocks import blocks
 from .chat import chat
 from .consolidation import consolidate, consolidations
@@ -15,7 +15,8 @@ from .transfer import export, import_
 
 __all__ = ["cli", "main"]
 
-for command in (init, agents, blocks, remember, recall, forget, passages, messages, summary, compact,
+for command in (init, agents, blocks, remember, recall, forget, passages, passage_sensitivity, messages, summary,
+                compact,
                 export, import_, journal, doctor, chat, consolidate, consolidations):
     cli.add_command(command)
 

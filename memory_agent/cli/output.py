@@ -157,5 +157,6 @@ def print_block(block: Block) -> None:
 
 
 def _flags(block: Block) -> str:
-    flags = (("on demand", not block.in_prompt), ("read-only", block.read_only), ("shared", block.is_shared))
+    flags = (("on demand", not block.in_prompt), ("read-only", block.read_only), ("shared", block.is_shared),
+             (block.sensitivity, block.sensitivity != "private"))
     return ", ".join(flag for flag, on in flags if on)

@@ -25,8 +25,10 @@ from ..archival import ArchivalMemory, VectorConfig
 from ..authors import Author
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
+from ..sensitivity import clearance_of
 from ..settings import Settings
 from ..validation import MAX_JSON_DEPTH, check_json, check_path
+from .clearance import within_clearance
 from .letta_af import is_letta_document, parse_letta
 from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
@@ -53,19 +55,23 @@ FORMATS: tuple[str, ...] = ("json", "af")
 
 
 def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = None,
-                  format: ExportFormat = "json") -> dict[str, Any]:
+                  format: ExportFormat = "json", allow_secret: bool | None = None,
+                  max_sensitivity: str | None = None) -> dict[str, Any]:
     """The agents' memory (default: the manager's agent) as a document of the given format.
 
     The manager's agent comes first: an import makes the first agent the default of a storage
-    dir that has none, so the default survives a round trip.
+    dir that has none, so the default survives a round trip. Secret blocks and passages (and their
+    copies: versions, journal entries) are left out unless `allow_secret=True`;
+    `max_sensitivity='public'` exports only what may be shared (`portability.clearance`).
     """
+    clearance = clearance_of(allow_secret, max_sensitivity)
     if format not in FORMATS:
         raise ConfigurationError(f"Unknown export format '{format}'; use one of: {', '.join(FORMATS)}.")
     wanted = list(dict.fromkeys(agent_ids or [memory.agent_id]))
     if memory.agent_id in wanted:  # first, so that it is the default again after an import
         wanted.remove(memory.agent_id)
         wanted.insert(0, memory.agent_id)
-    snapshot = read_snapshot(memory.database, wanted)
+    snapshot = within_clearance(read_snapshot(memory.database, wanted), clearance)
     return to_project(snapshot) if format == "json" else to_letta(snapshot, model=memory.settings.model_name)
 
 

@@ -41,8 +41,9 @@ from ..archival.passages import DEFAULT_IMPORTANCE
 from ..archival.timestamps import to_utc_iso
 from ..errors import ImportFormatError, MemoryAgentError
 from ..labels import validate_label
+from ..sensitivity import DEFAULT_LEVEL
 from ..store.database import utc_now
-from .letta_export import IN_PROMPT_KEY, PASSAGES_KEY, RECORDS_KEY, VERSION_KEY
+from .letta_export import IN_PROMPT_KEY, PASSAGES_KEY, RECORDS_KEY, SENSITIVITY_KEY, VERSION_KEY
 from .letta_parts import (
     OUR_AGENT_ID_KEY,
     OUR_CREATED_AT_KEY,
@@ -130,7 +131,8 @@ def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -
                           expires_at=item.get("expires_at"), superseded_by=item.get("superseded_by"),
                           importance=item.get("importance", DEFAULT_IMPORTANCE),
                           access_count=item.get("access_count", 0), last_accessed_at=item.get("last_accessed_at"),
-                          provenance=item.get("provenance") or {})
+                          provenance=item.get("provenance") or {},
+                          sensitivity=item.get("sensitivity", DEFAULT_LEVEL))
             for position, item in enumerate(items)]
 
 
@@ -259,7 +261,8 @@ def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block:
         is_shared=False, owner_agent_id=owner,
         version=_version(ours.get(VERSION_KEY), f"Block '{label}' field 'metadata.{VERSION_KEY}'"),
         created_at=created, updated_at=created,
-        in_prompt=_boolean(ours.get(IN_PROMPT_KEY), True, f"Block '{label}' field 'metadata.{IN_PROMPT_KEY}'")))
+        in_prompt=_boolean(ours.get(IN_PROMPT_KEY), True, f"Block '{label}' field 'metadata.{IN_PROMPT_KEY}'"),
+        sensitivity=ours.get(SENSITIVITY_KEY, DEFAULT_LEVEL)))
 
 
 def _limit(value: Any, default_limit: int, label: str) -> int:

@@ -22,13 +22,15 @@ its import check (`AgentSerializationManager._validate_schema`):
 What the format has no place for travels in documented extensions, which Letta keeps as opaque
 metadata and this project reads back:
 - archival passages in `metadata.memory_agent_passages` of their agent (`{id, content, tags, metadata,
-  created_at, expires_at, superseded_by, importance, access_count, last_accessed_at, provenance}` each);
+  created_at, expires_at, superseded_by, importance, access_count, last_accessed_at, provenance,
+  sensitivity}` each);
 - the rows of ours with no Letta counterpart (the SDK's `result` and `system:*` status records) in
   `metadata.memory_agent_records` of their agent, each with every field of the stored row and
   `after`, the id of the Letta message it followed (null: before the first), so a re-import puts
   it back in its place;
-- a block's on-demand flag and version in the block's `metadata` (`memory_agent_in_prompt`,
-  `memory_agent_version`).
+- a block's on-demand flag, version and sensitivity level in the block's `metadata`
+  (`memory_agent_in_prompt`, `memory_agent_version`, `memory_agent_sensitivity`), and each passage's
+  level as `sensitivity` beside its other fields, so a re-import never makes a secret laxer.
 Summaries, the journal and block history are not written (the project's JSON export carries
 everything).
 """
@@ -45,7 +47,8 @@ from ..store.database import utc_now
 from .letta_parts import OUR_AGENT_ID_KEY, OUR_CREATED_AT_KEY
 from .records import AgentRecord, MessageRecord, PassageRecord, Snapshot
 
-__all__ = ["DEFAULT_MODEL", "IN_PROMPT_KEY", "PASSAGES_KEY", "RECORDS_KEY", "VERSION_KEY", "to_letta"]
+__all__ = ["DEFAULT_MODEL", "IN_PROMPT_KEY", "PASSAGES_KEY", "RECORDS_KEY", "SENSITIVITY_KEY", "VERSION_KEY",
+           "to_letta"]
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 PASSAGES_KEY = "memory_agent_passages"
@@ -55,6 +58,8 @@ RECORDS_KEY = "memory_agent_records"
 IN_PROMPT_KEY = "memory_agent_in_prompt"
 """Key of an exported block's `metadata`: false for an on-demand block."""
 VERSION_KEY = "memory_agent_version"
+SENSITIVITY_KEY = "memory_agent_sensitivity"
+"""Key of an exported block's `metadata`: its sensitivity level here (absent: private)."""
 """Key of an exported block's `metadata`: its version here."""
 
 _NAME_REFUSED = re.compile(r"[^\w '\-]")
@@ -75,7 +80,7 @@ def to_letta(snapshot: Snapshot, *, model: str | None = None) -> dict[str, Any]:
                 agent["group_ids"].append(group["id"])
     blocks: list[dict[str, Any]] = [{"id": block_ids[b.block_id], "label": b.label, "value": b.value, "limit": b.limit,
                "description": b.description, "read_only": b.read_only,
-               "metadata": {IN_PROMPT_KEY: b.in_prompt, VERSION_KEY: b.version},
+               "metadata": {IN_PROMPT_KEY: b.in_prompt, VERSION_KEY: b.version, SENSITIVITY_KEY: b.sensitivity},
                "is_template": False, "template_name": None, "preserve_on_migration": False}
               for b in snapshot.blocks]
     return {"agents": agents, "groups": groups, "blocks": blocks, "files": [], "sources": [], "tools": [],
@@ -142,7 +147,7 @@ def _passage(passage: PassageRecord) -> dict[str, Any]:
             "metadata": passage.metadata, "created_at": passage.created_at, "expires_at": passage.expires_at,
             "superseded_by": passage.superseded_by, "importance": passage.importance,
             "access_count": passage.access_count, "last_accessed_at": passage.last_accessed_at,
-            "provenance": passage.provenance}
+            "provenance": passage.provenance, "sensitivity": passage.sensitivity}
 
 
 # ----- messages -----------------------------------------------------------------------------

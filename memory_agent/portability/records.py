@@ -52,6 +52,8 @@ class BlockRecord:
     updated_at: str
     in_prompt: bool = True
     """False for an on-demand block (listed, not rendered); exports without the field keep it in."""
+    sensitivity: str = "private"
+    """public, private or secret (`memory_agent.sensitivity`); files without the field: private."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ class PassageRecord:
     access_count: int = 0
     last_accessed_at: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    sensitivity: str = "private"
+    """public, private or secret (`memory_agent.sensitivity`); files without the field: private."""
 
 
 @dataclass(frozen=True)

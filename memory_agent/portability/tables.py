@@ -38,6 +38,7 @@ from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, 
 from ..labels import validate_label
 from ..recall import insert_message_row, insert_summary_row
 from ..reserved_names import section_tags_in
+from ..sensitivity import parse_level
 from ..store import consolidation_log, journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
@@ -150,7 +151,7 @@ def _block(row: sqlite3.Row) -> BlockRecord:
         description=row["description"], read_only=bool(row["read_only"]),
         is_shared=bool(row["is_shared"]), owner_agent_id=row["owner_agent_id"],
         version=row["version"], created_at=row["created_at"], updated_at=row["updated_at"],
-        in_prompt=bool(row["in_prompt"]),
+        in_prompt=bool(row["in_prompt"]), sensitivity=row["sensitivity"],
     )
 
 
@@ -192,7 +193,7 @@ def _passage(row: sqlite3.Row) -> PassageRecord:
                          json.loads(row["metadata"]), row["created_at"], expires_at=row["expires_at"],
                          superseded_by=row["superseded_by"], importance=float(row["importance"]),
                          access_count=int(row["access_count"]), last_accessed_at=row["last_accessed_at"],
-                         provenance=json.loads(row["provenance"]))
+                         provenance=json.loads(row["provenance"]), sensitivity=row["sensitivity"])
 
 
 def _journal(row: sqlite3.Row) -> JournalRecord:
@@ -325,6 +326,10 @@ def _check_block(block: BlockRecord) -> None:
                                 f"its limit of {block.limit}; fix the file before importing it.")
     if block.version < 1:
         raise ImportFormatError(f"Block '{block.label}' has version {block.version}; versions start at 1.")
+    try:
+        parse_level(block.sensitivity, f"Block '{block.label}' sensitivity")
+    except MemoryAgentError as error:  # an unknown level is refused, never imported as some level
+        raise ImportFormatError(f"{error} Fix the file; nothing was imported.") from None
 
 
 # ----- writing ------------------------------------------------------------------------------
@@ -446,7 +451,7 @@ def _insert_blocks(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, 
         insert_block_row(conn, BlockRow(new_id, block.label, block.value, block.description, block.limit,
                                         block.read_only, block.is_shared, block.in_prompt,
                                         maps.agents.get(block.owner_agent_id or ""), block.version,
-                                        block.created_at, block.updated_at))
+                                        block.created_at, block.updated_at, parse_level(block.sensitivity)))
         report.blocks += 1
     _insert_history(conn, snapshot, maps)
     for link in snapshot.attachments:
@@ -506,7 +511,7 @@ def _prepared_passages(snapshot: Snapshot) -> list[tuple[PassageRecord, Prepared
         try:
             item = prepare(NewPassage(passage.content, passage.tags, passage.metadata, passage.created_at,
                                       expires_at=passage.expires_at, importance=passage.importance,
-                                      provenance=passage.provenance))
+                                      provenance=passage.provenance, sensitivity=passage.sensitivity))
             check_int("access_count", passage.access_count, minimum=0)
             last = None if passage.last_accessed_at is None else to_utc_iso(passage.last_accessed_at)
             prepared.append((passage, dataclasses.replace(item, access_count=passage.access_count,

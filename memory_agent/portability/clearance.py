@@ -1,0 +1,68 @@
+"""What an export may carry: the snapshot cut to the exporter's clearance (`memory_agent.sensitivity`).
+
+An export leaves the storage dir, so it follows the same rule as every read: secret blocks and
+passages are left out unless the exporter allows them, and a public-only export keeps only what
+may be shared. Left out with an item is every copy of it the snapshot holds: a block's attachments
+and saved versions, a passage's journal entries, and the journal entries of a hidden block (its
+edits hold its text). A kept passage that a hidden one superseded keeps its place without the link.
+
+Conversation messages and summaries have no level: they are exported as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from ..sensitivity import Sensitivity, allowed
+from .records import JournalRecord, Snapshot
+
+__all__ = ["within_clearance"]
+
+
+def within_clearance(snapshot: Snapshot, clearance: Sensitivity) -> Snapshot:
+    """The snapshot without the blocks and passages above `clearance` and what copies them."""
+    hidden_blocks = {b.block_id for b in snapshot.blocks if not allowed(b.sensitivity, clearance)}
+    hidden_passages = {p.passage_id for p in snapshot.passages if not allowed(p.sensitivity, clearance)}
+    if not hidden_blocks and not hidden_passages and clearance == "secret":
+        return snapshot
+    passages = [
+        p if p.superseded_by not in hidden_passages else dataclasses.replace(p, superseded_by=None)
+        for p in snapshot.passages if p.passage_id not in hidden_passages
+    ]
+    return dataclasses.replace(
+        snapshot,
+        blocks=[b for b in snapshot.blocks if b.block_id not in hidden_blocks],
+        block_history=[v for v in snapshot.block_history if v.block_id not in hidden_blocks],
+        attachments=[a for a in snapshot.attachments if a.block_id not in hidden_blocks],
+        passages=passages,
+        journal=[entry for entry in snapshot.journal
+                 if _journal_allowed(entry, hidden_blocks, hidden_passages, clearance)],
+    )
+
+
+def _journal_allowed(entry: JournalRecord, hidden_blocks: set[str], hidden_passages: set[str],
+                     clearance: Sensitivity) -> bool:
+    """An entry about a hidden item is left out; so is one recording a level above the clearance
+    (the delete of a secret block or passage no longer in the snapshot keeps its level in `detail`)."""
+    if entry.target_type == "block" and entry.target_id in hidden_blocks:
+        return False
+    if entry.target_type == "passage" and entry.target_id in hidden_passages:
+        return False
+    level = entry.detail.get("sensitivity") if isinstance(entry.detail, dict) else None
+    if level is not None and not allowed(level, clearance):
+        return False
+    if entry.action in ("set_block_sensitivity", "set_passage_sensitivity"):
+        return all(allowed(_level_of(value), clearance) for value in (entry.old_value, entry.new_value))
+    return True
+
+
+def _level_of(value: str | None) -> str | None:
+    """The level a sensitivity journal value holds: a bare level (blocks) or JSON of the column (passages)."""
+    if value is None or not value.startswith("{"):
+        return value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return None
+    return decoded.get("sensitivity") if isinstance(decoded, dict) else None
