@@ -35,12 +35,14 @@ from .errors import (
     NothingToUndoError,
     ReadOnlyBlockError,
     RollbackRefusedError,
+    SensitivityError,
     StaleBlockError,
     StorageError,
     WriteOutcomeUnknownError,
 )
 from .manager import MemoryManager
 from .recall import StoredMessage, StoredSummary
+from .sensitivity import Sensitivity
 from .settings import Settings
 from .store.journal import JournalEntry
 from .tools import ToolOutcome, ToolSpec
@@ -110,6 +112,8 @@ __all__ = [
     "SQLiteSessionStore",
     "SearchExplanation",
     "SearchHit",
+    "Sensitivity",
+    "SensitivityError",
     "Settings",
     "StaleBlockError",
     "StorageError",

@@ -145,7 +145,7 @@ def test_public_names_are_pinned() -> None:
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
         "ModelAuthenticationError", "ModelConsolidator", "NewPassage", "NothingToUndoError", "Passage",
         "ReadOnlyBlockError", "RebuildReport", "ReconcileReport", "RollbackRefusedError", "RulesConsolidator",
-        "SQLiteSessionStore", "SearchExplanation", "SearchHit", "Settings",
+        "SQLiteSessionStore", "SearchExplanation", "SearchHit", "Sensitivity", "SensitivityError", "Settings",
         "StaleBlockError", "StorageError", "StoredMessage", "StoredSummary", "ToolOutcome", "ToolSpec",
         "TurnResult", "WriteOutcomeUnknownError",
     ]
