@@ -26,7 +26,7 @@ from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
 from ..blocks import BlockVersion
 from ..errors import BlockError, MemoryAgentError, StaleBlockError
-from ..sensitivity import DEFAULT_CLEARANCE, allowed
+from ..sensitivity import DEFAULT_CLEARANCE, LEVELS, allowed, parse_level
 from ..store import consolidation_log, journal
 from ..store.consolidation_log import COUNT_FIELDS, SESSION_FINISHED, SESSION_STARTED, SESSION_TARGET
 from ..store.database import utc_now
@@ -291,8 +291,17 @@ def _apply_merge(ops: MemoryOps, agent_id: str, merge: PassageMerge) -> None:
         with ops.database.transaction() as conn:
             lifecycle.change_columns(conn, agent_id, survivor_id, "extend_passage_expiry",
                                      {"expires_at": expires_at}, utc_now(), None)
+            # The merged fact is as sensitive as its most sensitive part (a private note merged
+            # into a public one makes it private).
+            lifecycle.change_columns(conn, agent_id, survivor_id, "set_passage_sensitivity",
+                                     {"sensitivity": _strictest(group)}, utc_now(), None)
         for loser in losers:
             ops.supersede_passage(loser.passage_id, survivor_id, agent_id=agent_id)
+
+
+def _strictest(group: list[Passage]) -> str:
+    """The most sensitive level among the merged passages."""
+    return max((p.sensitivity for p in group), key=lambda level: LEVELS.index(parse_level(level)))
 
 
 def _latest_expiry(group: list[Passage]) -> str | None:

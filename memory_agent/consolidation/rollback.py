@@ -30,7 +30,7 @@ from .ops import MemoryOps
 __all__ = ["ROLLBACK_ACTION", "rollback_session"]
 
 ROLLBACK_ACTION = "rollback_consolidation"
-_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance", "expires_at"}
+_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance", "expires_at", "sensitivity"}
 
 
 @dataclass
@@ -176,6 +176,10 @@ def _restore_passage(ops: MemoryOps, agent_id: str, session_id: str, item: _Item
         with ops.database.transaction() as conn:
             lifecycle.change_columns(conn, agent_id, item.target_id, "restore_passage_expiry",
                                      {"expires_at": columns["expires_at"]}, utc_now(), detail)
+    if "sensitivity" in columns:  # a merge made the survivor as strict as its strictest part
+        with ops.database.transaction() as conn:
+            lifecycle.change_columns(conn, agent_id, item.target_id, "restore_passage_sensitivity",
+                                     {"sensitivity": columns["sensitivity"]}, utc_now(), detail)
 
 
 def _mapping(text: str | None) -> Mapping[str, Any]:

@@ -52,7 +52,7 @@ def _journal_allowed(entry: JournalRecord, hidden_blocks: set[str], hidden_passa
     level = entry.detail.get("sensitivity") if isinstance(entry.detail, dict) else None
     if level is not None and not allowed(level, clearance):
         return False
-    if entry.action in ("set_block_sensitivity", "set_passage_sensitivity"):
+    if "sensitivity" in entry.action:  # set_block_sensitivity, set_passage_sensitivity, restore_...:
         return all(allowed(_level_of(value), clearance) for value in (entry.old_value, entry.new_value))
     return True
 

@@ -361,3 +361,20 @@ def test_a_merge_survivor_lives_as_long_as_its_longest_lived_member(memory: Memo
     assert _get(memory, first).expires_at == _get(memory, second).expires_at
     memory.rollback_consolidation(report.session_id or "")
     assert _get(memory, first).expires_at != _get(memory, second).expires_at  # the expiry came back too
+
+
+def test_consolidation_never_reads_a_secret_and_a_merge_takes_the_strictest_level(memory: MemoryManager) -> None:
+    """Secret passages are left out of what a consolidator reads (a model consolidator would send
+    them to a model); a public and a private copy of one fact merge into a private passage."""
+    public = memory.archival_memory_insert("The user likes green tea.", sensitivity="public")
+    private = memory.archival_memory_insert("the user  likes green tea")
+    secret = memory.archival_memory_insert("THE USER LIKES GREEN TEA", sensitivity="secret")
+    report = memory.consolidate(consolidator="rules")
+    assert report.counts["passages_merged"] == 1
+    assert _get(memory, private).superseded_by == public
+    assert _get(memory, public).sensitivity == "private"
+    kept = memory.archival_memory_get(secret, allow_secret=True)
+    assert kept is not None and kept.superseded_by is None and kept.sensitivity == "secret"
+    assert secret not in _get(memory, public).provenance.get("merged_from", [])
+    memory.rollback_consolidation(report.session_id)
+    assert _get(memory, public).sensitivity == "public" and _get(memory, private).superseded_by is None
