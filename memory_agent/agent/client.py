@@ -120,6 +120,7 @@ class MemoryAwareAgent:
             raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
         self.refresh_mode: RefreshMode = refresh_mode
         self.prompt_refresh = make_policy(prompt_refresh)
+        self.prompt_refresh.allow_secret = allow_secret
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self.options = options or ClaudeAgentOptions()
         self._owns_memory = memory is None

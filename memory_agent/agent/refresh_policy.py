@@ -73,6 +73,9 @@ class PromptRefreshPolicy:
         self._to_announce: list[str] = []
         self._layout: tuple[object, ...] = ()
         self._stale_turns = 0
+        self.allow_secret = False
+        """The agent's clearance (`MemoryAwareAgent(allow_secret=...)`): whether its secret blocks are
+        announced to the model like the others."""
 
     def rebuilt(self, memory: MemoryManager, agent_id: str, *, versions: dict[str, int] | None = None) -> None:
         """Remember what the prompt just built shows: `versions`, read before it was built (a
@@ -115,7 +118,7 @@ class PromptRefreshPolicy:
         if not self._to_announce:
             return ""
         wanted = set(self._to_announce)
-        blocks = [block for block in memory.list_blocks(agent_id=agent_id)
+        blocks = [block for block in memory.list_blocks(agent_id=agent_id, allow_secret=self.allow_secret)
                   if block.block_id in wanted and block.in_prompt]
         self._to_announce = []
         memory.mark_blocks_seen(blocks, agent_id=agent_id)
@@ -126,9 +129,12 @@ class PromptRefreshPolicy:
 
 
 def _layout(memory: MemoryManager, agent_id: str) -> tuple[object, ...]:
-    """Which blocks the prompt shows and how (leaving out their values), and which summary."""
+    """Which blocks the prompt may show and how (leaving out their values), and which summary.
+    Every block counts, at every level: a block changing level (a secret leaving the prompt of an
+    agent not allowed it) changes the layout, and the prompt is rebuilt at the agent's clearance."""
     summary = memory.get_summary_record(agent_id=agent_id)
-    blocks = sorted((b.block_id, b.label, b.in_prompt, b.read_only) for b in memory.list_blocks(agent_id=agent_id))
+    blocks = sorted((b.block_id, b.label, b.in_prompt, b.read_only, b.sensitivity)
+                    for b in memory.list_blocks(agent_id=agent_id, allow_secret=True))
     return (summary.summary_id if summary else 0, *blocks)
 
 

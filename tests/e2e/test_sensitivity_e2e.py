@@ -39,3 +39,18 @@ async def test_the_prompt_and_the_tools_follow_the_agents_clearance(
 def test_allow_secret_must_be_a_bool(agent_memory: MemoryManager) -> None:
     with pytest.raises(ConfigurationError):
         MemoryAwareAgent(memory=agent_memory, allow_secret="yes")  # type: ignore[arg-type]
+
+
+async def test_a_block_made_secret_between_turns_leaves_the_next_prompt(
+    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+) -> None:
+    agent_memory.create_block("plans", f"Surprise party, code {MARK}.", agent_id="e2e-agent")
+    server.enqueue(text_response("Noted."))
+    server.enqueue(text_response("Noted again."))
+    async with MemoryAwareAgent(options, memory=agent_memory) as agent:  # the default refresh: announce
+        await agent.process_turn("Hello.")
+        agent_memory.set_block_sensitivity("plans", "secret", agent_id="e2e-agent")  # another process, say
+        await agent.process_turn("Hello again.")
+    first, second = server.message_requests()
+    assert MARK in first.system_text
+    assert MARK not in second.system_text and MARK not in str(second.messages[-1])
