@@ -325,7 +325,9 @@ class CoreMemory:
             journal.record(conn, author=self._author(), agent_id=acting_agent_id or agent_id, action="attach_block",
                            target_type="block", target_id=block_id, label=label, created_at=now,
                            detail={"attached_to": agent_id, "read_only": read_only})
-            return _block_from_row(self._attached_row(conn, agent_id, label))
+            # Attaching needs no clearance (a new agent joins the shared blocks of its settings,
+            # secret ones too); what the agent may then read is decided when it reads.
+            return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
 
     def detach_block(self, agent_id: str, block_id: str, *, acting_agent_id: str | None = None) -> None:
         now = utc_now()

@@ -198,6 +198,19 @@ def test_a_shared_blocks_level_is_the_blocks_and_each_agents_clearance_applies(t
         assert [b.sensitivity for b in ana.list_blocks() if b.label == "team"] == ["public"]
 
 
+
+@pytest.mark.usefixtures("backend")
+def test_a_new_agent_joins_a_secret_shared_block_of_its_settings(tmp_path: Path) -> None:
+    import dataclasses
+
+    settings = dataclasses.replace(_settings(tmp_path), memory_shared_blocks=("household",))
+    with MemoryManager(agent_id="ana", settings=settings) as ana:
+        ana.set_block_sensitivity("household", "secret")
+        assert ana.ensure_agent("rui")
+        assert "household" not in [b.label for b in ana.list_blocks(agent_id="rui")]
+        assert "household" in [b.label for b in ana.list_blocks(agent_id="rui", allow_secret=True)]
+
+
 @pytest.mark.usefixtures("backend")
 def test_undoing_the_delete_of_a_secret_block_keeps_it_secret(memory: MemoryManager) -> None:
     memory.create_block("diary", f"Entry {MARK}", sensitivity="secret")
