@@ -404,8 +404,10 @@ class MemoryManager:
             "memory_rethink", lambda b: new_value, check_stale=True, reasoning=reasoning))
         if reasoning:
             # The why of a rewrite outlives the block's old value: keep it searchable.
+            # At the block's level: the reasons for rewriting a secret are as secret as it is.
             self.archival_memory_insert(f"Rewrote memory block '{label}': {reasoning}",
-                                        tags=["memory_update", "reasoning", label], agent_id=target)
+                                        tags=["memory_update", "reasoning", label], agent_id=target,
+                                        sensitivity=block.sensitivity)
         return _edit_result("Rewrote", block)
 
     def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,

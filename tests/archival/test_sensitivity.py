@@ -155,6 +155,9 @@ def test_secret_blocks_are_not_listed_read_or_rendered_by_default(memory: Memory
         assert MARK in memory.get_system_prompt_addition(xml, allow_secret=True)
     with memory.clearance(allow_secret=True):
         assert memory.core_memory_append("door_code", "Changed in May.").startswith("Appended")
+        memory.memory_rethink("door_code", "The door code changed.", reasoning=f"old code {MARK} leaked")
+    assert MARK not in str([hit.content for hit in memory.archival_memory_search("door code", mode="keyword")])
+    assert MARK in str([p.content for p in memory.archival_memory_list(allow_secret=True)])
 
 
 @pytest.mark.usefixtures("backend")
