@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Literal
 
-from .errors import SensitivityError
+from .errors import SensitivityError, preview
 
 __all__ = [
     "DEFAULT_CLEARANCE",
@@ -52,7 +52,7 @@ def parse_level(value: object, what: str = "sensitivity") -> Sensitivity:
     not forgiven: 'Secret ' is a mistake worth hearing about, not a guess)."""
     if isinstance(value, str) and value in LEVELS:
         return value
-    shown = repr(value) if not isinstance(value, str) else repr(value[:40])
+    shown = repr(value[:40]) if isinstance(value, str) else preview(repr(value), 40)
     raise SensitivityError(f"{what} must be one of {', '.join(LEVELS)}, got {shown}; nothing was changed.")
 
 
