@@ -39,6 +39,7 @@ from .errors import (
     StorageError,
     WriteOutcomeUnknownError,
 )
+from .forgetting import ForgetReport
 from .manager import MemoryManager
 from .recall import StoredMessage, StoredSummary
 from .settings import Settings
@@ -88,6 +89,7 @@ __all__ = [
     "ConsolidationSession",
     "Consolidator",
     "ContentNotFoundError",
+    "ForgetReport",
     "ImportFormatError",
     "InvalidLabelError",
     "LabelConflictError",
