@@ -19,7 +19,7 @@ __all__ = ["FORGET_TABLES", "scrub", "secure_delete"]
 
 FORGET_TABLES = ("journal", "passages", "passage_tags", "messages", "summaries", "blocks", "block_history",
                  "agent_blocks", "agents", "session_entries", "session_summaries", "session_transcripts",
-                 "consolidation_sessions", "passage_fts_tables", "meta")
+                 "consolidation_sessions", "meta")
 """The tables a forget can touch (rewritten on PostgreSQL)."""
 
 
