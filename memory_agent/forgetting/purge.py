@@ -170,8 +170,9 @@ class Forgetting:
                     found.add("blocks", 1)
                     found.add("block_versions", versions)
                     targets.append(("block", block_id))
-            sessions = [r[0] for r in conn.execute("SELECT DISTINCT session_id FROM messages WHERE agent_id = ?"
-                                                   " AND session_id IS NOT NULL ORDER BY session_id", (agent_id,)).fetchall()]
+            sessions = [r[0] for r in conn.execute(
+                "SELECT DISTINCT session_id FROM messages WHERE agent_id = ? AND session_id IS NOT NULL"
+                " ORDER BY session_id", (agent_id,)).fetchall()]
             found.add("session_rows", session_mirror.purge_sessions(conn, sessions))
             found.add("messages", int(conn.execute("SELECT COUNT(*) FROM messages WHERE agent_id = ?",
                                                    (agent_id,)).fetchone()[0]))
