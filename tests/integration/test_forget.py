@@ -127,8 +127,11 @@ def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_t
         memory.store_message("user", f"Ordinary message number {number} about the weekly plan")
         if number == 3:
             memory.store_message("user", f"My passport number is {marker}", session_id="s1", sdk_uuid=sdk_uuid)
-    _mirror(settings, "s1", [{"type": "user", "uuid": sdk_uuid, "sessionId": "s1",
-                              "message": {"role": "user", "content": f"My passport number is {marker}"}}])
+    long_prompt = f"My passport number is {marker}. " + "and some long context " * 40  # the sidecar clips it
+    _mirror(settings, "s1", [{"type": "user", "uuid": sdk_uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+                              "message": {"role": "user", "content": long_prompt}},
+                             {"type": "user", "uuid": str(uuid.uuid4()), "sessionId": "s1",
+                              "message": {"role": "user", "content": "A later, ordinary prompt"}}])
     server.enqueue(text_response(f"The user shared a passport number, {marker}, and a weekly plan."), model="haiku")
     assert memory.compact_history().status == "compacted"
     assert marker in (memory.get_summary() or "")
