@@ -318,7 +318,7 @@ def _all_records(collection: Any) -> dict[str, list[Any]]:
         if not page["ids"]:
             return found
         found["ids"] += list(page["ids"])
-        found["embeddings"] += [list(map(float, e)) for e in page["embeddings"]]
+        found["embeddings"] += list(page["embeddings"])
         found["metadatas"] += list(page["metadatas"])
         offset += len(page["ids"])
 

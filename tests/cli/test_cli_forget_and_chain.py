@@ -214,3 +214,34 @@ def test_hostile_forgets_raise_only_our_errors_and_change_nothing(open_store: Op
             assert store_snapshot(watcher) == before
         finally:
             watcher.close()
+
+
+def test_concurrent_writers_never_fork_the_chain(open_store: Open) -> None:
+    """Four managers, each with its own connection (as four processes would have), write at once."""
+    import threading
+
+    with open_store("ada") as memory:
+        memory.create_block("shared_notes", "", is_shared=True)
+    errors: list[BaseException] = []
+
+    def write(number: int) -> None:
+        try:
+            with open_store(f"writer-{number}") as writer:
+                writer.join_shared_block("shared_notes")
+                for edit in range(15):
+                    writer.core_memory_append("shared_notes", f"w{number} e{edit}")
+                    writer.archival_memory_insert(f"writer {number} passage {edit}")
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with open_store("ada") as memory, memory.database.reading() as conn:
+        report = journal.verify_chain(conn)
+        hashes = [row[0] for row in conn.execute("SELECT prev_hash FROM journal WHERE prev_hash IS NOT NULL")]
+    assert report.ok and report.entries >= 4 * 30
+    assert len(hashes) == len(set(hashes))  # no two entries link to the same one
