@@ -41,7 +41,7 @@ from .resummarize import PENDING_SUMMARY, SummaryRewrite
 
 __all__ = ["MIN_COPY_CHARS", "ForgetReport", "Forgetting"]
 
-MIN_COPY_CHARS = 8
+MIN_COPY_CHARS = 16
 VectorForget = Callable[[str, list[str], bool], list[str]]
 """(agent_id, passage_ids, whole_agent) -> warnings: removes vectors (see ChromaVectorStore.forget)."""
 

@@ -102,7 +102,8 @@ def test_a_forgotten_passage_leaves_no_byte(tmp_path: Path, variant: Mapping[str
     memory.core_memory_append("human", f"The door code is {marker}")  # and in a block, with versions
     memory.core_memory_append("human", "Prefers tea")
     assert memory.archival_memory_search(marker, mode="hybrid")
-    assert count_marker(settings, marker, request)
+    if not variant:  # the plain store shows the marker's bytes before: the grep can see it
+        assert count_marker(settings, marker, request)
 
     report = memory.forget_passage(target)
 
