@@ -40,6 +40,7 @@ from .errors import (
     StorageError,
     WriteOutcomeUnknownError,
 )
+from .forgetting import ForgetReport
 from .manager import MemoryManager
 from .recall import StoredMessage, StoredSummary
 from .sensitivity import Sensitivity
@@ -90,6 +91,7 @@ __all__ = [
     "ConsolidationSession",
     "Consolidator",
     "ContentNotFoundError",
+    "ForgetReport",
     "ImportFormatError",
     "InvalidLabelError",
     "LabelConflictError",

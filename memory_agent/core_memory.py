@@ -43,16 +43,21 @@ from .labels import validate_label
 from .sensitivity import DEFAULT_LEVEL, Sensitivity, allowed, current_clearance, parse_level, visible_levels
 from .store import journal
 from .store.database import Database, utc_now
+from .store.text_copies import replace_text
 
 __all__ = [
     "BlockRow",
     "CoreMemory",
     "Edit",
     "VersionRow",
+    "block_texts",
     "insert_agent_row",
     "insert_attachment_row",
     "insert_block_row",
     "insert_version_row",
+    "purge_agent_row",
+    "purge_block_rows",
+    "redact_text",
 ]
 
 _SHOWN_EDIT_ACTIONS = ("core_memory_append", "core_memory_replace", "memory_insert", "memory_rethink")
@@ -685,3 +690,36 @@ def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
         (row.block_id, row.version, row.value, row.description, row.limit, int(row.read_only),
          row.agent_id, row.action, row.created_at, who.kind if who else None, who.name if who else None),
     )
+
+
+# ----- forgetting (see memory_agent.forgetting): deletes and rewrites, never inserts --------------
+
+
+def block_texts(conn: sqlite3.Connection, block_id: str) -> list[str]:
+    """Every value the block has held: its current value and each saved version."""
+    rows = conn.execute("SELECT value FROM blocks WHERE block_id = ? UNION SELECT value FROM block_history"
+                        " WHERE block_id = ?", (block_id, block_id)).fetchall()
+    return [row[0] for row in rows]
+
+
+def purge_block_rows(conn: sqlite3.Connection, block_id: str) -> tuple[list[str], int]:
+    """Delete the block outright: every agent's attachment, its saved versions, the block itself.
+    Returns the agents it was attached to and how many versions went. Unjournalled: the caller
+    records only that it forgot."""
+    agents = [row[0] for row in conn.execute("SELECT agent_id FROM agent_blocks WHERE block_id = ? ORDER BY agent_id",
+                                             (block_id,))]
+    versions = conn.execute("DELETE FROM block_history WHERE block_id = ?", (block_id,)).rowcount
+    conn.execute("DELETE FROM agent_blocks WHERE block_id = ?", (block_id,))
+    conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
+    return agents, max(versions, 0)
+
+
+def redact_text(conn: sqlite3.Connection, texts: list[str]) -> int:
+    """Replace copies of these texts in every block's value and saved versions by the mark."""
+    return replace_text(conn, "blocks", "value", texts) + replace_text(conn, "block_history", "value", texts)
+
+
+def purge_agent_row(conn: sqlite3.Connection, agent_id: str) -> None:
+    """Delete the agent row; its attachments, messages, summaries, passages and consolidation
+    sessions go with it by cascade (its passage keyword index must be dropped first)."""
+    conn.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))

@@ -24,8 +24,9 @@ from .archival.passage_table import agents_with_passages, state_counts, truncate
 from .archival.reconcile import Progress
 from .errors import MemoryAgentError
 from .file_modes import loose_entries, tighten
-from .store import consolidation_log
+from .store import consolidation_log, journal
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
+from .store.journal_chain import ChainReport
 from .store.passage_fts import all_fts_tables
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "check_consolidations",
     "check_file_modes",
     "check_fts",
+    "check_journal_chain",
     "check_sqlite",
     "first_line",
     "is_orphaned",
@@ -213,3 +215,21 @@ def check_consolidations(db: Any) -> list[Check]:
         failing = failure is not None and (success is None or failure.started_at > success.started_at)
         checks.append(Check(f"consolidation of {agent_id}", "warn" if failing else "ok", "; ".join(parts)))
     return checks
+
+
+def check_journal_chain(db: Any) -> tuple[Check, ChainReport]:
+    """Walk the journal's hash chain (either backend); a failure names the first broken entry.
+
+    Nothing can repair it: an edited, removed or inserted entry is what the chain exists to show.
+    Entries from before it and the entries after it stay readable; restore from a backup to undo."""
+    with db.reading() as conn:
+        report = journal.verify_chain(conn)
+    if report.ok:
+        detail = f"{report.entries} entries chained"
+        if report.forgotten:
+            detail += f" ({report.forgotten} forgotten: values erased, hashes kept)"
+        return Check("journal chain", "ok", detail), report
+    return Check("journal chain", "fail",
+                 f"broken at entry {report.first_broken}: {report.reason}. The journal was changed outside "
+                 "memory-agent; --repair cannot undo that. Compare with a backup or an export to see what "
+                 "changed"), report

@@ -25,6 +25,7 @@ from typing import Any
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
 from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival.chunks import passage_of
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
@@ -50,12 +51,13 @@ from .errors import (
     MessageNotFoundError,
     NothingToUndoError,
 )
+from .forgetting import ForgetReport, Forgetting, Resummarizer
 from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .sensitivity import DEFAULT_LEVEL, Sensitivity, clearance_of, with_clearance
 from .settings import Settings
-from .store import agent_state, consolidation_log, journal
+from .store import agent_state, consolidation_log, journal, scrub
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
 from .store.database import Database
@@ -125,6 +127,7 @@ class MemoryManager:
         self.recall = RecallMemory(self.db, author=self.current_author)
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,
                                              counter=token_counter)
+        self._summarizer_given = summarizer
         self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
         self._embedding_function = embedding_function
         self._vector_store = vector_store
@@ -758,6 +761,73 @@ class MemoryManager:
         made it), newest first; `author_kind` keeps one kind of author (e.g. "model")."""
         with self.db.reading() as conn:
             return journal.list_entries(conn, agent_id=agent_id, limit=limit, author_kind=author_kind)
+
+    # ----- forgetting for real ---------------------------------------------------------------
+
+    def forget_passage(self, passage_id: str, *, agent_id: str | None = None) -> ForgetReport:
+        """Forget a passage for real: it, the passages it superseded and those holding its text, the
+        journal's values about them, copies of the text elsewhere, vectors, and the freed bytes
+        (see `memory_agent.forgetting`). The journal keeps only that it was forgotten, by whom, when."""
+        target = agent_id or self.agent_id
+        return self._forget(lambda forgetting: forgetting.passage(target, passage_id))
+
+    def forget_message(self, message_id: int, *, agent_id: str | None = None) -> ForgetReport:
+        """Forget a message for real, with its SDK transcript lines and copies; the summaries it
+        reached are written again without it (by the model if one is configured, else the rules,
+        which the report's warnings say)."""
+        target = agent_id or self.agent_id
+        report = self._forget(lambda forgetting: forgetting.message(target, message_id))
+        self.compactor.forget(target)
+        self._fixed_tokens_cache.pop(target, None)
+        return report
+
+    def forget_block(self, label: str, *, agent_id: str | None = None) -> ForgetReport:
+        """Forget a block for real: every version, every agent's attachment, the passages
+        consolidation moved out of it, the journal's values and copies of its text."""
+        target = agent_id or self.agent_id
+        report = self._forget(lambda forgetting: forgetting.block(target, label))
+        self._fixed_tokens_cache.pop(target, None)
+        return report
+
+    def forget_agent(self, agent_id: str) -> ForgetReport:
+        """Forget an agent for real: its messages, summaries, passages, vectors, blocks no other agent
+        holds, session transcripts and the journal's values about it. Forgetting this manager's own
+        agent leaves the manager without one: close it."""
+        report = self._forget(lambda forgetting: forgetting.agent(agent_id))
+        self.compactor.forget(agent_id)
+        self._fixed_tokens_cache.pop(agent_id, None)
+        return report
+
+    def _forget(self, run: Callable[[Forgetting], ForgetReport]) -> ForgetReport:
+        scrub.secure_delete(self.db, True)
+        try:
+            return run(Forgetting(self.db, author=self.current_author, vectors=self._vector_forget,
+                                  rewrite=Resummarizer(self.db, self._forget_summarizer(),
+                                                       self.compaction_settings.clip_chars)))
+        finally:
+            scrub.secure_delete(self.db, False)
+
+    def _forget_summarizer(self) -> Summarizer | None:
+        """The summariser for rewriting summaries: the one given, the model's when configured, else None
+        (the rules)."""
+        if self._summarizer_given is not None:
+            return self._summarizer_given
+        if self.settings.anthropic_api_key or self.settings.anthropic_base_url:
+            return self.compactor.summarizer
+        return None
+
+    def _vector_forget(self) -> Callable[[str, list[str], bool], list[str]] | None:
+        store = self.archival.index.store
+        forget = getattr(store, "forget", None)
+        if callable(forget):
+            return lambda owner, ids, whole: list(forget(owner, ids, whole_agent=whole))
+
+        def plain(owner: str, ids: list[str], whole: bool) -> list[str]:
+            gone = set(ids)
+            stored = store.ids(owner)
+            store.delete(owner, [i for i in stored if whole or passage_of(i) in gone])
+            return []
+        return plain
 
     # ----- consolidation ------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from .store import journal, pg_fulltext
 from .store.database import Database, utc_now
 from .store.dialect import is_postgres
 from .store.fts import fts_query
+from .store.text_copies import replace_text
 from .validation import checked_methods
 
 __all__ = [
@@ -29,6 +30,12 @@ __all__ = [
     "content_text",
     "insert_message_row",
     "insert_summary_row",
+    "messages_between",
+    "purge_message_rows",
+    "redact_text",
+    "rewrite_summary_row",
+    "summaries_from",
+    "summary_rows",
 ]
 
 MessageContent = str | list[dict[str, Any]]
@@ -339,3 +346,63 @@ def insert_summary_row(conn: sqlite3.Connection, agent_id: str, summary: str, *,
          tokens_after, int(is_fallback), created_at),
     )
     return int(cursor.lastrowid or 0)
+
+
+# ----- forgetting (see memory_agent.forgetting): deletes and rewrites, never inserts --------------
+
+
+def purge_message_rows(conn: sqlite3.Connection, agent_id: str, message_ids: Sequence[int]) -> list[StoredMessage]:
+    """Delete these messages of the agent outright (their keyword-index rows follow by trigger);
+    returns what was deleted. Unjournalled: the caller records only that it forgot."""
+    gone = []
+    for message_id in message_ids:
+        row = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
+                           (agent_id, message_id)).fetchone()
+        if row is not None:
+            gone.append(_message_from_row(row))
+            conn.execute("DELETE FROM messages WHERE message_id = ?", (message_id,))
+    return gone
+
+
+def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_id: str | None = None) -> int:
+    """Replace copies of these texts in messages (text and JSON content) and summaries by the mark."""
+    where, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+    return (replace_text(conn, "messages", "text", texts, where=where, params=params)
+            + replace_text(conn, "messages", "content", texts, json_column=True, where=where, params=params)
+            + replace_text(conn, "summaries", "summary", texts, where=where, params=params))
+
+
+def summaries_from(conn: sqlite3.Connection, agent_id: str, message_id: int) -> list[StoredSummary]:
+    """The summaries a message reached: the one that covered it and every later one (each rolling
+    summary is written from the one before, so the message may be repeated in all of them)."""
+    first = conn.execute(
+        "SELECT MIN(summary_id) FROM summaries WHERE agent_id = ? AND first_message_id <= ? AND last_message_id >= ?",
+        (agent_id, message_id, message_id)).fetchone()[0]
+    if first is None:
+        return []
+    rows = conn.execute("SELECT * FROM summaries WHERE agent_id = ? AND summary_id >= ? ORDER BY summary_id",
+                        (agent_id, first)).fetchall()
+    return [_summary_from_row(row) for row in rows]
+
+
+def messages_between(conn: sqlite3.Connection, agent_id: str, first_id: int | None,
+                     last_id: int | None) -> list[StoredMessage]:
+    """The agent's messages with ids in [first_id, last_id], in order (a summary's range)."""
+    if first_id is None or last_id is None:
+        return []
+    rows = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id BETWEEN ? AND ? ORDER BY message_id",
+                        (agent_id, first_id, last_id)).fetchall()
+    return [_message_from_row(row) for row in rows]
+
+
+def summary_rows(conn: sqlite3.Connection, agent_id: str) -> list[StoredSummary]:
+    """Every summary of the agent, oldest first."""
+    rows = conn.execute("SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id", (agent_id,)).fetchall()
+    return [_summary_from_row(row) for row in rows]
+
+
+def rewrite_summary_row(conn: sqlite3.Connection, summary_id: int, summary: str, *, model: str | None,
+                        is_fallback: bool) -> None:
+    """Replace a summary's text in place (forgetting re-summarises without the forgotten message)."""
+    conn.execute("UPDATE summaries SET summary = ?, model = ?, is_fallback = ? WHERE summary_id = ?",
+                 (summary, model, int(is_fallback), summary_id))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -24,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..file_modes import ModeGuard, private_dir
+from .chunks import passage_of
 from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
 
-__all__ = ["ChromaVectorStore", "chroma_where", "collection_name", "release_embedded_store"]
+__all__ = ["ChromaVectorStore", "chroma_where", "collection_name", "release_embedded_store", "scrub_sqlite_file"]
 
 DEFAULT_PREFIX = "archival"
 OVERFETCH = 10
@@ -96,6 +98,41 @@ class ChromaVectorStore:
         with self._lock:
             self._collections.clear()
         return len(names)
+
+    def forget(self, agent_id: str, passage_ids: Sequence[str], *, whole_agent: bool = False) -> list[str]:
+        """Forgetting: remove these passages' vectors so that no byte of them stays; returns warnings.
+
+        A Chroma delete leaves the record in its log (`embeddings_queue`, with its metadata: tags)
+        and the vector in the HNSW files, marked deleted. So the agent's collection is written
+        anew without them (the others' vectors and metadata copied over, nothing re-embedded) and
+        the old one dropped, which removes its log rows and its segment files; then chroma.sqlite3
+        is vacuumed. `whole_agent` drops the collection. A Chroma server is asked the same through
+        its API; what it keeps on its own disk and backups is its operator's (the warning says so).
+        """
+        client = self._connected()
+        name = collection_name(self.prefix, agent_id)
+        existing = self._collection(agent_id, create=False)
+        with self._lock:
+            self._collections.pop(agent_id, None)
+        if existing is not None:
+            kept = {"ids": [], "embeddings": [], "metadatas": []} if whole_agent else _all_records(existing)
+            gone = set(passage_ids)
+            client.delete_collection(name)
+            if self.config.host is None:  # before re-adding: the new rows would reuse the orphans' ids
+                scrub_sqlite_file(self.config.path / "chroma.sqlite3", before=_ORPHAN_ROWS, vacuum=False)
+            if not whole_agent:
+                rows = [(i, e, m) for i, e, m in zip(kept["ids"], kept["embeddings"], kept["metadatas"], strict=True)
+                        if passage_of(i) not in gone]
+                collection = self._collection(agent_id, create=True)
+                assert collection is not None  # create=True makes the collection
+                for chunk in _chunks(rows, self._batch_size):
+                    collection.add(ids=[r[0] for r in chunk], embeddings=[r[1] for r in chunk],
+                                   metadatas=[r[2] for r in chunk])
+        if self.config.host is not None:
+            return [f"the Chroma server at {self.config.host} was asked to delete the vectors; its own disk, "
+                    "write-ahead log and backups are its operator's to clear"]
+        self._keep_private()
+        return scrub_sqlite_file(self.config.path / "chroma.sqlite3")
 
     def close(self) -> None:
         """Release the client, so that an embedded store's directory can be moved (a rebuild)."""
@@ -270,6 +307,58 @@ def _forget_embedded_system(path: Path, *, force: bool = False) -> None:
             system.stop()
         except Exception:  # a system that failed to start may fail to stop; it is dropped either way
             pass
+
+
+def _all_records(collection: Any) -> dict[str, list[Any]]:
+    """Every id, vector and metadata of a collection, page by page."""
+    found: dict[str, list[Any]] = {"ids": [], "embeddings": [], "metadatas": []}
+    offset = 0
+    while True:
+        page = collection.get(include=["embeddings", "metadatas"], limit=_PAGE, offset=offset)
+        if not page["ids"]:
+            return found
+        found["ids"] += list(page["ids"])
+        found["embeddings"] += list(page["embeddings"])
+        found["metadatas"] += list(page["metadatas"])
+        offset += len(page["ids"])
+
+
+_ORPHAN_ROWS = (
+    # Chroma (1.5) drops a collection's embeddings but leaves their array-valued metadata (our
+    # tags) behind, pointing at ids that no longer exist; the other two are checked the same way.
+    "DELETE FROM embedding_metadata_array WHERE id NOT IN (SELECT id FROM embeddings)",
+    "DELETE FROM embedding_metadata WHERE id NOT IN (SELECT id FROM embeddings)",
+)
+
+
+def scrub_sqlite_file(path: Path, before: Sequence[str] = (), *, vacuum: bool = True) -> list[str]:
+    """Rewrite a SQLite file other code owns (Chroma's) so that deleted rows leave no bytes behind:
+    the `before` statements (a table they name that does not exist is skipped), secure_delete,
+    VACUUM, then a WAL checkpoint that truncates the log. Returns warnings."""
+    if not path.is_file():
+        return []
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")
+        for statement in before:
+            try:
+                conn.execute(statement)
+            except sqlite3.OperationalError as error:
+                if "no such table" not in str(error):
+                    raise
+        if not vacuum:
+            return []
+        conn.execute("VACUUM")
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as error:
+        return [f"could not vacuum {path} ({error}); deleted vectors may stay in its free pages until "
+                "Chroma reuses them"]
+    finally:
+        conn.close()
+    if busy and busy[0]:
+        return [f"{path}'s write-ahead log could not be truncated (another process reads it); run the forget "
+                "again when it is idle"]
+    return []
 
 
 def _metadata(record: VectorRecord) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from .passages import Passage, PreparedPassage, passage_from_row
 
 __all__ = [
     "LIFECYCLE_COLUMNS",
+    "agent_rows",
     "agents_with_passages",
     "column_values",
     "delete_row",
@@ -37,6 +38,8 @@ __all__ = [
     "passage_count",
     "pending_count",
     "pending_rows",
+    "purge_rows",
+    "rows_holding",
     "record_access",
     "require_agent",
     "state_counts",
@@ -137,6 +140,33 @@ def delete_row(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Pass
     if passage is not None:
         conn.execute("DELETE FROM passages WHERE passage_id = ?", (passage_id,))
     return passage
+
+
+def purge_rows(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> int:
+    """Forgetting: delete these passages outright, unjournalled (the caller records only that it
+    forgot). Their tags and keyword-index rows follow by cascade and trigger; a passage they
+    superseded that is kept stops pointing at them. Returns how many rows went."""
+    gone = 0
+    for start in range(0, len(passage_ids), 500):
+        chunk = list(passage_ids[start:start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        conn.execute(f"UPDATE passages SET superseded_by = NULL WHERE superseded_by IN ({marks})", chunk)
+        gone += max(conn.execute(f"DELETE FROM passages WHERE passage_id IN ({marks})", chunk).rowcount, 0)
+    return gone
+
+
+def agent_rows(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
+    """Every passage of the agent, superseded and expired ones included, oldest first."""
+    rows = conn.execute("SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_rowid", (agent_id,)).fetchall()
+    return [passage_from_row(row) for row in rows]
+
+
+def rows_holding(conn: sqlite3.Connection, agent_id: str | None, text: str) -> list[Passage]:
+    """Passages (of the agent, or of every agent) whose content contains `text` exactly."""
+    clause, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+    rows = conn.execute(f"SELECT * FROM passages WHERE instr(content, ?) > 0 {clause} ORDER BY passage_rowid",
+                        (text, *params)).fetchall()
+    return [passage_from_row(row) for row in rows]
 
 
 def pending_rows(conn: sqlite3.Connection, agent_id: str | None, limit: int) -> list[Passage]:

@@ -117,12 +117,54 @@ def _print_passage(passage: Passage, indent: str = "    ") -> None:
 
 @click.command()
 @shared_options
-@click.argument("passage_id")
-def forget(passage_id: str) -> None:
-    """Delete a passage from archival memory (journalled with its content)."""
+@click.argument("passage_id", required=False)
+@click.option("--purge", is_flag=True,
+              help="Forget for real: the item, its linked memories, the journal's values about it, copies of its "
+                   "text, vectors, and the freed bytes of the files. The journal keeps only that it was forgotten.")
+@click.option("--message", "message_id", type=int, metavar="ID", help="With --purge: forget this message.")
+@click.option("--block", "label", metavar="LABEL", help="With --purge: forget this block and all its versions.")
+@click.option("--whole-agent", "whole_agent", metavar="AGENT_ID",
+              help="With --purge: forget this agent and everything held under its id.")
+@click.option("--yes", "-y", is_flag=True, help="With --purge: do not ask for confirmation.")
+def forget(passage_id: str | None, purge: bool, message_id: int | None, label: str | None,
+           whole_agent: str | None, yes: bool) -> None:
+    """Delete passage PASSAGE_ID (journalled with its content), or with --purge forget it (or a
+    --message, a --block, a --whole-agent) for real."""
+    chosen = [(kind, value) for kind, value in (("passage", passage_id), ("message", message_id),
+                                                ("block", label), ("agent", whole_agent)) if value is not None]
+    if len(chosen) != 1:
+        raise click.UsageError("Name exactly one thing to forget: PASSAGE_ID, --message ID, --block LABEL or "
+                               "--whole-agent AGENT_ID.")
+    kind, value = chosen[0]
+    if not purge:
+        if kind != "passage":
+            raise click.UsageError(f"A {kind} can only be forgotten for real: add --purge.")
+        with open_memory() as memory:
+            memory.archival_memory_delete(str(value))
+        emit({"deleted": value}, lambda: say(f"Forgot {value}"))
+        return
+    if not yes:
+        click.confirm(f"Forget {kind} '{value}' for real? Nothing of it can be restored afterwards.",
+                      abort=True, err=True)
     with open_memory() as memory:
-        memory.archival_memory_delete(passage_id)
-    emit({"deleted": passage_id}, lambda: say(f"Forgot {passage_id}"))
+        if kind == "passage":
+            report = memory.forget_passage(str(value))
+        elif kind == "message":
+            report = memory.forget_message(int(str(value)))
+        elif kind == "block":
+            report = memory.forget_block(str(value))
+        else:
+            report = memory.forget_agent(str(value))
+
+    def render() -> None:
+        say(f"Forgot {kind} '{value}' for real in {report.seconds:.2f} s: {report.passages} passage(s), "
+            f"{report.messages} message(s), {report.blocks} block(s) with {report.block_versions} version(s), "
+            f"{report.journal_entries_redacted} journal entr(ies) redacted, {report.copies_redacted} copies "
+            f"replaced, {report.session_rows} session row(s), {report.summaries_rewritten} summar(ies) rewritten.")
+        for warning in report.warnings:
+            say(f"warning: {warning}", style="yellow")
+
+    emit(report, render)
 
 
 @click.command("passage-sensitivity")

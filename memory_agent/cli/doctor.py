@@ -16,6 +16,7 @@ from ..archival.rebuild import move_aside, rebuild_vectors, reembed_truncated
 from ..archival.reconcile import Progress as ProgressCallback
 from ..settings import Settings
 from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
+from ..store.journal_chain import ChainReport
 from ..store.pg_schema import PG_SCHEMA_VERSION
 from ..store.postgres import PostgresDatabase
 from .app import load_settings, shared_options, state
@@ -43,9 +44,10 @@ def doctor(repair: bool, full: bool) -> None:
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
     modes = health.check_file_modes(directory, repair)  # first: opening Chroma below tightens its files
+    chain: list[ChainReport] = []
     if settings.database_url:
-        checks = _postgres_checks(directory, settings, repair, full) + modes
-        _report(directory, checks)
+        checks = _postgres_checks(directory, settings, repair, full, chain) + modes
+        _report(directory, checks, chain)
         if not all(check.ok for check in checks):
             click.get_current_context().exit(1)
         return
@@ -58,16 +60,24 @@ def doctor(repair: bool, full: bool) -> None:
     if all(check.ok for check in checks):
         with admin.open_database(directory) as db:
             checks += _fts_checks(db, repair)
+            checks += _chain_check(db, chain)
             checks += health.check_consolidations(db)
             if admin.list_agent_info(db):
                 checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
     checks += modes
-    _report(directory, checks)
+    _report(directory, checks, chain)
     if not all(check.ok for check in checks):
         click.get_current_context().exit(1)
 
 
-def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bool) -> list[health.Check]:
+def _chain_check(db: object, chain: list[ChainReport]) -> list[health.Check]:
+    check, report = health.check_journal_chain(db)
+    chain.append(report)
+    return [check]
+
+
+def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bool,
+                     chain: list[ChainReport]) -> list[health.Check]:
     """The server, its schema, indexes and references (see `pg_health`), then the vector store."""
     url = str(settings.database_url)
     checks, version = pg_health.check_server(url)
@@ -79,6 +89,7 @@ def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bo
         if version is not None and version < PG_SCHEMA_VERSION:
             checks[-1] = health.Check("schema version", "ok", f"migrated from version {version} to {PG_SCHEMA_VERSION}")
         checks += pg_health.examine(store, repair=repair, full=full)
+        checks += _chain_check(db, chain)
         checks += health.check_consolidations(db)
         if admin.list_agent_info(db):
             checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
@@ -142,7 +153,7 @@ def _progress_bar() -> Iterator[ProgressCallback]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
-def _report(directory: Path, checks: list[health.Check]) -> None:
+def _report(directory: Path, checks: list[health.Check], chain: list[ChainReport]) -> None:
     failed = [c for c in checks if not c.ok]
 
     def render() -> None:
@@ -151,4 +162,8 @@ def _report(directory: Path, checks: list[health.Check]) -> None:
         say("All checks passed." if not failed else f"{len(failed)} check(s) failed.",
             style="green" if not failed else "red")
 
-    emit({"storage_dir": directory, "ok": not failed, "checks": checks}, render)
+    found: dict[str, object] = {"storage_dir": directory, "ok": not failed, "checks": checks}
+    if chain:
+        found["journal_chain"] = {"ok": chain[0].ok, "entries": chain[0].entries, "forgotten": chain[0].forgotten,
+                                  "first_broken_entry": chain[0].first_broken, "reason": chain[0].reason or None}
+    emit(found, render)

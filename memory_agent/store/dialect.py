@@ -9,6 +9,7 @@ differences they use, each in one place:
 - an `INSERT` into a table with a generated key gets `RETURNING <key>`, which is how the
   connection adapter answers `cursor.lastrowid` (PostgreSQL has no last-insert-rowid);
 - `length(CAST(x AS BLOB))` (a text's size in UTF-8 bytes) becomes `octet_length(x)`;
+- `instr(haystack, needle)` (where a text occurs, 0 if not) becomes `strpos(haystack, needle)`;
 - a bare `BEGIN` (a consistent multi-table read, e.g. an export) becomes a REPEATABLE READ
   transaction, which is what SQLite's deferred BEGIN gives: one snapshot for every statement.
 
@@ -37,6 +38,7 @@ GENERATED_KEYS: dict[str, str] = {
 
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+IGNORE\s+)?INTO\s+(\w+)", re.IGNORECASE)
 _BYTE_LENGTH = re.compile(r"length\(CAST\(([\w.]+) AS BLOB\)\)", re.IGNORECASE)
+_INSTR = re.compile(r"\binstr\(", re.IGNORECASE)
 _BARE_BEGIN = re.compile(r"^\s*BEGIN\s*;?\s*$", re.IGNORECASE)
 
 
@@ -51,6 +53,7 @@ def translate(sql: str) -> tuple[str, str | None]:
     if _BARE_BEGIN.match(sql):
         return "BEGIN ISOLATION LEVEL REPEATABLE READ", None
     text = _BYTE_LENGTH.sub(r"octet_length(\1)", sql.replace("%", "%%").replace("?", "%s"))
+    text = _INSTR.sub("strpos(", text)
     returning: str | None = None
     insert = _INSERT.match(text)
     if insert is not None:

@@ -4,20 +4,29 @@ Writers call `record` inside the same transaction as the change itself, so a cha
 journal entry are committed together or not at all. Each entry names its author (who acted,
 `memory_agent.authors`): the one given, else the one of the innermost `acting_as`; entries
 written before authors were recorded have none.
+
+Each entry is hash-chained to the one before (`store.journal_chain`), computed here, the one
+writer. The only change the database lets through afterwards is `redact`: forgetting erases an
+entry's label, values, detail and salt and marks it forgotten, keeping what the chain covers.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..authors import AUTHOR_KINDS, Author, acting_author
 from ..errors import ConfigurationError
+from .dialect import is_postgres
+from .journal_chain import ChainReport, chain_hash, content_digest, new_salt, verify
 
-__all__ = ["JournalEntry", "list_entries", "record"]
+__all__ = ["JournalEntry", "entries_about", "list_entries", "record", "redact", "verify_chain"]
+
+CHAIN_LOCK_KEY = 0x6A6F75726E616C  # "journal": PostgreSQL appends to the chain one at a time
+REDACTED_DETAIL = "{}"
 
 
 @dataclass(frozen=True)
@@ -57,23 +66,87 @@ def record(
 ) -> None:
     """Append one entry; `author` defaults to the current `acting_as` author (None: no author)."""
     who = author if author is not None else acting_author()
+    kind, name = (who.kind, who.name) if who else (None, None)
+    detail_text = json.dumps(dict(detail or {}), ensure_ascii=False)
+    entry_id, previous = _next_link(conn)
+    salt = new_salt()
+    digest = content_digest(salt, label, old_value, new_value, detail_text)
+    own = chain_hash(previous, entry_id, agent_id, action, target_type, target_id, kind, name, created_at, digest)
     conn.execute(
-        "INSERT INTO journal (agent_id, action, target_type, target_id, label, old_value,"
-        " new_value, detail, created_at, author_kind, author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            agent_id,
-            action,
-            target_type,
-            target_id,
-            label,
-            old_value,
-            new_value,
-            json.dumps(dict(detail or {}), ensure_ascii=False),
-            created_at,
-            who.kind if who else None,
-            who.name if who else None,
-        ),
+        "INSERT INTO journal (entry_id, agent_id, action, target_type, target_id, label, old_value,"
+        " new_value, detail, created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail_text,
+         created_at, kind, name, salt, digest, previous, own),
     )
+
+
+def _next_link(conn: sqlite3.Connection) -> tuple[int, str | None]:
+    """The id the next entry gets and the hash it links to.
+
+    Both come from inside the write transaction: SQLite's write lock, and on PostgreSQL the chain's
+    own advisory lock (besides the store's write lock), keep two writers from linking to the same
+    entry, so the chain never forks. Ids are taken, not left to the database, because the hash
+    covers the id."""
+    if is_postgres(conn):
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (CHAIN_LOCK_KEY,))
+        entry_id = int(conn.execute("SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))").fetchone()[0])
+    else:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+        highest = conn.execute("SELECT COALESCE(MAX(entry_id), 0) FROM journal").fetchone()[0]
+        entry_id = max(int(row[0]) if row else 0, int(highest)) + 1
+    last = conn.execute("SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1").fetchone()
+    return entry_id, (last[0] if last else None)
+
+
+def redact(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> int:
+    """Erase these entries' label, values, detail and salt and mark them forgotten (forgetting only).
+
+    The database's trigger refuses every other UPDATE of the journal; this is the one it allows.
+    Entries already forgotten are left as they are. Returns how many were redacted now."""
+    done = 0
+    for chunk in _chunks(sorted(set(entry_ids)), 500):
+        marks = ", ".join("?" for _ in chunk)
+        cursor = conn.execute(
+            "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = ?, salt = NULL,"
+            f" forgotten = 1 WHERE forgotten = 0 AND entry_id IN ({marks})", (REDACTED_DETAIL, *chunk))
+        done += max(cursor.rowcount, 0)
+    return done
+
+
+def entries_about(conn: sqlite3.Connection, *, targets: Sequence[tuple[str, str]] = (),
+                  agent_id: str | None = None, texts: Sequence[str] = ()) -> set[int]:
+    """Ids of entries not yet forgotten that are about any (target_type, target_id), belong to
+    `agent_id`, or hold any of `texts` in their label, values or detail (the detail as stored JSON,
+    so a text is also looked for in its JSON-escaped form)."""
+    found: set[int] = set()
+    for target_type, target_id in targets:
+        found.update(int(r[0]) for r in conn.execute(
+            "SELECT entry_id FROM journal WHERE forgotten = 0 AND target_type = ? AND target_id = ?",
+            (target_type, target_id)))
+    if agent_id is not None:
+        found.update(int(r[0]) for r in conn.execute(
+            "SELECT entry_id FROM journal WHERE forgotten = 0 AND agent_id = ?", (agent_id,)))
+    for text in texts:
+        for form in {text, json.dumps(text, ensure_ascii=False)[1:-1]}:
+            found.update(int(r[0]) for r in conn.execute(
+                "SELECT entry_id FROM journal WHERE forgotten = 0 AND (instr(old_value, ?) > 0"
+                " OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0)",
+                (form, form, form, form)))
+    return found
+
+
+def verify_chain(conn: sqlite3.Connection) -> ChainReport:
+    """Walk the whole journal in entry order (see `journal_chain.verify`)."""
+    rows = conn.execute(
+        "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
+        " created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash, forgotten"
+        " FROM journal ORDER BY entry_id")
+    return verify(rows)
+
+
+def _chunks(items: Sequence[int], size: int) -> list[Sequence[int]]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 def list_entries(

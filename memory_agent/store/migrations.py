@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..errors import StorageError
 from . import passage_fts
+from .journal_chain import chain_hash, content_digest, new_salt
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "run_script", "schema_version"]
 
@@ -384,6 +385,52 @@ def m010_issue26_sensitivity(conn: sqlite3.Connection) -> None:
         if "sensitivity" not in columns:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN sensitivity TEXT NOT NULL DEFAULT 'private'"
                          " CHECK (sensitivity IN ('public', 'private', 'secret'))")
+_JOURNAL_ONLY_REDACTION = """
+        CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
+        WHEN NOT (old.forgotten = 0 AND new.forgotten = 1 AND new.label IS NULL AND new.old_value IS NULL
+            AND new.new_value IS NULL AND new.detail = '{}' AND new.salt IS NULL
+            AND new.entry_id = old.entry_id AND new.agent_id IS old.agent_id AND new.action = old.action
+            AND new.target_type = old.target_type AND new.target_id IS old.target_id
+            AND new.created_at = old.created_at AND new.author_kind IS old.author_kind AND new.author IS old.author
+            AND new.content_digest IS old.content_digest AND new.prev_hash IS old.prev_hash
+            AND new.entry_hash IS old.entry_hash)
+        BEGIN
+            SELECT RAISE(ABORT, 'the journal is append-only');
+        END;
+"""
+
+
+@_migration
+def m011_issue26_journal_chain(conn: sqlite3.Connection) -> None:
+    """Tamper evidence and forgetting (issue 26): each journal entry gets a random salt, a digest of
+    its values, the hash of the entry before and its own hash (`store.journal_chain`), and a
+    `forgotten` mark. Entries written before are chained now, in entry order. The append-only
+    trigger is replaced by one that still refuses every UPDATE except forgetting's: the label,
+    values, detail and salt erased, the row marked forgotten, everything the chain covers unchanged."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE journal ADD COLUMN salt TEXT;
+        ALTER TABLE journal ADD COLUMN content_digest TEXT;
+        ALTER TABLE journal ADD COLUMN prev_hash TEXT;
+        ALTER TABLE journal ADD COLUMN entry_hash TEXT;
+        ALTER TABLE journal ADD COLUMN forgotten INTEGER NOT NULL DEFAULT 0 CHECK (forgotten IN (0, 1));
+        DROP TRIGGER journal_no_update;
+        """
+    )
+    previous: str | None = None
+    rows = conn.execute(
+        "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
+        " created_at, author_kind, author FROM journal ORDER BY entry_id").fetchall()
+    for row in rows:
+        salt = new_salt()
+        digest = content_digest(salt, row[5], row[6], row[7], row[8])
+        own = chain_hash(previous, row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[9], digest)
+        conn.execute("UPDATE journal SET salt = ?, content_digest = ?, prev_hash = ?, entry_hash = ?"
+                     " WHERE entry_id = ?", (salt, digest, previous, own, row[0]))
+        previous = own
+    run_script(conn, _JOURNAL_ONLY_REDACTION)
+
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

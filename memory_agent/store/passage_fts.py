@@ -31,6 +31,7 @@ __all__ = [
     "drop_agent_index",
     "ensure_agent_index",
     "index_rows",
+    "optimize_all",
 ]
 
 REGISTRY_TABLE = "passage_fts_tables"
@@ -110,3 +111,16 @@ def _drop(conn: sqlite3.Connection, fts_id: int) -> None:
     conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(f"DROP VIEW IF EXISTS {view}")
+
+
+def optimize_all(conn: sqlite3.Connection) -> None:
+    """Merge every FTS5 index (messages' and each agent's passages') into one segment.
+
+    Forgetting needs it: an FTS5 'delete' only adds a tombstone, and the deleted row's words stay in
+    the older segment pages until a merge rewrites them; 'optimize' rewrites all of them now, and
+    the VACUUM that follows drops the freed pages. Nothing to do on PostgreSQL (a GIN index over a
+    generated column: VACUUM FULL rebuilds it)."""
+    if is_postgres(conn):
+        return
+    for table in ("messages_fts", *all_fts_tables(conn)):
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .journal_chain import chain_hash, content_digest, new_salt
+
 __all__ = ["PG_MIGRATIONS", "PG_SCHEMA_VERSION", "VERSION_TABLE"]
 
 VERSION_TABLE = "memory_agent_schema"
@@ -350,5 +352,54 @@ def p008_sensitivity(cursor: Any) -> None:
             CHECK (sensitivity IN ('public', 'private', 'secret'));
         """
     )
+
+@_migration
+def p009_issue26_journal_chain(cursor: Any) -> None:
+    """SQLite's m010: the journal's hash chain (salt, digest, previous and own hash, a forgotten mark),
+    existing entries chained in order, and an append-only rule that lets through forgetting's UPDATE
+    only (values, detail and salt erased, the row marked forgotten, what the chain covers unchanged)."""
+    cursor.execute(
+        """
+        ALTER TABLE journal ADD COLUMN salt TEXT COLLATE "C";
+        ALTER TABLE journal ADD COLUMN content_digest TEXT COLLATE "C";
+        ALTER TABLE journal ADD COLUMN prev_hash TEXT COLLATE "C";
+        ALTER TABLE journal ADD COLUMN entry_hash TEXT COLLATE "C";
+        ALTER TABLE journal ADD COLUMN forgotten INTEGER NOT NULL DEFAULT 0 CHECK (forgotten IN (0, 1));
+        ALTER TABLE journal DISABLE TRIGGER journal_no_update;
+        """
+    )
+    cursor.execute(
+        "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
+        " created_at, author_kind, author FROM journal ORDER BY entry_id")
+    rows = [tuple(row) for row in cursor.fetchall()]
+    previous: str | None = None
+    for row in rows:
+        salt = new_salt()
+        digest = content_digest(salt, row[5], row[6], row[7], row[8])
+        own = chain_hash(previous, row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[9], digest)
+        cursor.execute("UPDATE journal SET salt = %s, content_digest = %s, prev_hash = %s, entry_hash = %s"
+                       " WHERE entry_id = %s", (salt, digest, previous, own, row[0]))
+        previous = own
+    cursor.execute(
+        """
+        ALTER TABLE journal ENABLE TRIGGER journal_no_update;
+        CREATE OR REPLACE FUNCTION journal_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'UPDATE' AND OLD.forgotten = 0 AND NEW.forgotten = 1 AND NEW.label IS NULL
+                AND NEW.old_value IS NULL AND NEW.new_value IS NULL AND NEW.detail = '{}' AND NEW.salt IS NULL
+                AND (NEW.entry_id, NEW.agent_id, NEW.action, NEW.target_type, NEW.target_id, NEW.created_at,
+                     NEW.author_kind, NEW.author, NEW.content_digest, NEW.prev_hash, NEW.entry_hash)
+                    IS NOT DISTINCT FROM
+                    (OLD.entry_id, OLD.agent_id, OLD.action, OLD.target_type, OLD.target_id, OLD.created_at,
+                     OLD.author_kind, OLD.author, OLD.content_digest, OLD.prev_hash, OLD.entry_hash)
+            THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'the journal is append-only';
+        END;
+        $$;
+        """
+    )
+
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memory_agent.store",),
     ("memory_agent.core_memory", "memory_agent.recall", "memory_agent.archival", "memory_agent.compactor",
      "memory_agent.health", "memory_agent.pg_health"),
-    ("memory_agent.consolidation",),
+    ("memory_agent.consolidation", "memory_agent.forgetting"),
     ("memory_agent.manager", "memory_agent.admin"),
     ("memory_agent.tools", "memory_agent.anthropic_memory", "memory_agent.sdk_seams"),
     ("memory_agent.agent", "memory_agent.session_store", "memory_agent.college", "memory_agent.portability"),

@@ -140,7 +140,8 @@ def test_public_names_are_pinned() -> None:
         "BlockExistsError", "BlockLimitExceededError", "BlockNotAttachedError", "BlockNotFoundError",
         "BlockVersion", "CollegeSession", "CompactionOutcome", "CompactionSettings", "ConfigurationError",
         "ConsolidationError", "ConsolidationReport", "ConsolidationSchedule", "ConsolidationSession",
-        "Consolidator", "ContentNotFoundError", "ImportFormatError", "InvalidLabelError", "JournalEntry",
+        "Consolidator", "ContentNotFoundError", "ForgetReport", "ImportFormatError", "InvalidLabelError",
+        "JournalEntry",
         "LabelConflictError",
         "MemoryAgentError", "MemoryAwareAgent", "MemoryManager", "MemoryToolError", "MessageNotFoundError",
         "ModelAuthenticationError", "ModelConsolidator", "NewPassage", "NothingToUndoError", "Passage",
@@ -187,7 +188,7 @@ def test_a_message_is_found_by_its_id_for_its_own_agent_only(tmp_path: Path) -> 
 def test_every_public_method_has_a_docstring_and_agent_id_is_keyword_only() -> None:
     """`agent_id=` chooses which agent acts and is keyword-only; where the agent is the subject of
     the call (attach, detach, ensure, another agent's block) it is the first positional argument."""
-    subject_first = {"attach_block", "detach_block", "ensure_agent", "get_agent_block"}
+    subject_first = {"attach_block", "detach_block", "ensure_agent", "get_agent_block", "forget_agent"}
     for name, member in inspect.getmembers(MemoryManager):
         if name.startswith("_"):
             continue

@@ -31,6 +31,7 @@ SHIPPED_SQLITE = (
     ("m008_issue22_consolidation_sessions", "8d4d816b6ba953e8"),
     ("m009_issue25_whole_passage_vectors", "846caac9b7eeae93"),
     ("m010_issue26_sensitivity", "e70a4b56d5f75f51"),
+    ("m011_issue26_journal_chain", "199f6863742a6727"),
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
@@ -41,6 +42,7 @@ SHIPPED_POSTGRES = (
     ("p006_issue22_consolidation_sessions", "4a3b8d7f0d52a3b2"),
     ("p007_whole_passage_vectors", "e24293462839a2ff"),
     ("p008_sensitivity", "51cbf585d962141f"),
+    ("p009_issue26_journal_chain", "2ca86bd7fe2fd624"),
 )
 
 

@@ -1,0 +1,216 @@
+"""Forget for real (issue 26, item 2): after a forget, no byte of the item is left in the store's files.
+
+The grep tests read every file under the storage dir as bytes (memory.db, its -wal and -shm, the
+whole chroma dir) and, on PostgreSQL, the database's data files under the cluster's base/ after a
+CHECKPOINT, and count a unique marker. Their only input is a mapping of settings
+(`STORE_VARIANTS`): a variant of the store (an encrypted SQLite file, say) is one more entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from backends import backend_environ
+
+from compaction import CompactionSettings
+from memory_agent import MemoryManager, Settings
+from memory_agent.session_store import SQLiteSessionStore
+from memory_agent.store import journal
+from memory_agent.testing import ScriptedMessagesServer, text_response
+
+pytestmark = pytest.mark.usefixtures("backend")
+
+STORE_VARIANTS: dict[str, Mapping[str, str]] = {"plain": {}}
+"""Settings added to every grep test's store, by name."""
+
+FAST_RETRIES = {"retry_initial_wait": 0.01, "retry_max_wait": 0.02, "max_attempts": 1}
+
+
+@pytest.fixture(params=sorted(STORE_VARIANTS))
+def variant(request: pytest.FixtureRequest) -> Mapping[str, str]:
+    return STORE_VARIANTS[request.param]
+
+
+@pytest.fixture
+def marker() -> str:
+    return "ZQX" + uuid.uuid4().hex.upper()
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedMessagesServer]:
+    with ScriptedMessagesServer() as running:
+        yield running
+
+
+def _settings(tmp_path: Path, variant: Mapping[str, str], **extra: str) -> Settings:
+    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"), **variant, **extra}),
+                             env_file=None)
+
+
+def _manager(settings: Settings, agent_id: str = "agent-a") -> MemoryManager:
+    return MemoryManager(agent_id=agent_id, settings=settings,
+                         compaction_settings=CompactionSettings(**FAST_RETRIES))  # type: ignore[arg-type]  # floats and ints by name
+
+
+def count_marker(settings: Settings, marker: str, request: pytest.FixtureRequest) -> dict[str, int]:
+    """Where the marker's bytes are: every file of the storage dir, and on PostgreSQL the database's
+    own data files after a CHECKPOINT (the WAL is the server operator's, see the docs)."""
+    needle = marker.encode()
+    found: dict[str, int] = {}
+    roots = [settings.persist_directory]
+    if settings.database_url:
+        import psycopg
+
+        with psycopg.connect(str(settings.database_url), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+            oid = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
+        roots.append(request.getfixturevalue("postgres_cluster").data / "base" / str(oid))
+    for root in roots:
+        for path in Path(root).rglob("*"):
+            if path.is_file():
+                hits = path.read_bytes().count(needle)
+                if hits:
+                    found[str(path)] = hits
+    return found
+
+
+def _chain_ok(memory: MemoryManager) -> journal.ChainReport:
+    with memory.database.reading() as conn:
+        return journal.verify_chain(conn)
+
+
+def _mirror(settings: Settings, session_id: str, lines: list[dict[str, Any]]) -> None:
+    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url) as store:
+        asyncio.run(store.append({"project_key": "p", "session_id": session_id}, lines))  # type: ignore[typeddict-item]  # a minimal key
+
+
+def test_a_forgotten_passage_leaves_no_byte(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                           request: pytest.FixtureRequest) -> None:
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings)
+    older = memory.archival_memory_insert(f"First note: the door code is {marker}-1", tags=[f"{marker}tag"])
+    target = memory.archival_memory_insert(f"The door code is {marker}", tags=[f"{marker}tag"], importance=0.9)
+    memory.supersede_passage(older, target)  # its chain: the older version goes with it
+    merged = memory.archival_memory_insert(f"Facts: The door code is {marker}; the cat is grey")  # holds its text
+    kept = memory.archival_memory_insert("The garden gate is painted green")
+    memory.store_message("assistant", f"I stored: The door code is {marker}")  # a copy in the conversation
+    memory.core_memory_append("human", f"The door code is {marker}")  # and in a block, with versions
+    memory.core_memory_append("human", "Prefers tea")
+    assert memory.archival_memory_search(marker, mode="hybrid")
+    if not variant:  # the plain store shows the marker's bytes before: the grep can see it
+        assert count_marker(settings, marker, request)
+
+    report = memory.forget_passage(target)
+
+    assert report.passages == 3 and report.journal_entries_redacted >= 3 and report.copies_redacted >= 2
+    assert memory.archival_memory_get(older) is None and memory.archival_memory_get(merged) is None
+    assert memory.archival_memory_get(kept) is not None
+    assert _chain_ok(memory).ok
+    forget_entry = memory.journal(limit=1)[0]
+    assert (forget_entry.action, forget_entry.target_type, forget_entry.target_id) == ("forget", "passage", target)
+    assert forget_entry.old_value is None and forget_entry.new_value is None and marker not in str(forget_entry)
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+
+
+def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_the_model(
+        tmp_path: Path, variant: Mapping[str, str], marker: str, server: ScriptedMessagesServer,
+        request: pytest.FixtureRequest) -> None:
+    settings = _settings(tmp_path, variant, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="k")
+    memory = _manager(settings)
+    sdk_uuid = str(uuid.uuid4())
+    for number in range(12):
+        memory.store_message("user", f"Ordinary message number {number} about the weekly plan")
+        if number == 3:
+            memory.store_message("user", f"My passport number is {marker}", session_id="s1", sdk_uuid=sdk_uuid)
+    long_prompt = f"My passport number is {marker}. " + "and some long context " * 40  # the sidecar clips it
+    _mirror(settings, "s1", [{"type": "user", "uuid": sdk_uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+                              "message": {"role": "user", "content": long_prompt}},
+                             {"type": "user", "uuid": str(uuid.uuid4()), "sessionId": "s1",
+                              "message": {"role": "user", "content": "A later, ordinary prompt"}}])
+    server.enqueue(text_response(f"The user shared a passport number, {marker}, and a weekly plan."), model="haiku")
+    assert memory.compact_history().status == "compacted"
+    assert marker in (memory.get_summary() or "")
+    target = next(m for m in memory.all_messages() if marker in m.text)
+    server.enqueue(text_response("The user discussed a weekly plan."), model="haiku")
+
+    report = memory.forget_message(target.message_id)
+
+    assert report.messages == 1 and report.summaries_rewritten == 1 and report.summariser == "model"
+    assert memory.get_summary() == "The user discussed a weekly plan."
+    request_text = str(server.message_requests(model="haiku")[-1].messages)
+    assert marker not in request_text and "Ordinary message number 2" in request_text
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+
+
+def test_without_a_model_the_rules_rewrite_the_summary_and_say_so(
+        tmp_path: Path, variant: Mapping[str, str], marker: str, server: ScriptedMessagesServer,
+        request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture) -> None:
+    with_model = _settings(tmp_path, variant, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="k")
+    memory = _manager(with_model)
+    for number in range(10):
+        memory.store_message("user", f"Plain message {number}" if number != 2 else f"Secret {marker} here")
+    server.enqueue(text_response(f"Summary mentioning {marker}."), model="haiku")
+    assert memory.compact_history().status == "compacted"
+    memory.close()
+    memory = _manager(_settings(tmp_path, variant))  # no model configured now
+    target = next(m for m in memory.all_messages() if marker in m.text)
+
+    report = memory.forget_message(target.message_id)
+
+    assert report.summariser == "rules" and any("no model is configured" in w for w in report.warnings)
+    assert "no model is configured" in caplog.text
+    record = memory.get_summary_record()
+    assert record is not None and record.is_fallback and marker not in record.summary
+    assert "Plain message 1" in record.summary
+    memory.close()
+    assert count_marker(_settings(tmp_path, variant), marker, request) == {}
+
+
+def test_a_forgotten_block_leaves_no_byte(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                         request: pytest.FixtureRequest) -> None:
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings)
+    memory.create_block("medical", f"Allergy: {marker}")
+    memory.core_memory_append("medical", "Blood type O")
+    memory.core_memory_replace("medical", "Blood type O", "Blood type A")
+    memory.store_message("assistant", f"The block now reads: Allergy: {marker}")
+    memory.core_memory_append("human", "Likes hiking")
+
+    report = memory.forget_block("medical")
+
+    assert report.blocks == 1 and report.block_versions >= 3
+    assert "medical" not in [b.label for b in memory.list_blocks()]
+    assert "Likes hiking" in memory.get_block("human").value
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+
+
+def test_a_forgotten_agent_leaves_no_byte(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                         request: pytest.FixtureRequest) -> None:
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings, "keeper")
+    memory.ensure_agent("leaver")
+    memory.archival_memory_insert(f"Leaver's passage {marker}", agent_id="leaver")
+    memory.store_message("user", f"Leaver said {marker}", agent_id="leaver", session_id="s-leaver")
+    memory.core_memory_append("human", f"Leaver fact {marker}", agent_id="leaver")
+    memory.archival_memory_insert("Keeper's own passage about sailing")
+    _mirror(settings, "s-leaver", [{"type": "user", "uuid": str(uuid.uuid4()), "message": f"{marker}"}])
+
+    report = memory.forget_agent("leaver")
+
+    assert report.passages == 1 and report.messages == 1 and report.session_rows == 1
+    assert "leaver" not in memory.list_agents()
+    assert [h.passage.content for h in memory.archival_memory_search("sailing", mode="hybrid")] == [
+        "Keeper's own passage about sailing"]
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
