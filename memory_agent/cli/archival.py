@@ -40,7 +40,7 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
 @click.option("--tag", "tags", multiple=True, help="A tag for the passage (repeat for several).")
 def remember(text: str, tags: tuple[str, ...]) -> None:
     """Store TEXT in archival memory; prints the passage id."""
-    with open_memory() as memory:
+    with open_memory(create=True) as memory:
         passage_id = memory.archival_memory_insert(text, tags=list(tags) or None)
         stored = memory.archival_memory_get(passage_id)
         # A failed embedding leaves the passage pending by design; the person typing should hear why.
