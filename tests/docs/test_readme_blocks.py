@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from memory_agent import MemoryManager, Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES_RUN_TOO = [ROOT / "docs" / "testing-offline.md"]
@@ -120,3 +122,11 @@ def test_the_shell_blocks_run_in_order_on_a_fresh_storage_dir(tmp_path: Path) ->
     assert ran >= 8
     assert (tmp_path / "storage" / "memory.db").is_file()
     assert (work / "ada.json").is_file()  # `export -o ada.json` wrote where the reader stands
+    # The demo ran first, yet the reader's commands made an agent of their own: the demo's
+    # memories and the reader's never mix (the demo's agent is never the default).
+    settings = Settings.from_env({"PERSIST_DIRECTORY": str(tmp_path / "storage")}, env_file=None)
+    with MemoryManager(settings=settings) as memory:
+        assert memory.agent_id != "offline-demo"
+        assert "Sails a blue sloop" in memory.get_block("human").value
+        demo_human = memory.get_block("human", agent_id="offline-demo").value
+    assert "Sails a blue sloop" not in demo_human and "offline demo" in demo_human
