@@ -80,7 +80,8 @@ def open_database(storage_dir: Path, *, create: bool = False, database_url: str 
     check_not_orphaned(path)
     if not create and not path.is_file():
         raise StorageError(
-            f"No memory-agent storage at {storage_dir}. Run 'memory-agent init' first, "
+            f"No memory-agent storage at {storage_dir}. Create it with 'memory-agent init' (or start with "
+            "'memory-agent chat' or a command that adds memory, such as 'blocks set' or 'remember'), "
             "or point --storage-dir (PERSIST_DIRECTORY) at an existing storage dir."
         )
     return Database(path)
