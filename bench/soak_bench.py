@@ -92,4 +92,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+
+    run_recorded(lambda: asyncio.run(main()), __file__)

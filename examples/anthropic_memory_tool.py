@@ -4,7 +4,8 @@
     python examples/anthropic_memory_tool.py --offline   # a scripted local model, no network
 
 The tool runner gets the native `memory_20250818` tool; the files it writes under /memories are
-blocks in memory.db (PERSIST_DIRECTORY): journalled, with history and undo, shared with the
+blocks in memory.db (PERSIST_DIRECTORY, default ~/.memory_agent), as the agent
+'anthropic-memory-tool' (AGENT_ID to choose another): journalled, with history and undo, shared with the
 other agents of the storage dir that have them attached. Run it twice: the second run finds the
 file the first one wrote.
 """
@@ -70,7 +71,9 @@ def main() -> int:
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
     settings = Settings.from_env(env_file=".env")
-    with MemoryManager(settings=settings) as memory:
+    # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never mix.
+    with MemoryManager(agent_id=settings.agent_id or "anthropic-memory-tool", settings=settings) as memory:
+        print(f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)")
         if args.offline:
             with scripted_model() as client:
                 converse(client, memory)

@@ -55,7 +55,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
-    with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
+    settings = Settings.from_env(env_file=".env")
+    # Its own agent (unless AGENT_ID names one), so its memories never mix with the offline demo's.
+    with MemoryManager(agent_id=settings.agent_id or "quickstart", settings=settings) as memory:
         print(f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)")
         try:
             if args.offline:

@@ -2,8 +2,9 @@
 
 Reads one message per line from standard input and answers each; memory, the conversation and
 its summaries persist in the storage dir (PERSIST_DIRECTORY, default ~/.memory_agent; the script
-says where), so a restart carries on where the last run stopped. Compaction keeps the context
-inside the model's window. Offline, the scripted model saves its one fact only once.
+says where) as the agent 'universal-agent' (AGENT_ID to choose another), so a restart carries on
+where the last run stopped. Compaction keeps the context inside the model's window. Offline, the
+scripted model saves its one fact only once.
 
     python examples/universal_agent.py                 # needs ANTHROPIC_API_KEY
     python examples/universal_agent.py --offline < questions.txt
@@ -26,7 +27,9 @@ FACT = "Working on: the memory-agent launch."
 
 
 async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None) -> None:
-    memory = MemoryManager(settings=Settings.from_env(env_file=".env"))
+    settings = Settings.from_env(env_file=".env")
+    # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never mix.
+    memory = MemoryManager(agent_id=settings.agent_id or "universal-agent", settings=settings)
     async with MemoryAwareAgent(options, memory=memory) as agent:
         print(f"agent {agent.agent_id}, storage {memory.storage_dir}", flush=True)
         source = lines if lines is not None else sys.stdin

@@ -80,7 +80,8 @@ def open_database(storage_dir: Path, *, create: bool = False, database_url: str 
     check_not_orphaned(path)
     if not create and not path.is_file():
         raise StorageError(
-            f"No memory-agent storage at {storage_dir}. Run 'memory-agent init' first, "
+            f"No memory-agent storage at {storage_dir}. Create it with 'memory-agent init' (or start with "
+            "'memory-agent chat' or a command that adds memory, such as 'blocks set' or 'remember'), "
             "or point --storage-dir (PERSIST_DIRECTORY) at an existing storage dir."
         )
     return Database(path)
@@ -145,18 +146,19 @@ def open_agent(storage_dir: str | Path | None = None, agent_id: str | None = Non
 
 def init_storage(storage_dir: str | Path | None = None, agent_id: str | None = None, *,
                  settings: Settings | None = None, persona: str | None = None,
-                 human: str | None = None) -> tuple[AgentInfo, bool]:
+                 human: str | None = None, make_default: bool = True) -> tuple[AgentInfo, bool]:
     """Create the storage dir and the agent if missing (idempotent); returns it and whether it is new.
 
     The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; it
-    becomes the default agent when the storage dir has none.
+    becomes the default agent when the storage dir has none, unless `make_default` is False (the
+    offline demo's agent: a later command that names no agent must not land in the demo's memory).
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
     with open_database(directory, create=True, database_url=settings.database_url) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
-    with _open_creating(directory, chosen, settings, persona, human) as memory:
+    with _open_creating(directory, chosen, settings, persona, human, make_default=make_default) as memory:
         return agent_info(memory.db, memory.agent_id), not existed
 
 
@@ -181,12 +183,12 @@ def create_agent(storage_dir: str | Path | None, agent_id: str, *, settings: Set
 
 
 def _open_creating(directory: Path, agent_id: str | None, settings: Settings, persona: str | None,
-                   human: str | None) -> MemoryManager:
+                   human: str | None, *, make_default: bool = True) -> MemoryManager:
     """A manager that creates the agent (with these first block values) if it is missing."""
     settings = dataclasses.replace(settings, default_persona=persona or settings.default_persona,
                                    default_human=human or settings.default_human)
     memory = MemoryManager(directory, agent_id=agent_id, settings=settings)
-    if default_agent_id(memory.db) is None:
+    if make_default and default_agent_id(memory.db) is None:
         set_default_agent(memory.db, memory.agent_id)
     return memory
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..admin import open_agent
+from ..admin import init_storage, open_agent, storage_path
 from ..authors import Author, acting_as
 from ..errors import MemoryAgentError
 from ..manager import MemoryManager
@@ -134,10 +134,28 @@ def load_settings() -> Settings:
 
 
 @contextmanager
-def open_memory() -> Iterator[MemoryManager]:
-    """The chosen agent of the chosen storage dir; both must exist (see `admin.open_agent`)."""
+def open_memory(*, create: bool = False, agent_id: str | None = None,
+                make_default: bool = True) -> Iterator[MemoryManager]:
+    """The chosen agent of the chosen storage dir (see `admin.open_agent`).
+
+    Without `create` both must exist: reading, or naming something that must already be there
+    (an id to forget, a version to undo), on a missing store is an error that creates nothing.
+    With `create` (the commands that add memory, and `chat`) a missing storage dir and agent are
+    created first, as `init` would, and a status line says so: a newcomer's first command works
+    whichever it is. `agent_id` is the fallback when no --agent was given, and `make_default=False`
+    keeps a new agent from becoming the storage dir's default (both for the offline demo's agent).
+    """
     chosen = state()
-    memory = open_agent(chosen.storage_dir, chosen.agent_id, settings=load_settings())
+    settings = load_settings()
+    wanted = chosen.agent_id or agent_id
+    if create:
+        directory = storage_path(chosen.storage_dir, settings)
+        info, created = init_storage(directory, wanted, settings=settings,
+                                     make_default=make_default or chosen.agent_id is not None)
+        if created and not chosen.json:
+            click.echo(f"Created agent '{info.agent_id}' in {directory}")
+        wanted = info.agent_id
+    memory = open_agent(chosen.storage_dir, wanted, settings=settings)
     try:
         yield memory
     finally:
@@ -219,8 +237,11 @@ def cli(verbose: bool) -> None:
     """Inspect and edit the durable memory of Claude Agent SDK agents.
 
     Memory lives in one SQLite database per storage dir: core-memory blocks, the conversation
-    (recall memory), summaries, archival passages and an audit journal. Start with
-    'memory-agent init', then see 'memory-agent COMMAND --help'.
+    (recall memory), summaries, archival passages and an audit journal. The first 'chat' (or
+    'chat --offline-demo', no API key needed), or any command that adds memory ('blocks set',
+    'blocks append', 'blocks create', 'blocks edit', 'remember', 'consolidate'), creates the
+    storage dir and the agent and says so; 'init' does only that. Then see
+    'memory-agent COMMAND --help'.
     """
     configure_logging(verbose)
     if state().author is None:  # a person made every change of this command unless --author says otherwise

@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING
 import click
 from rich.text import Text
 
-from .. import admin
 from ..manager import MemoryManager
 from ..settings import Settings
-from .app import load_settings, one_line, shared_options, state
-from .output import console, print_block, say
+from .app import load_settings, one_line, open_memory, shared_options
+from .output import console, print_block
 
 if TYPE_CHECKING:
     from ..agent import MemoryAwareAgent, TurnResult
@@ -73,22 +72,16 @@ def chat(system_prompt: str | None, model: str | None, offline_demo: bool) -> No
 
 @contextmanager
 def _open_or_create(settings: Settings, offline_demo: bool) -> Iterator[MemoryManager]:
-    """The chosen agent, created with its storage dir on first use (as `init` would)."""
-    chosen = state()
-    directory = admin.storage_path(chosen.storage_dir, settings)
-    agent_id = chosen.agent_id
-    if offline_demo and agent_id is None:
+    """The chosen agent, created with its storage dir on first use (as `init` would). The offline
+    demo uses its own agent unless --agent names one, and never makes it the storage dir's
+    default, so its memories never mix with yours."""
+    fallback = None
+    if offline_demo:
         from .offline_demo import DEMO_AGENT_ID
 
-        agent_id = DEMO_AGENT_ID
-    info, created = admin.init_storage(directory, agent_id, settings=settings)
-    if created:
-        say(f"Created agent '{info.agent_id}' in {directory}")
-    memory = admin.open_agent(directory, info.agent_id, settings=settings)
-    try:
+        fallback = DEMO_AGENT_ID
+    with open_memory(create=True, agent_id=fallback, make_default=not offline_demo) as memory:
         yield memory
-    finally:
-        memory.close()
 
 
 @contextmanager

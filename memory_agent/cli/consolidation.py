@@ -25,7 +25,7 @@ def consolidate(dry_run: bool, rules_only: bool) -> None:
     session's id; 'memory-agent consolidations rollback ID' undoes it. Exits with status 1 if the
     run failed (recorded as failed, with the reason).
     """
-    with open_memory() as memory:
+    with open_memory(create=not dry_run) as memory:
         report = memory.consolidate(consolidator="rules" if rules_only else "auto", dry_run=dry_run)
     emit(report.as_dict(), lambda: _print_report(report))
     if report.status == "failed":

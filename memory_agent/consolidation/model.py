@@ -74,7 +74,8 @@ class ModelConsolidator:
 
     Args:
         settings: The compaction settings (model, retries, timeout) the summariser uses.
-        api_key, base_url: Where the model is (default: the anthropic client's environment).
+        api_key: The model API's key (default: the anthropic client's environment).
+        base_url: Where the model API is (default: the anthropic client's environment).
         rules: The rules it starts from and falls back to.
         summarizer: A summariser to send through instead of making one (tests, shared clients).
         candidate_similarity: Pairs of passages at least this similar are checked for contradiction.

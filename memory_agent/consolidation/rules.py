@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_BLOCK_TARGET", "DEFAULT_BLOCK_THRESHOLD", "NEAR_DUPLICATE_TH
 
 NEAR_DUPLICATE_THRESHOLD = 0.93
 """Cosine similarity (all-MiniLM-L6-v2) from which two passages may be one fact; measured by
-bench/near_duplicate_threshold.py (see README, "Consolidation")."""
+bench/near_duplicate_threshold.py (see docs/concepts/consolidation.md)."""
 DEFAULT_BLOCK_THRESHOLD = 0.8
 DEFAULT_BLOCK_TARGET = 0.6
 

@@ -154,3 +154,12 @@ def test_the_offline_demo_needs_no_key_and_runs_the_memory_tools(run: Run, stora
     assert "already remember" in again.stdout and "(memory:" not in again.stdout
     human = json.loads(run("--json", "--agent", "offline-demo", "blocks", "show", "human").stdout)
     assert human["value"].count("Tried memory-agent with the offline demo.") == 1
+
+    # The demo's agent is never the storage dir's default: a command naming no agent gets one of
+    # its own, so the demo's memories and yours never mix.
+    mine = run("blocks", "set", "human", "Name: Ada.")
+    assert mine.exit_code == 0 and "Created agent 'agent-" in mine.stdout, mine.output
+    agents = {a["agent_id"]: a for a in json.loads(run("--json", "agents", "list").stdout)}
+    assert not agents["offline-demo"]["is_default"] and len(agents) == 2
+    human = json.loads(run("--json", "--agent", "offline-demo", "blocks", "show", "human").stdout)
+    assert "Name: Ada." not in human["value"]

@@ -35,9 +35,14 @@ def _arguments(path: tuple[str, ...], *, required_only: bool = True) -> list[str
             if isinstance(param, click.Argument) and (param.required or not required_only)]
 
 
-# Commands that create a store, and so fail for another reason than a missing one.
+# Commands that create a store, and so fail for another reason than a missing one: init, chat and
+# every command that adds memory create the storage dir and agent on first use (a blank agent id
+# is refused before anything is created).
 CREATING = {("init",): ["--agent", " ", "init"], ("agents", "create"): ["agents", "create", " "],
-            ("import",): ["import", "does-not-exist.json"], ("chat",): ["chat"]}
+            ("import",): ["import", "does-not-exist.json"], ("chat",): ["chat"],
+            **{path: ["--agent", " ", *path, *_arguments(path, required_only=False)]
+               for path in [("blocks", "set"), ("blocks", "append"), ("blocks", "create"), ("blocks", "edit"),
+                            ("remember",), ("consolidate",)]}}
 
 
 def one_line_failure(result: Result) -> str:

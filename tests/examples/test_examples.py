@@ -77,3 +77,4 @@ def test_anthropic_memory_tool_without_a_key_exits_non_zero_with_one_line(tmp_pa
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "ANTHROPIC_API_KEY" in done.stderr
     assert "Traceback" not in done.stderr and "Claude:" not in done.stdout
+
