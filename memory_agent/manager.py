@@ -698,7 +698,9 @@ class MemoryManager:
         """Whether the next request would reach the compaction trigger (O(new messages)).
 
         `fixed_tokens` is the request outside the conversation; by default the rendered memory
-        and the tool definitions (an agent passes its whole system prompt and tools).
+        and the tool definitions (an agent passes its whole system prompt and tools). It asks the
+        same decision function as `MemoryAwareAgent`'s turn planner (`Compactor.compaction_due`),
+        without the agent's allowance for the next turn's growth, which only an agent measures.
         """
         target = agent_id or self.agent_id
         fixed = self.memory_tokens(agent_id=target) if fixed_tokens is None else fixed_tokens
@@ -708,6 +710,8 @@ class MemoryManager:
                                fixed_tokens: int | None = None) -> CompactionOutcome:
         """Summarise the oldest messages into the running summary (the manual trigger).
 
+        A manual command, like `memory-agent compact` and `MemoryAwareAgent.compact`: it runs when
+        called. Automatic compaction is the agent's turn planner's decision alone.
         With `force=True` (the default for a manual call) it compacts even under the trigger.
         The summariser failing never raises: the outcome says `deferred` and nothing is lost.
         """
