@@ -201,15 +201,6 @@ class Compactor:
             with self._state_db.transaction() as conn:
                 agent_state.write_state(conn, agent_id, {agent_state.TOKEN_SCALE_KEY: round(scale, 4)})
 
-    def context_tokens(self, agent_id: str, fixed_tokens: int) -> int:
-        """The running estimate of the next request's size (fixed part, summary, messages)."""
-        return self.budget(agent_id, fixed_tokens).total_tokens
-
-    def grown_tokens(self, agent_id: str, fixed_tokens: int) -> int:
-        """The context's size for measuring how much a turn adds: scaled estimates throughout,
-        so the first turn after opening does not count the calibration's correction as growth."""
-        return self.budget(agent_id, fixed_tokens).scaled_estimate
-
     async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it.
 

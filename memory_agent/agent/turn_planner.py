@@ -148,7 +148,10 @@ class TurnPlanner:
     # ----- the turn -----------------------------------------------------------------------
 
     def turn_started(self) -> None:
-        """The prompt is about to be stored: the context's size before it, for measuring growth."""
+        """The prompt is about to be stored: the context's size before it, for measuring growth.
+
+        Sizes for growth are the budget's scaled estimates throughout, so the first turn after
+        opening does not count the calibration's correction as growth."""
         budget = self._budget if self._budget_fresh and self._budget is not None else self._read_budget(
             self._fixed_tokens)
         self._budget_fresh = False
