@@ -110,13 +110,15 @@ class TurnPlanner:
                 self._due = self.compactor.compaction_due(
                     self.agent_id, budget, max(self._growth.headroom, prompt_tokens))
         if self._due:
+            self._due = False  # spent by this plan: a summariser failure is not retried this turn
             return TurnPlan(compact=True)
         return self.replan(connected=connected, can_refresh_live=can_refresh_live)
 
     def compacted(self, outcome: CompactionOutcome) -> None:
-        """A compaction ran (automatic or manual): the budget and the summary are read again."""
-        self._due = False
+        """A compaction ran (planned or manual). When it changed the context, nothing is due any
+        more, and the summary and the budget are read again."""
         if outcome.changed:
+            self._due = False
             self._summary = self.memory.get_summary_record(agent_id=self.agent_id)
             self._budget = None
 

@@ -57,12 +57,23 @@ def test_a_history_over_the_trigger_compacts_before_the_first_request(settings: 
         for number in range(12):
             memory.store_message("user", f"Message {number}: " + "details of the plan " * 60)
         plan = planner.before_turn(None, connected=False, can_refresh_live=False)
-        assert plan == TurnPlan(compact=True) and planner.compaction_due
-        # The summariser failed: nothing changed, the flag is spent, the prompt is built as it stands.
+        assert plan == TurnPlan(compact=True) and not planner.compaction_due  # the plan carries it
+        # The summariser failed: nothing changed, and the prompt is built as it stands.
         planner.compacted(CompactionOutcome(status="deferred", summary=None, evicted=(), kept=(), model=None,
                                             tokens_before=5_000, tokens_after=5_000))
-        assert not planner.compaction_due
         assert planner.replan(connected=False, can_refresh_live=False).rebuild
+
+
+def test_a_turn_over_the_trigger_makes_the_next_one_compact(settings: Settings) -> None:
+    with MemoryManager(agent_id="planned", settings=settings, compaction_settings=SMALL) as memory:
+        planner = _planner(memory)
+        planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
+        planner.turn_started()
+        for number in range(12):
+            memory.store_message("user", f"Message {number}: " + "details of the plan " * 60)
+        planner.after_turn(None, through_id=None)
+        assert planner.compaction_due
+        assert _connected(planner, None).compact
 
 
 def test_a_large_prompt_makes_the_turn_compact_first(settings: Settings) -> None:
