@@ -16,6 +16,7 @@ requests showed rather than by raw estimate; an agent never measured starts at t
 from __future__ import annotations
 
 import threading
+from enum import Enum
 from typing import Any
 
 from compaction import (
@@ -38,10 +39,16 @@ from .recall import RecallMemory, StoredMessage, StoredSummary
 from .store import agent_state
 from .store.database import Database
 
-__all__ = ["Compactor", "to_record"]
+__all__ = ["Compactor", "Unread", "to_record"]
 
 _SCALE_CHANGE = 0.01
 """A measured scale is stored again only when it moved by more than this share."""
+
+
+class Unread(Enum):
+    """The summary argument's default: not read yet by the caller, so read it here."""
+
+    READ_IT = "read it"
 
 
 def to_record(message: StoredMessage) -> MessageRecord:
@@ -96,13 +103,16 @@ class Compactor:
     def count_text(self, text: str) -> int:
         return self.counter.count_text(text)
 
-    def budget(self, agent_id: str, fixed_tokens: int) -> ContextBudget:
+    def budget(self, agent_id: str, fixed_tokens: int, *,
+               summary: StoredSummary | None | Unread = Unread.READ_IT) -> ContextBudget:
         """The agent's running budget, brought up to date with messages stored since last time.
 
         `fixed_tokens` is the request outside the conversation (system prompt, tools); the
-        summary is added here, counted once per summary.
+        summary is added here, counted once per summary. A caller that has already read the
+        newest summary this turn passes it as `summary`, so it is not read twice.
         """
-        summary = self.recall.latest_summary(agent_id)
+        if summary is Unread.READ_IT:
+            summary = self.recall.latest_summary(agent_id)
         fixed = fixed_tokens + self._summary_tokens(summary)
         with self._lock:
             budget = self._budgets.get(agent_id)
@@ -112,8 +122,17 @@ class Compactor:
                 self._budgets[agent_id] = budget
             elif budget.fixed_tokens != fixed:
                 budget.set_fixed_tokens(fixed)
-            budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=budget.through_id or 0))
+            self._sync(agent_id, budget)
             return budget
+
+    def holds(self, agent_id: str, budget: ContextBudget) -> bool:
+        """Whether `budget` is still the agent's running budget (a compaction drops it)."""
+        with self._lock:
+            return self._budgets.get(agent_id) is budget
+
+    def _sync(self, agent_id: str, budget: ContextBudget) -> None:
+        """Count the in-context messages stored after the last one the budget holds."""
+        budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=budget.through_id or 0))
 
     def _summary_tokens(self, summary: StoredSummary | None) -> int:
         if summary is None:
@@ -124,26 +143,28 @@ class Compactor:
             self._summary_cache = {summary.summary_id: cached}
         return cached
 
-    def observe_turn(self, agent_id: str, fixed_tokens: int, *, usage: Any | None,
-                     through_id: int | None, headroom: int = 0) -> bool:
-        """After a turn: take the API's usage of the last request as the exact size up to
-        `through_id`, count what came after, and say whether compaction is due before the next
-        turn, which is expected to add `headroom` tokens."""
-        budget = self.budget(agent_id, fixed_tokens)
+    def observe_turn(self, agent_id: str, budget: ContextBudget, *, usage: Any | None,
+                     through_id: int | None) -> None:
+        """After a turn: count the turn's messages into `budget` (the one read before the turn),
+        take the API's usage of the last request as the exact size up to `through_id`, and keep
+        a measured scale. Deciding whether to compact is `compaction_due`'s, asked once after this."""
         self._backoff(agent_id).turn_passed()
+        self._sync(agent_id, budget)
         if usage:
             budget.calibrate(usage, through_id=through_id)
-            budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=through_id or 0))
+            self._sync(agent_id, budget)
             if budget.scale_measured:
                 self._store_scale(agent_id, budget.scale)
-        return self._due(agent_id, budget, headroom)
 
     def should_compact(self, agent_id: str, fixed_tokens: int, *, headroom: int = 0) -> bool:
-        """Whether an automatic compaction should run before the next request (not while backing
-        off after a summariser failure, unless the request would reach the overflow line)."""
-        return self._due(agent_id, self.budget(agent_id, fixed_tokens), headroom)
+        """Whether an automatic compaction should run before the next request (`compaction_due`
+        on the agent's budget brought up to date)."""
+        return self.compaction_due(agent_id, self.budget(agent_id, fixed_tokens), headroom)
 
-    def _due(self, agent_id: str, budget: ContextBudget, headroom: int) -> bool:
+    def compaction_due(self, agent_id: str, budget: ContextBudget, headroom: int = 0) -> bool:
+        """The one compaction decision: the next request, expected to add `headroom` tokens, would
+        reach the trigger (not while backing off after a summariser failure, unless it would reach
+        the overflow line). The agent's turn planner and `should_compact` both ask it."""
         return (self.settings.enabled and budget.should_compact(headroom)
                 and self._backoff(agent_id).allows(budget.total_tokens + max(headroom, 0)))
 
@@ -179,15 +200,6 @@ class Compactor:
         if self._state_db is not None:
             with self._state_db.transaction() as conn:
                 agent_state.write_state(conn, agent_id, {agent_state.TOKEN_SCALE_KEY: round(scale, 4)})
-
-    def context_tokens(self, agent_id: str, fixed_tokens: int) -> int:
-        """The running estimate of the next request's size (fixed part, summary, messages)."""
-        return self.budget(agent_id, fixed_tokens).total_tokens
-
-    def grown_tokens(self, agent_id: str, fixed_tokens: int) -> int:
-        """The context's size for measuring how much a turn adds: scaled estimates throughout,
-        so the first turn after opening does not count the calibration's correction as growth."""
-        return self.budget(agent_id, fixed_tokens).scaled_estimate
 
     async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it.

@@ -3,9 +3,11 @@
 It composes core memory (blocks), recall memory (messages and summaries) and archival memory over
 one SQLite database, and carries the names of the user's original plan so existing code keeps
 working. Python methods raise `MemoryAgentError`s. The model-facing tools live in the layer above
-(`memory_agent.tools`), which turns those errors into error results; the manager's
-`execute_tool`/`get_tools_definitions` only delegate there, importing it when first called, so
-no module of the manager imports the tools layer.
+(`memory_agent.tools`), which turns those errors into error results. The manager imports nothing
+of it, not even inside a function: its `execute_tool`/`get_tools_definitions` are aliases kept for
+existing callers that call the `ToolHost` the tools layer registers when it loads
+(`register_tool_host`; `import memory_agent` always loads it), and whoever knows the tools hands
+their token count to `memory_tokens` (the agent does).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
@@ -65,7 +67,7 @@ from .store.meta import read_meta, write_meta
 from .turn_context import TurnContext
 from .validation import checked_methods
 
-__all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolOutcome"]
+__all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolHost", "ToolOutcome", "register_tool_host"]
 
 DEFAULT_AGENT_KEY = "default_agent_id"
 """Key in the meta table of the agent a storage dir opens when no agent id is given."""
@@ -81,6 +83,34 @@ class ToolOutcome:
 
     text: str
     is_error: bool = False
+
+
+class ToolHost(Protocol):
+    """The memory tools as the layer above offers them to the manager's two aliases."""
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Anthropic tool schemas of every memory tool."""
+        ...
+
+    def execute(self, memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
+                agent_id: str | None) -> ToolOutcome:
+        """Run one tool for the model; failures are error outcomes."""
+        ...
+
+
+_tool_hosts: list[ToolHost] = []
+
+
+def register_tool_host(host: ToolHost) -> None:
+    """Install the tools behind `MemoryManager.execute_tool` / `get_tools_definitions`: called by
+    `memory_agent.tools` when it loads, so the manager never imports the layer above it."""
+    _tool_hosts[:] = [host]
+
+
+def _tool_host() -> ToolHost:
+    if not _tool_hosts:
+        raise ConfigurationError("The memory tools are not loaded; import memory_agent.tools first.")
+    return _tool_hosts[0]
 
 
 @checked_methods(exclude=("execute_tool",))
@@ -129,6 +159,7 @@ class MemoryManager:
                                              counter=token_counter)
         self._summarizer_given = summarizer
         self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
+        self._tools_tokens: int | None = None
         self._embedding_function = embedding_function
         self._vector_store = vector_store
         self._archival: ArchivalMemory | None = None
@@ -462,17 +493,14 @@ class MemoryManager:
             return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
 
     def get_tools_definitions(self) -> list[dict[str, Any]]:
-        """Anthropic tool schemas of the memory tools (`memory_agent.tools.get_tools_definitions`)."""
-        from .tools import get_tools_definitions
-
-        return get_tools_definitions()
+        """Anthropic tool schemas of the memory tools: an alias of
+        `memory_agent.tools.get_tools_definitions`, through the registered `ToolHost`."""
+        return _tool_host().definitions()
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
-        """Run a memory tool for the model; failures come back as error outcomes, never raised
-        (`memory_agent.tools.execute_tool`)."""
-        from .tools import execute_tool
-
-        return execute_tool(self, name, arguments, agent_id=agent_id)
+        """Run a memory tool for the model; failures come back as error outcomes, never raised: an
+        alias of `memory_agent.tools.execute_tool`, through the registered `ToolHost`."""
+        return _tool_host().execute(self, name, arguments, agent_id=agent_id)
 
     # ----- archival memory ----------------------------------------------------------------
 
@@ -696,33 +724,49 @@ class MemoryManager:
         next edit of them is not refused as stale."""
         self.core.mark_seen(agent_id or self.agent_id, blocks)
 
-    def memory_fingerprint(self, *, agent_id: str | None = None) -> str:
+    def memory_fingerprint(self, *, agent_id: str | None = None, summary_id: int | None = None) -> str:
         """A cheap value that changes whenever the rendered memory of the agent would change
-        (blocks, attachments, summary); the current time and message counts are left out."""
+        (blocks, attachments, summary); the current time and message counts are left out.
+
+        `summary_id` is the newest summary's id when the caller has read it already (0: none yet),
+        so a turn reads the summary once; by default it is read here.
+        """
         target = agent_id or self.agent_id
-        summary = self.recall.latest_summary(target)
-        return f"{self.core.fingerprint(target)}|summary:{summary.summary_id if summary else 0}"
+        if summary_id is None:
+            summary = self.recall.latest_summary(target)
+            summary_id = summary.summary_id if summary else 0
+        return f"{self.core.fingerprint(target)}|summary:{summary_id}"
 
     # ----- compaction ---------------------------------------------------------------------
 
-    def memory_tokens(self, *, agent_id: str | None = None) -> int:
-        """Tokens of the rendered memory plus the tool definitions, cached while memory is unchanged."""
+    def memory_tokens(self, *, agent_id: str | None = None, tools_tokens: int | None = None) -> int:
+        """Tokens of the rendered memory (cached while memory is unchanged) plus the tool definitions.
+
+        `tools_tokens` is what the caller's tool definitions count (an agent counts the tools it
+        gives its model); by default, the memory tools' definitions (`get_tools_definitions`).
+        """
         target = agent_id or self.agent_id
         fingerprint = self.core.fingerprint(target)
         cached = self._fixed_tokens_cache.get(target)
         if cached is None or cached[0] != fingerprint:
             blocks = self.core.list_blocks(target)
             text = render_memory(blocks, self._metadata(target, blocks, with_summary=False))
-            tools = json.dumps(self.get_tools_definitions(), ensure_ascii=False)
-            cached = (fingerprint, self.compactor.count_text(text) + self.compactor.count_text(tools))
+            cached = (fingerprint, self.compactor.count_text(text))
             self._fixed_tokens_cache[target] = cached
-        return cached[1]
+        if tools_tokens is None:
+            if self._tools_tokens is None:
+                self._tools_tokens = self.compactor.count_text(
+                    json.dumps(self.get_tools_definitions(), ensure_ascii=False))
+            tools_tokens = self._tools_tokens
+        return cached[1] + tools_tokens
 
     def should_compact(self, *, agent_id: str | None = None, fixed_tokens: int | None = None) -> bool:
         """Whether the next request would reach the compaction trigger (O(new messages)).
 
         `fixed_tokens` is the request outside the conversation; by default the rendered memory
-        and the tool definitions (an agent passes its whole system prompt and tools).
+        and the tool definitions (an agent passes its whole system prompt and tools). It asks the
+        same decision function as `MemoryAwareAgent`'s turn planner (`Compactor.compaction_due`),
+        without the agent's allowance for the next turn's growth, which only an agent measures.
         """
         target = agent_id or self.agent_id
         fixed = self.memory_tokens(agent_id=target) if fixed_tokens is None else fixed_tokens
@@ -732,6 +776,8 @@ class MemoryManager:
                                fixed_tokens: int | None = None) -> CompactionOutcome:
         """Summarise the oldest messages into the running summary (the manual trigger).
 
+        A manual command, like `memory-agent compact` and `MemoryAwareAgent.compact`: it runs when
+        called. Automatic compaction is the agent's turn planner's decision alone.
         With `force=True` (the default for a manual call) it compacts even under the trigger.
         The summariser failing never raises: the outcome says `deferred` and nothing is lost.
         """

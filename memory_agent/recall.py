@@ -15,10 +15,9 @@ from typing import Any
 
 from .authors import Author, acting_author
 from .errors import ConfigurationError
-from .store import journal, pg_fulltext
+from .store import fts, journal, pg_fulltext
 from .store.database import Database, utc_now
-from .store.dialect import is_postgres
-from .store.fts import fts_query
+from .store.dialect import by_engine
 from .store.text_copies import replace_text
 from .validation import checked_methods
 
@@ -248,21 +247,18 @@ class RecallMemory:
             params.append(end_date)
         where = " AND ".join(clauses)
         with self._db.reading() as conn:
-            match = pg_fulltext.tsquery_text(query) if is_postgres(conn) else fts_query(query)
+            to_match: Callable[[str], str | None] = by_engine(
+                conn, sqlite=fts.fts_query, postgresql=pg_fulltext.tsquery_text)
+            match = to_match(query)
             if match is None:
                 rows = conn.execute(
                     f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? OFFSET ?",
                     (*params, limit, offset),
                 ).fetchall()
-            elif is_postgres(conn):
-                rows = pg_fulltext.messages_search(conn, match, where, params, limit, offset)
             else:
-                rows = conn.execute(
-                    "SELECT m.* FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"
-                    f" WHERE messages_fts MATCH ? AND {where}"
-                    " ORDER BY bm25(messages_fts), m.message_id DESC LIMIT ? OFFSET ?",
-                    (match, *params, limit, offset),
-                ).fetchall()
+                search: Callable[[Any, str, str, list[Any], int, int], list[Any]] = by_engine(
+                    conn, sqlite=fts.messages_search, postgresql=pg_fulltext.messages_search)
+                rows = search(conn, match, where, params, limit, offset)
         return [_message_from_row(row) for row in rows]
 
     def add_summary(

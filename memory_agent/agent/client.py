@@ -1,16 +1,16 @@
 """MemoryAwareAgent: a drop-in `ClaudeSDKClient` with durable, Letta-style memory.
 
 How a turn runs:
-1. `query()` settles the session first. If a compaction is due it runs (the cheap model writes
-   the summary, old messages leave the context). If the rendered memory changed since the CLI
-   system prompt was last set (a tool edit, another agent), the running CLI process gets the new
-   prompt through a control request (about 20 ms); where that is not possible it reconnects,
-   resuming the same SDK session from the SQLite session store (about 600 ms). While memory is
-   unchanged the running process is reused, at no cost.
+1. `query()` settles the session first, doing what the turn planner's plan says
+   (`turn_planner.TurnPlanner.before_turn`). If a compaction is due it runs (the cheap model
+   writes the summary, old messages leave the context). If the prompt must show changed memory,
+   the running CLI process gets the new prompt through a control request (about 20 ms); where
+   that is not possible it reconnects, resuming the same SDK session from the SQLite session
+   store (about 600 ms). While memory is unchanged the running process is reused, at no cost.
 2. The prompt is stored, then sent.
 3. Every message the SDK yields is stored before it is handed to the caller unchanged.
-4. After the result, the token budget is calibrated with the usage the API reported and
-   checked against the compaction trigger.
+4. After the result, the planner calibrates the token budget with the usage the API reported and
+   decides whether the next turn compacts first (`TurnPlanner.after_turn`).
 
 After a compaction the next turn starts a fresh SDK session: the summary is in its system prompt
 and the kept messages are seeded into its transcript (`sdk_seams.transcript`), so the model sees them as
@@ -23,6 +23,7 @@ session store.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable
@@ -46,7 +47,7 @@ from ..manager import MemoryManager
 from ..sdk_seams import send_system_prompt
 from ..sdk_seams.transcript import seed_lines
 from ..session_store import SQLiteSessionStore
-from ..tools import MEMORY_SERVER_NAME, build_memory_server, memory_tool_names
+from ..tools import MEMORY_SERVER_NAME, build_memory_server, get_tools_definitions, memory_tool_names
 from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..turn_context import render_turn_context, with_turn_context
 from .background_consolidation import BackgroundConsolidation
@@ -58,7 +59,7 @@ from .recorder import message_fields
 from .refresh_policy import DEFAULT_PROMPT_REFRESH, PromptRefresh, PromptRefreshPolicy, make_policy
 from .session_state import SessionState
 from .turn import TurnResult
-from .turn_growth import TurnGrowth
+from .turn_planner import TurnPlan, TurnPlanner
 
 __all__ = ["MemoryAwareAgent", "RefreshMode"]
 
@@ -136,16 +137,19 @@ class MemoryAwareAgent:
         self.session_store = SQLiteSessionStore(self.memory.database)
         self._prompt_file = PromptFile()
         self._client: ClaudeSDKClient | None = None
-        self._fixed_tokens = 0
         # What the last API usage covered, for calibrating the token budget after the turn.
         self._last_usage: dict[str, Any] | None = None
         self._last_request_through: int | None = None
         self._last_stored_id: int | None = None
-        self._growth = TurnGrowth()
         self.last_compaction: CompactionOutcome | None = None
         self.reconnects = 0
         self.live_refreshes = 0
-        self._growth.seed(self._recent_turn_sizes(), scale=self.compactor.scale(self.agent_id))
+        # The tool definitions are counted here, where the tools are known, and handed to the
+        # manager's count of the request's fixed part (the manager knows nothing of tools).
+        self._tools_tokens = self.compactor.count_text(json.dumps(get_tools_definitions(), ensure_ascii=False))
+        self.planner = TurnPlanner(self.memory, self.agent_id, self.compactor, self.prompt_refresh,
+                                   count_fixed=self._request_fixed_tokens)
+        """What happens before and after each turn, and the state it is decided from."""
         stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
         self.state = SessionState.resuming(stored or self.options.resume)
         self.consolidation = BackgroundConsolidation(self.memory, self.agent_id, schedule)
@@ -167,17 +171,10 @@ class MemoryAwareAgent:
     async def query(self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default") -> None:
         """Store the prompt and send it, after bringing the session's memory up to date."""
         if not self.state.in_turn:
-            if isinstance(prompt, str) and self._client is not None and not self.state.compaction_due:
-                # The prompt is known now: if it would carry the request over the trigger,
-                # compact first (kept in context, it is sent after the compaction).
-                prompt_tokens = self.compactor.scaled(self.agent_id, self._estimate("user", prompt))
-                headroom = max(self._growth.headroom, prompt_tokens)
-                self.state.compaction_due = self.compactor.should_compact(
-                    self.agent_id, self._fixed_tokens, headroom=headroom)
-            await self._settle_session()
+            await self._settle_session(prompt if isinstance(prompt, str) else None)
         client = self._require_client()
         self.state.turn_started()
-        self._growth.start(self.compactor.grown_tokens(self.agent_id, self._fixed_tokens))
+        self.planner.turn_started()
         if isinstance(prompt, str):
             self._store_prompt(prompt)
             await client.query(self._with_context({"type": "user", "message": {"role": "user", "content": prompt},
@@ -265,7 +262,13 @@ class MemoryAwareAgent:
         return TurnResult.from_messages(messages)
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:
-        """The manual trigger: compact now; the next turn starts a session without the evicted part."""
+        """The manual trigger: compact now (whatever the budget says, with the default `force`);
+        the next turn starts a session without the evicted part."""
+        return await self._compact(force=force)
+
+    async def _compact(self, *, force: bool) -> CompactionOutcome:
+        """Run a compaction and hand its outcome on: the planner, the background consolidation
+        and the session (`_after_compaction`)."""
         outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=force)
         self._after_compaction(outcome)
         return outcome
@@ -277,27 +280,22 @@ class MemoryAwareAgent:
             raise ConfigurationError("The agent is not connected. Call connect() or use 'async with' first.")
         return self._client
 
-    async def _settle_session(self) -> None:
-        """Compact if due, then reuse the CLI process or reconnect with the current memory."""
-        if self._client is None and not self.state.compaction_due:
-            # A history over the trigger (an import, a restart elsewhere, a long-closed agent) is
-            # compacted before the first request rather than after a failed one.
-            self.state.compaction_due = self.compactor.should_compact(self.agent_id, self._request_fixed_tokens())
-        if self.state.compaction_due:
-            self.state.compaction_due = False
+    async def _settle_session(self, prompt: str | None = None) -> None:
+        """Do what the planner's plan says: compact if due, then reuse the CLI process, give it
+        the current memory live, or start a new one with it."""
+        plan = self.planner.before_turn(prompt, connected=self._client is not None,
+                                        can_refresh_live=self.state.can_refresh_live())
+        if plan.compact:
             # Forced: the running budget, calibrated on reported usage, already decided; the
             # engine's own check would re-estimate the messages uncalibrated and could skip.
-            outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=True)
-            self._after_compaction(outcome)
-        fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id)
-        if self._client is not None and self.state.is_current(fingerprint):
-            return
-        # Read before the prompt is built: a block a background writer changes while it is built
-        # then counts as unseen, and reaches the model next turn, rather than as seen but never shown.
-        versions = self.memory.block_versions(agent_id=self.agent_id)
-        if (self._client is not None and self.state.can_refresh_live()
-                and not self.prompt_refresh.must_rebuild(self.memory, self.agent_id)):
-            return  # the tool results showed the model its own edits; the prompt catches up later
+            await self._compact(force=True)
+            plan = self.planner.replan(connected=self._client is not None,
+                                       can_refresh_live=self.state.can_refresh_live())
+        if plan.rebuild:
+            await self._build_prompt(plan)
+
+    async def _build_prompt(self, plan: TurnPlan) -> None:
+        """Give the running process the current memory live, else start a new process with it."""
         refreshed = False
         if self._client is not None and self.state.can_refresh_live():
             refreshed = await self._refresh_live(self._memory_text())
@@ -306,15 +304,15 @@ class MemoryAwareAgent:
         else:
             await self._stop_process()
             await self._start_process()
-        self.state.connected_to(fingerprint)
-        self.prompt_refresh.rebuilt(self.memory, self.agent_id, versions=versions)
-        self._fixed_tokens = self._request_fixed_tokens()
+        self.state.process_ready()
+        self.planner.prompt_built(plan)
 
     def _request_fixed_tokens(self) -> int:
         """The request outside the conversation: the user's prompt, rendered memory and tools.
         The summary is left out: the budget counts it as the summary."""
         own_prompt = user_system_text(self.options.system_prompt) or ""
-        return self.compactor.count_text(own_prompt) + self.memory.memory_tokens(agent_id=self.agent_id)
+        return self.compactor.count_text(own_prompt) + self.memory.memory_tokens(
+            agent_id=self.agent_id, tools_tokens=self._tools_tokens)
 
     async def _stop_process(self) -> None:
         if self._client is not None:
@@ -416,19 +414,12 @@ class MemoryAwareAgent:
     def _after_compaction(self, outcome: CompactionOutcome) -> None:
         """A new summary means a new SDK session that carries the summary and the kept messages."""
         self.last_compaction = outcome
+        self.planner.compacted(outcome)
         self.consolidation.compaction_finished(outcome.changed)  # the one seam: a run, in the background
         if not outcome.changed:
             return
         self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
         self.state.compacted()
-
-    def _recent_turn_sizes(self, messages: int = 200) -> list[int]:
-        """Estimated tokens of each of the last turns still in context (by stored turn id)."""
-        sizes: dict[str, int] = {}
-        for message in self.memory.get_recent_messages(messages, agent_id=self.agent_id):
-            if message.turn_id:
-                sizes[message.turn_id] = sizes.get(message.turn_id, 0) + (message.token_count or 0)
-        return list(sizes.values())
 
     # ----- recording ----------------------------------------------------------------------
 
@@ -455,7 +446,7 @@ class MemoryAwareAgent:
         """The user message with the turn's context (time, memory sizes) as its first block: what
         changes every turn travels with the turn, so the system prompt stays byte-identical."""
         context = render_turn_context(self.memory.turn_context(self._clock(), agent_id=self.agent_id))
-        changes = self.prompt_refresh.announcement(self.memory, self.agent_id)
+        changes = self.planner.announcement()
         context = f"{context}\n{changes}" if changes else context
         inner = message["message"]
         yield {**message, "message": {**inner, "content": with_turn_context(inner["content"], context)}}
@@ -482,12 +473,7 @@ class MemoryAwareAgent:
     def _finish_turn(self, result: ResultMessage) -> None:
         if self.state.turn_finished(result.session_id):
             self.memory.set_agent_state({_SESSION_KEY: result.session_id}, agent_id=self.agent_id)
-        self.compactor.observe_turn(
-            self.agent_id, self._fixed_tokens, usage=self._last_usage, through_id=self._last_request_through)
-        self._growth.finish(self.compactor.grown_tokens(self.agent_id, self._fixed_tokens))
-        self.prompt_refresh.turn_ended(self.memory, self.agent_id)
-        self.state.compaction_due = self.compactor.should_compact(
-            self.agent_id, self._fixed_tokens, headroom=self._growth.headroom)
+        self.planner.after_turn(self._last_usage, through_id=self._last_request_through)
         self._last_usage = None
         self.consolidation.turn_finished()
 

@@ -76,26 +76,42 @@ class PromptRefreshPolicy:
         self.allow_secret = False
         """The agent's clearance (`MemoryAwareAgent(allow_secret=...)`): whether its secret blocks are
         announced to the model like the others."""
+        self._built_from: str | None = None
 
-    def rebuilt(self, memory: MemoryManager, agent_id: str, *, versions: dict[str, int] | None = None) -> None:
+    def rebuilt(self, memory: MemoryManager, agent_id: str, *, versions: dict[str, int] | None = None,
+                fingerprint: str | None = None, summary_id: int | None = None) -> None:
         """Remember what the prompt just built shows: `versions`, read before it was built (a
-        block changed while it was built then still counts as changed), else the current ones."""
+        block changed while it was built then still counts as changed), else the current ones;
+        `fingerprint`, the memory it was built from (`is_current`); `summary_id`, the newest
+        summary's id as the caller read it (0: none), read here when not given."""
         self._known = dict(versions) if versions is not None else memory.block_versions(agent_id=agent_id)
         self._versions_after_turn = dict(self._known)
-        self._layout = _layout(memory, agent_id)
+        self._layout = _layout(memory, agent_id, summary_id)
         self._stale_turns = 0
         self._to_announce = []
+        self._built_from = fingerprint
+
+    def is_current(self, fingerprint: str) -> bool:
+        """Whether the prompt last built shows the memory with this fingerprint (the agent's one
+        record of it: nothing to decide while it holds)."""
+        return self._built_from is not None and fingerprint == self._built_from
+
+    @property
+    def pending_announcement(self) -> tuple[str, ...]:
+        """Ids of the blocks the next turn's message will announce."""
+        return tuple(self._to_announce)
 
     def turn_ended(self, memory: MemoryManager, agent_id: str) -> None:
         """Remember the versions at the end of a turn: whatever changes before the next one, the
         model did not do."""
         self._versions_after_turn = memory.block_versions(agent_id=agent_id)
 
-    def must_rebuild(self, memory: MemoryManager, agent_id: str) -> bool:
-        """Whether memory that changed since the last build must be rebuilt before this turn."""
+    def must_rebuild(self, memory: MemoryManager, agent_id: str, *, summary_id: int | None = None) -> bool:
+        """Whether memory that changed since the last build must be rebuilt before this turn
+        (`summary_id` as in `rebuilt`)."""
         if self.mode == "live" or self._stale_turns >= self.max_stale_turns:
             return True
-        if _layout(memory, agent_id) != self._layout:
+        if _layout(memory, agent_id, summary_id) != self._layout:
             return True
         foreign = self._foreign_changes(memory, agent_id)
         if foreign and self.mode == "deferred":
@@ -128,14 +144,16 @@ class PromptRefreshPolicy:
         return render_memory_changes(blocks)
 
 
-def _layout(memory: MemoryManager, agent_id: str) -> tuple[object, ...]:
+def _layout(memory: MemoryManager, agent_id: str, summary_id: int | None) -> tuple[object, ...]:
     """Which blocks the prompt may show and how (leaving out their values), and which summary.
     Every block counts, at every level: a block changing level (a secret leaving the prompt of an
     agent not allowed it) changes the layout, and the prompt is rebuilt at the agent's clearance."""
-    summary = memory.get_summary_record(agent_id=agent_id)
+    if summary_id is None:
+        summary = memory.get_summary_record(agent_id=agent_id)
+        summary_id = summary.summary_id if summary else 0
     blocks = sorted((b.block_id, b.label, b.in_prompt, b.read_only, b.sensitivity)
                     for b in memory.list_blocks(agent_id=agent_id, allow_secret=True))
-    return (summary.summary_id if summary else 0, *blocks)
+    return (summary_id, *blocks)
 
 
 def make_policy(policy: PromptRefresh | PromptRefreshPolicy) -> PromptRefreshPolicy:

@@ -5,7 +5,7 @@ the pending work are one value whose transitions are methods, so each rule is wr
 can be tested without a CLI.
 
 Phases (`Phase`):
-    DISCONNECTED --connected()--> READY --turn_started()--> IN_TURN --turn_finished()--> READY
+    DISCONNECTED --process_ready()--> READY --turn_started()--> IN_TURN --turn_finished()--> READY
     any phase --disconnected()--> DISCONNECTED
 
 The SDK session (`session_id`, `session_started`) is orthogonal to the phase: it outlives
@@ -44,11 +44,7 @@ class SessionState:
     pending_session_id: str | None = None
     """The id given to a new process's session before its first result confirms it."""
     phase: Phase = Phase.DISCONNECTED
-    fingerprint: str | None = None
-    """The memory fingerprint the running process's system prompt was built from."""
     turn_id: str | None = None
-    compaction_due: bool = False
-    """The budget says the next request would reach the trigger: compact before sending it."""
     needs_new_process: bool = False
     """A compaction replaced the session: a live refresh cannot apply, start a new process."""
 
@@ -67,10 +63,6 @@ class SessionState:
     def connected(self) -> bool:
         return self.phase is not Phase.DISCONNECTED
 
-    def is_current(self, fingerprint: str) -> bool:
-        """Whether the running process already has the memory with this fingerprint."""
-        return self.connected and fingerprint == self.fingerprint
-
     def can_refresh_live(self) -> bool:
         """Whether changed memory may go to the running process instead of a new one."""
         return self.connected and not self.needs_new_process
@@ -87,16 +79,15 @@ class SessionState:
         self.pending_session_id = None if resume else str(uuid.uuid4())
         return self.pending_session_id
 
-    def connected_to(self, fingerprint: str) -> None:
-        """A process now runs with the memory of `fingerprint` (new, or refreshed live)."""
+    def process_ready(self) -> None:
+        """A process now runs (new, or the same one given a new prompt live). What its prompt
+        shows is the turn planner's record (`TurnPlanner`, `PromptRefreshPolicy.is_current`)."""
         if self.phase is Phase.DISCONNECTED:
             self.phase = Phase.READY
             self.needs_new_process = False
-        self.fingerprint = fingerprint
 
     def disconnected(self) -> None:
         self.phase = Phase.DISCONNECTED
-        self.fingerprint = None
 
     def turn_started(self) -> str:
         """A prompt is being sent; returns the turn id its messages are stored under. A prompt

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..store import pg_fulltext
-from ..store.dialect import is_postgres
+from ..store.dialect import by_engine
 from ..store.fts import fts_query, query_tokens
 from ..store.fts_prune import pruned_head
 from ..store.passage_fts import TOKENIZER, agent_fts_table
@@ -49,8 +50,13 @@ def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, li
     (a selective tag or date filter) the joined query runs instead. The head itself skips scoring
     the rows of very common words when that provably changes nothing (`store.fts_prune`).
     """
-    if is_postgres(conn):
-        return _postgres(conn, text, where, limit)
+    search: Callable[[sqlite3.Connection, str, PassageFilter, int], list[KeywordMatch]] = by_engine(
+        conn, sqlite=_fts5, postgresql=_postgres)
+    return search(conn, text, where, limit)
+
+
+def _fts5(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
+    """SQLite's FTS5 with bm25, on the agent's own table (see `keyword_search`)."""
     match = fts_query(text, drop_stop_words=True)
     table = agent_fts_table(conn, where.agent_id)
     if match is None or limit <= 0 or table is None:

@@ -13,17 +13,21 @@ differences they use, each in one place:
 - a bare `BEGIN` (a consistent multi-table read, e.g. an export) becomes a REPEATABLE READ
   transaction, which is what SQLite's deferred BEGIN gives: one snapshot for every statement.
 
-Full-text search is not a translation (FTS5 and tsvector are different designs): it is a separate
-query in `store.pg_fulltext`, chosen where the search runs by `is_postgres`.
+Full-text search is not a translation (FTS5 and tsvector are different designs): each engine has
+its own implementation of one interface (`store.fts` / `store.pg_fulltext` for messages, the two
+in `archival.keyword` for passages), and `by_engine` picks one for a connection: no module above
+`store/` asks `is_postgres` itself (`tests/unit/test_architecture.py`).
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["GENERATED_KEYS", "is_postgres", "translate"]
+__all__ = ["GENERATED_KEYS", "by_engine", "is_postgres", "translate"]
+
+T = TypeVar("T")
 
 GENERATED_KEYS: dict[str, str] = {
     "messages": "message_id",
@@ -45,6 +49,11 @@ _BARE_BEGIN = re.compile(r"^\s*BEGIN\s*;?\s*$", re.IGNORECASE)
 def is_postgres(conn: Any) -> bool:
     """Whether `conn` is the PostgreSQL connection adapter (anything else is sqlite3)."""
     return getattr(conn, "dialect", "sqlite") == "postgresql"
+
+
+def by_engine(conn: Any, *, sqlite: T, postgresql: T) -> T:
+    """Of two implementations of one interface, the one for `conn`'s engine."""
+    return postgresql if is_postgres(conn) else sqlite
 
 
 @lru_cache(maxsize=1024)

@@ -13,6 +13,7 @@ of stop words keeps them, so "what is it" still finds something.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 __all__ = ["MAX_QUERY_TOKENS", "STOP_WORDS", "fts_query", "query_tokens"]
 
@@ -52,3 +53,14 @@ def fts_query(text: str, *, drop_stop_words: bool = False) -> str | None:
     if not tokens:
         return None
     return " OR ".join(f'"{token}"' for token in tokens)
+
+
+def messages_search(conn: Any, match: str, where: str, params: list[Any], limit: int, offset: int) -> list[Any]:
+    """Message rows of `where` (alias `m`) matching the FTS5 expression `match`, best bm25 first
+    (`pg_fulltext.messages_search` is PostgreSQL's)."""
+    return conn.execute(
+        "SELECT m.* FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"
+        f" WHERE messages_fts MATCH ? AND {where}"
+        " ORDER BY bm25(messages_fts), m.message_id DESC LIMIT ? OFFSET ?",
+        (match, *params, limit, offset),
+    ).fetchall()

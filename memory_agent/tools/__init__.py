@@ -2,9 +2,9 @@
 SDK's MCP adapter and Anthropic's memory tool.
 
 Everything here calls the manager's public API only; the manager knows nothing of tools (its
-`execute_tool`/`get_tools_definitions` are one-line delegations kept for existing callers, which
-import this package lazily). The MCP adapter needs claude_agent_sdk, which takes a while to
-import, so its names load on first use.
+`execute_tool`/`get_tools_definitions`, kept for existing callers, call the `ToolHost` that
+`dispatch` registers with the manager when this package loads). The MCP adapter needs
+claude_agent_sdk, which takes a while to import, so its names load on first use.
 """
 
 from __future__ import annotations

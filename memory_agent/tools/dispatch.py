@@ -17,7 +17,7 @@ from anyio.to_thread import run_sync
 
 from ..authors import Author
 from ..errors import MemoryAgentError, preview
-from ..manager import ToolOutcome
+from ..manager import ToolOutcome, register_tool_host
 from ..sensitivity import clearance_of, with_clearance
 from ..validation import check_text
 from .archival import ARCHIVAL_TOOLS
@@ -76,3 +76,17 @@ async def aexecute_tool(memory: MemoryManager, name: str, arguments: Mapping[str
     """`execute_tool` off the event loop (in a worker thread), for async handlers."""
     return await run_sync(partial(execute_tool, memory, name, arguments, agent_id=agent_id,
                                   allow_secret=allow_secret))
+
+
+class _ManagerTools:
+    """The `ToolHost` behind `MemoryManager.execute_tool` / `get_tools_definitions`."""
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return get_tools_definitions()
+
+    def execute(self, memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
+                agent_id: str | None) -> ToolOutcome:
+        return execute_tool(memory, name, arguments, agent_id=agent_id)
+
+
+register_tool_host(_ManagerTools())

@@ -18,8 +18,8 @@ def test_a_turn_runs_from_ready_to_in_turn_and_back() -> None:
     with pytest.raises(SessionStateError):
         state.turn_started()
     assert state.process_starting(None) is not None  # a new session gets its id up front
-    state.connected_to("fp-1")
-    assert state.phase is Phase.READY and state.is_current("fp-1") and not state.is_current("fp-2")
+    state.process_ready()
+    assert state.phase is Phase.READY and state.connected
     first = state.turn_started()
     assert state.in_turn and state.turn_id == first
     assert state.recording_session_id == state.pending_session_id
@@ -37,22 +37,22 @@ def test_a_resumed_process_gets_no_new_session_id() -> None:
 
 def test_a_compaction_drops_the_session_and_forbids_a_live_refresh() -> None:
     state = SessionState.resuming("s-1")
-    state.connected_to("fp-1")
+    state.process_ready()
     assert state.can_refresh_live()
     state.compacted()
     assert (state.session_id, state.session_started, state.can_refresh_live()) == (None, False, False)
     state.disconnected()
-    assert state.phase is Phase.DISCONNECTED and not state.is_current("fp-1")
-    state.connected_to("fp-2")  # the new process clears the need for one
-    assert state.can_refresh_live() and state.is_current("fp-2")
+    assert state.phase is Phase.DISCONNECTED and not state.can_refresh_live()
+    state.process_ready()  # the new process clears the need for one
+    assert state.can_refresh_live()
 
 
-def test_a_live_refresh_keeps_the_phase_and_takes_the_new_fingerprint() -> None:
+def test_a_live_refresh_keeps_the_phase() -> None:
     state = SessionState.resuming(None)
-    state.connected_to("fp-1")
+    state.process_ready()
     state.turn_started()
-    state.connected_to("fp-2")
-    assert state.in_turn and state.is_current("fp-2")
+    state.process_ready()
+    assert state.in_turn and state.can_refresh_live()
 
 
 def test_a_session_that_cannot_be_resumed_is_replaced_by_a_seeded_one() -> None:
@@ -67,7 +67,7 @@ def test_a_session_that_cannot_be_resumed_is_replaced_by_a_seeded_one() -> None:
 
 def test_disconnecting_mid_turn_ends_the_turn_phase() -> None:
     state = SessionState.resuming(None)
-    state.connected_to("fp")
+    state.process_ready()
     state.turn_started()
     state.disconnected()
     assert state.phase is Phase.DISCONNECTED and not state.in_turn and not state.connected

@@ -1,0 +1,84 @@
+"""The turn planner on a real store, without the SDK: its plans and the state it keeps (both backends)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compaction import CompactionOutcome, CompactionSettings
+from memory_agent import MemoryManager, Settings
+from memory_agent.agent.refresh_policy import PromptRefreshPolicy
+from memory_agent.agent.turn_planner import TurnPlan, TurnPlanner
+
+pytestmark = pytest.mark.usefixtures("backend")
+
+SMALL = CompactionSettings(model="claude-haiku-4-5", context_window=6_000, trigger_threshold=0.8,
+                           window_percentage=0.5, min_kept_messages=2)
+
+
+def _planner(memory: MemoryManager, mode: str = "announce") -> TurnPlanner:
+    policy = PromptRefreshPolicy(mode)  # type: ignore[arg-type]  # a literal given as str
+    return TurnPlanner(memory, memory.agent_id, memory.compactor, policy, count_fixed=memory.memory_tokens)
+
+
+def _connected(planner: TurnPlanner, prompt: str | None = "Hi.") -> TurnPlan:
+    return planner.before_turn(prompt, connected=True, can_refresh_live=True)
+
+
+def test_connecting_builds_the_prompt_and_unchanged_memory_keeps_it(memory: MemoryManager) -> None:
+    planner = _planner(memory)
+    first = planner.before_turn(None, connected=False, can_refresh_live=False)
+    assert first.rebuild and not first.compact and first.versions == memory.block_versions()
+    assert first.recalled == ()  # room for automatic recall, empty until it exists
+    planner.prompt_built(first)
+    assert planner.fixed_tokens == memory.memory_tokens()
+    again = _connected(planner)
+    assert not again.rebuild and again.fingerprint == first.fingerprint
+    # A process that stopped has no prompt, current or not.
+    assert planner.before_turn(None, connected=False, can_refresh_live=False).rebuild
+
+
+def test_another_writers_change_is_announced_or_rebuilt_by_the_policy(memory: MemoryManager) -> None:
+    for mode, rebuilds in (("announce", False), ("deferred", True), ("live", True)):
+        planner = _planner(memory, mode)
+        planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
+        planner.turn_started()
+        planner.after_turn(None, through_id=None)
+        memory.update_block("human", value=f"Set by the owner under {mode}.")
+        plan = _connected(planner)
+        assert plan.rebuild is rebuilds, mode
+        if not rebuilds:
+            assert plan.announce == (memory.get_block("human").block_id,)
+            assert f"Set by the owner under {mode}." in planner.announcement()
+
+
+def test_a_history_over_the_trigger_compacts_before_the_first_request(settings: Settings) -> None:
+    with MemoryManager(agent_id="planned", settings=settings, compaction_settings=SMALL) as memory:
+        planner = _planner(memory)
+        for number in range(12):
+            memory.store_message("user", f"Message {number}: " + "details of the plan " * 60)
+        plan = planner.before_turn(None, connected=False, can_refresh_live=False)
+        assert plan == TurnPlan(compact=True) and not planner.compaction_due  # the plan carries it
+        # The summariser failed: nothing changed, and the prompt is built as it stands.
+        planner.compacted(CompactionOutcome(status="deferred", summary=None, evicted=(), kept=(), model=None,
+                                            tokens_before=5_000, tokens_after=5_000))
+        assert planner.replan(connected=False, can_refresh_live=False).rebuild
+
+
+def test_a_turn_over_the_trigger_makes_the_next_one_compact(settings: Settings) -> None:
+    with MemoryManager(agent_id="planned", settings=settings, compaction_settings=SMALL) as memory:
+        planner = _planner(memory)
+        planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
+        planner.turn_started()
+        for number in range(12):
+            memory.store_message("user", f"Message {number}: " + "details of the plan " * 60)
+        planner.after_turn(None, through_id=None)
+        assert planner.compaction_due
+        assert _connected(planner, None).compact
+
+
+def test_a_large_prompt_makes_the_turn_compact_first(settings: Settings) -> None:
+    with MemoryManager(agent_id="planned", settings=settings, compaction_settings=SMALL) as memory:
+        planner = _planner(memory)
+        planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
+        assert not _connected(planner, "Short.").compact
+        assert _connected(planner, "A long paste. " * 2_000).compact
