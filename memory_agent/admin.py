@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .authors import Author, acting_author
+from .encryption_key import EncryptionKey
 from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
@@ -70,10 +71,12 @@ def storage_path(storage_dir: str | Path | None, settings: Settings) -> Path:
     return Path(storage_dir).expanduser() if storage_dir is not None else settings.persist_directory
 
 
-def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None) -> Database:
+def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None,
+                  encryption_key: EncryptionKey | None = None) -> Database:
     """The storage dir's database; without `create`, a missing one is an error, not a new file.
 
-    With a PostgreSQL `database_url` the server holds the data (its schema is created on first use)."""
+    With a PostgreSQL `database_url` the server holds the data (its schema is created on first use);
+    `encryption_key` opens an encrypted SQLite store (see `store.cipher`)."""
     if database_url:
         return open_store(storage_dir, database_url, create=create)
     path = storage_dir / DATABASE_FILENAME
@@ -83,7 +86,7 @@ def open_database(storage_dir: Path, *, create: bool = False, database_url: str 
             f"No memory-agent storage at {storage_dir}. Run 'memory-agent init' first, "
             "or point --storage-dir (PERSIST_DIRECTORY) at an existing storage dir."
         )
-    return Database(path)
+    return Database(path, encryption_key=encryption_key)
 
 
 def default_agent_id(db: Database) -> str | None:
@@ -132,7 +135,8 @@ def open_agent(storage_dir: str | Path | None = None, agent_id: str | None = Non
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, database_url=settings.database_url) as db:
+    with open_database(directory, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         if chosen is None:
             raise ConfigurationError(
@@ -153,7 +157,8 @@ def init_storage(storage_dir: str | Path | None = None, agent_id: str | None = N
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, create=True, database_url=settings.database_url) as db:
+    with open_database(directory, create=True, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
     with _open_creating(directory, chosen, settings, persona, human) as memory:
@@ -167,7 +172,8 @@ def create_agent(storage_dir: str | Path | None, agent_id: str, *, settings: Set
     directory = storage_path(storage_dir, settings)
     if not agent_id.strip():
         raise ConfigurationError("An agent id must not be empty.")
-    with open_database(directory, create=True, database_url=settings.database_url) as db:
+    with open_database(directory, create=True, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         if _agent_exists(db, agent_id):
             raise ConfigurationError(
                 f"Agent '{agent_id}' already exists in this storage dir. Pick another id, "

@@ -160,7 +160,8 @@ def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
     validate_snapshot(snapshot)  # before the store is opened: a refused file creates no store either
-    with open_database(directory, create=True, database_url=settings.database_url) as db:
+    with open_database(directory, create=True, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         report = write_snapshot(db, snapshot, agent_id=agent_id, author=author)
         if default_agent_id(db) is None:
             set_default_agent(db, report.agent_ids[0])
