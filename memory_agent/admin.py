@@ -22,7 +22,7 @@ from .encryption_key import EncryptionKey
 from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
-from .store import journal, passage_fts
+from .store import cipher, journal, passage_fts
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 from .store.meta import read_meta, write_meta
@@ -38,6 +38,7 @@ __all__ = [
     "list_agent_info",
     "open_agent",
     "open_database",
+    "reencrypt_storage",
     "set_default_agent",
     "storage_path",
 ]
@@ -232,3 +233,25 @@ def delete_agent(db: Database, agent_id: str) -> AgentInfo:
 def _require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
     if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
         raise AgentNotFoundError(agent_id)
+
+
+def reencrypt_storage(storage_dir: Path, old: EncryptionKey | None, new: EncryptionKey | None, *,
+                      database_url: str | None = None) -> str:
+    """Rewrite the storage dir's SQLite database under `new` (None: plain), read with `old`.
+
+    What `memory-agent rekey` runs: a rotation, the encryption of a plain store, or a decryption.
+    Refused for PostgreSQL (the server encrypts its data at rest) and while another process uses
+    the store. Returns what was done, in words."""
+    if database_url:
+        raise ConfigurationError(
+            "rekey applies to a SQLite store: on PostgreSQL, encryption at rest is the server's job "
+            "(docs/encryption.md says what to configure).")
+    if new is not None and old is not None and new == old:
+        raise ConfigurationError("The new key is the key the store already has; nothing was changed.")
+    path = Path(storage_dir) / DATABASE_FILENAME
+    if cipher.store_kind(path) == "absent":
+        raise StorageError(f"No memory-agent storage at {storage_dir}; there is nothing to re-encrypt.")
+    cipher.reencrypt(path, old, new)
+    if old is None:
+        return "encrypted"
+    return "decrypted" if new is None else "rekeyed"

@@ -20,7 +20,9 @@ def backend_environ(environ: Mapping[str, str]) -> dict[str, str]:
     if url:
         return {**environ, "MEMORY_DATABASE_URL": url}
     key = os.environ.get("MEMORY_ENCRYPTION_KEY")
-    return {**environ, "MEMORY_ENCRYPTION_KEY": key} if key and "MEMORY_ENCRYPTION_KEY" not in environ else dict(environ)
+    if key and "MEMORY_ENCRYPTION_KEY" not in environ:
+        return {**environ, "MEMORY_ENCRYPTION_KEY": key}
+    return dict(environ)
 
 
 POSTGRES_SLOW = pytest.mark.parametrize(
