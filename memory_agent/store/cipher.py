@@ -5,7 +5,9 @@ stdlib module built against SQLCipher, with its own exception classes. The store
 above catch `sqlite3.Error` (busy, damage, integrity, disk full) and read `sqlite_errorcode`, so
 `CipherConnection` hands out the same calls and raises the stdlib classes, with the same codes,
 for every failure of a statement, a fetch or a commit. Nothing above `store/` knows which engine
-is underneath. sqlcipher3-binary 0.6 bundles SQLite 3.51 with FTS5 and JSON built in.
+is underneath. One difference remains: the driver reports SQLite's primary result codes where the
+stdlib reports extended ones (19 for 1555); `storage_error` compares primary codes only.
+sqlcipher3-binary 0.6 bundles SQLite 3.51 (SQLCipher 4.12) with FTS5 and JSON built in.
 
 Opening checks the key before anything is written: the file's first 16 bytes say whether it is a
 plain SQLite file (the format's magic string) or not (SQLCipher puts the random salt there), and
@@ -46,6 +48,9 @@ EXTRA = "memory-agent[encryption]"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _NAMES = ("Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
           "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError")
+
+BUSY_WAIT_S = 2.0
+"""How long re-encryption waits for other connections to finish with the log before refusing."""
 
 StoreKind = str
 """'absent' (no file or 0 bytes: a new store), 'plain' (an SQLite file) or 'encrypted'."""
@@ -302,7 +307,7 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
     target = path.with_name(f"{path.name}.rekey-tmp")
     for leftover in (target, *_sidecars(target), target.with_name(target.name + "-journal")):
         leftover.unlink(missing_ok=True)
-    holder = _raw_connection(path, old)
+    holder = _raw_connection(path, old, timeout=BUSY_WAIT_S)
     copier = None
     try:
         busy = holder.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -340,10 +345,10 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
         sidecar.unlink(missing_ok=True)
 
 
-def _raw_connection(path: Path, key: EncryptionKey | None) -> Any:
+def _raw_connection(path: Path, key: EncryptionKey | None, timeout: float = 10.0) -> Any:
     """A bare sqlcipher3 connection (keyed when `key` is given): re-encryption needs its
     `sqlcipher_export`, which the stdlib's SQLite does not have, for plain stores too."""
-    raw = sqlcipher().connect(str(path), isolation_level=None, check_same_thread=False, timeout=10)
+    raw = sqlcipher().connect(str(path), isolation_level=None, check_same_thread=False, timeout=timeout)
     if key is not None:
         _keyed(raw, key)
     return raw
