@@ -135,8 +135,8 @@ def test_the_encrypted_connection_raises_sqlite3s_own_errors(tmp_path: Path) -> 
     assert duplicate.value.sqlite_errorcode & 0xFF == sqlite3.SQLITE_CONSTRAINT
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         conn.execute("SELECT * FROM missing")
-    with pytest.raises(sqlite3.ProgrammingError):
-        conn.execute("SELECT ?", (object(),))
+    with pytest.raises((sqlite3.ProgrammingError, sqlite3.InterfaceError), match="binding parameter"):
+        conn.execute("SELECT ?", (object(),))  # the driver's class is InterfaceError, the stdlib's Programming
     conn.row_factory = sqlite3.Row
     row = conn.execute("SELECT id, v FROM t").fetchone()
     assert (row["id"], row["v"], list(row.keys())) == (1, "a", ["id", "v"])
@@ -153,6 +153,8 @@ def test_the_store_translates_encrypted_failures_into_its_own_errors(tmp_path: P
             conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES ('a', 'a', 'now')")
         with db.reading() as conn:
             assert conn.execute("SELECT count(*) FROM agents").fetchone()[0] == 0
+        with pytest.raises(ConfigurationError, match="type SQLite cannot store"), db.transaction() as conn:
+            conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES (?, 'a', 'now')", (object(),))
 
 
 @ENCRYPTED
