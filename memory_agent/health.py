@@ -23,7 +23,7 @@ from .archival import ArchivalMemory
 from .archival.passage_table import agents_with_passages, state_counts, truncated_count, vector_count
 from .archival.reconcile import Progress
 from .encryption_key import EncryptionKey
-from .errors import MemoryAgentError
+from .errors import EncryptionKeyError, MemoryAgentError
 from .file_modes import loose_entries, tighten
 from .store import cipher, consolidation_log
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
@@ -82,8 +82,11 @@ def check_sqlite(path: Path, encryption_key: EncryptionKey | None = None) -> lis
                       "--repair moves the vectors aside to a backup and starts an empty database")]
     try:
         uri = f"{path.resolve().as_uri()}?mode=ro"
-        if encryption_key is not None:
+        try:
             cipher.verify_key(path, encryption_key)
+        except EncryptionKeyError as error:
+            return [Check("sqlite integrity", "fail", f"cannot be checked: {error}")]
+        if encryption_key is not None:
             conn = cipher.connect(uri, encryption_key, timeout=5.0, uri=True)
         else:
             conn = sqlite3.connect(uri, uri=True)

@@ -55,7 +55,7 @@ def test_no_output_shows_the_key(caplog: pytest.LogCaptureFixture) -> None:
     configured = Settings.from_env({"MEMORY_ENCRYPTION_KEY": SECRET})
     key = configured.encryption_key
     assert key is not None
-    shown = [repr(configured), str(configured), repr(key), str(key), f"{key}", f"{key!r}", "%s" % key,
+    shown = [repr(configured), str(configured), repr(key), str(key), f"{key}", f"{key!r}", format(key, ""),
              repr([key]), repr({"k": key})]
     with caplog.at_level(logging.DEBUG):
         logging.getLogger("memory_agent").info("settings %s key %r", configured, key)
