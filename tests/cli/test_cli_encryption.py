@@ -16,6 +16,8 @@ from memory_agent.portability.sealed import MAGIC
 
 Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
+pytest.importorskip("sqlcipher3", reason="the encryption extra is not installed (pip install -e '.[encryption]')")
+
 KEY = "first passphrase 123"
 NEW = "second passphrase 456"
 MARKER = "QQMARKER-8842"

@@ -20,6 +20,8 @@ from memory_agent.store import cipher
 from memory_agent.store.database import DATABASE_FILENAME, Database
 from memory_agent.store.snapshot import store_snapshot
 
+pytest.importorskip("sqlcipher3", reason="the encryption extra is not installed (pip install -e '.[encryption]')")
+
 KEY = "correct horse battery staple"
 OTHER = "another long passphrase"
 MARKER = "ZQXMARKER-7731-unique"
