@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from backends import backend_environ
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory_agent import EncryptionKeyError, MemoryManager, Settings
 from memory_agent.admin import reencrypt_storage
@@ -265,3 +267,28 @@ def test_migrations_run_on_an_encrypted_store(tmp_path: Path) -> None:
             assert one.execute("PRAGMA user_version").fetchone()[0] == two.execute("PRAGMA user_version").fetchone()[0]
             schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
             assert [tuple(r) for r in one.execute(schema)] == [tuple(r) for r in two.execute(schema)]
+
+
+@ENCRYPTED
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(old=st.one_of(st.none(), st.just(KEY), st.text(max_size=30)),
+       new=st.one_of(st.none(), st.just(KEY), st.text(max_size=30)))
+def test_rekey_with_any_keys_raises_only_the_projects_errors_and_changes_nothing_on_refusal(
+        tmp_path_factory: pytest.TempPathFactory, old: str | None, new: str | None) -> None:
+    store = tmp_path_factory.mktemp("rekey") / "store"
+    with Database(store / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test")) as db:
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES ('a', ?, 'now')", (MARKER,))
+    before = files_of(store)
+    try:
+        old_key = None if old is None else parse_key(old, "old")
+        new_key = None if new is None else parse_key(new, "new")
+        done = reencrypt_storage(store, old_key, new_key)
+    except MemoryAgentError as error:
+        assert files_of(store) == before
+        for text in (old, new, KEY):
+            assert not text or len(text) < 8 or text not in str(error)
+        return
+    assert old == KEY and done in ("rekeyed", "decrypted")
+    with Database(store / DATABASE_FILENAME, encryption_key=new_key) as db, db.reading() as conn:
+        assert conn.execute("SELECT name FROM agents").fetchone()[0] == MARKER
