@@ -84,12 +84,12 @@ def check_sqlite(path: Path, encryption_key: EncryptionKey | None = None) -> lis
         uri = f"{path.resolve().as_uri()}?mode=ro"
         try:
             cipher.verify_key(path, encryption_key)
+            if encryption_key is not None:
+                conn = cipher.connect(uri, encryption_key, timeout=5.0, uri=True)
+            else:
+                conn = sqlite3.connect(uri, uri=True)
         except EncryptionKeyError as error:
             return [Check("sqlite integrity", "fail", f"cannot be checked: {error}")]
-        if encryption_key is not None:
-            conn = cipher.connect(uri, encryption_key, timeout=5.0, uri=True)
-        else:
-            conn = sqlite3.connect(uri, uri=True)
         try:
             problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
             orphans = conn.execute("PRAGMA foreign_key_check").fetchall()

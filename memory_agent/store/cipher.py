@@ -236,53 +236,62 @@ def connect(path: Path | str, key: EncryptionKey, *, timeout: float, uri: bool =
     try:
         raw = module.connect(str(path), isolation_level=None, check_same_thread=False, timeout=timeout, uri=uri)
         _keyed(raw, key)
+        _check_key(raw, path)
+    except EncryptionKeyError:
+        raise
     except Exception as error:
         raise _as_sqlite3(error) from None
     return cast(sqlite3.Connection, CipherConnection(raw))
 
 
 def verify_key(path: Path, key: EncryptionKey | None) -> None:
-    """Refuse, before anything is created or written, a key that does not fit the file at `path`.
+    """Refuse, before anything is opened, a choice of key that cannot fit the file at `path`.
 
-    A new store (no file, or an empty one) fits any choice. A plain file fits no key; an encrypted
-    one fits only its key, which one read of the schema proves (a wrong key fails to decrypt the
-    first page; SQLCipher writes nothing for a read, and a WAL file is never touched because the
-    header that says 'WAL' cannot be read)."""
+    Read from the file's first bytes alone: a new store (no file, or an empty one) fits any
+    choice; a plain file fits no key; an encrypted one needs a key. Whether the key is the right
+    one is checked by `connect`, with its first read."""
     kind = store_kind(path)
-    if kind == "absent":
-        return
-    if kind == "plain":
-        if key is not None:
-            raise EncryptionKeyError(
-                f"{path} is not encrypted, but {KEY_ENV} (or {KEY_FILE_ENV}) is set; nothing was opened or "
-                "changed. Unset the key to use the store as it is, or encrypt it first with "
-                "'memory-agent rekey --encrypt' (see docs/encryption.md).")
-        return
-    if key is None:
-        if _looks_encrypted(path):
-            raise EncryptionKeyError(
-                f"{path} is encrypted (or is not a SQLite file at all), and no key is set; nothing was opened "
-                f"or changed. Set {KEY_ENV} or {KEY_FILE_ENV} to the store's key.")
-        return  # not page-sized: damage, which SQLite's own open reports in its usual words
-    module = sqlcipher()
-    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-    try:
-        raw = module.connect(uri, uri=True, check_same_thread=False)
-    except Exception as error:
-        raise StorageError(f"Cannot open {path} to check its key ({type(error).__name__}); nothing was changed. "
-                           "Check that the file is readable by this user.") from None
+    if kind == "plain" and key is not None:
+        raise EncryptionKeyError(
+            f"{path} is not encrypted, but {KEY_ENV} (or {KEY_FILE_ENV}) is set; nothing was opened or "
+            "changed. Unset the key to use the store as it is, or encrypt it first with "
+            "'memory-agent rekey --encrypt' (see docs/encryption.md).")
+    if kind == "encrypted" and key is None and _looks_encrypted(path):
+        raise EncryptionKeyError(
+            f"{path} is encrypted (or is not a SQLite file at all), and no key is set; nothing was opened "
+            f"or changed. Set {KEY_ENV} or {KEY_FILE_ENV} to the store's key.")
+    # A file that is not page-sized is damage, which SQLite's own open reports in its usual words.
+    if kind == "encrypted" and key is not None and _sidecars(Path(path))[0].exists():
+        _probe_immutable(Path(path), key)
+
+
+def _probe_immutable(path: Path, key: EncryptionKey) -> None:
+    """Check the key without touching a live log: SQLite opens an existing -wal whatever the key
+    and marks its read in the -shm before page 1 fails to decrypt, so with a -wal beside the file
+    the key is first tried on a connection that reads the main file alone (`immutable=1`: no
+    locks, no log). It costs one more key derivation, only when a -wal exists."""
+    raw = sqlcipher().connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False)
     try:
         _keyed(raw, key)
+        _check_key(raw, path)
+    finally:
+        raw.close()
+
+
+def _check_key(raw: Any, path: Path | str) -> None:
+    """Prove the key by one read of the schema, before anything else runs on the connection: a
+    wrong key fails to decrypt the first page, and as the header saying 'WAL' cannot be read, no
+    -wal or -shm file is created or read; nothing is written."""
+    try:
         raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except Exception as error:
         if "not a database" in str(error) or "encrypted" in str(error):
+            raw.close()
             raise EncryptionKeyError(
                 f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {path}: it is the wrong key, or "
                 "the file is damaged. Nothing was opened or changed. Set the key this store was encrypted "
                 "with.") from None
-        raise _as_sqlite3(error) from None
-    finally:
-        raw.close()
+        raise
 
 
 def _looks_encrypted(path: Path) -> bool:
@@ -351,6 +360,7 @@ def _raw_connection(path: Path, key: EncryptionKey | None, timeout: float = 10.0
     raw = sqlcipher().connect(str(path), isolation_level=None, check_same_thread=False, timeout=timeout)
     if key is not None:
         _keyed(raw, key)
+        _check_key(raw, path)
     return raw
 
 

@@ -292,3 +292,21 @@ def test_rekey_with_any_keys_raises_only_the_projects_errors_and_changes_nothing
     assert old == KEY and done in ("rekeyed", "decrypted")
     with Database(store / DATABASE_FILENAME, encryption_key=new_key) as db, db.reading() as conn:
         assert conn.execute("SELECT name FROM agents").fetchone()[0] == MARKER
+
+
+@ENCRYPTED
+def test_a_wrong_key_leaves_a_live_wal_untouched(tmp_path: Path) -> None:
+    """A store whose log still holds frames (another process is writing, or died) is not touched."""
+    store = tmp_path / "store"
+    writer = MemoryManager(settings=settings_for(store))
+    try:
+        writer.core_memory_append("human", f"code {MARKER}")
+        assert (store / f"{DATABASE_FILENAME}-wal").stat().st_size > 0
+        before = files_of(store)
+        for given in (OTHER, None):
+            with pytest.raises(EncryptionKeyError):
+                Database(store / DATABASE_FILENAME, encryption_key=None if given is None else parse_key(given, "t"))
+        assert files_of(store) == before
+        assert MARKER in writer.get_block("human").value
+    finally:
+        writer.close()
