@@ -12,6 +12,8 @@ or `MEMORY_ENCRYPTION_KEY_FILE` (a file holding it; one trailing newline is drop
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
@@ -83,11 +85,18 @@ def parse_key(text: str, source: str) -> EncryptionKey:
 def key_from_file(path: Path, source: str = KEY_FILE_ENV) -> EncryptionKey:
     """The key held in a file (one trailing newline dropped); errors name the file, not its content."""
     try:
-        raw = Path(path).expanduser().read_bytes()
-    except OSError as error:
+        descriptor = os.open(Path(path).expanduser(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
         raise ConfigurationError(
-            f"{source} names {path}, which cannot be read ({error.strerror or type(error).__name__}). "
+            f"{source} names {path}, which cannot be read ({reason}). "
             "Point it at a readable file holding the passphrase.") from None
+    with os.fdopen(descriptor, "rb") as stream:
+        # A device or FIFO would be read forever (or block): only a regular file of key size is read.
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ConfigurationError(f"{source} names {path}, which is not a regular file; point it at a "
+                                     "file holding the passphrase.")
+        raw = stream.read(MAX_KEY_LENGTH * 4 + 3)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

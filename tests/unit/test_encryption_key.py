@@ -34,12 +34,13 @@ def test_the_key_comes_from_the_variable_or_a_file(tmp_path: Path) -> None:
     ({"MEMORY_ENCRYPTION_KEY": f" {SECRET}"}, "white space"),
     ({"MEMORY_ENCRYPTION_KEY": f"{SECRET}\x00x"}, "NUL"),
     ({"MEMORY_ENCRYPTION_KEY_FILE": "/no/such/key/file"}, "cannot be read"),
+    ({"MEMORY_ENCRYPTION_KEY_FILE": "/dev/zero"}, "not a regular file"),
 ])
 def test_a_bad_key_is_a_configuration_error_that_does_not_quote_it(environ: dict[str, str], words: str) -> None:
     with pytest.raises(ConfigurationError, match=words) as raised:
         Settings.from_env(environ)
     for value in environ.values():
-        if value != "/no/such/key/file":
+        if not value.startswith("/"):
             assert value.strip("\x00 ") not in str(raised.value)
 
 
