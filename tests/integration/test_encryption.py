@@ -310,3 +310,26 @@ def test_a_wrong_key_leaves_a_live_wal_untouched(tmp_path: Path) -> None:
         assert MARKER in writer.get_block("human").value
     finally:
         writer.close()
+
+
+@ENCRYPTED
+@pytest.mark.slow  # about 15 stores, each opened with a key derivation
+async def test_the_sdk_session_store_passes_its_conformance_suite_on_an_encrypted_store(tmp_path: Path) -> None:
+    from claude_agent_sdk.testing import run_session_store_conformance
+
+    from memory_agent import SQLiteSessionStore
+
+    key = parse_key(KEY, "test")
+    opened: list[SQLiteSessionStore] = []
+
+    def make_store() -> SQLiteSessionStore:
+        opened.append(SQLiteSessionStore.open(tmp_path / f"db{len(opened)}", encryption_key=key))
+        return opened[-1]
+
+    try:
+        await run_session_store_conformance(make_store)
+    finally:
+        for each in opened:
+            each.close()
+    assert opened and all(cipher.store_kind(tmp_path / f"db{n}" / DATABASE_FILENAME) == "encrypted"
+                          for n in range(len(opened)))
