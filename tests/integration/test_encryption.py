@@ -333,3 +333,17 @@ async def test_the_sdk_session_store_passes_its_conformance_suite_on_an_encrypte
             each.close()
     assert opened and all(cipher.store_kind(tmp_path / f"db{n}" / DATABASE_FILENAME) == "encrypted"
                           for n in range(len(opened)))
+
+
+@ENCRYPTED
+def test_a_raw_key_opens_without_key_derivation_and_a_different_one_is_refused(tmp_path: Path) -> None:
+    raw = "x'" + "3a" * 32 + "'"
+    store = tmp_path / "store"
+    fill(store, key=raw)
+    assert holding(store, MARKER) == []
+    with MemoryManager(settings=settings_for(store, raw)) as memory:
+        assert MARKER in memory.get_block("human").value
+    with pytest.raises(EncryptionKeyError):
+        MemoryManager(settings=settings_for(store, "x'" + "3b" * 32 + "'"))
+    with pytest.raises(EncryptionKeyError):  # the same text is a passphrase once the form is broken
+        MemoryManager(settings=settings_for(store, "x'" + "3a" * 32))
