@@ -160,7 +160,6 @@ class Database:
     def __init__(self, path: Path, *, allow_orphaned: bool = False,
                  encryption_key: EncryptionKey | None = None) -> None:
         self.path = check_path("The database path", path)
-        self.encrypted = encryption_key is not None
         cipher.verify_key(self.path, encryption_key)  # before anything is created: a mismatch changes nothing
         try:
             private_dir(self.path.parent)
