@@ -25,6 +25,15 @@ MARKER = "QQMARKER-8842"
 SQLITE_ONLY = pytest.mark.sqlite_only(reason="rekey rewrites the SQLite file; PostgreSQL encrypts at rest itself")
 
 
+@pytest.fixture(autouse=True)
+def no_suite_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests choose their keys (the suite's encrypted mode, MEMORY_AGENT_TEST_ENCRYPTION=1,
+    sets one for every `backend` test, once that fixture has run)."""
+    if "backend" in request.fixturenames:
+        request.getfixturevalue("backend")
+    monkeypatch.delenv("MEMORY_ENCRYPTION_KEY", raising=False)
+
+
 def hashes(directory: Path) -> dict[str, str]:
     return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(directory.rglob("*")) if p.is_file()}
