@@ -11,8 +11,9 @@ sqlcipher3-binary 0.6 bundles SQLite 3.51 (SQLCipher 4.12) with FTS5 and JSON bu
 
 Opening checks the key before anything is written: the file's first 16 bytes say whether it is a
 plain SQLite file (the format's magic string) or not (SQLCipher puts the random salt there), and
-with a key one read of the schema says whether the key is the right one. A mismatch is one
-`EncryptionKeyError` and the file, its directory and its -wal are left exactly as they were.
+with a key the connection's first read, of the schema, says whether the key is the right one
+(tried first on an immutable connection when a -wal exists, see `_probe_immutable`). A mismatch
+is one `EncryptionKeyError`, and the file, its -wal and -shm are left byte for byte as they were.
 
 Re-encryption (a new key, encrypting a plain store, decrypting) writes a complete copy with
 `sqlcipher_export` into a new file beside memory.db, syncs it and renames it over the old one:
@@ -27,7 +28,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ..encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
 from ..errors import ConfigurationError, EncryptionKeyError, StorageError
@@ -52,7 +53,7 @@ _NAMES = ("Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "O
 BUSY_WAIT_S = 2.0
 """How long re-encryption waits for other connections to finish with the log before refusing."""
 
-StoreKind = str
+StoreKind = Literal["absent", "plain", "encrypted"]
 """'absent' (no file or 0 bytes: a new store), 'plain' (an SQLite file) or 'encrypted'."""
 
 
