@@ -188,6 +188,7 @@ def test_rekey_rotates_the_key_and_keeps_every_row(tmp_path: Path) -> None:
         before = store_snapshot(db)
     assert reencrypt_storage(store, parse_key(KEY, "old"), parse_key(OTHER, "new")) == "rekeyed"
     assert sorted(path.name for path in store.iterdir()) == ["chroma", DATABASE_FILENAME]
+    assert (store / DATABASE_FILENAME).stat().st_mode & 0o777 == 0o600  # the new file is owner-only too
     with pytest.raises(EncryptionKeyError):
         MemoryManager(settings=settings_for(store, KEY))
     with MemoryManager(settings=settings_for(store, OTHER)) as memory:
