@@ -296,9 +296,16 @@ def _check_key(raw: Any, path: Path | str) -> None:
 
 
 def _looks_encrypted(path: Path) -> bool:
-    """An encrypted store is whole pages of random bytes (SQLCipher's default page is 4096 bytes)."""
+    """Whether a file that is not plain SQLite looks like SQLCipher's: whole pages (at least 1 KiB)
+    whose first page is random bytes throughout. A plain file whose header was overwritten keeps
+    SQLite's page of zeros and schema text after the damage, a few dozen distinct byte values
+    against about 256 in 4 KiB of ciphertext, and is left to SQLite to report as damaged."""
     size = path.stat().st_size
-    return size >= 1024 and size % 1024 == 0
+    if size < 1024 or size % 1024:
+        return False
+    with open(path, "rb") as handle:
+        first = handle.read(4096)[len(SQLITE_MAGIC):]
+    return len(set(first)) >= min(200, len(first) // 8)
 
 
 def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) -> None:
