@@ -57,6 +57,12 @@ class EncryptionKey:
     def __hash__(self) -> int:
         return hash((EncryptionKey, self._text))
 
+    def __copy__(self) -> EncryptionKey:
+        return self  # immutable: a copy (of Settings, say) may share it
+
+    def __deepcopy__(self, memo: dict[int, object]) -> EncryptionKey:
+        return self
+
     def __reduce__(self) -> NoReturn:
         raise TypeError("An EncryptionKey is not pickled: it would write the key to wherever the pickle goes.")
 

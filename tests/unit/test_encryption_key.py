@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import pickle
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_no_output_shows_the_key(caplog: pytest.LogCaptureFixture) -> None:
         logging.getLogger("memory_agent").info("settings %s key %r", configured, key)
     assert all(SECRET not in text for text in shown + [caplog.text])
     assert "encryption_key='***'" in repr(configured)
+    assert copy.deepcopy(configured).encryption_key == key and copy.copy(key) is key
     with pytest.raises(TypeError, match="not pickled"):
         pickle.dumps(key)
     with pytest.raises(TypeError):
