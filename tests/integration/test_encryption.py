@@ -70,7 +70,9 @@ def test_no_file_of_an_encrypted_store_holds_the_text_written_to_it(tmp_path: Pa
     memory.close()
     assert cipher.store_kind(store / DATABASE_FILENAME) == "encrypted"
     assert holding(store, MARKER) == []
-    assert holding(store, "human") == []  # not even the schema's words are readable
+    # Not even the schema's words are readable in the database's files. (Not asked of chroma/: its
+    # HNSW files are binary vectors in which any short byte string may turn up.)
+    assert [name for name in holding(store, "CREATE TABLE") + holding(store, "human") if "chroma" not in name] == []
     with MemoryManager(settings=settings_for(store)) as again:
         assert MARKER in again.get_block("human").value
 
