@@ -13,6 +13,7 @@ from .consolidation import (
     ModelConsolidator,
     RulesConsolidator,
 )
+from .encryption_key import EncryptionKey
 from .errors import (
     AgentNotFoundError,
     AmbiguousContentError,
@@ -25,6 +26,7 @@ from .errors import (
     ConfigurationError,
     ConsolidationError,
     ContentNotFoundError,
+    EncryptionKeyError,
     ImportFormatError,
     InvalidLabelError,
     LabelConflictError,
@@ -91,6 +93,8 @@ __all__ = [
     "ConsolidationSession",
     "Consolidator",
     "ContentNotFoundError",
+    "EncryptionKey",
+    "EncryptionKeyError",
     "ForgetReport",
     "ImportFormatError",
     "InvalidLabelError",

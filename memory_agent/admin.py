@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .authors import Author, acting_author
+from .encryption_key import EncryptionKey
 from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
-from .store import journal, passage_fts
+from .store import cipher, journal, passage_fts
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 from .store.meta import read_meta, write_meta
@@ -37,6 +38,7 @@ __all__ = [
     "list_agent_info",
     "open_agent",
     "open_database",
+    "reencrypt_storage",
     "set_default_agent",
     "storage_path",
 ]
@@ -70,10 +72,12 @@ def storage_path(storage_dir: str | Path | None, settings: Settings) -> Path:
     return Path(storage_dir).expanduser() if storage_dir is not None else settings.persist_directory
 
 
-def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None) -> Database:
+def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None,
+                  encryption_key: EncryptionKey | None = None) -> Database:
     """The storage dir's database; without `create`, a missing one is an error, not a new file.
 
-    With a PostgreSQL `database_url` the server holds the data (its schema is created on first use)."""
+    With a PostgreSQL `database_url` the server holds the data (its schema is created on first use);
+    `encryption_key` opens an encrypted SQLite store (see `store.cipher`)."""
     if database_url:
         return open_store(storage_dir, database_url, create=create)
     path = storage_dir / DATABASE_FILENAME
@@ -84,7 +88,7 @@ def open_database(storage_dir: Path, *, create: bool = False, database_url: str 
             "'memory-agent chat' or a command that adds memory, such as 'blocks set' or 'remember'), "
             "or point --storage-dir (PERSIST_DIRECTORY) at an existing storage dir."
         )
-    return Database(path)
+    return Database(path, encryption_key=encryption_key)
 
 
 def default_agent_id(db: Database) -> str | None:
@@ -133,7 +137,8 @@ def open_agent(storage_dir: str | Path | None = None, agent_id: str | None = Non
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, database_url=settings.database_url) as db:
+    with open_database(directory, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         if chosen is None:
             raise ConfigurationError(
@@ -155,7 +160,8 @@ def init_storage(storage_dir: str | Path | None = None, agent_id: str | None = N
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, create=True, database_url=settings.database_url) as db:
+    with open_database(directory, create=True, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
     with _open_creating(directory, chosen, settings, persona, human, make_default=make_default) as memory:
@@ -169,7 +175,8 @@ def create_agent(storage_dir: str | Path | None, agent_id: str, *, settings: Set
     directory = storage_path(storage_dir, settings)
     if not agent_id.strip():
         raise ConfigurationError("An agent id must not be empty.")
-    with open_database(directory, create=True, database_url=settings.database_url) as db:
+    with open_database(directory, create=True, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         if _agent_exists(db, agent_id):
             raise ConfigurationError(
                 f"Agent '{agent_id}' already exists in this storage dir. Pick another id, "
@@ -228,3 +235,25 @@ def delete_agent(db: Database, agent_id: str) -> AgentInfo:
 def _require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
     if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
         raise AgentNotFoundError(agent_id)
+
+
+def reencrypt_storage(storage_dir: Path, old: EncryptionKey | None, new: EncryptionKey | None, *,
+                      database_url: str | None = None) -> str:
+    """Rewrite the storage dir's SQLite database under `new` (None: plain), read with `old`.
+
+    What `memory-agent rekey` runs: a rotation, the encryption of a plain store, or a decryption.
+    Refused for PostgreSQL (the server encrypts its data at rest) and while another process uses
+    the store. Returns what was done, in words."""
+    if database_url:
+        raise ConfigurationError(
+            "rekey applies to a SQLite store: on PostgreSQL, encryption at rest is the server's job "
+            "(docs/encryption.md says what to configure).")
+    if new is not None and old is not None and new == old:
+        raise ConfigurationError("The new key is the key the store already has; nothing was changed.")
+    path = Path(storage_dir) / DATABASE_FILENAME
+    if cipher.store_kind(path) == "absent":
+        raise StorageError(f"No memory-agent storage at {storage_dir}; there is nothing to re-encrypt.")
+    cipher.reencrypt(path, old, new)
+    if old is None:
+        return "encrypted"
+    return "decrypted" if new is None else "rekeyed"

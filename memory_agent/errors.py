@@ -212,6 +212,12 @@ class StorageError(MemoryAgentError):
     """The database could not be opened, migrated or written."""
 
 
+class EncryptionKeyError(MemoryAgentError):
+    """The store's encryption and the key given do not match (a wrong key, no key for an encrypted
+    store, a key for a plain one), or an encrypted export cannot be opened with the key. Nothing
+    was opened, created or changed; the message says which key to set."""
+
+
 class WriteOutcomeUnknownError(StorageError):
     """The connection was lost during COMMIT and the server could not be asked whether it applied
     the write. A separate class because the right reaction differs from every other StorageError:

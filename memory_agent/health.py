@@ -22,9 +22,10 @@ from typing import Any, Literal
 from .archival import ArchivalMemory
 from .archival.passage_table import agents_with_passages, state_counts, truncated_count, vector_count
 from .archival.reconcile import Progress
-from .errors import MemoryAgentError
+from .encryption_key import EncryptionKey
+from .errors import EncryptionKeyError, MemoryAgentError
 from .file_modes import loose_entries, tighten
-from .store import consolidation_log, journal
+from .store import cipher, consolidation_log, journal
 from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
 from .store.journal_chain import ChainReport
 from .store.passage_fts import all_fts_tables
@@ -73,15 +74,24 @@ def is_orphaned(path: Path) -> bool:
     return empty and vectors.is_dir() and any(vectors.iterdir())
 
 
-def check_sqlite(path: Path) -> list[Check]:
+def check_sqlite(path: Path, encryption_key: EncryptionKey | None = None) -> list[Check]:
     """The database file's own consistency and its foreign keys, read without migrating or
-    writing anything, so that it works on a file too damaged to open as a store."""
+    writing anything, so that it works on a file too damaged to open as a store (an encrypted
+    one read with its key)."""
     if is_orphaned(path):
         return [Check("sqlite integrity", "fail",
                       f"{path} is missing or empty while {path.parent / VECTORS_DIRNAME} holds vectors; "
                       "--repair moves the vectors aside to a backup and starts an empty database")]
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        try:
+            cipher.verify_key(path, encryption_key)
+            if encryption_key is not None:
+                conn = cipher.connect(uri, encryption_key, timeout=5.0, uri=True)
+            else:
+                conn = sqlite3.connect(uri, uri=True)
+        except EncryptionKeyError as error:
+            return [Check("sqlite integrity", "fail", f"cannot be checked: {error}")]
         try:
             problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
             orphans = conn.execute("PRAGMA foreign_key_check").fetchall()

@@ -152,7 +152,8 @@ class MemoryManager:
         else:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
-        self.db = open_store(self.storage_dir, database_url or self.settings.database_url)
+        self.db = open_store(self.storage_dir, database_url or self.settings.database_url,
+                             encryption_key=self.settings.encryption_key)
         self.core = CoreMemory(self.db, author=self.current_author)
         self.recall = RecallMemory(self.db, author=self.current_author)
         self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,

@@ -47,6 +47,7 @@ from claude_agent_sdk import (
     fold_session_summary,
 )
 
+from .encryption_key import EncryptionKey
 from .errors import ConfigurationError
 from .store import Database
 from .store.backend import open_store
@@ -76,13 +77,14 @@ class SQLiteSessionStore(SessionStore):
         self._owns_db = False
 
     @classmethod
-    def open(cls, storage_dir: str | Path, database_url: str | None = None) -> SQLiteSessionStore:
+    def open(cls, storage_dir: str | Path, database_url: str | None = None, *,
+             encryption_key: EncryptionKey | None = None) -> SQLiteSessionStore:
         """Open (creating and migrating if needed) `memory.db` in `storage_dir`, or the
         PostgreSQL server at `database_url` (then transcripts are shared by every host using it).
 
         The store owns that database: `close()` closes it.
         """
-        store = cls(open_store(Path(storage_dir), database_url))
+        store = cls(open_store(Path(storage_dir), database_url, encryption_key=encryption_key))
         store._owns_db = True
         return store
 

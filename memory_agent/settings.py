@@ -14,6 +14,7 @@ from pathlib import Path
 
 from compaction import CompactionSettings, CompactionSettingsError
 
+from .encryption_key import EncryptionKey, key_from_environ
 from .errors import ConfigurationError
 from .redaction import MASK, describe_value, redact_env_line, redact_url
 from .validation import check_path
@@ -64,6 +65,10 @@ class Settings:
     """Messages API base URL, e.g. a local scripted server (ANTHROPIC_BASE_URL)."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     """Compaction settings (COMPACTION_*)."""
+    encryption_key: EncryptionKey | None = field(default=None, repr=False)
+    """Encrypts the SQLite store at rest and keeps text out of the vector store
+    (MEMORY_ENCRYPTION_KEY, or MEMORY_ENCRYPTION_KEY_FILE naming a file holding it); see
+    docs/encryption.md. Never shown by repr."""
 
     def __post_init__(self) -> None:
         check_path("PERSIST_DIRECTORY (the storage dir)", self.persist_directory)
@@ -87,7 +92,9 @@ class Settings:
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
         key = repr(MASK) if self.anthropic_api_key else "None"
         url = repr(redact_url(self.database_url)) if self.database_url else "None"
-        return f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key})"
+        encryption = repr(MASK) if self.encryption_key else "None"
+        return (f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key}, "
+                f"encryption_key={encryption})")
 
     def block_limit_for(self, label: str) -> int:
         """The limit a new block with this label gets when the caller names none."""
@@ -129,6 +136,7 @@ class Settings:
             "memory_character_limits": _parse_limits(text("MEMORY_CHARACTER_LIMITS")),
             "memory_shared_blocks": _parse_list(text("MEMORY_SHARED_BLOCKS")),
             "compaction": _compaction_settings(env),
+            "encryption_key": key_from_environ(env),
         }
         if (directory := text("PERSIST_DIRECTORY")) is not None:
             kwargs["persist_directory"] = Path(directory).expanduser()

@@ -14,9 +14,15 @@ OtherEnviron = Callable[[Mapping[str, str]], dict[str, str]]
 
 
 def backend_environ(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` plus MEMORY_DATABASE_URL when the `backend` fixture chose PostgreSQL."""
+    """`environ` plus MEMORY_DATABASE_URL when the `backend` fixture chose PostgreSQL, or plus
+    MEMORY_ENCRYPTION_KEY when it chose an encrypted SQLite store (MEMORY_AGENT_TEST_ENCRYPTION=1)."""
     url = os.environ.get("MEMORY_DATABASE_URL")
-    return {**environ, "MEMORY_DATABASE_URL": url} if url else dict(environ)
+    if url:
+        return {**environ, "MEMORY_DATABASE_URL": url}
+    key = os.environ.get("MEMORY_ENCRYPTION_KEY")
+    if key and "MEMORY_ENCRYPTION_KEY" not in environ:
+        return {**environ, "MEMORY_ENCRYPTION_KEY": key}
+    return dict(environ)
 
 
 POSTGRES_SLOW = pytest.mark.parametrize(

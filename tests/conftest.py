@@ -21,8 +21,11 @@ _OUR_VARIABLES = (
     "PERSIST_DIRECTORY", "AGENT_ID", "AGENT_INSTANCE_ID", "MODEL_NAME", "DEFAULT_BLOCK_LIMIT",
     "MEMORY_CHARACTER_LIMITS", "MEMORY_SHARED_BLOCKS", "MEMORY_HYBRID_SEARCH", "MEMORY_PERSONA",
     "MEMORY_HUMAN", "CHROMA_HOST", "CHROMA_PORT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-    "MEMORY_DATABASE_URL",
+    "MEMORY_DATABASE_URL", "MEMORY_ENCRYPTION_KEY", "MEMORY_ENCRYPTION_KEY_FILE",
 )
+TEST_ENCRYPTION = "MEMORY_AGENT_TEST_ENCRYPTION"
+"""Set to 1 to run every `backend` test's SQLite run on an encrypted store (docs/encryption.md)."""
+TEST_ENCRYPTION_KEY = "test-suite-encryption-key"
 REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
 """Set (as .ci/run does) to make a PostgreSQL server that cannot start a failure, not a skip."""
 
@@ -98,6 +101,8 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         empty = request.node.get_closest_marker("empty_database") is not None
         url = request.getfixturevalue("postgres_url" if empty else "migrated_postgres_url")
         monkeypatch.setenv("MEMORY_DATABASE_URL", url)
+    elif os.environ.get(TEST_ENCRYPTION) == "1":
+        monkeypatch.setenv("MEMORY_ENCRYPTION_KEY", TEST_ENCRYPTION_KEY)
     return str(request.param)
 
 

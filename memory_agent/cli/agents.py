@@ -44,7 +44,8 @@ def list_agents() -> None:
     """List the agents, with how much memory each holds (* marks the default)."""
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
-    with admin.open_database(directory, database_url=settings.database_url) as db:
+    with admin.open_database(directory, database_url=settings.database_url,
+                             encryption_key=settings.encryption_key) as db:
         infos = admin.list_agent_info(db)
 
     def render() -> None:
@@ -101,7 +102,8 @@ def delete_agent(agent_id: str, yes: bool) -> None:
     """Delete an agent with its messages, summaries, passages and unshared blocks (journalled)."""
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
-    with admin.open_database(directory, database_url=settings.database_url) as db:
+    with admin.open_database(directory, database_url=settings.database_url,
+                             encryption_key=settings.encryption_key) as db:
         admin.agent_info(db, agent_id)  # an unknown agent is an error before the question
         if not yes:
             click.confirm(f"Delete agent '{agent_id}' and all of its memory?", abort=True, err=True)

@@ -53,12 +53,13 @@ def doctor(repair: bool, full: bool) -> None:
         return
     path = directory / DATABASE_FILENAME
     if health.is_orphaned(path) and repair:
-        _start_empty_database(path)
+        _start_empty_database(path, settings)
     if not path.is_file() and not health.is_orphaned(path):
-        admin.open_database(directory).close()  # raises the "no storage here" error
-    checks = health.check_sqlite(path)
+        # raises the "no storage here" error
+        admin.open_database(directory, encryption_key=settings.encryption_key).close()
+    checks = health.check_sqlite(path, settings.encryption_key)
     if all(check.ok for check in checks):
-        with admin.open_database(directory) as db:
+        with admin.open_database(directory, encryption_key=settings.encryption_key) as db:
             checks += _fts_checks(db, repair)
             checks += _chain_check(db, chain)
             checks += health.check_consolidations(db)
@@ -96,12 +97,12 @@ def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bo
     return checks
 
 
-def _start_empty_database(path: Path) -> None:
+def _start_empty_database(path: Path, settings: Settings) -> None:
     """The repair of a database lost beside its vectors: vectors aside to a backup, a new empty store."""
     backup = move_aside(path.parent / VECTORS_DIRNAME)
     if path.exists():
         path.unlink()  # 0 bytes: nothing to keep
-    Database(path).close()
+    Database(path, encryption_key=settings.encryption_key).close()
     say(f"Moved the vectors of the lost database to {backup}; started an empty database at {path}.")
 
 

@@ -11,13 +11,13 @@ from .consolidation import consolidate, consolidations
 from .doctor import doctor
 from .journal import journal
 from .messages import compact, messages, summary
+from .rekey import rekey
 from .transfer import export, import_
 
 __all__ = ["cli", "main"]
 
 for command in (init, agents, blocks, remember, recall, forget, passages, passage_sensitivity, messages, summary,
-                compact,
-                export, import_, journal, doctor, chat, consolidate, consolidations):
+                compact, export, import_, journal, doctor, chat, consolidate, consolidations, rekey):
     cli.add_command(command)
 
 

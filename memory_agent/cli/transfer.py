@@ -9,6 +9,7 @@ import click
 
 from .. import portability
 from ..admin import list_agent_info
+from ..errors import ConfigurationError
 from .app import load_settings, open_memory, shared_options, state
 from .output import emit, say
 
@@ -23,17 +24,26 @@ __all__ = ["export", "import_"]
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (atomically) instead of stdout.")
 @click.option("--all", "all_agents", is_flag=True, help="Export every agent of the storage dir.")
-def export(format_: str, output: Path | None, all_agents: bool) -> None:
+@click.option("--encrypt", is_flag=True,
+              help="Encrypt the file (AES-256-GCM) with the key in MEMORY_ENCRYPTION_KEY or "
+                   "MEMORY_ENCRYPTION_KEY_FILE; import opens it with the same key. Needs --output.")
+def export(format_: str, output: Path | None, all_agents: bool, encrypt: bool) -> None:
     """Export the agent's memory: blocks, messages, summaries, passages and journal."""
+    key = load_settings().encryption_key
+    if encrypt and output is None:
+        raise ConfigurationError("--encrypt writes a binary file: name it with --output (-o).")
+    if encrypt and key is None:
+        raise ConfigurationError("--encrypt needs a key: set MEMORY_ENCRYPTION_KEY or MEMORY_ENCRYPTION_KEY_FILE.")
     with open_memory() as memory:
         agent_ids = [info.agent_id for info in list_agent_info(memory.database)] if all_agents else None
         document = portability.export_memory(memory, agent_ids=agent_ids, format=format_)  # type: ignore[arg-type]  # click.Choice
     if output is None:
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
-    written = portability.write_export(document, output)
-    emit({"path": written, "format": format_},
-         lambda: say(f"Exported {len(document['agents'])} agent(s) to {written} ({format_})."))
+    written = portability.write_export(document, output, encrypt_with=key if encrypt else None)
+    sealed = " encrypted" if encrypt else ""
+    emit({"path": written, "format": format_, "encrypted": encrypt},
+         lambda: say(f"Exported {len(document['agents'])} agent(s) to {written} ({format_}{sealed})."))
 
 
 @click.command("import")

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from ..admin import default_agent_id, open_database, set_default_agent, storage_path
 from ..archival import ArchivalMemory, VectorConfig
 from ..authors import Author
+from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
 from ..sensitivity import clearance_of
@@ -33,6 +34,7 @@ from .letta_af import is_letta_document, parse_letta
 from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
 from .records import Snapshot
+from .sealed import is_sealed, seal, unseal
 from .tables import ImportReport, read_snapshot, validate_snapshot, write_snapshot
 
 __all__ = [
@@ -75,15 +77,18 @@ def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = No
     return to_project(snapshot) if format == "json" else to_letta(snapshot, model=memory.settings.model_name)
 
 
-def write_export(document: dict[str, Any], path: str | Path) -> Path:
-    """Write the document as JSON to `path` atomically; returns the path written."""
+def write_export(document: dict[str, Any], path: str | Path, *, encrypt_with: EncryptionKey | None = None) -> Path:
+    """Write the document as JSON to `path` atomically; returns the path written. With
+    `encrypt_with` the file is sealed under that key (see `portability.sealed`)."""
     target = Path(path).expanduser()
-    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    data = (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    if encrypt_with is not None:
+        data = seal(data, encrypt_with)
     temporary: str | None = None
     try:
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
         os.replace(temporary, target)
     except OSError as error:
         if temporary is not None and os.path.exists(temporary):
@@ -92,8 +97,9 @@ def write_export(document: dict[str, Any], path: str | Path) -> Path:
     return target
 
 
-def load_document(path: str | Path) -> Any:
-    """The JSON document in a file; an unreadable or non-JSON file is an ImportFormatError.
+def load_document(path: str | Path, key: EncryptionKey | None = None) -> Any:
+    """The JSON document in a file; an unreadable or non-JSON file is an ImportFormatError, an
+    encrypted export is opened with `key` (no key or the wrong one: an EncryptionKeyError).
 
     Only a regular file of at most `MAX_IMPORT_BYTES` is read: a device (/dev/zero) would be read
     until memory runs out, and a FIFO with no writer would block forever. The file is opened
@@ -114,6 +120,8 @@ def load_document(path: str | Path) -> Any:
     if found.st_size > MAX_IMPORT_BYTES or len(data) > MAX_IMPORT_BYTES:
         raise ImportFormatError(f"{source} is larger than {MAX_IMPORT_BYTES // 2**20} MiB, the most an import reads; "
                                 "nothing was imported. Split the export (export agents one by one).")
+    if is_sealed(data):
+        data = unseal(data, key, str(source))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -166,7 +174,8 @@ def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
     validate_snapshot(snapshot)  # before the store is opened: a refused file creates no store either
-    with open_database(directory, create=True, database_url=settings.database_url) as db:
+    with open_database(directory, create=True, database_url=settings.database_url,
+                       encryption_key=settings.encryption_key) as db:
         report = write_snapshot(db, snapshot, agent_id=agent_id, author=author)
         if default_agent_id(db) is None:
             set_default_agent(db, report.agent_ids[0])
@@ -182,6 +191,6 @@ def import_file(path: str | Path, storage_dir: str | Path | None = None, *, agen
     """Import a memory-agent JSON export or a Letta `.af` file into a storage dir (journalled as
     `Author.importer(<file name>)` where the file names no author)."""
     settings = settings or Settings.from_env()
-    snapshot = parse_document(load_document(path), default_limit=settings.default_block_limit)
+    snapshot = parse_document(load_document(path, settings.encryption_key), default_limit=settings.default_block_limit)
     return import_snapshot(snapshot, storage_dir, agent_id=agent_id, settings=settings,
                            embedding_function=embedding_function, author=Author.importer(Path(path).name))

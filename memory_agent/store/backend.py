@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import cast
 
+from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError
 from ..redaction import redact_url
 from ..validation import check_path
@@ -19,7 +20,8 @@ from .postgres import PostgresDatabase, is_postgres_url
 __all__ = ["open_store"]
 
 
-def open_store(storage_dir: Path, database_url: str | None = None, *, create: bool = True) -> Database:
+def open_store(storage_dir: Path, database_url: str | None = None, *, create: bool = True,
+               encryption_key: EncryptionKey | None = None) -> Database:
     """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file.
 
     Without `create`, a PostgreSQL database where memory-agent never ran is an error (SQLite's
@@ -27,10 +29,14 @@ def open_store(storage_dir: Path, database_url: str | None = None, *, create: bo
 
     Typed as `Database` because that is the interface every caller uses: `PostgresDatabase`
     implements it structurally (its connection speaks sqlite3's calls), and the contract suite,
-    run on both backends, is what holds the two to the same behaviour."""
+    run on both backends, is what holds the two to the same behaviour.
+
+    `encryption_key` encrypts the SQLite file (see `store.cipher`); a PostgreSQL server encrypts
+    its data at rest itself (docs/encryption.md), so there the key only keeps text out of the
+    vector store, which is the vector store's business, and is not used here."""
     storage_dir = check_path("The storage dir", storage_dir)
     if not database_url:
-        return Database(storage_dir / DATABASE_FILENAME)
+        return Database(storage_dir / DATABASE_FILENAME, encryption_key=encryption_key)
     if not is_postgres_url(database_url):
         raise ConfigurationError(
             f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redact_url(database_url)!r}. "

@@ -23,9 +23,11 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError, StorageError
 from ..file_modes import private_dir, private_file
 from ..validation import check_path
+from . import cipher
 from .migrations import migrate
 from .savepoint import savepoint
 from .sqlite_codes import (
@@ -155,8 +157,10 @@ class Database:
     (calls are serialised by a lock). Open one instance per process.
     """
 
-    def __init__(self, path: Path, *, allow_orphaned: bool = False) -> None:
+    def __init__(self, path: Path, *, allow_orphaned: bool = False,
+                 encryption_key: EncryptionKey | None = None) -> None:
         self.path = check_path("The database path", path)
+        cipher.verify_key(self.path, encryption_key)  # before anything is created: a mismatch changes nothing
         try:
             private_dir(self.path.parent)
         except OSError as error:
@@ -171,9 +175,12 @@ class Database:
         except OSError:
             pass  # SQLite's own open names the problem (a directory in its place, no permission, ...)
         try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-            )
+            if encryption_key is not None:
+                self._conn = cipher.connect(self.path, encryption_key, timeout=BUSY_TIMEOUT_MS / 1000)
+            else:
+                self._conn = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                )
         except sqlite3.Error as error:
             raise storage_error(self.path, error) from error
         self._conn.row_factory = sqlite3.Row

@@ -24,6 +24,7 @@ RUN_ELSEWHERE = {
 EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
+    "encryption_overhead": (r"^block edit p95 ms\s", r"^hybrid search p95 ms\s", r"^insert passages/s\s"),
 }
 """Script -> lines its quick run must print (regular expressions, multiline)."""
 HELPERS = {"record", "render_results"}
@@ -35,11 +36,13 @@ SCRIPTS = [script for script in ALL_SCRIPTS if script.stem not in RUN_ELSEWHERE]
 
 NEEDS_POSTGRES = {"backends_bench", "pg_keyword_locomo", "thread_workers_bench"}
 """Scripts whose quick run starts a PostgreSQL server and so needs the `postgres` extra (psycopg)."""
+NEEDS_ENCRYPTION = {"encryption_overhead"}
+"""Scripts that open an encrypted store and so need the `encryption` extra (sqlcipher3)."""
 
 
 def test_every_bench_script_is_covered() -> None:
     assert len(ALL_SCRIPTS) >= 8
-    assert NEEDS_POSTGRES <= {script.stem for script in ALL_SCRIPTS}
+    assert NEEDS_POSTGRES | NEEDS_ENCRYPTION <= {script.stem for script in ALL_SCRIPTS}
     for name, test_file in RUN_ELSEWHERE.items():
         source = (ROOT / test_file).read_text(encoding="utf-8")
         assert (ROOT / "bench" / f"{name}.py").is_file() and f"{name}.py" in source and '"--quick"' in source, \
@@ -54,6 +57,9 @@ def test_bench_script_runs_quick(script: Path, tmp_path: Path) -> None:
         if os.environ.get("MEMORY_AGENT_REQUIRE_POSTGRES"):
             pytest.fail(f"PostgreSQL is required (MEMORY_AGENT_REQUIRE_POSTGRES is set): {reason}")
         pytest.skip(reason)
+    if script.stem in NEEDS_ENCRYPTION and importlib.util.find_spec("sqlcipher3") is None:
+        pytest.skip(f"{script.name} measures encrypted stores and sqlcipher3 is not installed "
+                    "(pip install -e '.[encryption]')")
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path),
                    "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}

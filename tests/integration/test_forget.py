@@ -25,7 +25,11 @@ from memory_agent.testing import ScriptedMessagesServer, text_response
 
 pytestmark = pytest.mark.usefixtures("backend")
 
-STORE_VARIANTS: dict[str, Mapping[str, str]] = {"plain": {}}
+STORE_VARIANTS: dict[str, Mapping[str, str]] = {
+    "plain": {},
+    # SQLCipher (docs/encryption.md); a raw key skips the passphrase stretching, which costs ~0.5 s per open.
+    "encrypted": {"MEMORY_ENCRYPTION_KEY": "x'" + "5a" * 32 + "'"},
+}
 """Settings added to every grep test's store, by name."""
 
 FAST_RETRIES = {"retry_initial_wait": 0.01, "retry_max_wait": 0.02, "max_attempts": 1}
@@ -85,7 +89,8 @@ def _chain_ok(memory: MemoryManager) -> journal.ChainReport:
 
 
 def _mirror(settings: Settings, session_id: str, lines: list[dict[str, Any]]) -> None:
-    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url) as store:
+    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url,
+                                 encryption_key=settings.encryption_key) as store:
         asyncio.run(store.append({"project_key": "p", "session_id": session_id}, lines))  # type: ignore[typeddict-item]  # a minimal key
 
 

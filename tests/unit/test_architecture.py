@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memory_agent.errors", "memory_agent.validation", "memory_agent.labels", "memory_agent.memory_paths",
      "memory_agent.blocks", "memory_agent.authors", "memory_agent.settings", "memory_agent.rendering",
      "memory_agent.turn_context", "memory_agent.reserved_names", "memory_agent.testing", "memory_agent.redaction",
-     "memory_agent.file_modes", "memory_agent.sensitivity"),
+     "memory_agent.file_modes", "memory_agent.sensitivity", "memory_agent.encryption_key"),
     ("memory_agent.store",),
     ("memory_agent.core_memory", "memory_agent.recall", "memory_agent.archival", "memory_agent.compactor",
      "memory_agent.health", "memory_agent.pg_health"),
