@@ -137,7 +137,9 @@ def _acceptable(arguments: dict[str, object]) -> bool:
             return False
         if parsed.tzinfo is None or len(expires.strip()) == 10:
             return False
-    return provenance is None or isinstance(provenance, dict)
+    if isinstance(provenance, dict):  # a number in it must fit SQLite's 64-bit integer
+        return all(-(2**63) <= value < 2**63 for value in provenance.values())
+    return provenance is None
 
 
 def test_insert_accepts_exactly_the_valid_lifecycle_arguments(memory: MemoryManager) -> None:
