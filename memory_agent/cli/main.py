@@ -12,11 +12,12 @@ from .doctor import doctor
 from .journal import journal
 from .messages import compact, messages, summary
 from .transfer import export, import_
+from .ui import ui
 
 __all__ = ["cli", "main"]
 
 for command in (init, agents, blocks, remember, recall, forget, passages, messages, summary, compact,
-                export, import_, journal, doctor, chat, consolidate, consolidations):
+                export, import_, journal, doctor, chat, consolidate, consolidations, ui):
     cli.add_command(command)
 
 
