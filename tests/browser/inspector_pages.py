@@ -29,6 +29,8 @@ class PageCheck:
     path: str
     shows: tuple[str, ...] = ()
     hook: str = ""
+    labels: tuple[str, ...] = ()
+    """Blocks the page must list (elements with these `data-label`s)."""
 
     @property
     def data_page(self) -> str:
@@ -45,7 +47,8 @@ def block_path(label: str, suffix: str = "", agent: str = AGENT) -> str:
 
 PAGES = (
     PageCheck("agents", "/", (AGENT, OTHER)),
-    PageCheck("memory", agent_path(), ("persona", "human", "projects/garden", "notes/ideas", "team/calendar")),
+    PageCheck("memory", agent_path(), ("garden", "ideas", OTHER),
+              labels=("persona", "human", "projects/garden", "notes/ideas", "team/calendar", "reference/style")),
     PageCheck("block", block_path(EDITED_BLOCK), ()),
     PageCheck("block-path-label", block_path("projects/garden"), ("Peppers planted",), hook="block"),
     PageCheck("journal", agent_path("/journal"), ("Retro on Fridays", "Peppers planted")),
@@ -53,7 +56,7 @@ PAGES = (
     *(PageCheck(f"search-{mode}", agent_path(f"/search?q={SEARCH_WORD}&mode={mode}"), (SEARCH_WORD,), hook="search")
       for mode in SEARCH_MODES),
     PageCheck("prompt", agent_path("/prompt"), (HUMAN_TEXT,)),
-    PageCheck("metrics", agent_path("/metrics"), ()),
+    PageCheck("metrics", agent_path("/metrics"), ("1234", "2345", "3456", "91")),
     PageCheck("error-unknown-agent", "/agents/nobody-here", (), hook="error"),
 )
 
@@ -75,13 +78,17 @@ def walk(page: Any, server: UiServer, folder: Path | None, prefix: str = "") -> 
     written: list[Path] = []
     for number, check in enumerate(PAGES, start=1):
         response = open_page(page, server, check.path)
-        expected_status = 404 if check.data_page == "error" else 200
-        assert response is not None and response.status in {expected_status, 200 if expected_status == 200 else 400}, \
-            f"{check.path}: HTTP {response.status if response else None}"
+        assert response is not None, check.path
+        if check.data_page == "error":
+            assert 400 <= response.status < 500, f"{check.path}: HTTP {response.status}"
+        else:
+            assert response.status == 200, f"{check.path}: HTTP {response.status}"
         assert data_page(page) == check.data_page, f"{check.path} is not the {check.data_page} page"
         text = page.inner_text("main#page")
         for shown in check.shows:
             assert shown in text, f"{check.path} does not show {shown!r}"
+        listed = set(page.locator("[data-label]").evaluate_all("els => els.map(e => e.dataset.label)"))
+        assert set(check.labels) <= listed, f"{check.path} lists {sorted(listed)}, not all of {check.labels}"
         assert "Traceback" not in page.content(), f"{check.path} shows a traceback"
         if check.data_page == "error":
             errors = page.locator("p.error")

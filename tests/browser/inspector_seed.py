@@ -10,6 +10,7 @@ passages with distinct words to search for.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from compaction import CompactionSettings
@@ -26,6 +27,11 @@ EDITED_BLOCK = "human"
 HUMAN_TEXT = "Name: Ada. Lives in Porto. Prefers short answers."
 SUMMARY = "Ada planned a trip to Lisbon and asked about the garden."
 SEARCH_WORD = "Lisbon"
+TURN_USAGE = (
+    {"input_tokens": 1234, "cache_creation_input_tokens": 2345, "cache_read_input_tokens": 0, "output_tokens": 56},
+    {"input_tokens": 78, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3456, "output_tokens": 91},
+)
+"""Usage of two recorded turns (the second read the cache the first wrote)."""
 PASSAGES = (
     "Ada booked a train to Lisbon for the tenth of May.",
     "The Lisbon hotel is near the river, in Alfama.",
@@ -43,7 +49,15 @@ class Seeded:
 
 
 def seed(store: Mapping[str, str]) -> Seeded:
-    """Write the browser tests' store where `store` (PERSIST_DIRECTORY, MEMORY_DATABASE_URL) says."""
+    """Write the browser tests' store where `store` (PERSIST_DIRECTORY, MEMORY_DATABASE_URL) says.
+
+    On a thread of its own: Playwright's sync API keeps an event loop on the test's thread, and
+    `compact_history` (synchronous) refuses to run inside one."""
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        return worker.submit(_seed, store).result()
+
+
+def _seed(store: Mapping[str, str]) -> Seeded:
     with ScriptedMessagesServer() as model:
         settings = Settings.from_env({**store, "ANTHROPIC_BASE_URL": model.url,
                                       "ANTHROPIC_API_KEY": "test-key"}, env_file=None)
@@ -74,5 +88,10 @@ def seed(store: Mapping[str, str]) -> Seeded:
             assert outcome.status == "compacted", outcome
             memory.store_message("user", "And what about the garden?")
             memory.store_message("assistant", "The tomatoes need water every two days.")
+            for number, usage in enumerate(TURN_USAGE):  # what MemoryAwareAgent keeps of each turn's result
+                memory.store_message("result", "done", message_type="result", session_id="session-1",
+                                     in_context=False, metadata={"subtype": "success", "is_error": False,
+                                                                 "usage": usage, "total_cost_usd": 0.002 * (number + 1),
+                                                                 "num_turns": 1})
     return Seeded(passage_ids=dict(zip(PASSAGES, ids)))
 

@@ -29,6 +29,7 @@ from inspector_seed import (
     Seeded,
 )
 
+from memory_agent import MemoryManager, Settings
 from memory_agent.testing.ui_process import UiServer
 
 pytestmark = pytest.mark.sqlite_only(
@@ -68,6 +69,17 @@ def submit(page: Any, form: str) -> Any:
 def test_every_page_opens_and_is_screenshotted(page: Any, ui: UiServer, screenshot_dir: Path) -> None:
     shots = walk(page, ui, screenshot_dir / "sqlite")
     assert len(shots) == len(PAGES)
+
+
+def test_the_journal_filters_by_author(page: Any, ui: UiServer) -> None:
+    open_page(page, ui, agent_path("/journal?author_kind=agent"))
+    kinds = page.locator(".entry").evaluate_all("els => els.map(e => e.dataset.authorKind)")
+    assert kinds and set(kinds) == {"agent"}, kinds
+    assert "Retro on Fridays" in page.inner_text("main#page")
+    open_page(page, ui, agent_path("/journal?author_kind=model"))
+    text = page.inner_text("main#page")
+    assert "Peppers planted" in text and "Retro on Fridays" not in text
+    assert set(page.locator(".entry").evaluate_all("els => els.map(e => e.dataset.authorKind)")) == {"model"}
 
 
 def test_editing_a_block_in_the_form_reaches_sqlite_and_undo_restores_it(
@@ -165,14 +177,31 @@ def test_deleting_a_passage_from_the_search_page(page: Any, ui: UiServer, sqlite
 
 @pytest.mark.parametrize(("label", "text"), [(SCRIPT_BLOCK, SCRIPT_TEXT), (TEXTAREA_BLOCK, TEXTAREA_TEXT)])
 def test_markup_in_a_block_shows_as_text(page: Any, ui: UiServer, label: str, text: str) -> None:
-    for path in (agent_path(), block_path(label), agent_path("/prompt"), agent_path("/journal")):
+    for path, shows_value in ((agent_path(), False), (block_path(label), True), (agent_path("/prompt"), False),
+                              (agent_path("/journal"), True)):
         open_page(page, ui, path)
         assert page.evaluate("() => typeof window.__pwned") == "undefined", f"{path} ran the block's script"
-        assert page.locator("b", has_text="x").filter(has_text="x").evaluate_all(
-            "els => els.filter(e => e.textContent === 'x').length") == 0, f"{path} rendered the block's <b>"
-        assert text in page.inner_text("main#page"), f"{path} does not show the block's text as text"
+        assert page.locator("b").evaluate_all("els => els.filter(e => e.textContent === 'x').length") == 0, \
+            f"{path} rendered the block's <b> as markup"
+        if shows_value:
+            assert text in page.inner_text("main#page"), f"{path} does not show the block's text as text"
     open_page(page, ui, block_path(label))
     assert page.locator("form[data-form=edit] textarea[name=value]").input_value() == text
+
+
+def test_the_prompt_page_shows_the_exact_prompt(page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded]) -> None:
+    """What the page shows is, character for character, what the model would get now (markup in
+    a block escaped by the prompt's own rendering, and shown as that text)."""
+    storage, _ = sqlite_store
+    open_page(page, ui, agent_path("/prompt"))
+    shown = page.locator("pre.prompt").text_content()
+    with MemoryManager(agent_id=AGENT, settings=Settings.from_env({"PERSIST_DIRECTORY": str(storage)},
+                                                                   env_file=None)) as memory:
+        expected = memory.get_system_prompt_addition(mark_seen=False)
+    assert shown is not None and shown.strip() == expected.strip()
+    assert page.evaluate("() => typeof window.__pwned") == "undefined"
+    tokens = page.locator("strong.tokens").inner_text()
+    assert int(tokens.replace(",", "")) > 100
 
 
 def test_a_post_with_a_tampered_csrf_token_is_refused(page: Any, ui: UiServer, db: sqlite3.Connection) -> None:
