@@ -7,7 +7,6 @@ the caller names.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,11 +101,18 @@ def walk(page: Any, server: UiServer, folder: Path | None, prefix: str = "") -> 
     return written
 
 
-def hits(page: Any) -> list[dict[str, str]]:
-    """The search page's hits: their passage ids and text."""
-    return [{"passage_id": hit.get_attribute("data-passage-id") or "", "text": hit.inner_text()}
-            for hit in page.locator(".hit").all()]
+def hits(page: Any) -> list[dict[str, Any]]:
+    """The search page's hits: passage id, text, and the scores shown in its table of signals
+    (name -> number, None where the page shows a dash for a signal that did not find it)."""
+    found = []
+    for hit in page.locator(".hit").all():
+        cells = hit.locator("table.scores th, table.scores td").all_inner_texts()
+        scores = {name.strip(): _number(value) for name, value in zip(cells[::2], cells[1::2])}
+        found.append({"passage_id": hit.get_attribute("data-passage-id") or "", "text": hit.inner_text(),
+                      "scores": scores})
+    return found
 
 
-def numbers_in(text: str) -> list[float]:
-    return [float(found) for found in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)]
+def _number(text: str) -> float | None:
+    text = text.strip()
+    return None if text in {"", "-", "\u2013", "\u2014"} else float(text)
