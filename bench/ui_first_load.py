@@ -102,7 +102,7 @@ def seed(settings: Settings, blocks: int, passages: int, *, minilm: bool) -> dic
 
 def server_time(server: UiServer, path: str) -> tuple[float, int, int]:
     """Seconds from request to the last body byte, the status and the body's size."""
-    request = urllib.request.Request(server.page(path), headers=_token_headers(server))
+    request = urllib.request.Request(server.page(path))
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=120) as response:
         body = response.read()
@@ -110,21 +110,20 @@ def server_time(server: UiServer, path: str) -> tuple[float, int, int]:
     return time.perf_counter() - started, status, len(body)
 
 
-def _token_headers(server: UiServer) -> dict[str, str]:
-    return {"Authorization": f"Bearer {server.token}"} if server.token else {}
-
-
 def browser_time(browser: Any, server: UiServer, path: str) -> float:
     """Seconds from navigation start to the load event, in a fresh page of headless Chromium."""
     page = browser.new_page()
     try:
-        page.goto(server.url)  # the printed URL (sets the token cookie, if any); not timed
         page.goto(server.page(path), wait_until="load", timeout=120_000)
         return float(page.evaluate(
             "() => { const n = performance.getEntriesByType('navigation')[0];"
             " return (n.loadEventEnd - n.startTime) / 1000; }"))
     finally:
         page.close()
+
+
+def load() -> str:
+    return " ".join(f"{figure:.2f}" for figure in os.getloadavg())
 
 
 def commit() -> str:
@@ -147,7 +146,7 @@ def main() -> None:
         args.blocks, args.passages = 50, 2000
 
     print(f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit {commit()}  "
-          f"load average {' '.join(os.getloadavg().__repr__().strip('()').split(', '))}")
+          f"load average {load()} ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory() as directory:
         environ = {"PERSIST_DIRECTORY": directory}
         if args.database_url:
@@ -181,6 +180,7 @@ def main() -> None:
             verdict = "" if args.quick else ("  (goal < 1 s met)" if max(seconds, loaded.get(path, 0)) < GOAL_SECONDS
                                              else "  (goal < 1 s NOT met)")
             print(f"{path:24} {seconds:>9.3f} {size:>9} {browser_figure}{verdict}")
+        print(f"load average at the end {load()}")
 
 
 if __name__ == "__main__":

@@ -69,8 +69,11 @@ class UiServer:
         return found.group(1) if found else None
 
     def page(self, path: str) -> str:
-        """The absolute URL of `path` (which starts with '/') on this server."""
-        return self.base + path
+        """The absolute URL of `path` (which starts with '/') on this server, carrying the access
+        token when the server requires one."""
+        if self.token is None:
+            return self.base + path
+        return f"{self.base}{path}{'&' if '?' in path else '?'}token={self.token}"
 
     def start(self) -> UiServer:
         self._process = subprocess.Popen(
