@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memory_agent import MemoryManager, Settings  # noqa: E402
-from memory_agent.testing.browser import BrowserUnavailable, launch_chromium  # noqa: E402
+from memory_agent.testing.browser import REQUIRE_BROWSER, BrowserUnavailable, launch_chromium  # noqa: E402
 from memory_agent.testing.ui_process import UiServer  # noqa: E402
 
 AGENT = "bench-agent"
@@ -171,6 +171,8 @@ def main() -> None:
                     with UiServer(**store) as server:
                         loaded[path] = browser_time(browser, server, path)
         except BrowserUnavailable as error:
+            if os.environ.get(REQUIRE_BROWSER):
+                raise SystemExit(f"a browser is required ({REQUIRE_BROWSER} is set): {error}") from None
             print(f"(no browser figures: {error})")
         for path in pages:
             seconds, status, size = served[path]
