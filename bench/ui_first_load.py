@@ -16,7 +16,7 @@ Neither page embeds anything, so the figures do not depend on it. `--minilm` see
 model (slow).
 
 Run: python bench/ui_first_load.py            (1,000 blocks, 100,000 passages)
-     python bench/ui_first_load.py --quick    (50 blocks, 2,000 passages)
+     python bench/ui_first_load.py --quick    (50 blocks, 500 passages)
 """
 
 from __future__ import annotations
@@ -140,10 +140,10 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--minilm", action="store_true", help="seed vectors with the real MiniLM model (slow)")
     parser.add_argument("--database-url", help="seed and serve a PostgreSQL database instead of SQLite")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 50 blocks, 2,000 passages")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 50 blocks, 500 passages")
     args = parser.parse_args()
     if args.quick:
-        args.blocks, args.passages = 50, 2000
+        args.blocks, args.passages = 50, 500
 
     print(f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit {commit()}  "
           f"load average {load()} ({os.cpu_count()} cores)")

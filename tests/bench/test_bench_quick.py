@@ -24,7 +24,7 @@ RUN_ELSEWHERE = {
 EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
-    "ui_first_load": (r"^seeded 50 blocks .* 2000 passages", r"^/\s+\d+\.\d+\s+\d+",
+    "ui_first_load": (r"^seeded 50 blocks .* 500 passages", r"^/\s+\d+\.\d+\s+\d+",
                       r"^/agents/bench-agent\s+\d+\.\d+\s+\d+"),
 }
 """Script -> lines its quick run must print (regular expressions, multiline)."""
