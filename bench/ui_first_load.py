@@ -139,14 +139,32 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=1000)
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--minilm", action="store_true", help="seed vectors with the real MiniLM model (slow)")
-    parser.add_argument("--database-url", help="seed and serve a PostgreSQL database instead of SQLite")
+    parser.add_argument("--database-url", help="seed and serve this PostgreSQL database instead of SQLite")
+    parser.add_argument("--postgres", action="store_true",
+                        help="seed and serve a throwaway local PostgreSQL server's database (needs the postgres extra)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 50 blocks, 500 passages")
     args = parser.parse_args()
     if args.quick:
         args.blocks, args.passages = 50, 500
 
     print(f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit {commit()}  "
-          f"load average {load()} ({os.cpu_count()} cores)")
+          f"load average {load()} ({os.cpu_count()} cores)  "
+          f"{'PostgreSQL' if args.postgres or args.database_url else 'SQLite'}")
+    cluster = None
+    if args.postgres and not args.database_url:
+        from memory_agent.testing.postgres_cluster import PostgresCluster
+
+        cluster = PostgresCluster().start()
+        args.database_url = cluster.database_url("ui_first_load")
+    try:
+        measure(args)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def measure(args: argparse.Namespace) -> None:
+    """Seed, then time each page's first load on a fresh server."""
     with tempfile.TemporaryDirectory() as directory:
         environ = {"PERSIST_DIRECTORY": directory}
         if args.database_url:
@@ -158,17 +176,19 @@ def main() -> None:
               f"{'MiniLM' if args.minilm else 'hashing'} vectors) through the public API")
 
         store = {"database_url": args.database_url} if args.database_url else {"storage_dir": Path(directory)}
+        # With a database URL the vectors still live in the storage dir: the server is told where.
+        server_environ = {**os.environ, "PERSIST_DIRECTORY": directory}
         pages = ("/", f"/agents/{AGENT}")
         print(f"{'page':24} {'server s':>9} {'bytes':>9} {'browser s':>10}")
         served: dict[str, tuple[float, int, int]] = {}
         for path in pages:
-            with UiServer(**store) as server:  # a fresh process per page: a cold first load
+            with UiServer(**store, environ=server_environ) as server:  # a fresh process per page: a cold load
                 served[path] = server_time(server, path)
         loaded: dict[str, float] = {}
         try:
             with launch_chromium() as browser:
                 for path in pages:
-                    with UiServer(**store) as server:
+                    with UiServer(**store, environ=server_environ) as server:
                         loaded[path] = browser_time(browser, server, path)
         except BrowserUnavailable as error:
             if os.environ.get(REQUIRE_BROWSER):
