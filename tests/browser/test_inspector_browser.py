@@ -24,6 +24,7 @@ from inspector_seed import (
     SCRIPT_BLOCK,
     SCRIPT_TEXT,
     SEARCH_WORD,
+    SUMMARY,
     TEXTAREA_BLOCK,
     TEXTAREA_TEXT,
     Seeded,
@@ -82,6 +83,22 @@ def test_the_journal_filters_by_author(page: Any, ui: UiServer) -> None:
     assert set(page.locator(".entry").evaluate_all("els => els.map(e => e.dataset.authorKind)")) == {"model"}
 
 
+def test_the_conversation_shows_the_summary_where_it_replaced_messages(page: Any, ui: UiServer) -> None:
+    open_page(page, ui, agent_path("/conversation"))
+    items = page.locator("ol.conversation > li").evaluate_all(
+        "els => els.map(e => ({summary: e.classList.contains('summary-item'), id: e.dataset.messageId,"
+        " compacted: e.classList.contains('compacted'),"
+        " spoken: e.classList.contains('role-user') || e.classList.contains('role-assistant'), text: e.innerText}))")
+    summaries = [index for index, item in enumerate(items) if item["summary"]]
+    assert len(summaries) == 1 and SUMMARY in items[summaries[0]]["text"]
+    before, after = items[:summaries[0]], items[summaries[0] + 1:]
+    assert before and all(item["compacted"] for item in before if item["spoken"])
+    assert after and not any(item["compacted"] for item in after if item["spoken"])
+    assert "Message 0:" in before[0]["text"] and "And what about the garden?" in page.inner_text("main#page")
+    ids = [int(item["id"]) for item in items if not item["summary"]]
+    assert ids == sorted(ids), "messages out of order"
+
+
 def test_editing_a_block_in_the_form_reaches_sqlite_and_undo_restores_it(
         page: Any, ui: UiServer, db: sqlite3.Connection) -> None:
     assert block_value(db, EDITED_BLOCK)[0] == HUMAN_TEXT
@@ -98,6 +115,9 @@ def test_editing_a_block_in_the_form_reaches_sqlite_and_undo_restores_it(
     author = db.execute("SELECT author_kind FROM journal WHERE agent_id = ? AND label = ? ORDER BY entry_id DESC"
                         " LIMIT 1", (AGENT, EDITED_BLOCK)).fetchone()
     assert author == ("person",), "the UI's edit is journalled as its user's"
+    newest = page.locator("li.version").first
+    assert newest.locator(".diff .add").all_inner_texts() == [f"+{edited}"]
+    assert newest.locator(".diff .del").all_inner_texts() == [f"-{HUMAN_TEXT}"]
 
     response = submit(page, "undo")
 
