@@ -246,7 +246,7 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
                                 messages.get(error.status_code, f"The request was refused ({error.status_code})."))
 
     async def failed(request: Request, error: Exception) -> Response:
-        logger.error("inspector page failed", exc_info=error)
+        # Starlette re-raises the error after this page is sent, so the server logs its traceback.
         return await error_page(request, 500, f"The inspector failed unexpectedly ({type(error).__name__}); nothing "
                                               "more was done. The server's log has the details.")
 

@@ -182,8 +182,11 @@ def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[
         else:
             earlier.append(summary)
     items: list[dict[str, Any]] = [{"summary": summary} for summary in earlier]
+    covered = max((s.last_message_id for s in summaries if s.last_message_id is not None), default=0)
     for message in messages:
-        items.append({"message": message})
+        # Out of context and covered by a summary: compaction replaced it. Out of context otherwise:
+        # a record that never went to the model (the SDK's result and system messages).
+        items.append({"message": message, "replaced": not message.in_context and message.message_id <= covered})
         items.extend({"summary": summary} for summary in after.get(message.message_id, []))
     total = memory.count_messages(agent_id=agent_id)
     return {"agent_id": agent_id, "items": items, "shown": len(messages), "total": total, "limit": limit,
