@@ -8,7 +8,6 @@ Manager calls run in a worker thread so a slow query never stalls the event loop
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
@@ -44,8 +43,6 @@ from .security import Guard, GuardPolicy
 
 __all__ = ["FLASHES", "ManagerSource", "create_app"]
 
-logger = logging.getLogger(__name__)
-
 HERE = Path(__file__).parent
 ManagerSource = MemoryManager | Callable[[], MemoryManager]
 
@@ -74,13 +71,13 @@ class _Refused(Exception):
 def _status_of(error: MemoryAgentError) -> int:
     if isinstance(error, (AgentNotFoundError, BlockNotFoundError)):
         return 404
-    if isinstance(error, ArchivalError) and "no passage" in str(error).lower():
+    if isinstance(error, _NoPassage):
         return 404
     if isinstance(error, (StaleBlockError, NothingToUndoError, ReadOnlyBlockError)):
         return 409
     if isinstance(error, (ConfigurationError, InvalidLabelError, BlockLimitExceededError)):
         return 400
-    return 400 if not isinstance(error, ArchivalError) else 409
+    return 409  # any other refusal: the request was fine, the memory's state refused it
 
 
 def _one_line(text: str, limit: int = 600) -> str:

@@ -140,16 +140,16 @@ def block_page(memory: MemoryManager, agent_id: str, label: str) -> dict[str, An
     block = memory.get_block(label, agent_id=agent_id)
     history: list[BlockVersion] = memory.block_history(label, agent_id=agent_id)
     versions = []
-    for index, version in enumerate(history):
+    first_shown = max(0, len(history) - HISTORY_SHOWN)  # diffs only for the versions the page shows
+    for index in range(len(history) - 1, first_shown - 1, -1):
         previous = history[index - 1].value if index else ""
-        versions.append({"version": version, "diff": _diff(previous, version.value)})
-    versions.reverse()
+        versions.append({"version": history[index], "diff": _diff(previous, history[index].value)})
     return {
         "agent_id": agent_id,
         "block": block,
         "path": memory_path(block.label),
-        "versions": versions[:HISTORY_SHOWN],
-        "hidden_versions": max(0, len(versions) - HISTORY_SHOWN),
+        "versions": versions,
+        "hidden_versions": first_shown,
         "sensitivity": getattr(block, "sensitivity", None),
         "fill": _fill(block),
     }
