@@ -36,6 +36,7 @@ from ..errors import (
     NothingToUndoError,
     ReadOnlyBlockError,
     StaleBlockError,
+    StorageError,
 )
 from ..manager import MemoryManager
 from . import views
@@ -73,6 +74,8 @@ def _status_of(error: MemoryAgentError) -> int:
         return 404
     if isinstance(error, _NoPassage):
         return 404
+    if isinstance(error, StorageError):
+        return 503
     if isinstance(error, (StaleBlockError, NothingToUndoError, ReadOnlyBlockError)):
         return 409
     if isinstance(error, (ConfigurationError, InvalidLabelError, BlockLimitExceededError)):
@@ -193,9 +196,9 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
                 return function(*args)
         return run
 
-    async def edit_block(request: Request) -> Response:
-        form = await write_form(request)
-        agent_id, label = _agent(request), request.path_params["label"]
+    async def edit_block(request: Request, form: FormData | None = None, label: str | None = None) -> Response:
+        form = form if form is not None else await write_form(request)
+        agent_id, label = _agent(request), label or request.path_params["label"]
         value = _text_field(form, "value").replace("\r\n", "\n")
         expected = _text_field(form, "expected_version")
         if not expected.isdigit() or len(expected) > 12:
@@ -208,14 +211,18 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         return _back(request, f"/agents/{agent_id}/blocks/{label}", outcome)
 
     async def undo(request: Request) -> Response:
-        await write_form(request)
+        form = await write_form(request)
         agent_id, label = _agent(request), request.path_params["label"]
+        if "expected_version" in form:  # the edit form of a block whose label ends in /undo
+            return await edit_block(request, form, f"{label}/undo")
         await call(as_user(lambda: memory().undo_block(label, agent_id=agent_id)))
         return _back(request, f"/agents/{agent_id}/blocks/{label}", "undone")
 
     async def placement(request: Request) -> Response:
         form = await write_form(request)
         agent_id, label = _agent(request), request.path_params["label"]
+        if "expected_version" in form:  # the edit form of a block whose label ends in /placement
+            return await edit_block(request, form, f"{label}/placement")
         chosen = _text_field(form, "placement")
         if chosen not in ("in_prompt", "on_demand"):
             raise _Refused(400, "placement is 'in_prompt' or 'on_demand'; nothing was changed.")

@@ -182,3 +182,21 @@ def test_read_only_renders_no_forms_and_refuses_every_post(memory: MemoryManager
         response = client.post(path, data={"value": "x", "expected_version": "1", "placement": "in_prompt"})
         assert response.status_code == 403 and "read-only" in error_line(response.text), path
     assert snapshot(memory) == before
+
+
+def test_a_block_named_like_an_action_is_saved_not_mistaken_for_the_action(memory: MemoryManager) -> None:
+    memory.create_block("notes/undo", "a block called undo", agent_id="ada")
+    memory.create_block("notes/placement", "a block called placement", agent_id="ada")
+    client = client_for(memory)
+    token = csrf_token(client)
+    saved = client.post("/agents/ada/blocks/notes/undo", data={"value": "edited", "expected_version": "1",
+                                                               "csrf_token": token})
+    assert saved.status_code == 303 and saved.headers["location"] == "/agents/ada/blocks/notes/undo?flash=saved"
+    assert memory.get_block("notes/undo", agent_id="ada").value == "edited"
+    moved = client.post("/agents/ada/blocks/notes/placement", data={"value": "moved?", "expected_version": "1",
+                                                                    "csrf_token": token})
+    assert moved.headers["location"] == "/agents/ada/blocks/notes/placement?flash=saved"
+    assert memory.get_block("notes/placement", agent_id="ada").value == "moved?"
+    undone = client.post("/agents/ada/blocks/notes/undo/undo", data={"csrf_token": token})
+    assert undone.status_code == 303
+    assert memory.get_block("notes/undo", agent_id="ada").value == "a block called undo"
