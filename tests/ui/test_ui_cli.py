@@ -20,10 +20,13 @@ pytestmark = pytest.mark.usefixtures("backend")
 LINE = re.compile(r"memory-agent ui: serving (http://([0-9.]+):(\d+)/)(\?token=([A-Za-z0-9_-]+))?")
 
 
-def _start(storage: Path, *args: str) -> subprocess.Popen[str]:
+def _start(storage: Path, *args: str, browser: Path | None = None) -> subprocess.Popen[str]:
+    """The command in a process of its own; with `browser`, that program stands in for the browser
+    (Python's webbrowser runs $BROWSER with the address), else --no-browser."""
     command = [sys.executable, "-c", "from memory_agent.cli import main; main()", "--storage-dir", str(storage),
-               "ui", "--port", "0", "--no-browser", *args]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+               "ui", "--port", "0", *([] if browser else ["--no-browser"]), *args]
+    env = {**os.environ, "BROWSER": str(browser)} if browser else dict(os.environ)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float = 60) -> str:
@@ -56,12 +59,20 @@ def stop() -> Iterator[list[subprocess.Popen[str]]]:
 def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(tmp_path: Path,
                                                                           stop: list[subprocess.Popen[str]]) -> None:
     storage = tmp_path / "new-store"
-    process = _start(storage, "--read-only")
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    process = _start(storage, "--read-only", browser=browser)
     stop.append(process)
     line = _first_line(process)
     found = LINE.fullmatch(line)
     assert found and found.group(2) == "127.0.0.1" and found.group(4) is None, line
     assert (storage.is_dir() or os.environ.get("MEMORY_DATABASE_URL"))
+    deadline = time.monotonic() + 30
+    while not opened.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert opened.read_text().strip() == found.group(1)  # the browser was sent to the printed address
     with httpx.Client(base_url=found.group(1), timeout=30) as client:
         agents = client.get("/")
         assert agents.status_code == 200 and 'data-page="agents"' in agents.text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from conftest import BLOCK_HOSTILE, client_for, csrf_token, data_page, error_line, snapshot, textarea_value
@@ -136,3 +137,32 @@ def test_hostile_form_values_get_clear_refusals_and_change_nothing(
     assert data_page(response.text) == "error" and error_line(response.text)
     assert "Traceback" not in response.text
     assert snapshot(memory) == before
+
+
+@pytest.mark.usefixtures("backend")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(passage=_form_text, good_token=st.booleans())
+def test_hostile_passage_ids_are_404_or_403_and_change_nothing(memory: MemoryManager, passage: str,
+                                                               good_token: bool) -> None:
+    client = client_for(memory)
+    token = csrf_token(client) if good_token else "x"
+    before = snapshot(memory)
+    response = client.post(f"/agents/ada/passages/{quote(passage or 'p', safe='')}/delete",
+                           data={"csrf_token": token})
+    assert 400 <= response.status_code < 500, response.text[:300]
+    assert data_page(response.text) == "error" and error_line(response.text)
+    assert snapshot(memory) == before
+
+
+@pytest.mark.usefixtures("backend")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(["/agents/ada/search", "/agents/ada/journal", "/agents/ada/conversation"]),
+       params=st.dictionaries(st.sampled_from(["q", "mode", "page", "limit", "author_kind", "token", "flash"]),
+                              _form_text, max_size=4))
+def test_hostile_query_parameters_get_a_page_or_a_clear_refusal(memory: MemoryManager, path: str,
+                                                                params: dict[str, str]) -> None:
+    response = client_for(memory).get(path, params=params)
+    assert response.status_code == 200 or 400 <= response.status_code < 500, response.text[:300]
+    if response.status_code != 200:
+        assert data_page(response.text) == "error" and error_line(response.text)
+    assert "Traceback" not in response.text and "<script" not in response.text
