@@ -179,7 +179,9 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
     async def write_form(request: Request) -> FormData:
         """The form of a write, after the CSRF check (403 and nothing changed without a valid token)."""
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
+        if length is None:  # browsers always say; a body without a length could be endless
+            raise _Refused(411, "A form must be sent with its length (Content-Length); nothing was changed.")
+        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
             raise _Refused(413, "The form is too large (at most 2 MB); nothing was changed.")
         try:
             form = await request.form(max_files=0, max_fields=20)

@@ -4,6 +4,7 @@ CSRF check and read-only mode; each refusal is an error page and leaves every ro
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from conftest import UI_USER, client_for, csrf_token, data_page, error_line, flash_line, snapshot, textarea_value
@@ -153,6 +154,23 @@ def test_every_write_without_or_with_a_wrong_csrf_token_is_refused_and_changes_n
             response = client.post(path, data=data)
             assert response.status_code == 403, (path, token)
             assert data_page(response.text) == "error" and "CSRF" in error_line(response.text)
+    assert snapshot(memory) == before
+
+
+def test_a_form_of_unknown_or_excessive_length_is_refused_unread(memory: MemoryManager) -> None:
+    client = client_for(memory)
+    token = csrf_token(client)
+    before = snapshot(memory)
+    body = f"csrf_token={token}&placement=in_prompt".encode()
+
+    def chunks() -> Iterator[bytes]:
+        yield body  # a generator body is sent chunked, without Content-Length
+
+    endless = client.post(f"{BLOCK}/placement", content=chunks(),
+                          headers={"content-type": "application/x-www-form-urlencoded"})
+    assert endless.status_code == 411 and data_page(endless.text) == "error"
+    huge = client.post(BLOCK, data={"value": "x" * 2_100_000, "expected_version": "1", "csrf_token": token})
+    assert huge.status_code == 413 and "too large" in error_line(huge.text)
     assert snapshot(memory) == before
 
 
