@@ -43,6 +43,8 @@ JOURNAL_SHOWN = 200
 HISTORY_SHOWN = 50
 MESSAGES_SHOWN = 200
 SEARCH_HITS = 20
+DIFF_LIMIT = 40_000
+"""Characters of old plus new value above which the journal shows the values, not a diff."""
 
 
 def require_agent(memory: MemoryManager, agent_id: str) -> None:
@@ -163,7 +165,13 @@ def _fill(block: Block) -> dict[str, Any]:
 def journal_page(memory: MemoryManager, agent_id: str, author_kind: str | None) -> dict[str, Any]:
     require_agent(memory, agent_id)
     entries = memory.journal(agent_id=agent_id, limit=JOURNAL_SHOWN, author_kind=author_kind)
-    return {"agent_id": agent_id, "entries": entries, "author_kind": author_kind, "limit": JOURNAL_SHOWN}
+    shown = []
+    for entry in entries:
+        old, new = entry.old_value, entry.new_value
+        # A change of text reads best as a diff; a creation or deletion shows its one value.
+        both = old is not None and new is not None and len(old) + len(new) <= DIFF_LIMIT
+        shown.append({"entry": entry, "diff": _diff(old or "", new or "") if both else None})
+    return {"agent_id": agent_id, "entries": shown, "author_kind": author_kind, "limit": JOURNAL_SHOWN}
 
 
 def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[str, Any]:

@@ -95,7 +95,7 @@ def test_the_journal_is_a_timeline_filtered_by_author(memory: MemoryManager) -> 
     assert {"model", "person"} <= kinds
     models = client.get("/agents/ada/journal?author_kind=model")
     assert set(re.findall(r'data-author-kind="([a-z]*)"', models.text)) == {"model"}
-    assert "Likes tea." in models.text
+    assert '<span class="add">+Likes tea.</span>' in models.text  # the change as a diff of old and new
     wrong = client.get("/agents/ada/journal?author_kind=robot")
     assert wrong.status_code == 400 and "author_kind" in error_line(wrong.text)
 
