@@ -40,7 +40,7 @@ from ..errors import (
 )
 from ..manager import MemoryManager
 from . import views
-from .security import Guard, GuardPolicy
+from .security import SESSION_COOKIE, Guard, GuardPolicy
 
 __all__ = ["FLASHES", "ManagerSource", "create_app"]
 
@@ -126,35 +126,36 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         return HTMLResponse(body, status_code=status)
 
     async def call(function: Callable[..., Any], *args: Any) -> Any:
+        """`function(memory, *args)` in a worker thread (opening the store too), its refusals as pages."""
         try:
-            return await run_in_threadpool(function, *args)
+            return await run_in_threadpool(lambda: function(memory(), *args))
         except MemoryAgentError as error:
             raise _Refused(_status_of(error), _one_line(str(error))) from None
 
     # ----- pages -----------------------------------------------------------------------
 
     async def agents(request: Request) -> Response:
-        return page(request, "agents.html", await call(views.agents_page, memory()))
+        return page(request, "agents.html", await call(views.agents_page))
 
     async def agent_memory(request: Request) -> Response:
-        return page(request, "memory.html", await call(views.memory_page, memory(), _agent(request)))
+        return page(request, "memory.html", await call(views.memory_page, _agent(request)))
 
     async def block(request: Request) -> Response:
         if request.method == "POST":
             return await edit_block(request)
         return page(request, "block.html",
-                    await call(views.block_page, memory(), _agent(request), request.path_params["label"]))
+                    await call(views.block_page, _agent(request), request.path_params["label"]))
 
     async def journal(request: Request) -> Response:
         kind = request.query_params.get("author_kind") or None
         if kind is not None and kind not in AUTHOR_KINDS:
             raise _Refused(400, f"author_kind is one of {', '.join(AUTHOR_KINDS)}; got {kind[:40]!r}.")
-        return page(request, "journal.html", await call(views.journal_page, memory(), _agent(request), kind))
+        return page(request, "journal.html", await call(views.journal_page, _agent(request), kind))
 
     async def conversation(request: Request) -> Response:
         limit = _int_param(request, "limit", views.MESSAGES_SHOWN, 1, 100_000)
         return page(request, "conversation.html",
-                    await call(views.conversation_page, memory(), _agent(request), limit))
+                    await call(views.conversation_page, _agent(request), limit))
 
     async def search(request: Request) -> Response:
         query = request.query_params.get("q", "")
@@ -163,13 +164,13 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         mode = request.query_params.get("mode", "hybrid")
         number = _int_param(request, "page", 0, 0, 1_000_000)
         return page(request, "search.html",
-                    await call(views.search_page, memory(), _agent(request), query, mode, number))
+                    await call(views.search_page, _agent(request), query, mode, number))
 
     async def prompt(request: Request) -> Response:
-        return page(request, "prompt.html", await call(views.prompt_page, memory(), _agent(request)))
+        return page(request, "prompt.html", await call(views.prompt_page, _agent(request)))
 
     async def metrics(request: Request) -> Response:
-        return page(request, "metrics.html", await call(views.metrics_page, memory(), _agent(request)))
+        return page(request, "metrics.html", await call(views.metrics_page, _agent(request)))
 
     async def stylesheet(request: Request) -> Response:
         return FileResponse(HERE / "static" / "style.css", media_type="text/css")
@@ -187,7 +188,7 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
             form = await request.form(max_files=0, max_fields=20)
         except Exception:  # a malformed body is the client's error, never a traceback
             raise _Refused(400, "The form could not be read; nothing was changed.") from None
-        if not policy.csrf_valid(request.cookies.get("memory_agent_ui_session"), form.get("csrf_token")):
+        if not policy.csrf_valid(request.cookies.get(SESSION_COOKIE), form.get("csrf_token")):
             raise _Refused(403, "The form's security token is missing or wrong (CSRF check); nothing was changed. "
                                 "Reload the page and try again.")
         return form
@@ -205,7 +206,7 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         expected = _text_field(form, "expected_version")
         if not expected.isdigit() or len(expected) > 12:
             raise _Refused(400, "The form's expected_version must be a whole number; nothing was changed.")
-        outcome = await call(as_user(_save), memory(), agent_id, label, value, int(expected))
+        outcome = await call(as_user(_save), agent_id, label, value, int(expected))
         if isinstance(outcome, StaleBlockError):
             raise _Refused(409, f"The block '{label}' changed since you opened it (you edited version {expected}, "
                                 f"it is now at version {outcome.version}); nothing was changed. Reload the page "
@@ -217,7 +218,7 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         agent_id, label = _agent(request), request.path_params["label"]
         if "expected_version" in form:  # the edit form of a block whose label ends in /undo
             return await edit_block(request, form, f"{label}/undo")
-        await call(as_user(lambda: memory().undo_block(label, agent_id=agent_id)))
+        await call(as_user(lambda memory: memory.undo_block(label, agent_id=agent_id)))
         return _back(request, f"/agents/{agent_id}/blocks/{label}", "undone")
 
     async def placement(request: Request) -> Response:
@@ -228,14 +229,14 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         chosen = _text_field(form, "placement")
         if chosen not in ("in_prompt", "on_demand"):
             raise _Refused(400, "placement is 'in_prompt' or 'on_demand'; nothing was changed.")
-        await call(as_user(lambda: memory().update_block(label, in_prompt=chosen == "in_prompt",
-                                                         agent_id=agent_id)))
+        await call(as_user(lambda memory: memory.update_block(label, in_prompt=chosen == "in_prompt",
+                                                                agent_id=agent_id)))
         return _back(request, f"/agents/{agent_id}/blocks/{label}", chosen)
 
     async def delete_passage(request: Request) -> Response:
         form = await write_form(request)
         agent_id, passage_id = _agent(request), request.path_params["passage_id"]
-        await call(as_user(_delete_passage), memory(), agent_id, passage_id)
+        await call(as_user(_delete_passage), agent_id, passage_id)
         query = {key: _text_field(form, key) for key in ("q", "mode") if _text_field(form, key)}
         return _back(request, f"/agents/{agent_id}/search", "deleted", query)
 
