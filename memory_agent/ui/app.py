@@ -8,7 +8,6 @@ Manager calls run in a worker thread so a slow query never stalls the event loop
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
@@ -37,14 +36,13 @@ from ..errors import (
     NothingToUndoError,
     ReadOnlyBlockError,
     StaleBlockError,
+    StorageError,
 )
 from ..manager import MemoryManager
 from . import views
-from .security import Guard, GuardPolicy
+from .security import SESSION_COOKIE, Guard, GuardPolicy
 
 __all__ = ["FLASHES", "ManagerSource", "create_app"]
-
-logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 ManagerSource = MemoryManager | Callable[[], MemoryManager]
@@ -74,13 +72,15 @@ class _Refused(Exception):
 def _status_of(error: MemoryAgentError) -> int:
     if isinstance(error, (AgentNotFoundError, BlockNotFoundError)):
         return 404
-    if isinstance(error, ArchivalError) and "no passage" in str(error).lower():
+    if isinstance(error, _NoPassage):
         return 404
+    if isinstance(error, StorageError):
+        return 503
     if isinstance(error, (StaleBlockError, NothingToUndoError, ReadOnlyBlockError)):
         return 409
     if isinstance(error, (ConfigurationError, InvalidLabelError, BlockLimitExceededError)):
         return 400
-    return 400 if not isinstance(error, ArchivalError) else 409
+    return 409  # any other refusal: the request was fine, the memory's state refused it
 
 
 def _one_line(text: str, limit: int = 600) -> str:
@@ -126,35 +126,36 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         return HTMLResponse(body, status_code=status)
 
     async def call(function: Callable[..., Any], *args: Any) -> Any:
+        """`function(memory, *args)` in a worker thread (opening the store too), its refusals as pages."""
         try:
-            return await run_in_threadpool(function, *args)
+            return await run_in_threadpool(lambda: function(memory(), *args))
         except MemoryAgentError as error:
             raise _Refused(_status_of(error), _one_line(str(error))) from None
 
     # ----- pages -----------------------------------------------------------------------
 
     async def agents(request: Request) -> Response:
-        return page(request, "agents.html", await call(views.agents_page, memory()))
+        return page(request, "agents.html", await call(views.agents_page))
 
     async def agent_memory(request: Request) -> Response:
-        return page(request, "memory.html", await call(views.memory_page, memory(), _agent(request)))
+        return page(request, "memory.html", await call(views.memory_page, _agent(request)))
 
     async def block(request: Request) -> Response:
         if request.method == "POST":
             return await edit_block(request)
         return page(request, "block.html",
-                    await call(views.block_page, memory(), _agent(request), request.path_params["label"]))
+                    await call(views.block_page, _agent(request), request.path_params["label"]))
 
     async def journal(request: Request) -> Response:
         kind = request.query_params.get("author_kind") or None
         if kind is not None and kind not in AUTHOR_KINDS:
             raise _Refused(400, f"author_kind is one of {', '.join(AUTHOR_KINDS)}; got {kind[:40]!r}.")
-        return page(request, "journal.html", await call(views.journal_page, memory(), _agent(request), kind))
+        return page(request, "journal.html", await call(views.journal_page, _agent(request), kind))
 
     async def conversation(request: Request) -> Response:
         limit = _int_param(request, "limit", views.MESSAGES_SHOWN, 1, 100_000)
         return page(request, "conversation.html",
-                    await call(views.conversation_page, memory(), _agent(request), limit))
+                    await call(views.conversation_page, _agent(request), limit))
 
     async def search(request: Request) -> Response:
         query = request.query_params.get("q", "")
@@ -163,13 +164,13 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         mode = request.query_params.get("mode", "hybrid")
         number = _int_param(request, "page", 0, 0, 1_000_000)
         return page(request, "search.html",
-                    await call(views.search_page, memory(), _agent(request), query, mode, number))
+                    await call(views.search_page, _agent(request), query, mode, number))
 
     async def prompt(request: Request) -> Response:
-        return page(request, "prompt.html", await call(views.prompt_page, memory(), _agent(request)))
+        return page(request, "prompt.html", await call(views.prompt_page, _agent(request)))
 
     async def metrics(request: Request) -> Response:
-        return page(request, "metrics.html", await call(views.metrics_page, memory(), _agent(request)))
+        return page(request, "metrics.html", await call(views.metrics_page, _agent(request)))
 
     async def stylesheet(request: Request) -> Response:
         return FileResponse(HERE / "static" / "style.css", media_type="text/css")
@@ -179,13 +180,15 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
     async def write_form(request: Request) -> FormData:
         """The form of a write, after the CSRF check (403 and nothing changed without a valid token)."""
         length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
+        if length is None:  # browsers always say; a body without a length could be endless
+            raise _Refused(411, "A form must be sent with its length (Content-Length); nothing was changed.")
+        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
             raise _Refused(413, "The form is too large (at most 2 MB); nothing was changed.")
         try:
             form = await request.form(max_files=0, max_fields=20)
         except Exception:  # a malformed body is the client's error, never a traceback
             raise _Refused(400, "The form could not be read; nothing was changed.") from None
-        if not policy.csrf_valid(request.cookies.get("memory_agent_ui_session"), form.get("csrf_token")):
+        if not policy.csrf_valid(request.cookies.get(SESSION_COOKIE), form.get("csrf_token")):
             raise _Refused(403, "The form's security token is missing or wrong (CSRF check); nothing was changed. "
                                 "Reload the page and try again.")
         return form
@@ -196,14 +199,14 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
                 return function(*args)
         return run
 
-    async def edit_block(request: Request) -> Response:
-        form = await write_form(request)
-        agent_id, label = _agent(request), request.path_params["label"]
+    async def edit_block(request: Request, form: FormData | None = None, label: str | None = None) -> Response:
+        form = form if form is not None else await write_form(request)
+        agent_id, label = _agent(request), label or request.path_params["label"]
         value = _text_field(form, "value").replace("\r\n", "\n")
         expected = _text_field(form, "expected_version")
         if not expected.isdigit() or len(expected) > 12:
             raise _Refused(400, "The form's expected_version must be a whole number; nothing was changed.")
-        outcome = await call(as_user(_save), memory(), agent_id, label, value, int(expected))
+        outcome = await call(as_user(_save), agent_id, label, value, int(expected))
         if isinstance(outcome, StaleBlockError):
             raise _Refused(409, f"The block '{label}' changed since you opened it (you edited version {expected}, "
                                 f"it is now at version {outcome.version}); nothing was changed. Reload the page "
@@ -211,25 +214,29 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         return _back(request, f"/agents/{agent_id}/blocks/{label}", outcome)
 
     async def undo(request: Request) -> Response:
-        await write_form(request)
+        form = await write_form(request)
         agent_id, label = _agent(request), request.path_params["label"]
-        await call(as_user(lambda: memory().undo_block(label, agent_id=agent_id)))
+        if "expected_version" in form:  # the edit form of a block whose label ends in /undo
+            return await edit_block(request, form, f"{label}/undo")
+        await call(as_user(lambda memory: memory.undo_block(label, agent_id=agent_id)))
         return _back(request, f"/agents/{agent_id}/blocks/{label}", "undone")
 
     async def placement(request: Request) -> Response:
         form = await write_form(request)
         agent_id, label = _agent(request), request.path_params["label"]
+        if "expected_version" in form:  # the edit form of a block whose label ends in /placement
+            return await edit_block(request, form, f"{label}/placement")
         chosen = _text_field(form, "placement")
         if chosen not in ("in_prompt", "on_demand"):
             raise _Refused(400, "placement is 'in_prompt' or 'on_demand'; nothing was changed.")
-        await call(as_user(lambda: memory().update_block(label, in_prompt=chosen == "in_prompt",
-                                                         agent_id=agent_id)))
+        await call(as_user(lambda memory: memory.update_block(label, in_prompt=chosen == "in_prompt",
+                                                                agent_id=agent_id)))
         return _back(request, f"/agents/{agent_id}/blocks/{label}", chosen)
 
     async def delete_passage(request: Request) -> Response:
         form = await write_form(request)
         agent_id, passage_id = _agent(request), request.path_params["passage_id"]
-        await call(as_user(_delete_passage), memory(), agent_id, passage_id)
+        await call(as_user(_delete_passage), agent_id, passage_id)
         query = {key: _text_field(form, key) for key in ("q", "mode") if _text_field(form, key)}
         return _back(request, f"/agents/{agent_id}/search", "deleted", query)
 
@@ -246,7 +253,7 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
                                 messages.get(error.status_code, f"The request was refused ({error.status_code})."))
 
     async def failed(request: Request, error: Exception) -> Response:
-        logger.error("inspector page failed", exc_info=error)
+        # Starlette re-raises the error after this page is sent, so the server logs its traceback.
         return await error_page(request, 500, f"The inspector failed unexpectedly ({type(error).__name__}); nothing "
                                               "more was done. The server's log has the details.")
 

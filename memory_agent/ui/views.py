@@ -43,6 +43,8 @@ JOURNAL_SHOWN = 200
 HISTORY_SHOWN = 50
 MESSAGES_SHOWN = 200
 SEARCH_HITS = 20
+DIFF_LIMIT = 40_000
+"""Characters of old plus new value above which the journal shows the values, not a diff."""
 
 
 def require_agent(memory: MemoryManager, agent_id: str) -> None:
@@ -140,16 +142,16 @@ def block_page(memory: MemoryManager, agent_id: str, label: str) -> dict[str, An
     block = memory.get_block(label, agent_id=agent_id)
     history: list[BlockVersion] = memory.block_history(label, agent_id=agent_id)
     versions = []
-    for index, version in enumerate(history):
+    first_shown = max(0, len(history) - HISTORY_SHOWN)  # diffs only for the versions the page shows
+    for index in range(len(history) - 1, first_shown - 1, -1):
         previous = history[index - 1].value if index else ""
-        versions.append({"version": version, "diff": _diff(previous, version.value)})
-    versions.reverse()
+        versions.append({"version": history[index], "diff": _diff(previous, history[index].value)})
     return {
         "agent_id": agent_id,
         "block": block,
         "path": memory_path(block.label),
-        "versions": versions[:HISTORY_SHOWN],
-        "hidden_versions": max(0, len(versions) - HISTORY_SHOWN),
+        "versions": versions,
+        "hidden_versions": first_shown,
         "sensitivity": getattr(block, "sensitivity", None),
         "fill": _fill(block),
     }
@@ -163,7 +165,13 @@ def _fill(block: Block) -> dict[str, Any]:
 def journal_page(memory: MemoryManager, agent_id: str, author_kind: str | None) -> dict[str, Any]:
     require_agent(memory, agent_id)
     entries = memory.journal(agent_id=agent_id, limit=JOURNAL_SHOWN, author_kind=author_kind)
-    return {"agent_id": agent_id, "entries": entries, "author_kind": author_kind, "limit": JOURNAL_SHOWN}
+    shown = []
+    for entry in entries:
+        old, new = entry.old_value, entry.new_value
+        # A change of text reads best as a diff; a creation or deletion shows its one value.
+        both = old is not None and new is not None and len(old) + len(new) <= DIFF_LIMIT
+        shown.append({"entry": entry, "diff": _diff(old or "", new or "") if both else None})
+    return {"agent_id": agent_id, "entries": shown, "author_kind": author_kind, "limit": JOURNAL_SHOWN}
 
 
 def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[str, Any]:
@@ -182,8 +190,11 @@ def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[
         else:
             earlier.append(summary)
     items: list[dict[str, Any]] = [{"summary": summary} for summary in earlier]
+    covered = max((s.last_message_id for s in summaries if s.last_message_id is not None), default=0)
     for message in messages:
-        items.append({"message": message})
+        # Out of context and covered by a summary: compaction replaced it. Out of context otherwise:
+        # a record that never went to the model (the SDK's result and system messages).
+        items.append({"message": message, "replaced": not message.in_context and message.message_id <= covered})
         items.extend({"summary": summary} for summary in after.get(message.message_id, []))
     total = memory.count_messages(agent_id=agent_id)
     return {"agent_id": agent_id, "items": items, "shown": len(messages), "total": total, "limit": limit,
