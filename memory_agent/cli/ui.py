@@ -33,24 +33,28 @@ __all__ = ["ui"]
 def ui(host: str, port: int, read_only: bool, no_browser: bool, token: str | None) -> None:
     """Open the memory inspector: see, search, correct and roll back memory in a browser."""
     from ..ui.app import create_app
-    from ..ui.security import is_loopback, new_token
+    from ..ui.security import GuardPolicy, is_loopback, new_token
     from ..ui.server import bind, serve, serve_line, url_host
 
     settings = load_settings()
     chosen = state()
-    directory = admin.storage_path(chosen.storage_dir, settings)
-    info, _created = admin.init_storage(directory, chosen.agent_id, settings=settings)
     if token is None and not is_loopback(host):
         token = new_token()
+    GuardPolicy.make(url_host(host, port), token, read_only)  # a refused token or host, before anything is made
     try:
         sock = bind(host, port)
     except OSError as error:
         raise ConfigurationError(f"Cannot listen on {host}:{port} ({error.strerror or error}); choose another "
                                  "--port (0 picks a free one) or --host.") from None
-    bound = url_host(host, sock.getsockname()[1])
-    author = chosen.author or Author.person()
-    app = create_app(lambda: admin.open_agent(directory, info.agent_id, settings=settings), read_only=read_only,
-                     access_token=token, bound_host=bound, user=author)
+    try:
+        directory = admin.storage_path(chosen.storage_dir, settings)
+        info, _created = admin.init_storage(directory, chosen.agent_id, settings=settings)
+        bound = url_host(host, sock.getsockname()[1])
+        app = create_app(lambda: admin.open_agent(directory, info.agent_id, settings=settings), read_only=read_only,
+                         access_token=token, bound_host=bound, user=chosen.author or Author.person())
+    except BaseException:
+        sock.close()
+        raise
     line = serve_line(bound, token)
     url = line.split("serving ", 1)[1]
 

@@ -37,7 +37,8 @@ def _arguments(path: tuple[str, ...], *, required_only: bool = True) -> list[str
 
 # Commands that create a store, and so fail for another reason than a missing one.
 CREATING = {("init",): ["--agent", " ", "init"], ("agents", "create"): ["agents", "create", " "],
-            ("import",): ["import", "does-not-exist.json"], ("chat",): ["chat"]}
+            ("import",): ["import", "does-not-exist.json"], ("chat",): ["chat"],
+            ("ui",): ["ui", "--no-browser", "--token", "too-short"]}
 
 
 def one_line_failure(result: Result) -> str:

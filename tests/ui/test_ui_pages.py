@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from backends import backend_environ
-from conftest import client_for, data_page, error_line
+from inspector_helpers import client_for, data_page, error_line
 
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings

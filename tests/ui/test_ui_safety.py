@@ -9,9 +9,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import BLOCK_HOSTILE, client_for, csrf_token, data_page, error_line, snapshot, textarea_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inspector_helpers import BLOCK_HOSTILE, client_for, csrf_token, data_page, error_line, snapshot, textarea_value
 
 from memory_agent import MemoryManager
 from memory_agent.errors import ConfigurationError

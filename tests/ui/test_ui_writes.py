@@ -7,7 +7,16 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from conftest import UI_USER, client_for, csrf_token, data_page, error_line, flash_line, snapshot, textarea_value
+from inspector_helpers import (
+    UI_USER,
+    client_for,
+    csrf_token,
+    data_page,
+    error_line,
+    flash_line,
+    snapshot,
+    textarea_value,
+)
 
 from memory_agent import MemoryManager
 
