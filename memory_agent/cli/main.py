@@ -13,11 +13,13 @@ from .journal import journal
 from .messages import compact, messages, summary
 from .rekey import rekey
 from .transfer import export, import_
+from .ui import ui
 
 __all__ = ["cli", "main"]
 
 for command in (init, agents, blocks, remember, recall, forget, passages, passage_sensitivity, messages, summary,
-                compact, export, import_, journal, doctor, chat, consolidate, consolidations, rekey):
+                compact, export, import_, journal, doctor, chat, consolidate, consolidations, rekey,
+                ui):
     cli.add_command(command)
 
 

@@ -25,6 +25,8 @@ EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
     "encryption_overhead": (r"^block edit p95 ms\s", r"^hybrid search p95 ms\s", r"^insert passages/s\s"),
+    "ui_first_load": (r"^seeded 50 blocks .* 500 passages", r"^/\s+\d+\.\d+\s+\d+",
+                      r"^/agents/bench-agent\s+\d+\.\d+\s+\d+"),
 }
 """Script -> lines its quick run must print (regular expressions, multiline)."""
 HELPERS = {"record", "render_results"}

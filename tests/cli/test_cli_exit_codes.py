@@ -42,7 +42,8 @@ CREATING = {("init",): ["--agent", " ", "init"], ("agents", "create"): ["agents"
             ("import",): ["import", "does-not-exist.json"], ("chat",): ["chat"],
             **{path: ["--agent", " ", *path, *_arguments(path, required_only=False)]
                for path in [("blocks", "set"), ("blocks", "append"), ("blocks", "create"), ("blocks", "edit"),
-                            ("remember",), ("consolidate",)]}}
+                            ("remember",), ("consolidate",)]},
+            ("ui",): ["ui", "--no-browser", "--token", "too-short"]}
 
 
 def one_line_failure(result: Result) -> str:

@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memory_agent.manager", "memory_agent.admin"),
     ("memory_agent.tools", "memory_agent.anthropic_memory", "memory_agent.sdk_seams"),
     ("memory_agent.agent", "memory_agent.session_store", "memory_agent.college", "memory_agent.portability"),
-    ("memory_agent.cli", "memory_agent.soak"),
+    ("memory_agent.cli", "memory_agent.soak", "memory_agent.ui"),
 )
 """Lowest first. A module belongs to the layer of the longest prefix that names it; the package
 `memory_agent` itself is the facade on top and may import anything."""
