@@ -206,4 +206,6 @@ def measure(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+
+    run_recorded(main, __file__)

@@ -578,7 +578,8 @@ class MemoryManager:
                                start_date: str | None = None, end_date: str | None = None,
                                mode: SearchMode | None = None, *, agent_id: str | None = None,
                                include_superseded: bool = False, explain: bool = False,
-                               allow_secret: bool | None = None, max_sensitivity: str | None = None) -> list[SearchHit]:
+                               allow_secret: bool | None = None, max_sensitivity: str | None = None,
+                               count_access: bool = True) -> list[SearchHit]:
         """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false);
         'scored' adds recency and importance to hybrid's match.
 
@@ -587,11 +588,13 @@ class MemoryManager:
         Passages above the clearance are filtered out inside the query, in every mode: secret ones are
         found only with `allow_secret=True`, and `max_sensitivity='public'` keeps what may be shared.
         Auto-recall and every other caller that searches through here get the same rule.
+        `count_access=False` leaves the hits' access counts as they are (a person inspecting).
         """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
         clearance = clearance_of(allow_secret, max_sensitivity)
         return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen,
-                                    include_superseded=include_superseded, explain=explain, clearance=clearance)
+                                    include_superseded=include_superseded, explain=explain, clearance=clearance,
+                                    count_access=count_access)
 
     def set_passage_sensitivity(self, passage_id: str, sensitivity: str, *, agent_id: str | None = None,
                                 allow_secret: bool | None = None,

@@ -269,6 +269,7 @@ class ArchivalMemory:
         include_superseded: bool = False,
         explain: bool = False,
         clearance: Sensitivity = DEFAULT_CLEARANCE,
+        count_access: bool = True,
     ) -> builtins.list[SearchHit]:
         """The agent's passages best matching `query`, best first.
 
@@ -278,16 +279,20 @@ class ArchivalMemory:
         above `clearance` (private by default: secret passages only with clearance 'secret').
         `explain` attaches each hit's signals (`SearchHit.explanation`). The hits' access counts
         go up by one, in one short write after the search (a failure of that write is logged, and
-        the search still answers).
+        the search still answers), unless `count_access` is False: a person looking (the inspector)
+        is not the agent recalling, and must not change what scored ranking sees.
         """
         if not isinstance(explain, bool):
             raise ArchivalError(f"explain must be true or false, got {explain!r}.")
+        if not isinstance(count_access, bool):
+            raise ArchivalError(f"count_access must be true or false, got {count_access!r}.")
         now = utc_now()
         where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, live_at=now,
                                     include_superseded=include_superseded, clearance=clearance)
         hits = search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
                                self.reranker, scoring=self.scoring, explain=explain)
-        self._record_access([hit.passage_id for hit in hits], now)
+        if count_access:
+            self._record_access([hit.passage_id for hit in hits], now)
         return hits
 
     def _record_access(self, passage_ids: builtins.list[str], when: str) -> None:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import sys
 import webbrowser
+from pathlib import Path
 
 import click
 
 from .. import admin
 from ..authors import Author
 from ..errors import ConfigurationError
+from ..sensitivity import DEFAULT_CLEARANCE
+from ..settings import Settings
 from .app import load_settings, shared_options, state
 
 __all__ = ["ui"]
@@ -48,10 +51,13 @@ def ui(host: str, port: int, read_only: bool, no_browser: bool, token: str | Non
                                  "--port (0 picks a free one) or --host.") from None
     try:
         directory = admin.storage_path(chosen.storage_dir, settings)
-        info, _created = admin.init_storage(directory, chosen.agent_id, settings=settings)
+        agent_id = _existing_agent(directory, chosen.agent_id or settings.agent_id, settings)
+        if agent_id is None:  # a new store: created on first use, like chat
+            agent_id = admin.init_storage(directory, chosen.agent_id, settings=settings)[0].agent_id
         bound = url_host(host, sock.getsockname()[1])
-        app = create_app(lambda: admin.open_agent(directory, info.agent_id, settings=settings), read_only=read_only,
-                         access_token=token, bound_host=bound, user=chosen.author or Author.person())
+        app = create_app(lambda: admin.open_agent(directory, agent_id, settings=settings), read_only=read_only,
+                         access_token=token, bound_host=bound, user=chosen.author or Author.person(),
+                         clearance=chosen.clearance or DEFAULT_CLEARANCE)
     except BaseException:
         sock.close()
         raise
@@ -66,5 +72,20 @@ def ui(host: str, port: int, read_only: bool, no_browser: bool, token: str | Non
 
     try:
         serve(app, sock, on_started=announce)
+    except KeyboardInterrupt:  # Ctrl-C is how it is meant to stop: a quiet exit 0
+        pass
     finally:
         sock.close()
+
+
+def _existing_agent(directory: Path, wanted: str | None, settings: Settings) -> str | None:
+    """An agent the store already has (the one named, else its default, else any): the inspector
+    shows every agent, so it never makes a new one in a store that has some."""
+    if not (directory / "memory.db").exists() and not settings.database_url:
+        return None
+    with admin.open_database(directory, create=True, database_url=settings.database_url,
+                             encryption_key=settings.encryption_key) as db:
+        agents = [info.agent_id for info in admin.list_agent_info(db)]
+        if wanted is not None:
+            return wanted if wanted in agents else None
+        return admin.default_agent_id(db) or (agents[0] if agents else None)

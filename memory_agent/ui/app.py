@@ -39,6 +39,7 @@ from ..errors import (
     StorageError,
 )
 from ..manager import MemoryManager
+from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, parse_level, with_clearance
 from . import views
 from .security import SESSION_COOKIE, Guard, GuardPolicy
 
@@ -89,15 +90,19 @@ def _one_line(text: str, limit: int = 600) -> str:
 
 
 def create_app(manager: ManagerSource, *, read_only: bool = False, access_token: str | None = None,
-               bound_host: str = "127.0.0.1:8765", user: Author | None = None) -> Starlette:
+               bound_host: str = "127.0.0.1:8765", user: Author | None = None,
+               clearance: Sensitivity = DEFAULT_CLEARANCE) -> Starlette:
     """The inspector for one storage dir.
 
     `manager` is an open MemoryManager (the caller closes it) or a factory called on the first
     request (the app closes what it opened at shutdown). `bound_host` is the `host:port` the server
     listens on: requests naming another Host are refused. Off loopback `access_token` is required.
-    UI edits are journalled as `user` (default: the OS user, as a person).
+    UI edits are journalled as `user` (default: the OS user, as a person). Every page shows what
+    `clearance` allows (private by default: secret blocks and passages are left out, as in every
+    other reader; 'secret' shows them, 'public' only what may be shared).
     """
     policy = GuardPolicy.make(bound_host, access_token, read_only)
+    level = parse_level(clearance, "clearance")
     author = user or Author.person()
     templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                             undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -128,7 +133,7 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
     async def call(function: Callable[..., Any], *args: Any) -> Any:
         """`function(memory, *args)` in a worker thread (opening the store too), its refusals as pages."""
         try:
-            return await run_in_threadpool(lambda: function(memory(), *args))
+            return await run_in_threadpool(lambda: _cleared(memory(), level, function, *args))
         except MemoryAgentError as error:
             raise _Refused(_status_of(error), _one_line(str(error))) from None
 
@@ -337,3 +342,9 @@ def _back(request: Request, path: str, flash: str, query: Mapping[str, str] | No
     """POST-redirect-GET: to the page the write belongs to, with one of the fixed FLASHES."""
     target = quote(path, safe="/") + "?" + urlencode({**(query or {}), "flash": flash})
     return RedirectResponse(target, status_code=303)
+
+
+def _cleared(memory: MemoryManager, level: Sensitivity, function: Callable[..., Any], *args: Any) -> Any:
+    """`function(memory, *args)` at the inspector's clearance (a worker thread has none of its own)."""
+    with with_clearance(level):
+        return function(memory, *args)

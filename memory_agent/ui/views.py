@@ -89,7 +89,7 @@ def _tree(blocks: Iterable[Block], shared: dict[str, list[str]]) -> list[_Row]:
                 rows.append(_Row(depth=depth - 1, name=parts[depth - 1] + "/"))
         rows.append(_Row(depth=len(parts) - 1, name=parts[-1], block=block, path=memory_path(block.label),
                          shared_with=shared.get(block.block_id, []),
-                         sensitivity=getattr(block, "sensitivity", None)))
+                         sensitivity=block.sensitivity))
     return rows
 
 
@@ -122,7 +122,6 @@ def memory_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
         "in_prompt_chars": sum(len(block.value) for block in in_prompt),
         "messages": counts.recall_messages,
         "passages": counts.archival_passages,
-        "has_sensitivity": any(hasattr(block, "sensitivity") for block in blocks[:1]),
     }
 
 
@@ -152,7 +151,7 @@ def block_page(memory: MemoryManager, agent_id: str, label: str) -> dict[str, An
         "path": memory_path(block.label),
         "versions": versions,
         "hidden_versions": first_shown,
-        "sensitivity": getattr(block, "sensitivity", None),
+        "sensitivity": block.sensitivity,
         "fill": _fill(block),
     }
 
@@ -211,7 +210,7 @@ def search_page(memory: MemoryManager, agent_id: str, query: str, mode: str, pag
             "page": page, "per_page": PASSAGES_PER_PAGE}
     if query.strip():
         hits = memory.archival_memory_search(query, SEARCH_HITS, mode=mode,  # type: ignore[arg-type]  # checked above
-                                             agent_id=agent_id, explain=True)
+                                             agent_id=agent_id, explain=True, count_access=False)
         return {**base, "hits": hits, "passages": None}
     passages = memory.archival_memory_list(PASSAGES_PER_PAGE, page * PASSAGES_PER_PAGE, agent_id=agent_id)
     return {**base, "hits": None, "passages": passages,

@@ -85,8 +85,24 @@ def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(tmp_pat
         rebound = client.get("/", headers={"host": f"attacker.example:{found.group(3)}"})
         assert rebound.status_code == 400
     process.send_signal(signal.SIGINT)
-    out, _err = process.communicate(timeout=15)
+    out, err = process.communicate(timeout=15)
     assert out == ""  # nothing after the one line
+    assert process.returncode == 0 and "Aborted" not in err, (process.returncode, err[-500:])  # Ctrl-C: a quiet stop
+
+
+def test_a_store_with_agents_gets_no_new_one(tmp_path: Path, stop: list[subprocess.Popen[str]]) -> None:
+    from backends import backend_environ
+
+    from memory_agent import MemoryManager, Settings
+
+    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
+    with MemoryManager(agent_id="only-one", settings=settings) as memory:  # named, so not the default agent
+        before = memory.list_agents()
+    process = _start(tmp_path / "store")
+    stop.append(process)
+    assert LINE.fullmatch(_first_line(process))
+    with MemoryManager(agent_id="only-one", settings=settings) as memory:
+        assert memory.list_agents() == before
 
 
 def test_off_loopback_it_makes_and_prints_an_access_token(tmp_path: Path, stop: list[subprocess.Popen[str]]) -> None:

@@ -67,7 +67,7 @@ def test_the_memory_page_shows_the_tree_placement_fill_sharing_and_flags(memory:
     rows = dict(re.findall(r'<tr class="block" data-label="([^"]+)">(.*?)</tr>', response.text, re.S))
     assert set(rows) == {"persona", "human", "projects/alpha.md", "rules", "team"}
     assert "on demand" in rows["projects/alpha.md"] and "in prompt" in rows["rules"]
-    assert '<tr class="dir"><td class="name depth-0" colspan="5">projects/</td></tr>' in response.text
+    assert '<tr class="dir"><td class="name depth-0" colspan="6">projects/</td></tr>' in response.text
     length = len("Alpha ships in May.\nOwner: Dana.")
     assert f'value="{length}"' in rows["projects/alpha.md"] and f"{length}/" in rows["projects/alpha.md"]
     assert "bob" in rows["team"] and "bob" not in rows["rules"]
@@ -163,3 +163,23 @@ def test_unknown_agents_blocks_and_pages_are_404_pages(memory: MemoryManager) ->
         response = client.get(path)
         assert response.status_code == 404, path
         assert data_page(response.text) == "error" and error_line(response.text), path
+
+
+def test_secret_memory_shows_only_at_the_inspectors_secret_clearance(memory: MemoryManager) -> None:
+    memory.create_block("diary", "Secret diary entry", sensitivity="secret")
+    memory.archival_memory_insert("The safe combination is 4-8-15", sensitivity="secret")
+    default = client_for(memory)
+    assert 'data-label="diary"' not in default.get("/agents/ada").text
+    assert default.get("/agents/ada/blocks/diary").status_code == 404
+    assert "4-8-15" not in default.get("/agents/ada/search", params={"q": "safe combination"}).text
+    cleared = client_for(memory, clearance="secret")
+    assert 'data-label="diary"' in cleared.get("/agents/ada").text
+    assert "4-8-15" in cleared.get("/agents/ada/search", params={"q": "safe combination"}).text
+
+
+def test_searching_in_the_inspector_leaves_access_counts_alone(memory: MemoryManager) -> None:
+    passage_id = memory.archival_memory_insert("Bob prefers tea over coffee.")
+    hits = client_for(memory).get("/agents/ada/search", params={"q": "tea", "mode": "keyword"})
+    assert f'data-passage-id="{passage_id}"' in hits.text
+    stored = memory.archival_memory_get(passage_id)
+    assert stored is not None and stored.access_count == 0 and stored.last_accessed_at is None
