@@ -31,7 +31,8 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 SKIPPED_LINES = {
     "python3 -m venv .venv && . .venv/bin/activate": ".ci/run makes its own fresh venv",
     "pip install -e .": ".ci/run installs the package (with its extras) before the suite",
-    'pip install -e ".[dev,postgres,encryption,browser]"': ".ci/run installs the package (with its extras) before the suite",
+    'pip install -e ".[dev,postgres,encryption,browser]"':
+        ".ci/run installs the package (with its extras) before the suite",
     "python -m pytest": "this is the suite; .ci/run starts it",
 }
 
