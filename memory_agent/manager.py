@@ -463,16 +463,19 @@ class MemoryManager:
                                metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None,
                                expires_at: datetime | str | None = None, ttl_days: float | None = None,
                                importance: float | None = None,
-                               provenance: Mapping[str, Any] | None = None) -> str:
+                               provenance: Mapping[str, Any] | None = None, context: str | None = None) -> str:
         """Store a passage; identical content from the same agent returns the existing id (and makes it
         current again if it was superseded or had expired).
 
         `expires_at` (timezone-aware) or `ttl_days`, not both, make it expire: search never returns it
         afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
-        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}.
+        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}. `context` is
+        ranking-only text (e.g. the turn this one answers, the date): keyword and vector search match
+        it, hits never show it.
         """
         return self.archival.insert(agent_id or self.agent_id, content, tags, metadata, expires_at=expires_at,
-                                    ttl_days=ttl_days, importance=importance, provenance=provenance)
+                                    ttl_days=ttl_days, importance=importance, provenance=provenance,
+                                    context=context)
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:

@@ -8,6 +8,10 @@ free-form metadata and a UTC creation time. Its lifecycle fields say whether sea
 SQLite holds the passage; the vector store holds only
 its embedding under the same id. `vector_state` says whether that embedding is known to be
 written ('indexed') or still owed ('pending').
+
+A passage may carry ranking-only `context` (e.g. the turn a reply answers and its date): the
+keyword and vector indexes see it, search results never show it (see `indexed_text` and
+docs/context-at-index-time.md).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "content_hash",
     "encode_metadata",
     "encode_provenance",
+    "indexed_text",
     "normalise_tags",
     "passage_from_row",
     "prepare",
@@ -46,7 +51,9 @@ DEFAULT_IMPORTANCE = 0.5
 MAX_TTL_DAYS = 36_500.0
 """A hundred years: a longer TTL is a mistake more likely than a plan (and would pass year 9999)."""
 NEW_PASSAGE_KEYS = frozenset({"content", "tags", "metadata", "created_at", "expires_at", "ttl_days",
-                              "importance", "provenance"})
+                              "importance", "provenance", "context"})
+MAX_CONTEXT_CHARS = 20_000
+"""Ranking-only context is a few turns, not a document: a longer one is refused, not cut."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ class Passage:
     vector_chunks: int = 1
     """How many vectors (chunks) hold it in the vector store; 0 marks one vector embedded before
     chunking from the first window only (see `chunks.py`)."""
+    context: str = ""
+    """Ranking-only context the indexes see and search results do not show ('' for none)."""
 
     def is_expired(self, now: str) -> bool:
         """Whether it has expired at `now` (canonical UTC ISO text, e.g. `store.utc_now()`)."""
@@ -93,6 +102,7 @@ class NewPassage:
 
     `expires_at` (a timezone-aware time) or `ttl_days` (days from now), not both, make it expire;
     `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came from.
+    `context` is ranking-only text (searched by both indexes, never shown in hits).
     """
 
     content: str
@@ -103,6 +113,7 @@ class NewPassage:
     ttl_days: float | None = None
     importance: float | None = None
     provenance: Mapping[str, Any] | None = None
+    context: str | None = None
 
     @classmethod
     def coerce(cls, item: str | NewPassage | Mapping[str, Any]) -> NewPassage:
@@ -178,6 +189,7 @@ class PreparedPassage:
     access_count: int = 0
     """Set by imports only (a new passage has not been found yet)."""
     last_accessed_at: str | None = None
+    context: str = ""
 
 
 def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
@@ -193,7 +205,27 @@ def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
         expires_at=_expiry(passage.expires_at, passage.ttl_days),
         importance=DEFAULT_IMPORTANCE if passage.importance is None else check_importance(passage.importance),
         provenance_json=encode_provenance(passage.provenance),
+        context=check_context(passage.context),
     )
+
+
+def check_context(context: object) -> str:
+    """Ranking-only context checked like content ('' for None or blank); ArchivalError otherwise."""
+    if context is None:
+        return ""
+    if not isinstance(context, str):
+        raise ArchivalError(f"Passage context must be text, got {type(context).__name__}; nothing was stored.")
+    check_text("Passage context", context)
+    if len(context) > MAX_CONTEXT_CHARS:
+        raise ArchivalError(f"Passage context is {len(context)} characters, more than {MAX_CONTEXT_CHARS}; "
+                            "give the few turns around the passage, not a document. Nothing was stored.")
+    return context.strip()
+
+
+def indexed_text(content: str, context: str) -> str:
+    """What the keyword index holds for a passage: its text, then its context (the text alone
+    when there is none, so passages without context are indexed exactly as before)."""
+    return f"{content} {context}" if context else content
 
 
 def _expiry(expires_at: Timestamp | None, ttl_days: object) -> str | None:
@@ -291,4 +323,5 @@ def passage_from_row(row: sqlite3.Row) -> Passage:
         last_accessed_at=row["last_accessed_at"],
         provenance=json.loads(row["provenance"]),
         vector_chunks=int(row["vector_chunks"]),
+        context=row["index_context"],
     )

@@ -130,7 +130,7 @@ def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -
                           expires_at=item.get("expires_at"), superseded_by=item.get("superseded_by"),
                           importance=item.get("importance", DEFAULT_IMPORTANCE),
                           access_count=item.get("access_count", 0), last_accessed_at=item.get("last_accessed_at"),
-                          provenance=item.get("provenance") or {})
+                          provenance=item.get("provenance") or {}, context=item.get("context") or "")
             for position, item in enumerate(items)]
 
 

@@ -125,6 +125,8 @@ class PassageRecord:
     access_count: int = 0
     last_accessed_at: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    context: str = ""
+    """Ranking-only context the indexes see and search results do not show (absent from older exports)."""
 
 
 @dataclass(frozen=True)

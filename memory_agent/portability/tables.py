@@ -192,7 +192,7 @@ def _passage(row: sqlite3.Row) -> PassageRecord:
                          json.loads(row["metadata"]), row["created_at"], expires_at=row["expires_at"],
                          superseded_by=row["superseded_by"], importance=float(row["importance"]),
                          access_count=int(row["access_count"]), last_accessed_at=row["last_accessed_at"],
-                         provenance=json.loads(row["provenance"]))
+                         provenance=json.loads(row["provenance"]), context=row["index_context"])
 
 
 def _journal(row: sqlite3.Row) -> JournalRecord:
@@ -506,7 +506,7 @@ def _prepared_passages(snapshot: Snapshot) -> list[tuple[PassageRecord, Prepared
         try:
             item = prepare(NewPassage(passage.content, passage.tags, passage.metadata, passage.created_at,
                                       expires_at=passage.expires_at, importance=passage.importance,
-                                      provenance=passage.provenance))
+                                      provenance=passage.provenance, context=passage.context))
             check_int("access_count", passage.access_count, minimum=0)
             last = None if passage.last_accessed_at is None else to_utc_iso(passage.last_accessed_at)
             prepared.append((passage, dataclasses.replace(item, access_count=passage.access_count,

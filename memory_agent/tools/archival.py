@@ -57,7 +57,8 @@ def _when(value: str | None, *, end: bool = False) -> str | None:
 
 
 def _run_insert(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
-    passage_id = memory.archival_memory_insert(arguments["content"], arguments.get("tags"), agent_id=agent_id)
+    passage_id = memory.archival_memory_insert(arguments["content"], arguments.get("tags"), agent_id=agent_id,
+                                               context=arguments.get("context"))
     return format_inserted(passage_id, arguments.get("tags"))
 
 
@@ -103,6 +104,9 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
         properties={
             "content": {"type": "string", "description": "The text to remember."},
             "tags": {**_TAGS, "description": "Optional labels to filter by later, e.g. ['project-x', 'preference']."},
+            "context": {"type": "string", "description": (
+                "Optional words that help find the passage but are not part of it, e.g. the question it "
+                "answers or the date it was said. Searches match them; results show only the content.")},
         },
         required=("content",),
         run=_run_insert,

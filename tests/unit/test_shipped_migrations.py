@@ -30,6 +30,7 @@ SHIPPED_SQLITE = (
     ("m007_issue28_journal_authors", "2d0f8e312d9087fb"),
     ("m008_issue22_consolidation_sessions", "8d4d816b6ba953e8"),
     ("m009_issue25_whole_passage_vectors", "846caac9b7eeae93"),
+    ("m010_issue25_index_context", "ca61f8e49153b5d0"),
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
@@ -39,6 +40,7 @@ SHIPPED_POSTGRES = (
     ("p005_journal_authors", "1d500118fb42d98d"),
     ("p006_issue22_consolidation_sessions", "4a3b8d7f0d52a3b2"),
     ("p007_whole_passage_vectors", "e24293462839a2ff"),
+    ("p008_index_context", "88db6c0ae26eaf2d"),
 )
 
 
