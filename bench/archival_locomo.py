@@ -565,7 +565,25 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
         for k in KS:
             diff, low, high = paired_bootstrap(modes[mode], modes[other], k, rounds)
             lines.append(f"  {mode} - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
+    if any(FORMATS[f][1] == "extra" for f in formats):
+        lines += ["", *vector_use(names, grid, results, rounds)]
     return "\n".join(lines)
+
+
+def vector_use(names: Sequence[str], grid: Sequence[Setting], results: Callable[[Setting, str], list[Result]],
+               rounds: int) -> list[str]:
+    """hybrid* restricted to contexts embedded with the text ('joined') or as extra vectors ('extra'),
+    each chosen leave-one-out, and their paired difference: how the vector index should use context."""
+    lines = ["How the vector index uses context, hybrid* restricted to each way (leave-one-out):"]
+    modes = {}
+    for use in ("joined", "extra"):
+        family = [s for s in grid if s.format == "plain" or FORMATS[s.format][1] == use]
+        modes[use], notes = leave_one_out(names, family, results)
+        lines += [f"  {use} ({len(family)} settings):"] + [f"    {note}" for note in notes]
+    for k in KS:
+        diff, low, high = paired_bootstrap(modes["extra"], modes["joined"], k, rounds)
+        lines.append(f"  extra - joined @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, NewPassage
 from memory_agent.archival.passages import MAX_CONTEXT_CHARS, check_context, indexed_text
+from memory_agent.archival.vector_index import CONTEXT_VECTORS, ContextVectors
 from memory_agent.errors import MemoryAgentError
 from memory_agent.portability.files import export_memory, import_snapshot
 from memory_agent.portability.letta_af import parse_letta
@@ -80,7 +81,9 @@ def test_the_tool_takes_context(memory: MemoryManager) -> None:
 
 
 @pytest.mark.usefixtures("backend")
-def test_context_is_found_by_meaning_in_vector_mode(archival: ArchivalMemory) -> None:
+@pytest.mark.parametrize("use", ["joined", "extra"])
+def test_context_is_found_by_meaning_in_vector_mode(archival: ArchivalMemory, use: ContextVectors) -> None:
+    archival.index.context_vectors = use
     archival.insert_many("alice", OTHERS)
     archival.insert_many("bob", OTHERS)
     with_context = archival.insert("alice", REPLY, context=CONTEXT)
@@ -95,7 +98,7 @@ def test_context_is_found_by_meaning_in_vector_mode(archival: ArchivalMemory) ->
 
 @pytest.mark.usefixtures("backend")
 def test_extra_context_vectors_are_chunks_of_the_passage_and_leave_with_it(archival: ArchivalMemory) -> None:
-    archival.index.context_vectors = "extra"
+    assert archival.index.context_vectors == CONTEXT_VECTORS == "extra"  # the shipped choice
     archival.insert_many("alice", OTHERS)
     passage_id = archival.insert("alice", REPLY, context=CONTEXT)
     passage = archival.get("alice", passage_id)
