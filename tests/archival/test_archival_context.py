@@ -226,3 +226,29 @@ def test_the_migration_keeps_old_passages_searchable_and_deletable(tmp_path: Pat
         assert [hit.passage_id for hit in memory.archival_memory_search("Canyon", mode="keyword")] == [added]
         assert memory.archival_memory_search("twice summer", mode="keyword") == []
         _fts_intact(memory, "old")
+
+
+@pytest.mark.postgres
+def test_the_postgres_migration_keeps_old_passages_searchable(postgres_url: str, tmp_path: Path) -> None:
+    import psycopg
+
+    from memory_agent.store.pg_schema import PG_MIGRATIONS, VERSION_TABLE, p008_index_context
+
+    before = PG_MIGRATIONS.index(p008_index_context)
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
+        for migration in PG_MIGRATIONS[:before]:
+            with conn.cursor() as cursor:
+                migration(cursor)
+        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (before,))
+        now = "2024-01-01T00:00:00.000000+00:00"
+        conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', %s)", (now,))
+        for number, content in enumerate([REPLY, *OTHERS]):
+            conn.execute("INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at)"
+                         " VALUES (%s, 'old', %s, %s, %s)", (f"p{number}", content, f"h{number}", now))
+    with MemoryManager(tmp_path, agent_id="old", database_url=postgres_url,
+                       embedding_function=HashEmbedding()) as memory:
+        assert [hit.passage_id for hit in memory.archival_memory_search("twice summer", mode="keyword")] == ["p0"]
+        added = memory.archival_memory_insert("Postcards from the trip.", context="Grand Canyon")
+        assert [hit.passage_id for hit in memory.archival_memory_search("Canyon", mode="keyword")] == [added]
+        assert memory.archival_memory_get("p0").context == ""  # type: ignore[union-attr]
