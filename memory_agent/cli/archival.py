@@ -38,10 +38,12 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
 @shared_options
 @click.argument("text")
 @click.option("--tag", "tags", multiple=True, help="A tag for the passage (repeat for several).")
-def remember(text: str, tags: tuple[str, ...]) -> None:
+@click.option("--context", help="Words that help find TEXT but are not part of it (searched, never shown), "
+                                "e.g. the question it answers.")
+def remember(text: str, tags: tuple[str, ...], context: str | None) -> None:
     """Store TEXT in archival memory; prints the passage id."""
     with open_memory() as memory:
-        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None)
+        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None, context=context)
         stored = memory.archival_memory_get(passage_id)
         # A failed embedding leaves the passage pending by design; the person typing should hear why.
         problem = None if stored is None or stored.vector_state != "pending" else _why_pending(memory)
