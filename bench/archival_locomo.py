@@ -1,9 +1,13 @@
 """Retrieval quality of archival search on LoCoMo, measured out of sample (leave one conversation out).
 
 Each conversation's turns are stored as the passages of its own agent (so each conversation is
-ranked with its own keyword statistics), dated by their session, once per passage format
-('plain' "Speaker: text" as stored by default; 'dated' with the session date; 'previous' with
-the turn it replies to; 'window' with that turn and the reply to it). For every question the
+ranked with its own keyword statistics), dated by their session, once per context variant: the
+passage is always the turn ("Speaker: text"), and its ranking-only `context`
+(`archival_memory_insert(..., context=...)`, indexed by both indexes, never shown) is nothing
+('plain'), the session date ('date'), the turn it replies to ('previous'), both
+('previous+date'), or the turn it replies to and the reply to it ('window'). A '/extra' variant
+embeds the context as extra vectors beside the turn's own (best chunk wins) instead of one vector
+of turn and context together ('joined'). For every question the
 harness reads the keyword ranking and the vector ranking once through `ArchivalMemory.search`,
 then fuses them with `memory_agent.archival.fusion.fuse` under every candidate setting (fusion
 method, weights, candidate depth). Recall@k is the share of a question's evidence turns in the
@@ -12,7 +16,7 @@ top k.
 Nothing is chosen on the conversation it is scored on: for each conversation, each mode's
 setting with the best mean of R@5, R@10 and R@20 on the *other* conversations (categories 1-4)
 is scored on it. 'keyword', 'vector' and 'hybrid' use the plain passages (hybrid chooses its
-fusion); 'keyword*', 'vector*' and 'hybrid*' also choose the passage format. The report gives
+fusion); 'keyword*', 'vector*' and 'hybrid*' also choose the context variant. The report gives
 pooled and per-conversation figures, a per-category table, and paired bootstrap 95% intervals
 (questions resampled within each conversation) for hybrid - keyword and hybrid - vector.
 "hybrid (default)" is the shipped default searched through `ArchivalMemory.search(mode="hybrid")`
@@ -56,6 +60,7 @@ from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, VectorConfig  # noqa: E402
 from memory_agent.archival.fusion import fuse  # noqa: E402
 from memory_agent.archival.scoring import DEFAULT_SCORING, ScoringConfig, recency, scored  # noqa: E402
+from memory_agent.archival.vector_index import ContextVectors  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 KS = (5, 10, 20)
@@ -173,36 +178,46 @@ def truncated(conversation: Conversation, turns: int) -> Conversation:
     return Conversation(conversation.name, kept, questions, conversation.skipped)
 
 
-# ----- passage formats: what text a turn is stored as -----------------------------------------
+# ----- context variants: what ranking-only context a turn is stored with -----------------------
 
-def _plain(turns: Sequence[Turn], index: int) -> str:
-    return turns[index].text
+def _none(turns: Sequence[Turn], index: int) -> str:
+    return ""
 
 
-def _dated(turns: Sequence[Turn], index: int) -> str:
+def _date(turns: Sequence[Turn], index: int) -> str:
     when = turns[index].when
-    return f"[{when.day} {when:%B %Y}] {turns[index].text}"
+    return f"{when.day} {when:%B %Y}"
 
 
 def _previous(turns: Sequence[Turn], index: int) -> str:
-    """The turn, then the turn it answers (same session: turns are seconds apart)."""
-    turn = turns[index]
-    if index and turn.when - turns[index - 1].when < timedelta(hours=1):
-        return f"{turn.text} (replying to {turns[index - 1].text})"
-    return turn.text
+    """The turn it answers (same session: turns are seconds apart)."""
+    if index and turns[index].when - turns[index - 1].when < timedelta(hours=1):
+        return turns[index - 1].text
+    return ""
+
+
+def _previous_date(turns: Sequence[Turn], index: int) -> str:
+    return f"{_previous(turns, index)} {_date(turns, index)}".strip()
 
 
 def _window(turns: Sequence[Turn], index: int) -> str:
-    """The turn with the one it answers and the one that answers it (same session)."""
-    text = _previous(turns, index)
+    """The turn it answers and the one that answers it (same session)."""
+    context = _previous(turns, index)
     if index + 1 < len(turns) and turns[index + 1].when - turns[index].when < timedelta(hours=1):
-        text += f" (answered by {turns[index + 1].text})"
-    return text
+        context = f"{context} {turns[index + 1].text}".strip()
+    return context
 
 
-FORMATS: dict[str, Callable[[Sequence[Turn], int], str]] = {
-    "plain": _plain, "dated": _dated, "previous": _previous, "window": _window,
+CONTEXTS: dict[str, Callable[[Sequence[Turn], int], str]] = {
+    "plain": _none, "date": _date, "previous": _previous, "previous+date": _previous_date, "window": _window,
 }
+FORMATS: dict[str, tuple[str, ContextVectors]] = {
+    "plain": ("plain", "joined"), "date": ("date", "joined"), "previous": ("previous", "joined"),
+    "previous/extra": ("previous", "extra"), "previous+date": ("previous+date", "joined"),
+    "previous+date/extra": ("previous+date", "extra"), "window": ("window", "joined"),
+    "window/extra": ("window", "extra"),
+}
+"""Variant name -> (context, how the vector index uses it)."""
 
 
 # ----- indexing and reading candidates once ----------------------------------------------------
@@ -287,9 +302,10 @@ def index_and_read(conversations: Sequence[Conversation], formats: Sequence[str]
                 agent_id = f"locomo-{conversation.name}-{name}"
                 memory.ensure_agent(agent_id)
                 started = time.perf_counter()
+                context, archival.index.context_vectors = FORMATS[name]
                 archival.insert_many(agent_id, [
-                    NewPassage(FORMATS[name](conversation.turns, i), metadata={"dia_id": turn.dia_id},
-                               created_at=turn.when)
+                    NewPassage(turn.text, metadata={"dia_id": turn.dia_id}, created_at=turn.when,
+                               context=CONTEXTS[context](conversation.turns, i))
                     for i, turn in enumerate(conversation.turns)
                 ])
                 indexed = time.perf_counter() - started
@@ -495,8 +511,8 @@ def conversation_table(modes: dict[str, dict[str, list[Result]]]) -> str:
 
 def format_table(names: Sequence[str], formats: Sequence[str], results: Callable[[Setting, str], list[Result]],
                  ) -> str:
-    """Each single index on each passage format, pooled over conversations (categories 1-4)."""
-    lines = [f"| format | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
+    """Each single index on each context variant, pooled over conversations (categories 1-4)."""
+    lines = [f"| context variant | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
              "|---|" + "---:|" * (2 * len(KS))]
     for name in formats:
         cells = []
@@ -513,7 +529,7 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
     lines = ["Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
              "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
              "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also chooses the",
-             f"passage format ({', '.join(formats)})."]
+             f"context variant ({', '.join(formats)})."]
     modes: dict[str, dict[str, list[Result]]] = {}
     families = [("keyword", [Setting("plain", single="keyword")]), ("vector", [Setting("plain", single="vector")]),
                 ("hybrid", [s for s in grid if s.format == "plain"])]
@@ -537,25 +553,44 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
     agree_scored = sum(a == b for n in names for a, b in zip(live_scored[n], offline_scored[n], strict=True))
     lines += [f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
               f"live scored search with the shipped weights agrees with offline scoring on {agree_scored}/{total}",
-              "", "Single indexes by passage format (in sample, categories 1-4):",
+              "", "Single indexes by context variant (in sample, categories 1-4):",
               format_table(names, formats, results),
               "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
               category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
               "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
     pairs = [("hybrid", "keyword"), ("hybrid", "vector"), ("scored", "hybrid (default)")]
-    pairs += [("hybrid*", "keyword*"), ("hybrid*", "vector*")] if len(formats) > 1 else []
+    pairs += [("hybrid*", "keyword*"), ("hybrid*", "keyword"), ("hybrid*", "hybrid"), ("keyword*", "keyword"),
+              ("vector*", "vector")] if len(formats) > 1 else []
     for mode, other in pairs:
         for k in KS:
             diff, low, high = paired_bootstrap(modes[mode], modes[other], k, rounds)
             lines.append(f"  {mode} - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
+    if any(FORMATS[f][1] == "extra" for f in formats):
+        lines += ["", *vector_use(names, grid, results, rounds)]
     return "\n".join(lines)
+
+
+def vector_use(names: Sequence[str], grid: Sequence[Setting], results: Callable[[Setting, str], list[Result]],
+               rounds: int) -> list[str]:
+    """hybrid* restricted to contexts embedded with the text ('joined') or as extra vectors ('extra'),
+    each chosen leave-one-out, and their paired difference: how the vector index should use context."""
+    lines = ["How the vector index uses context, hybrid* restricted to each way (leave-one-out):"]
+    modes = {}
+    for use in ("joined", "extra"):
+        family = [s for s in grid if s.format == "plain" or FORMATS[s.format][1] == use]
+        modes[use], notes = leave_one_out(names, family, results)
+        lines += [f"  {use} ({len(family)} settings):"] + [f"    {note}" for note in notes]
+    for k in KS:
+        diff, low, high = paired_bootstrap(modes["extra"], modes["joined"], k, rounds)
+        lines.append(f"  extra - joined @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
-    parser.add_argument("--formats", default=",".join(FORMATS), help="passage formats to try (comma-separated)")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="context variants to try (comma-separated)")
     parser.add_argument("--embedding-cache", type=Path,
                         help="pickle file of text vectors, reused across runs (created if missing)")
     parser.add_argument("--quick", action="store_true",
@@ -565,9 +600,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(files) < 2:
         print(f"SKIPPED: leave-one-out needs at least two LoCoMo conversations in {args.data}", file=sys.stderr)
         return 0
-    formats = ["plain"] if args.quick else [f.strip() for f in args.formats.split(",") if f.strip()]
+    formats = ["plain", "previous"] if args.quick else [f.strip() for f in args.formats.split(",") if f.strip()]
     if unknown := set(formats) - set(FORMATS) or ("plain" not in formats and {"plain"}):
-        parser.error(f"formats must include 'plain' and come from {', '.join(FORMATS)}; got {sorted(unknown)}")
+        parser.error(f"context variants must include 'plain' and come from {', '.join(FORMATS)}; got {sorted(unknown)}")
     conversations = [load_conversation(path) for path in files]
     skipped = Skipped()
     for conversation in conversations:

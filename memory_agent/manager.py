@@ -536,7 +536,7 @@ class MemoryManager:
                                expires_at: datetime | str | None = None, ttl_days: float | None = None,
                                importance: float | None = None,
                                provenance: Mapping[str, Any] | None = None,
-                               sensitivity: str | None = None) -> str:
+                               sensitivity: str | None = None, context: str | None = None) -> str:
         """Store a passage; identical content from the same agent returns the existing id (and makes it
         current again if it was superseded or had expired).
 
@@ -544,11 +544,13 @@ class MemoryManager:
         afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
         `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}. `sensitivity` is
         public, private (the default) or secret; the same text written again at a stricter level makes
-        the stored passage that level, never laxer (`set_passage_sensitivity` lowers it).
+        the stored passage that level, never laxer (`set_passage_sensitivity` lowers it). `context` is
+        ranking-only text (e.g. the turn this one answers, the date): keyword and vector search match
+        it, hits never show it.
         """
         return self.archival.insert(agent_id or self.agent_id, content, tags, metadata, expires_at=expires_at,
                                     ttl_days=ttl_days, importance=importance, provenance=provenance,
-                                    sensitivity=sensitivity)
+                                    sensitivity=sensitivity, context=context)
 
     def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
                                     agent_id: str | None = None) -> list[str]:

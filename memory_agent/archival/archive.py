@@ -107,10 +107,12 @@ class ArchivalMemory:
         importance: float | None = None,
         provenance: Mapping[str, Any] | None = None,
         sensitivity: str | None = None,
+        context: str | None = None,
     ) -> str:
-        """Store one passage and return its id (the existing id if this agent already has it)."""
+        """Store one passage and return its id (the existing id if this agent already has it, whose
+        context stays as first stored). `context` is ranking-only: indexed, never shown in hits."""
         return self.insert_many(agent_id, [NewPassage(content, tags, metadata, created_at, expires_at, ttl_days,
-                                                      importance, provenance, sensitivity)])[0]
+                                                      importance, provenance, sensitivity, context)])[0]
 
     def insert_many(self, agent_id: str, items: Iterable[str | NewPassage | Mapping[str, Any]]) -> builtins.list[str]:
         """Store many passages, embedding them in batches; returns their ids in input order.

@@ -15,7 +15,7 @@ from ..errors import AgentNotFoundError
 from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
 from ..store import passage_fts
 from .filters import PassageFilter, superseded_sql
-from .passages import Passage, PreparedPassage, passage_from_row
+from .passages import Passage, PreparedPassage, indexed_text, passage_from_row
 
 __all__ = [
     "LIFECYCLE_COLUMNS",
@@ -79,17 +79,17 @@ def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: P
     when the agent already has a passage with identical content (nothing is written)."""
     cursor = conn.execute(
         "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
-        " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity, index_context)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
         (passage_id, agent_id, item.content, item.content_hash,
          json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at,
          item.expires_at, item.importance, item.provenance_json, item.access_count, item.last_accessed_at,
-         item.sensitivity),
+         item.sensitivity, item.context),
     )
     if not cursor.rowcount:
         return None
     rowid = int(cursor.lastrowid or 0)
-    passage_fts.index_rows(conn, agent_id, [(rowid, item.content)])
+    passage_fts.index_rows(conn, agent_id, [(rowid, indexed_text(item.content, item.context))])
     _write_tags(conn, rowid, item.tags)
     return rowid
 

@@ -9,6 +9,10 @@ free-form metadata and a UTC creation time. Its lifecycle fields say whether sea
 SQLite holds the passage; the vector store holds only
 its embedding under the same id. `vector_state` says whether that embedding is known to be
 written ('indexed') or still owed ('pending').
+
+A passage may carry ranking-only `context` (e.g. the turn a reply answers and its date): the
+keyword and vector indexes see it, search results never show it (see `indexed_text` and
+docs/context-at-index-time.md).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ __all__ = [
     "content_hash",
     "encode_metadata",
     "encode_provenance",
+    "indexed_text",
     "normalise_tags",
     "passage_from_row",
     "prepare",
@@ -48,7 +53,9 @@ DEFAULT_IMPORTANCE = 0.5
 MAX_TTL_DAYS = 36_500.0
 """A hundred years: a longer TTL is a mistake more likely than a plan (and would pass year 9999)."""
 NEW_PASSAGE_KEYS = frozenset({"content", "tags", "metadata", "created_at", "expires_at", "ttl_days",
-                              "importance", "provenance", "sensitivity"})
+                              "importance", "provenance", "sensitivity", "context"})
+MAX_CONTEXT_CHARS = 20_000
+"""Ranking-only context is a few turns, not a document: a longer one is refused, not cut."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class Passage:
     chunking from the first window only (see `chunks.py`)."""
     sensitivity: str = DEFAULT_LEVEL
     """public, private or secret: who may read it (`memory_agent.sensitivity`)."""
+    context: str = ""
+    """Ranking-only context the indexes see and search results do not show ('' for none)."""
 
     def is_expired(self, now: str) -> bool:
         """Whether it has expired at `now` (canonical UTC ISO text, e.g. `store.utc_now()`)."""
@@ -97,7 +106,8 @@ class NewPassage:
 
     `expires_at` (a timezone-aware time) or `ttl_days` (days from now), not both, make it expire;
     `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came from;
-    `sensitivity` is public, private (the default) or secret.
+    `sensitivity` is public, private (the default) or secret. `context` is ranking-only text
+    (searched by both indexes, never shown in hits).
     """
 
     content: str
@@ -109,6 +119,7 @@ class NewPassage:
     importance: float | None = None
     provenance: Mapping[str, Any] | None = None
     sensitivity: str | None = None
+    context: str | None = None
 
     @classmethod
     def coerce(cls, item: str | NewPassage | Mapping[str, Any]) -> NewPassage:
@@ -185,6 +196,7 @@ class PreparedPassage:
     """Set by imports only (a new passage has not been found yet)."""
     last_accessed_at: str | None = None
     sensitivity: Sensitivity = DEFAULT_LEVEL
+    context: str = ""
 
 
 def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
@@ -201,7 +213,27 @@ def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
         importance=DEFAULT_IMPORTANCE if passage.importance is None else check_importance(passage.importance),
         provenance_json=encode_provenance(passage.provenance),
         sensitivity=DEFAULT_LEVEL if passage.sensitivity is None else parse_level(passage.sensitivity),
+        context=check_context(passage.context),
     )
+
+
+def check_context(context: object) -> str:
+    """Ranking-only context checked like content ('' for None or blank); ArchivalError otherwise."""
+    if context is None:
+        return ""
+    if not isinstance(context, str):
+        raise ArchivalError(f"Passage context must be text, got {type(context).__name__}; nothing was stored.")
+    check_text("Passage context", context)
+    if len(context) > MAX_CONTEXT_CHARS:
+        raise ArchivalError(f"Passage context is {len(context)} characters, more than {MAX_CONTEXT_CHARS}; "
+                            "give the few turns around the passage, not a document. Nothing was stored.")
+    return context.strip()
+
+
+def indexed_text(content: str, context: str) -> str:
+    """What the keyword index holds for a passage: its text, then its context (the text alone
+    when there is none, so passages without context are indexed exactly as before)."""
+    return f"{content} {context}" if context else content
 
 
 def _expiry(expires_at: Timestamp | None, ttl_days: object) -> str | None:
@@ -300,4 +332,5 @@ def passage_from_row(row: sqlite3.Row) -> Passage:
         provenance=json.loads(row["provenance"]),
         vector_chunks=int(row["vector_chunks"]),
         sensitivity=row["sensitivity"],
+        context=row["index_context"],
     )

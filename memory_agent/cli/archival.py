@@ -41,10 +41,13 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
 @click.option("--tag", "tags", multiple=True, help="A tag for the passage (repeat for several).")
 @click.option("--sensitivity", metavar="LEVEL",
               help="public, private (the default) or secret: who may read it (secret: only with --allow-secret).")
-def remember(text: str, tags: tuple[str, ...], sensitivity: str | None) -> None:
+@click.option("--context", help="Words that help find TEXT but are not part of it (searched, never shown), "
+                                "e.g. the question it answers.")
+def remember(text: str, tags: tuple[str, ...], sensitivity: str | None, context: str | None) -> None:
     """Store TEXT in archival memory; prints the passage id."""
     with open_memory(create=True) as memory:
-        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None, sensitivity=sensitivity)
+        passage_id = memory.archival_memory_insert(text, tags=list(tags) or None, sensitivity=sensitivity,
+                                                   context=context)
         stored = memory.archival_memory_get(passage_id, allow_secret=True)
         # A failed embedding leaves the passage pending by design; the person typing should hear why.
         problem = None if stored is None or stored.vector_state != "pending" else _why_pending(memory)

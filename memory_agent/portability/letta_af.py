@@ -132,7 +132,7 @@ def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -
                           importance=item.get("importance", DEFAULT_IMPORTANCE),
                           access_count=item.get("access_count", 0), last_accessed_at=item.get("last_accessed_at"),
                           provenance=item.get("provenance") or {},
-                          sensitivity=item.get("sensitivity", DEFAULT_LEVEL))
+                          sensitivity=item.get("sensitivity", DEFAULT_LEVEL), context=item.get("context") or "")
             for position, item in enumerate(items)]
 
 

@@ -147,7 +147,7 @@ def _passage(passage: PassageRecord) -> dict[str, Any]:
             "metadata": passage.metadata, "created_at": passage.created_at, "expires_at": passage.expires_at,
             "superseded_by": passage.superseded_by, "importance": passage.importance,
             "access_count": passage.access_count, "last_accessed_at": passage.last_accessed_at,
-            "provenance": passage.provenance, "sensitivity": passage.sensitivity}
+            "provenance": passage.provenance, "sensitivity": passage.sensitivity, "context": passage.context}
 
 
 # ----- messages -----------------------------------------------------------------------------

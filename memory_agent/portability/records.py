@@ -129,6 +129,8 @@ class PassageRecord:
     provenance: dict[str, Any] = field(default_factory=dict)
     sensitivity: str = "private"
     """public, private or secret (`memory_agent.sensitivity`); files without the field: private."""
+    context: str = ""
+    """Ranking-only context the indexes see and search results do not show (absent from older exports)."""
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,8 @@ def _passage(row: sqlite3.Row) -> PassageRecord:
                          json.loads(row["metadata"]), row["created_at"], expires_at=row["expires_at"],
                          superseded_by=row["superseded_by"], importance=float(row["importance"]),
                          access_count=int(row["access_count"]), last_accessed_at=row["last_accessed_at"],
-                         provenance=json.loads(row["provenance"]), sensitivity=row["sensitivity"])
+                         provenance=json.loads(row["provenance"]), sensitivity=row["sensitivity"],
+                         context=row["index_context"])
 
 
 def _journal(row: sqlite3.Row) -> JournalRecord:
@@ -511,7 +512,8 @@ def _prepared_passages(snapshot: Snapshot) -> list[tuple[PassageRecord, Prepared
         try:
             item = prepare(NewPassage(passage.content, passage.tags, passage.metadata, passage.created_at,
                                       expires_at=passage.expires_at, importance=passage.importance,
-                                      provenance=passage.provenance, sensitivity=passage.sensitivity))
+                                      provenance=passage.provenance, sensitivity=passage.sensitivity,
+                                      context=passage.context))
             check_int("access_count", passage.access_count, minimum=0)
             last = None if passage.last_accessed_at is None else to_utc_iso(passage.last_accessed_at)
             prepared.append((passage, dataclasses.replace(item, access_count=passage.access_count,

@@ -432,6 +432,31 @@ def m011_issue26_journal_chain(conn: sqlite3.Connection) -> None:
     run_script(conn, _JOURNAL_ONLY_REDACTION)
 
 
+@_migration
+def m012_issue25_index_context(conn: sqlite3.Connection) -> None:
+    """Ranking-only context of a passage (`index_context`, '' for none), which keyword search
+    indexes after the text: each agent's FTS5 content view and delete trigger are re-created to
+    read text and context. Existing passages have no context, so their index rows stay as they are.
+    Only adds to `passages` (and rewrites this schema's own views), so other branches' migrations
+    may run before or after it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
+    if "index_context" not in columns:
+        conn.execute("ALTER TABLE passages ADD COLUMN index_context TEXT NOT NULL DEFAULT ''")
+    indexed = ("CASE WHEN {row}.index_context = '' THEN {row}.content"
+               " ELSE {row}.content || ' ' || {row}.index_context END")
+    for agent_id, fts_id in conn.execute("SELECT agent_id, fts_id FROM passage_fts_tables").fetchall():
+        agent = "'" + str(agent_id).replace("'", "''") + "'"
+        table, view, trigger = f"passages_fts_{fts_id}", f"agent_passages_{fts_id}", f"passages_fts_{fts_id}_on_delete"
+        conn.execute(f"DROP VIEW IF EXISTS {view}")
+        conn.execute(f"CREATE VIEW {view} AS SELECT p.passage_rowid, {indexed.format(row='p')} AS content"
+                     f" FROM passages p WHERE p.agent_id = {agent}")
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        conn.execute(f"CREATE TRIGGER {trigger} AFTER DELETE ON passages WHEN old.agent_id = {agent} BEGIN"
+                     f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid,"
+                     f" {indexed.format(row='old')}); END")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

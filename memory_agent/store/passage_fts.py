@@ -15,6 +15,10 @@ a passage deleted any way (by id, by cascade, by hand) leaves its agent's index 
 agent calls `drop_agent_index` first, so its cascade runs no trigger of its own. The price is
 one `WHEN` test per agent with passages on every passage delete: about 1 ms per delete with
 1,000 such agents (measured on 2 busy cores), nothing on inserts or searches.
+
+What is indexed of a passage is its text followed by its ranking-only context (`index_context`,
+docs/context-at-index-time.md); the view and the delete trigger compute the same expression, so
+FTS5 removes exactly the words it added. A passage without context is indexed as its text alone.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ __all__ = [
     "drop_agent_index",
     "ensure_agent_index",
     "index_rows",
+    "indexed_sql",
     "optimize_all",
 ]
 
@@ -41,6 +46,18 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 def _names(fts_id: int) -> tuple[str, str, str]:
     """The agent's FTS5 table, its content view and its delete trigger."""
     return f"passages_fts_{fts_id}", f"agent_passages_{fts_id}", f"passages_fts_{fts_id}_on_delete"
+
+
+def indexed_sql(row: str) -> str:
+    """The SQL of what the index holds for a passage row (`row` is a table alias, `old` or `new`):
+    as `archival.passages.indexed_text`, text then context."""
+    return f"CASE WHEN {row}.index_context = '' THEN {row}.content ELSE {row}.content || ' ' || {row}.index_context END"
+
+
+def _indexed_expression(conn: sqlite3.Connection, row: str) -> str:
+    """`indexed_sql`, or the text alone while an older migration runs before the context column exists."""
+    columns = {column[1] for column in conn.execute("PRAGMA table_info(passages)")}
+    return indexed_sql(row) if "index_context" in columns else f"{row}.content"
 
 
 def _sql_text(value: str) -> str:
@@ -72,22 +89,23 @@ def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
     table, view, trigger = _names(fts_id)
     _drop(conn, fts_id)  # what an agent deleted outside `drop_agent_index` left behind
     agent = _sql_text(agent_id)
-    conn.execute(f"CREATE VIEW {view} AS SELECT passage_rowid, content FROM passages WHERE agent_id = {agent}")
+    conn.execute(f"CREATE VIEW {view} AS SELECT p.passage_rowid, {_indexed_expression(conn, 'p')} AS content"
+                 f" FROM passages p WHERE p.agent_id = {agent}")
     conn.execute(
         f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{view}', content_rowid='passage_rowid',"
         f" tokenize='{TOKENIZER}')"
     )
     conn.execute(
         f"CREATE TRIGGER {trigger} AFTER DELETE ON passages WHEN old.agent_id = {agent} BEGIN"
-        f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid, old.content);"
-        " END"
+        f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid,"
+        f" {_indexed_expression(conn, 'old')}); END"
     )
     conn.execute(f"INSERT INTO {REGISTRY_TABLE} (agent_id, fts_id) VALUES (?, ?)", (agent_id, fts_id))
     return table
 
 
 def index_rows(conn: sqlite3.Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
-    """Add (passage_rowid, content) rows of the agent to its index (creating the index if needed).
+    """Add (passage_rowid, indexed text) rows of the agent to its index (creating the index if needed).
 
     On PostgreSQL the database derives the index from the row itself: nothing to add."""
     if not rows or is_postgres(conn):

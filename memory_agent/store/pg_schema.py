@@ -402,4 +402,21 @@ def p009_issue26_journal_chain(cursor: Any) -> None:
     )
 
 
+@_migration
+def p010_index_context(cursor: Any) -> None:
+    """Ranking-only context of a passage, as SQLite's m012 (`index_context`, '' for none): the
+    full-text vector is regenerated from the text followed by the context (the text alone when
+    there is none, so existing passages keep the words they had)."""
+    cursor.execute(
+        """
+        ALTER TABLE passages ADD COLUMN index_context TEXT COLLATE "C" NOT NULL DEFAULT '';
+        ALTER TABLE passages DROP COLUMN content_tsv;
+        ALTER TABLE passages ADD COLUMN content_tsv tsvector
+            GENERATED ALWAYS AS (memory_agent_tsvector('english'::regconfig, CASE WHEN index_context = ''
+                THEN content ELSE content || ' ' || index_context END)) STORED;
+        CREATE INDEX passages_content_tsv ON passages USING GIN (content_tsv);
+        """
+    )
+
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -59,7 +59,8 @@ def _when(value: str | None, *, end: bool = False) -> str | None:
 
 def _run_insert(memory: MemoryManager, arguments: Mapping[str, Any], agent_id: str) -> str:
     passage_id = memory.archival_memory_insert(arguments["content"], arguments.get("tags"), agent_id=agent_id,
-                                               sensitivity=arguments.get("sensitivity"))
+                                               sensitivity=arguments.get("sensitivity"),
+                                               context=arguments.get("context"))
     return format_inserted(passage_id, arguments.get("tags"))
 
 
@@ -110,6 +111,9 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
                 "description": f"Who may read it later: 'public' (may be shared), '{DEFAULT_LEVEL}' (the default) or "
                 "'secret' (passwords, health, anything the user asked to keep secret: left out of searches, "
                 "exports and prompts that are not allowed secrets)."},
+            "context": {"type": "string", "description": (
+                "Optional words that help find the passage but are not part of it, e.g. the question it "
+                "answers or the date it was said. Searches match them; results show only the content.")},
         },
         required=("content",),
         run=_run_insert,

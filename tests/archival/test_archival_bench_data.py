@@ -45,7 +45,8 @@ def test_quick_leave_one_out_run_reports_every_figure(bench: ModuleType, shared_
     assert bench.main(["--quick", "--data", str(shared_data / "locomo-dev")]) == 0
     out = capsys.readouterr().out
     for name in ("26", "30", "41"):
-        assert out.count(f"held out {name}: [") == 4  # keyword, vector, hybrid and scored each choose
+        # keyword, vector, hybrid, their context-choosing twins (keyword*, vector*, hybrid*) and scored
+        assert out.count(f"held out {name}: [") == 7
         assert f"| {name} |" in out
     agreement = re.search(r"agrees with offline fusion on (\d+)/(\d+) questions", out)
     assert agreement is not None and agreement.group(1) == agreement.group(2) != "0"
@@ -56,7 +57,10 @@ def test_quick_leave_one_out_run_reports_every_figure(bench: ModuleType, shared_
     for k in (5, 10, 20):
         number = r"[+-]\d\.\d{3}"
         assert re.search(rf"scored - hybrid \(default\) @{k}: {number}  95% CI \[{number}, {number}\]", out)
-    assert re.search(r"\| 1-4 \(all\) \| \d+ \|( \d\.\d{3} \|){15}", out)
+    for pair in ("hybrid\\* - keyword\\*", "hybrid\\* - keyword", "keyword\\* - keyword"):
+        assert re.search(rf"{pair} @10: [+-]\d\.\d{{3}}  95% CI", out), pair
+    assert re.search(r"\| previous \|( \d\.\d{3} \|){6}", out)  # the context variant's own row
+    assert re.search(r"\| 1-4 \(all\) \| \d+ \|( \d\.\d{3} \|){24}", out)
 
 
 def test_bootstrap_interval_brackets_the_observed_difference(bench: ModuleType) -> None:

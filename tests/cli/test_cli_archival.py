@@ -53,6 +53,17 @@ def test_remember_recall_forget(initialised: Run, error_of: ErrorOf,
     assert "Nothing found." in run("recall", "zeppelin", "--mode", "keyword").stdout
 
 
+def test_remember_with_context_is_found_by_it_and_never_shows_it(initialised: Run) -> None:
+    run = initialised
+    result = run("--json", "remember", "Yes, twice!", "--context", "Have you been to the Grand Canyon?")
+    assert result.exit_code == 0, result.output
+    passage_id = json.loads(result.stdout)["id"]
+    hits = json.loads(run("--json", "recall", "Canyon", "--mode", "keyword").stdout)
+    assert [h["id"] for h in hits] == [passage_id] and hits[0]["content"] == "Yes, twice!"
+    assert "Grand" not in run("recall", "Canyon", "--mode", "keyword").stdout.replace("Canyon", "")
+    assert "Grand" not in json.dumps(hits) and "Grand" not in run("--json", "passages").stdout
+
+
 def test_passages_survive_export_and_import(initialised: Run, storage: Path, tmp_path: Path) -> None:
     run = initialised
     first = _remember(run, "The launch is on the fifth of May", "plans")

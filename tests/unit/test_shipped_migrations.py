@@ -32,6 +32,7 @@ SHIPPED_SQLITE = (
     ("m009_issue25_whole_passage_vectors", "846caac9b7eeae93"),
     ("m010_issue26_sensitivity", "e70a4b56d5f75f51"),
     ("m011_issue26_journal_chain", "199f6863742a6727"),
+    ("m012_issue25_index_context", "9c886eb25171b112"),
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
@@ -43,6 +44,7 @@ SHIPPED_POSTGRES = (
     ("p007_whole_passage_vectors", "e24293462839a2ff"),
     ("p008_sensitivity", "51cbf585d962141f"),
     ("p009_issue26_journal_chain", "2ca86bd7fe2fd624"),
+    ("p010_index_context", "7b7fe2a6e33ac15b"),
 )
 
 
