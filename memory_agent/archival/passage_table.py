@@ -162,10 +162,11 @@ def agent_rows(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
 
 
 def rows_holding(conn: sqlite3.Connection, agent_id: str | None, text: str) -> list[Passage]:
-    """Passages (of the agent, or of every agent) whose content contains `text` exactly."""
+    """Passages (of the agent, or of every agent) whose content or ranking-only context contains
+    `text` exactly (a context quoting a forgotten turn is a copy of it too)."""
     clause, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
-    rows = conn.execute(f"SELECT * FROM passages WHERE instr(content, ?) > 0 {clause} ORDER BY passage_rowid",
-                        (text, *params)).fetchall()
+    rows = conn.execute(f"SELECT * FROM passages WHERE (instr(content, ?) > 0 OR instr(index_context, ?) > 0)"
+                        f" {clause} ORDER BY passage_rowid", (text, text, *params)).fetchall()
     return [passage_from_row(row) for row in rows]
 
 

@@ -2,8 +2,9 @@
 
 What goes, for each kind (docs/forget-and-tamper-evidence.md says it for users):
 - the item's rows, and its chain of linked memories: for a passage, the passages it superseded
-  (older versions of the same fact, transitively) and the agent's passages that contain its text
-  (a consolidation merge); for a message, the passages whose provenance names it; for a block,
+  (older versions of the same fact, transitively) and the agent's passages whose text or
+  ranking-only context contains its text (a consolidation merge); for a message, the passages
+  whose provenance names it or whose text or context quotes it; for a block,
   the passages consolidation moved out of it (provenance names the block) and their chains;
 - journal entries about any of them, or holding their text, are redacted in place
   (`store.journal.redact`: values, detail, label and salt erased; the hash chain still verifies);
@@ -116,6 +117,9 @@ class Forgetting:
             if row["sdk_uuid"]:
                 found.add("session_rows", session_mirror.purge_entries(conn, [row["sdk_uuid"]]))
             derived = [p for p in _agent_passages(conn, agent_id) if message_id in _provenance_messages(p)]
+            for text in found.texts:  # a passage indexed with this turn as its context is a copy of it
+                if len(text.strip()) >= MIN_COPY_CHARS:
+                    derived += passage_table.rows_holding(conn, agent_id, text)
             _collect_passages(conn, agent_id, derived, found)
             for summary in affected:
                 recall.rewrite_summary_row(conn, summary.summary_id, PENDING_SUMMARY, model=None, is_fallback=True)

@@ -142,11 +142,15 @@ def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_t
     assert memory.compact_history().status == "compacted"
     assert marker in (memory.get_summary() or "")
     target = next(m for m in memory.all_messages() if marker in m.text)
+    indexed = memory.archival_memory_insert("Noted the travel documents", context=f"User: {target.text}")
+    kept = memory.archival_memory_insert("Noted the weekly plan", context="User: Ordinary message number 2")
     server.enqueue(text_response("The user discussed a weekly plan."), model="haiku")
 
     report = memory.forget_message(target.message_id)
 
     assert report.messages == 1 and report.summaries_rewritten == 1 and report.summariser == "model"
+    assert memory.archival_memory_get(indexed) is None  # its context quoted the forgotten turn
+    assert memory.archival_memory_get(kept) is not None
     assert memory.get_summary() == "The user discussed a weekly plan."
     request_text = str(server.message_requests(model="haiku")[-1].messages)
     assert marker not in request_text and "Ordinary message number 2" in request_text
