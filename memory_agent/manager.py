@@ -410,7 +410,8 @@ class MemoryManager:
             # At the block's level: the reasons for rewriting a secret are as secret as it is.
             self.archival_memory_insert(f"Rewrote memory block '{label}': {reasoning}",
                                         tags=["memory_update", "reasoning", label], agent_id=target,
-                                        sensitivity=block.sensitivity)
+                                        sensitivity=block.sensitivity,
+                                        provenance={"block": label, "block_id": block.block_id})
         return _edit_result("Rewrote", block)
 
     def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,

@@ -146,7 +146,7 @@ class Forgetting:
             found.add("blocks", 1)
             found.add("block_versions", versions)
             for holder in agents:
-                moved = [p for p in _agent_passages(conn, holder) if p.provenance.get("block") == label]
+                moved = [p for p in _agent_passages(conn, holder) if _from_block(p, block_id, label)]
                 _collect_passages(conn, holder, moved, found)
             self._forget_found(conn, agent_id, found, targets=[("block", block_id)])
             self._record(conn, agent_id, "block", block_id, found)
@@ -247,6 +247,12 @@ def _copy_texts(texts: Iterable[str]) -> list[str]:
 
 def _agent_passages(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
     return passage_table.agent_rows(conn, agent_id)
+
+
+def _from_block(passage: Passage, block_id: str, label: str) -> bool:
+    """Whether the passage came out of the block (consolidation, memory_rethink's reasoning): by its
+    id, which survives a rename, or by the label older passages carry."""
+    return passage.provenance.get("block_id") == block_id or passage.provenance.get("block") == label
 
 
 def _provenance_messages(passage: Passage) -> set[int]:

@@ -214,3 +214,25 @@ def test_a_forgotten_agent_leaves_no_byte(tmp_path: Path, variant: Mapping[str, 
     assert _chain_ok(memory).ok
     memory.close()
     assert count_marker(settings, marker, request) == {}
+
+
+def test_forgetting_a_block_takes_the_reasons_of_its_rewrites(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                                              request: pytest.FixtureRequest) -> None:
+    """memory_rethink keeps its reasoning as a passage: a derivative of the block, it goes with it
+    (even after a rename), while the agent's other passages stay."""
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings)
+    memory.create_block("medical", "Allergy: penicillin")
+    memory.view_block("medical")
+    memory.memory_rethink("medical", "Allergy: none known", reasoning=f"the user said {marker} was a mistake")
+    memory.rename_block("medical", "health")
+    kept = memory.archival_memory_insert("The user likes hiking in the hills.")
+
+    report = memory.forget_block("health")
+
+    assert report.passages == 1
+    assert [p.passage_id for p in memory.archival_memory_list()] == [kept]
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+
