@@ -19,6 +19,7 @@ from backends import backend_environ
 
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
+from memory_agent.errors import MemoryAgentError
 from memory_agent.session_store import SQLiteSessionStore
 from memory_agent.store import journal
 from memory_agent.testing import ScriptedMessagesServer, text_response
@@ -236,3 +237,25 @@ def test_forgetting_a_block_takes_the_reasons_of_its_rewrites(tmp_path: Path, va
     memory.close()
     assert count_marker(settings, marker, request) == {}
 
+
+def test_a_deleted_block_can_still_be_forgotten(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                                request: pytest.FixtureRequest) -> None:
+    """Deleting keeps the value in the journal so that undo can bring it back; forgetting the
+    deleted label must take that too (and undo then has nothing to restore)."""
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings)
+    memory.create_block("medical", f"Allergy: {marker}", sensitivity="secret")
+    memory.update_block("medical", value=f"Allergy: {marker} and latex", allow_secret=True)
+    with memory.clearance(allow_secret=True):
+        memory.delete_block("medical")
+    memory.core_memory_append("human", "Likes hiking")
+
+    report = memory.forget_block("medical")
+
+    assert report.blocks == 1
+    with pytest.raises(MemoryAgentError):
+        memory.undo_block("medical")
+    assert "Likes hiking" in memory.get_block("human").value
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
