@@ -319,6 +319,32 @@ def test_export_leaves_secrets_out_unless_allowed_and_import_keeps_levels(memory
 
 
 @pytest.mark.usefixtures("backend")
+def test_export_leaves_out_the_history_of_deleted_secrets(memory: MemoryManager) -> None:
+    """A secret block or passage that is gone keeps its values in the journal: an edit made while it
+    was secret, or its first value written while it was still private, must not ride out in an
+    export the exporter may not see secrets in."""
+    memory.create_block("vault", f"Old {MARK}", sensitivity="secret")
+    memory.update_block("vault", value=f"New {MARK}", allow_secret=True)
+    memory.create_block("diary", f"Diary {MARK}")
+    memory.set_block_sensitivity("diary", "secret")
+    with memory.clearance(allow_secret=True):
+        memory.delete_block("vault")
+        memory.delete_block("diary")
+    relabelled = memory.archival_memory_insert(f"Passage {MARK}")
+    memory.set_passage_sensitivity(relabelled, "secret")
+    memory.archival_memory_delete(relabelled)
+    memory.archival_memory_insert("A private fact.")
+    memory.create_block("plans", "Trip to Oslo", sensitivity="secret")
+    memory.set_block_sensitivity("plans", "private", allow_secret=True)  # allowed now: it stays
+
+    default = json.dumps(export_memory(memory))  # the project's JSON: the one format with the journal
+
+    assert MARK not in default and "A private fact." in default
+    assert [b["value"] for b in export_memory(memory)["blocks"] if b["label"] == "plans"] == ["Trip to Oslo"]
+    assert MARK in json.dumps(export_memory(memory, allow_secret=True))
+
+
+@pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("where", ["blocks", "passages"])
 def test_an_import_with_an_unknown_level_is_refused_whole(memory: MemoryManager, tmp_path: Path, where: str) -> None:
     _fill(memory)
