@@ -142,7 +142,23 @@ def verify_chain(conn: sqlite3.Connection) -> ChainReport:
         "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
         " created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash, forgotten"
         " FROM journal ORDER BY entry_id")
-    return verify(rows)
+    report = verify(rows)
+    return report if not report.ok else _check_tail(conn, report)
+
+
+def _check_tail(conn: sqlite3.Connection, report: ChainReport) -> ChainReport:
+    """The chain cannot show its newest entries removed (nothing links to them). On SQLite the
+    AUTOINCREMENT counter remembers the highest id ever written, and a rolled-back write takes its
+    id back, so a counter above the last entry means entries were removed from the end. PostgreSQL's
+    identity sequence keeps ids a rolled-back write used, so there a gap proves nothing."""
+    if is_postgres(conn):
+        return report
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+    last = conn.execute("SELECT MAX(entry_id) FROM journal").fetchone()[0] or 0
+    if row is None or int(row[0]) <= int(last):
+        return report
+    return ChainReport(report.entries, report.forgotten, int(last) + 1,
+                       f"entries {int(last) + 1} to {int(row[0])} were removed from the end of the journal")
 
 
 def _chunks(items: Sequence[int], size: int) -> list[Sequence[int]]:
