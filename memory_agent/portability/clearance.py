@@ -14,9 +14,8 @@ Conversation messages and summaries have no level: they are exported as they are
 from __future__ import annotations
 
 import dataclasses
-import json
 
-from ..sensitivity import Sensitivity, allowed
+from ..sensitivity import Sensitivity, allowed, journal_values_allowed
 from .records import JournalRecord, Snapshot
 
 __all__ = ["within_clearance"]
@@ -60,20 +59,5 @@ def _journal_allowed(entry: JournalRecord, hidden_blocks: set[str], hidden_passa
         return False
     if entry.target_type == "passage" and entry.target_id in hidden_passages:
         return False
-    level = entry.detail.get("sensitivity") if isinstance(entry.detail, dict) else None
-    if level is not None and not allowed(level, clearance):
-        return False
-    if "sensitivity" in entry.action:  # set_block_sensitivity, set_passage_sensitivity, restore_...:
-        return all(allowed(_level_of(value), clearance) for value in (entry.old_value, entry.new_value))
-    return True
-
-
-def _level_of(value: str | None) -> str | None:
-    """The level a sensitivity journal value holds: a bare level (blocks) or JSON of the column (passages)."""
-    if value is None or not value.startswith("{"):
-        return value
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        return None
-    return decoded.get("sensitivity") if isinstance(decoded, dict) else None
+    detail = entry.detail if isinstance(entry.detail, dict) else {}
+    return journal_values_allowed(entry.action, entry.old_value, entry.new_value, detail, clearance)
