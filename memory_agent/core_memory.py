@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .authors import Author, acting_author
@@ -714,9 +714,13 @@ def purge_block_rows(conn: sqlite3.Connection, block_id: str) -> tuple[list[str]
     return agents, max(versions, 0)
 
 
-def redact_text(conn: sqlite3.Connection, texts: list[str]) -> int:
-    """Replace copies of these texts in every block's value and saved versions by the mark."""
-    return replace_text(conn, "blocks", "value", texts) + replace_text(conn, "block_history", "value", texts)
+def redact_text(conn: sqlite3.Connection, texts: list[str], agent_ids: Sequence[str]) -> int:
+    """Replace copies of these texts by the mark in the values and saved versions of the blocks
+    attached to these agents (never another agent's memory)."""
+    marks = ", ".join("?" for _ in agent_ids)
+    where = f"AND block_id IN (SELECT block_id FROM agent_blocks WHERE agent_id IN ({marks}))"
+    return (replace_text(conn, "blocks", "value", texts, where=where, params=list(agent_ids))
+            + replace_text(conn, "block_history", "value", texts, where=where, params=list(agent_ids)))
 
 
 def purge_agent_row(conn: sqlite3.Connection, agent_id: str) -> None:

@@ -144,15 +144,18 @@ class Forgetting:
                     raise BlockNotFoundError(label, agent_id)
             else:
                 block_ids = [row[0]]
+            holders: set[str] = set()
             for block_id in block_ids:
                 found.texts += core_memory.block_texts(conn, block_id) + _journalled_values(conn, block_id)
                 agents, versions = core_memory.purge_block_rows(conn, block_id)
+                holders.update(agents)
                 found.add("blocks", 1)
                 found.add("block_versions", versions)
                 for holder in agents or [agent_id]:
                     moved = [p for p in _agent_passages(conn, holder) if _from_block(p, block_id, label)]
                     _collect_passages(conn, holder, moved, found)
-            self._forget_found(conn, agent_id, found, targets=[("block", block_id) for block_id in block_ids])
+            self._forget_found(conn, agent_id, found, targets=[("block", block_id) for block_id in block_ids],
+                               holders=holders)
             self._record(conn, agent_id, "block", block_ids[0], found)
         return self._finish("block", label, agent_id, found, started, {p.agent_id for p in found.passages})
 
@@ -199,14 +202,19 @@ class Forgetting:
     # ----- shared steps --------------------------------------------------------------------
 
     def _forget_found(self, conn: sqlite3.Connection, agent_id: str, found: _Found,
-                      targets: list[tuple[str, str]]) -> None:
-        """Delete the collected passages, redact copies of every collected text and the journal."""
+                      targets: list[tuple[str, str]], holders: Iterable[str] = ()) -> None:
+        """Delete the collected passages, redact copies of every collected text and the journal, in
+        the memory of the agents that held them (the agent, a shared block's `holders`), never in
+        another agent's: an agent must not erase what it knows someone else holds by forgetting it."""
         ids = [p.passage_id for p in found.passages]
+        agents = sorted({agent_id, *holders, *(p.agent_id for p in found.passages)})
         found.add("passages", passage_table.purge_rows(conn, ids))
         texts = _copy_texts(found.texts + [p.content for p in found.passages])
-        found.add("copies_redacted", recall.redact_text(conn, texts) + core_memory.redact_text(conn, texts))
-        found.add("session_rows", session_mirror.redact_text(conn, texts))
-        entries = journal.entries_about(conn, targets=[*targets, *(("passage", i) for i in ids)], texts=texts)
+        copies = sum(recall.redact_text(conn, texts, agent) for agent in agents)
+        found.add("copies_redacted", copies + core_memory.redact_text(conn, texts, agents))
+        found.add("session_rows", session_mirror.redact_text(conn, texts, agents))
+        entries = journal.entries_about(conn, targets=[*targets, *(("passage", i) for i in ids)], texts=texts,
+                                        text_agents=agents)
         found.add("journal_entries_redacted", journal.redact(conn, sorted(entries)))
 
     def _record(self, conn: sqlite3.Connection, agent_id: str, kind: str, target: str, found: _Found) -> None:

@@ -115,10 +115,12 @@ def redact(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> int:
 
 
 def entries_about(conn: sqlite3.Connection, *, targets: Sequence[tuple[str, str]] = (),
-                  agent_id: str | None = None, texts: Sequence[str] = ()) -> set[int]:
+                  agent_id: str | None = None, texts: Sequence[str] = (),
+                  text_agents: Sequence[str] = ()) -> set[int]:
     """Ids of entries not yet forgotten that are about any (target_type, target_id), belong to
     `agent_id`, or hold any of `texts` in their label, values or detail (the detail as stored JSON,
-    so a text is also looked for in its JSON-escaped form). The records of earlier forgets are never
+    so a text is also looked for in its JSON-escaped form; only in the entries of `text_agents`, or
+    of no agent, when given: another agent's history is not this forget's). The records of earlier forgets are never
     among them: they hold no content, and their counts are what shows a forgotten mark is genuine."""
     found: set[int] = set()
     for target_type, target_id in targets:
@@ -129,12 +131,15 @@ def entries_about(conn: sqlite3.Connection, *, targets: Sequence[tuple[str, str]
     if agent_id is not None:
         found.update(int(r[0]) for r in conn.execute(
             "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND agent_id = ?", (agent_id,)))
+    scope = ""
+    if text_agents:
+        scope = f" AND (agent_id IS NULL OR agent_id IN ({', '.join('?' for _ in text_agents)}))"
     for text in texts:
         for form in {text, json.dumps(text, ensure_ascii=False)[1:-1]}:
             found.update(int(r[0]) for r in conn.execute(
                 "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND (instr(old_value, ?) > 0"
-                " OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0)",
-                (form, form, form, form)))
+                f" OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0){scope}",
+                (form, form, form, form, *text_agents)))
     return found
 
 

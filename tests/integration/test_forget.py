@@ -9,6 +9,7 @@ CHECKPOINT, and count a unique marker. Their only input is a mapping of settings
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -259,3 +260,33 @@ def test_a_deleted_block_can_still_be_forgotten(tmp_path: Path, variant: Mapping
     assert _chain_ok(memory).ok
     memory.close()
     assert count_marker(settings, marker, request) == {}
+
+
+def test_forgetting_never_touches_another_agents_memory(tmp_path: Path, variant: Mapping[str, str]) -> None:
+    """Copies are looked for in the memory of the agents that held the item: an agent that writes a
+    text it knows another agent holds, then forgets it, must not erase that agent's block, messages,
+    journal or transcript."""
+    settings = _settings(tmp_path, variant)
+    fact = "Bob's bank PIN hint is the year 1987"
+    bob = _manager(settings, "bob")
+    bob.core_memory_append("human", fact)
+    bob.store_message("user", fact, session_id="s-bob")
+    _mirror(settings, "s-bob", [{"type": "user", "uuid": str(uuid.uuid4()), "message": fact}])
+    bob_entries = [(e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)]
+    mallory = _manager(settings, "mallory")
+    mallory.store_message("assistant", f"Noted: {fact}")
+    passage = mallory.archival_memory_insert(fact)
+
+    report = mallory.forget_passage(passage)
+
+    assert report.passages == 1
+    assert fact in bob.get_block("human").value
+    assert [m.text for m in bob.all_messages()] == [fact]
+    assert [(e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)] == bob_entries
+    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url) as store:
+        lines = asyncio.run(store.load({"project_key": "p", "session_id": "s-bob"}))  # type: ignore[typeddict-item]  # a minimal key
+    assert fact in json.dumps(lines)
+    assert fact not in mallory.all_messages()[0].text  # its own copy goes
+    assert _chain_ok(mallory).ok
+    mallory.close()
+    bob.close()
