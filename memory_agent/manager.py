@@ -593,7 +593,8 @@ class MemoryManager:
 
     def restore_passage(self, passage_id: str, *, agent_id: str | None = None,
                         journal_detail: Mapping[str, Any] | None = None) -> Passage:
-        """Make a superseded passage current again (clears `superseded_by`; journalled)."""
+        """Make a superseded passage current again (clears `superseded_by`; journalled). Like every
+        change to a passage, a secret one is missing unless inside `clearance(allow_secret=True)`."""
         return self.archival.restore(agent_id or self.agent_id, passage_id, detail=journal_detail)
 
     def set_passage_importance(self, passage_id: str, importance: float, *, agent_id: str | None = None,

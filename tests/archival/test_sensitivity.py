@@ -121,6 +121,27 @@ def test_a_level_change_is_journalled_and_lowering_a_secret_needs_the_clearance(
 
 
 @pytest.mark.usefixtures("backend")
+@pytest.mark.parametrize("change", ["update", "importance", "supersede", "restore"])
+def test_a_secret_passage_is_not_there_for_lifecycle_changes_without_the_clearance(memory: MemoryManager,
+                                                                                   change: str) -> None:
+    """Tags, importance, supersession and restore change a passage and return it: on a secret one,
+    without the clearance, they must say it does not exist, show nothing of it and change nothing."""
+    secret = memory.archival_memory_insert(f"Vault {MARK}", sensitivity="secret")
+    plain = memory.archival_memory_insert("A private fact.")
+    runs = {"update": lambda: memory.update_passage(secret, tags=["moved"]),
+            "importance": lambda: memory.set_passage_importance(secret, 0.9),
+            "supersede": lambda: memory.supersede_passage(secret, plain),
+            "restore": lambda: memory.restore_passage(secret)}
+    before = store_snapshot(memory.database)
+    with pytest.raises(ArchivalError) as refused:
+        runs[change]()
+    assert MARK not in str(refused.value)
+    assert store_snapshot(memory.database) == before
+    with memory.clearance(allow_secret=True):
+        assert MARK in runs[change]().content
+
+
+@pytest.mark.usefixtures("backend")
 def test_writing_the_same_text_again_never_lowers_its_level(memory: MemoryManager) -> None:
     pid = memory.archival_memory_insert("Grandma's recipe uses cardamom.", sensitivity="secret")
     assert memory.archival_memory_insert("Grandma's recipe uses cardamom.") == pid
