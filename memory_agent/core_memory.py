@@ -596,16 +596,23 @@ class CoreMemory:
                                             author=self._author()))
 
 
+_HIDDEN_BLOCK = "(a block above your clearance)"
+
+
 def _refuse_path_clash(conn: sqlite3.Connection, agent_ids: list[str], label: str, block_id: str = "") -> None:
     """Refuse `label` for these agents when one of them holds a label that it lies inside, or that lies
     inside it (`block_id`, the block being renamed, does not count)."""
+    clearance = current_clearance()
     for agent_id in agent_ids:
-        for (other,) in conn.execute("SELECT label FROM agent_blocks WHERE agent_id = ? AND block_id <> ?",
-                                     (agent_id, block_id)):
+        for other, level in conn.execute(
+                "SELECT ab.label, b.sensitivity FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " WHERE ab.agent_id = ? AND ab.block_id <> ?", (agent_id, block_id)).fetchall():
+            # Refused all the same, but a block the caller may not see is not named.
+            shown = other if allowed(level, clearance) else _HIDDEN_BLOCK
             if label.startswith(other + "/"):
-                raise LabelConflictError(label, agent_id, other, label)
+                raise LabelConflictError(label, agent_id, shown, label)
             if other.startswith(label + "/"):
-                raise LabelConflictError(label, agent_id, label, other)
+                raise LabelConflictError(label, agent_id, label, shown)
 
 
 def _undo_target(current_action: str, current_version: int) -> int:

@@ -142,6 +142,22 @@ def test_a_secret_passage_is_not_there_for_lifecycle_changes_without_the_clearan
 
 
 @pytest.mark.usefixtures("backend")
+def test_a_path_clash_does_not_name_a_secret_block(memory: MemoryManager) -> None:
+    """'medical' cannot sit beside 'medical/diagnosis' (file and directory at once): refused either
+    way, but the refusal names the secret block only to a caller allowed to see it."""
+    memory.create_block("medical/diagnosis", f"Diagnosis {MARK}", sensitivity="secret")
+    before = store_snapshot(memory.database)
+    with pytest.raises(MemoryAgentError) as refused:
+        memory.create_block("medical", "Notes")
+    assert "diagnosis" not in str(refused.value)
+    outcome = execute_tool(memory, "memory", {"command": "create", "path": "/memories/medical", "file_text": "x"})
+    assert outcome.is_error and "diagnosis" not in outcome.text
+    assert store_snapshot(memory.database) == before
+    with pytest.raises(MemoryAgentError, match="medical/diagnosis"), memory.clearance(allow_secret=True):
+        memory.create_block("medical", "Notes")
+
+
+@pytest.mark.usefixtures("backend")
 def test_writing_the_same_text_again_never_lowers_its_level(memory: MemoryManager) -> None:
     pid = memory.archival_memory_insert("Grandma's recipe uses cardamom.", sensitivity="secret")
     assert memory.archival_memory_insert("Grandma's recipe uses cardamom.") == pid
