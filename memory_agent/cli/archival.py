@@ -43,7 +43,7 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
               help="public, private (the default) or secret: who may read it (secret: only with --allow-secret).")
 def remember(text: str, tags: tuple[str, ...], sensitivity: str | None) -> None:
     """Store TEXT in archival memory; prints the passage id."""
-    with open_memory(create=True) as memory:
+    with open_memory(create=True, take_back=True) as memory:
         passage_id = memory.archival_memory_insert(text, tags=list(tags) or None, sensitivity=sensitivity)
         stored = memory.archival_memory_get(passage_id, allow_secret=True)
         # A failed embedding leaves the passage pending by design; the person typing should hear why.
