@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .authors import Author, acting_author
@@ -596,16 +596,23 @@ class CoreMemory:
                                             author=self._author()))
 
 
+_HIDDEN_BLOCK = "(a block above your clearance)"
+
+
 def _refuse_path_clash(conn: sqlite3.Connection, agent_ids: list[str], label: str, block_id: str = "") -> None:
     """Refuse `label` for these agents when one of them holds a label that it lies inside, or that lies
     inside it (`block_id`, the block being renamed, does not count)."""
+    clearance = current_clearance()
     for agent_id in agent_ids:
-        for (other,) in conn.execute("SELECT label FROM agent_blocks WHERE agent_id = ? AND block_id <> ?",
-                                     (agent_id, block_id)):
+        for other, level in conn.execute(
+                "SELECT ab.label, b.sensitivity FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                " WHERE ab.agent_id = ? AND ab.block_id <> ?", (agent_id, block_id)).fetchall():
+            # Refused all the same, but a block the caller may not see is not named.
+            shown = other if allowed(level, clearance) else _HIDDEN_BLOCK
             if label.startswith(other + "/"):
-                raise LabelConflictError(label, agent_id, other, label)
+                raise LabelConflictError(label, agent_id, shown, label)
             if other.startswith(label + "/"):
-                raise LabelConflictError(label, agent_id, label, other)
+                raise LabelConflictError(label, agent_id, label, shown)
 
 
 def _undo_target(current_action: str, current_version: int) -> int:
@@ -714,9 +721,13 @@ def purge_block_rows(conn: sqlite3.Connection, block_id: str) -> tuple[list[str]
     return agents, max(versions, 0)
 
 
-def redact_text(conn: sqlite3.Connection, texts: list[str]) -> int:
-    """Replace copies of these texts in every block's value and saved versions by the mark."""
-    return replace_text(conn, "blocks", "value", texts) + replace_text(conn, "block_history", "value", texts)
+def redact_text(conn: sqlite3.Connection, texts: list[str], agent_ids: Sequence[str]) -> int:
+    """Replace copies of these texts by the mark in the values and saved versions of the blocks
+    attached to these agents (never another agent's memory)."""
+    marks = ", ".join("?" for _ in agent_ids)
+    where = f"AND block_id IN (SELECT block_id FROM agent_blocks WHERE agent_id IN ({marks}))"
+    return (replace_text(conn, "blocks", "value", texts, where=where, params=list(agent_ids))
+            + replace_text(conn, "block_history", "value", texts, where=where, params=list(agent_ids)))
 
 
 def purge_agent_row(conn: sqlite3.Connection, agent_id: str) -> None:

@@ -57,7 +57,14 @@ from .forgetting import ForgetReport, Forgetting, Resummarizer
 from .labels import validate_label
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
-from .sensitivity import DEFAULT_LEVEL, Sensitivity, clearance_of, with_clearance
+from .sensitivity import (
+    DEFAULT_LEVEL,
+    Sensitivity,
+    clearance_of,
+    journal_values_allowed,
+    visible_levels,
+    with_clearance,
+)
 from .settings import Settings
 from .store import agent_state, consolidation_log, journal, scrub
 from .store.agent_state import BASE_PROMPT_KEY
@@ -442,7 +449,8 @@ class MemoryManager:
             # At the block's level: the reasons for rewriting a secret are as secret as it is.
             self.archival_memory_insert(f"Rewrote memory block '{label}': {reasoning}",
                                         tags=["memory_update", "reasoning", label], agent_id=target,
-                                        sensitivity=block.sensitivity)
+                                        sensitivity=block.sensitivity,
+                                        provenance={"block": label, "block_id": block.block_id})
         return _edit_result("Rewrote", block)
 
     def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
@@ -619,7 +627,8 @@ class MemoryManager:
 
     def restore_passage(self, passage_id: str, *, agent_id: str | None = None,
                         journal_detail: Mapping[str, Any] | None = None) -> Passage:
-        """Make a superseded passage current again (clears `superseded_by`; journalled)."""
+        """Make a superseded passage current again (clears `superseded_by`; journalled). Like every
+        change to a passage, a secret one is missing unless inside `clearance(allow_secret=True)`."""
         return self.archival.restore(agent_id or self.agent_id, passage_id, detail=journal_detail)
 
     def set_passage_importance(self, passage_id: str, importance: float, *, agent_id: str | None = None,
@@ -807,12 +816,22 @@ class MemoryManager:
             # The HTTP client belongs to this short-lived loop; the next call makes a new one.
             await self.compactor.aclose()
 
-    def journal(self, *, agent_id: str | None = None, limit: int = 100,
-                author_kind: str | None = None) -> list[journal.JournalEntry]:
+    def journal(self, *, agent_id: str | None = None, limit: int = 100, author_kind: str | None = None,
+                allow_secret: bool | None = None, max_sensitivity: str | None = None) -> list[journal.JournalEntry]:
         """The newest journal entries (every change to memory, with old and new values and who
-        made it), newest first; `author_kind` keeps one kind of author (e.g. "model")."""
+        made it), newest first; `author_kind` keeps one kind of author (e.g. "model").
+
+        Up to the clearance, as an export: the entries about a block or passage above it (a live
+        secret one, or one the journal records as secret, deleted since) are left out, since their
+        values hold its text; `allow_secret=True` shows every entry. So fewer than `limit` may come."""
+        clearance = clearance_of(allow_secret, max_sensitivity)
         with self.db.reading() as conn:
-            return journal.list_entries(conn, agent_id=agent_id, limit=limit, author_kind=author_kind)
+            entries = journal.list_entries(conn, agent_id=agent_id, limit=limit, author_kind=author_kind)
+            if clearance == "secret":
+                return entries
+            hidden = _hidden_targets(conn, clearance)
+        return [entry for entry in entries if (entry.target_type, entry.target_id) not in hidden
+                and journal_values_allowed(entry.action, entry.old_value, entry.new_value, entry.detail, clearance)]
 
     # ----- forgetting for real ---------------------------------------------------------------
 
@@ -970,6 +989,27 @@ class MemoryManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _hidden_targets(conn: Any, clearance: Sensitivity) -> set[tuple[str, str | None]]:
+    """The blocks and passages whose journal entries a caller of `clearance` may not see: those above
+    it now, and those the journal ever records above it (a deleted secret's level lives only there)."""
+    levels = visible_levels(clearance)
+    marks = ", ".join("?" for _ in levels)
+    hidden: set[tuple[str, str | None]] = set()
+    for kind, sql in (("block", f"SELECT block_id FROM blocks WHERE sensitivity NOT IN ({marks})"),
+                      ("passage", f"SELECT passage_id FROM passages WHERE sensitivity NOT IN ({marks})")):
+        hidden.update((kind, row[0]) for row in conn.execute(sql, levels))
+    for row in conn.execute("SELECT target_type, target_id, action, old_value, new_value, detail FROM journal"
+                            " WHERE forgotten = 0 AND target_type IN ('block', 'passage')"
+                            " AND (action LIKE ? OR detail LIKE ?)", ("%sensitivity%", "%sensitivity%")):
+        try:
+            detail = json.loads(row[5] or "{}")
+        except ValueError:
+            detail = {"sensitivity": "unreadable"}  # no level: fail closed
+        if not journal_values_allowed(row[2], row[3], row[4], detail if isinstance(detail, dict) else {}, clearance):
+            hidden.add((row[0], row[1]))
+    return hidden
 
 
 def _edit_result(verb: str, block: Block) -> str:

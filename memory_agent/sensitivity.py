@@ -16,10 +16,11 @@ or task (the tool path sets the agent's), else `private`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import SensitivityError, preview
 
@@ -31,6 +32,7 @@ __all__ = [
     "allowed",
     "clearance_of",
     "current_clearance",
+    "journal_values_allowed",
     "parse_level",
     "visible_levels",
     "with_clearance",
@@ -101,3 +103,27 @@ def _scoped(clearance: Sensitivity) -> Iterator[Sensitivity]:
         yield clearance
     finally:
         _CLEARANCE.reset(token)
+
+
+def journal_values_allowed(action: str, old_value: str | None, new_value: str | None, detail: Mapping[str, Any],
+                           clearance: Sensitivity) -> bool:
+    """Whether a journal entry's own record of a level lets a caller of `clearance` see its values:
+    a level in its detail (a create or delete records the item's), or both sides of a level change.
+    The level of a live item the entry is about is the caller's to check as well."""
+    level = detail.get("sensitivity")
+    if level is not None and not allowed(level, clearance):
+        return False
+    if "sensitivity" in action:  # set_block_sensitivity, set_passage_sensitivity, restore_...:
+        return all(allowed(_level_in(value), clearance) for value in (old_value, new_value))
+    return True
+
+
+def _level_in(value: str | None) -> object:
+    """The level a sensitivity journal value holds: a bare level (blocks) or JSON of the column (passages)."""
+    if value is None or not value.startswith("{"):
+        return value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return None
+    return decoded.get("sensitivity") if isinstance(decoded, dict) else None

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ArchivalError
-from ..sensitivity import Sensitivity, allowed, parse_level
+from ..sensitivity import Sensitivity, allowed, current_clearance, parse_level
 from ..store import journal
 from ..store.database import Database, utc_now
 from . import passage_table
@@ -60,6 +60,17 @@ def _require(conn: sqlite3.Connection, agent_id: str, passage_id: str, what: str
     return passage
 
 
+def _require_visible(conn: sqlite3.Connection, agent_id: str, passage_id: str, what: str) -> Passage:
+    """The passage a change is about: one above the current clearance (`with_clearance`) is missing,
+    as for every read, since the change would return it and edit what the caller may not see."""
+    passage = passage_table.fetch_one(conn, agent_id, passage_id)
+    if passage is None or not allowed(passage.sensitivity, current_clearance()):
+        raise ArchivalError(f"Agent '{agent_id}' has no archival passage '{passage_id}' it may see ({what}); "
+                            "nothing was changed. Search or list archival memory for the exact id (with "
+                            "allow_secret for secret passages).")
+    return passage
+
+
 def supersede(db: Database, agent_id: str, old_id: str, new_id: str, detail: Detail = None) -> Passage:
     """Mark `old_id` as superseded by `new_id`; returns the old passage as now stored."""
     if old_id == new_id:
@@ -67,7 +78,7 @@ def supersede(db: Database, agent_id: str, old_id: str, new_id: str, detail: Det
     now = utc_now()
     with db.transaction() as conn:
         passage_table.require_agent(conn, agent_id)
-        _require(conn, agent_id, old_id, "the passage to supersede")
+        _require_visible(conn, agent_id, old_id, "the passage to supersede")
         successor = _require(conn, agent_id, new_id, "the successor")
         if successor.expires_at is not None and successor.expires_at <= now:
             raise ArchivalError(
@@ -86,7 +97,7 @@ def supersede(db: Database, agent_id: str, old_id: str, new_id: str, detail: Det
 def restore(db: Database, agent_id: str, passage_id: str, detail: Detail = None) -> Passage:
     """Make a superseded passage current again (its successor stays as it is)."""
     with db.transaction() as conn:
-        _require(conn, agent_id, passage_id, "the passage to restore")
+        _require_visible(conn, agent_id, passage_id, "the passage to restore")
         change_columns(conn, agent_id, passage_id, "restore_passage", {"superseded_by": None}, utc_now(), detail)
         return _require(conn, agent_id, passage_id, "after the change")
 
@@ -94,7 +105,7 @@ def restore(db: Database, agent_id: str, passage_id: str, detail: Detail = None)
 def set_importance(db: Database, agent_id: str, passage_id: str, importance: float, detail: Detail = None) -> Passage:
     value = check_importance(importance)
     with db.transaction() as conn:
-        _require(conn, agent_id, passage_id, "the passage to re-weight")
+        _require_visible(conn, agent_id, passage_id, "the passage to re-weight")
         change_columns(conn, agent_id, passage_id, "set_passage_importance", {"importance": value}, utc_now(), detail)
         return _require(conn, agent_id, passage_id, "after the change")
 
@@ -114,7 +125,7 @@ def update(db: Database, agent_id: str, passage_id: str, *, tags: Iterable[str] 
     if provenance is not None:
         after["provenance"] = encode_provenance(provenance)
     with db.transaction() as conn:
-        before = _require(conn, agent_id, passage_id, "the passage to update")
+        before = _require_visible(conn, agent_id, passage_id, "the passage to update")
         change_columns(conn, agent_id, passage_id, "update_passage", after, utc_now(), detail)
         passage = _require(conn, agent_id, passage_id, "after the change")
         tags_changed = passage.tags != before.tags

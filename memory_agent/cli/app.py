@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -134,8 +135,8 @@ def load_settings() -> Settings:
 
 
 @contextmanager
-def open_memory(*, create: bool = False, agent_id: str | None = None,
-                make_default: bool = True) -> Iterator[MemoryManager]:
+def open_memory(*, create: bool = False, agent_id: str | None = None, make_default: bool = True,
+                take_back: bool = False) -> Iterator[MemoryManager]:
     """The chosen agent of the chosen storage dir (see `admin.open_agent`).
 
     Without `create` both must exist: reading, or naming something that must already be there
@@ -144,22 +145,48 @@ def open_memory(*, create: bool = False, agent_id: str | None = None,
     created first, as `init` would, and a status line says so: a newcomer's first command works
     whichever it is. `agent_id` is the fallback when no --agent was given, and `make_default=False`
     keeps a new agent from becoming the storage dir's default (both for the offline demo's agent).
+    `take_back` (a one-shot command that adds memory): when the command is refused, a SQLite storage
+    dir it has just created is removed again, so a refusal changes nothing (never for `chat`, whose
+    later error must not take back the turns before it).
     """
     chosen = state()
     settings = load_settings()
     wanted = chosen.agent_id or agent_id
+    made: Path | None = None  # a storage dir this command created, to take back if it is refused
+    announce = ""
     if create:
         directory = storage_path(chosen.storage_dir, settings)
+        fresh = not directory.exists() and not settings.database_url
         info, created = init_storage(directory, wanted, settings=settings,
                                      make_default=make_default or chosen.agent_id is not None)
         if created and not chosen.json:
-            click.echo(f"Created agent '{info.agent_id}' in {directory}")
+            announce = f"Created agent '{info.agent_id}' in {directory}"
+        made = directory if fresh and take_back else None
         wanted = info.agent_id
-    memory = open_agent(chosen.storage_dir, wanted, settings=settings)
+    try:
+        memory = open_agent(chosen.storage_dir, wanted, settings=settings)
+    except MemoryAgentError:
+        _take_back(made)
+        raise
+    if announce:
+        click.echo(announce)
     try:
         yield memory
+    except MemoryAgentError:
+        # A refused first command (a bad level, label or text) says nothing was changed: on
+        # SQLite, the storage dir it had just created goes again.
+        memory.close()
+        _take_back(made)
+        raise
     finally:
         memory.close()
+
+
+def _take_back(directory: Path | None) -> None:
+    """Remove a storage dir this very command created (None: there is none to remove)."""
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+        click.echo(f"The command was refused, so {directory}, created for it, was removed again.", err=True)
 
 
 def one_line(message: str) -> str:

@@ -45,7 +45,7 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
                                 "e.g. the question it answers.")
 def remember(text: str, tags: tuple[str, ...], sensitivity: str | None, context: str | None) -> None:
     """Store TEXT in archival memory; prints the passage id."""
-    with open_memory(create=True) as memory:
+    with open_memory(create=True, take_back=True) as memory:
         passage_id = memory.archival_memory_insert(text, tags=list(tags) or None, sensitivity=sensitivity,
                                                    context=context)
         stored = memory.archival_memory_get(passage_id, allow_secret=True)

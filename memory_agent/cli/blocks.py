@@ -94,7 +94,7 @@ def create_block(label: str, value: str | None, value_option: str | None, limit:
     """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the agent."""
     if value is not None and value_option is not None:
         raise click.UsageError("Give the value as an argument or with --value, not both.")
-    with open_memory(create=True) as memory:
+    with open_memory(create=True, take_back=True) as memory:
         block = memory.create_block(label, value or value_option or "", description=description, limit=limit,
                                     read_only=read_only, is_shared=shared, sensitivity=sensitivity)
         _show(memory, label, f"Created block '{label}'.", block)
@@ -126,7 +126,7 @@ def set_block(label: str, value: str | None, source: IO[str] | None, limit: int 
     if all(item is None for item in (value, limit, description, read_only, in_prompt, sensitivity)):
         raise click.UsageError("Nothing to change: give a VALUE, --file, --limit, --description, "
                                "--read-only/--writable, --in-prompt/--on-demand or --sensitivity.")
-    with open_memory(create=True) as memory:
+    with open_memory(create=True, take_back=True) as memory:
         block = memory.update_block(label, value=value, limit=limit, description=description,
                                     read_only=read_only, in_prompt=in_prompt, sensitivity=sensitivity)
         _show(memory, label, f"Updated block '{label}' (version {block.version}).", block)
@@ -138,7 +138,7 @@ def set_block(label: str, value: str | None, source: IO[str] | None, limit: int 
 @click.argument("text")
 def append_block(label: str, text: str) -> None:
     """Append TEXT on a new line, as the agent's own tool would (refused on read-only blocks)."""
-    with open_memory(create=True) as memory:
+    with open_memory(create=True, take_back=True) as memory:
         memory.core_memory_append(label, text)
         _show(memory, label, f"Appended to block '{label}'.")
 
@@ -148,7 +148,7 @@ def append_block(label: str, text: str) -> None:
 @click.argument("label")
 def edit_block(label: str) -> None:
     """Edit a block's value in $EDITOR (as its owner)."""
-    with open_memory(create=True) as memory:
+    with open_memory(create=True, take_back=True) as memory:
         original = memory.get_block(label).value
         edited = click.edit(original, extension=".md", require_save=True)
         if edited is None or edited.rstrip("\n") == original.rstrip("\n"):

@@ -143,17 +143,24 @@ class Forgetting:
             if row is None:
                 if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
                     raise AgentNotFoundError(agent_id)
-                raise BlockNotFoundError(label, agent_id)
-            block_id = row[0]
-            found.texts += core_memory.block_texts(conn, block_id)
-            agents, versions = core_memory.purge_block_rows(conn, block_id)
-            found.add("blocks", 1)
-            found.add("block_versions", versions)
-            for holder in agents:
-                moved = [p for p in _agent_passages(conn, holder) if p.provenance.get("block") == label]
-                _collect_passages(conn, holder, moved, found)
-            self._forget_found(conn, agent_id, found, targets=[("block", block_id)])
-            self._record(conn, agent_id, "block", block_id, found)
+                block_ids = _deleted_blocks(conn, agent_id, label)
+                if not block_ids:
+                    raise BlockNotFoundError(label, agent_id)
+            else:
+                block_ids = [row[0]]
+            holders: set[str] = set()
+            for block_id in block_ids:
+                found.texts += core_memory.block_texts(conn, block_id) + _journalled_values(conn, block_id)
+                agents, versions = core_memory.purge_block_rows(conn, block_id)
+                holders.update(agents)
+                found.add("blocks", 1)
+                found.add("block_versions", versions)
+                for holder in agents or [agent_id]:
+                    moved = [p for p in _agent_passages(conn, holder) if _from_block(p, block_id, label)]
+                    _collect_passages(conn, holder, moved, found)
+            self._forget_found(conn, agent_id, found, targets=[("block", block_id) for block_id in block_ids],
+                               holders=holders)
+            self._record(conn, agent_id, "block", block_ids[0], found)
         return self._finish("block", label, agent_id, found, started, {p.agent_id for p in found.passages})
 
     def agent(self, agent_id: str) -> ForgetReport:
@@ -199,14 +206,19 @@ class Forgetting:
     # ----- shared steps --------------------------------------------------------------------
 
     def _forget_found(self, conn: sqlite3.Connection, agent_id: str, found: _Found,
-                      targets: list[tuple[str, str]]) -> None:
-        """Delete the collected passages, redact copies of every collected text and the journal."""
+                      targets: list[tuple[str, str]], holders: Iterable[str] = ()) -> None:
+        """Delete the collected passages, redact copies of every collected text and the journal, in
+        the memory of the agents that held them (the agent, a shared block's `holders`), never in
+        another agent's: an agent must not erase what it knows someone else holds by forgetting it."""
         ids = [p.passage_id for p in found.passages]
+        agents = sorted({agent_id, *holders, *(p.agent_id for p in found.passages)})
         found.add("passages", passage_table.purge_rows(conn, ids))
         texts = _copy_texts(found.texts + [p.content for p in found.passages])
-        found.add("copies_redacted", recall.redact_text(conn, texts) + core_memory.redact_text(conn, texts))
-        found.add("session_rows", session_mirror.redact_text(conn, texts))
-        entries = journal.entries_about(conn, targets=[*targets, *(("passage", i) for i in ids)], texts=texts)
+        copies = sum(recall.redact_text(conn, texts, agent) for agent in agents)
+        found.add("copies_redacted", copies + core_memory.redact_text(conn, texts, agents))
+        found.add("session_rows", session_mirror.redact_text(conn, texts, agents))
+        entries = journal.entries_about(conn, targets=[*targets, *(("passage", i) for i in ids)], texts=texts,
+                                        text_agents=agents)
         found.add("journal_entries_redacted", journal.redact(conn, sorted(entries)))
 
     def _record(self, conn: sqlite3.Connection, agent_id: str, kind: str, target: str, found: _Found) -> None:
@@ -251,6 +263,28 @@ def _copy_texts(texts: Iterable[str]) -> list[str]:
 
 def _agent_passages(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
     return passage_table.agent_rows(conn, agent_id)
+
+
+def _deleted_blocks(conn: sqlite3.Connection, agent_id: str, label: str) -> list[str]:
+    """The blocks this agent deleted under `label` that no agent holds any more: the journal keeps
+    their values (for undo), so they are still there to forget."""
+    rows = conn.execute("SELECT DISTINCT target_id FROM journal WHERE forgotten = 0 AND agent_id = ?"
+                        " AND action = 'delete_block' AND label = ? ORDER BY target_id", (agent_id, label)).fetchall()
+    return [row[0] for row in rows if conn.execute("SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1",
+                                                   (row[0],)).fetchone() is None]
+
+
+def _journalled_values(conn: sqlite3.Connection, block_id: str) -> list[str]:
+    """The values the journal holds about the block (a deleted block's last value lives only there)."""
+    rows = conn.execute("SELECT old_value, new_value FROM journal WHERE forgotten = 0 AND target_type = 'block'"
+                        " AND target_id = ?", (block_id,)).fetchall()
+    return [value for row in rows for value in row if isinstance(value, str)]
+
+
+def _from_block(passage: Passage, block_id: str, label: str) -> bool:
+    """Whether the passage came out of the block (consolidation, memory_rethink's reasoning): by its
+    id, which survives a rename, or by the label older passages carry."""
+    return passage.provenance.get("block_id") == block_id or passage.provenance.get("block") == label
 
 
 def _provenance_messages(passage: Passage) -> set[int]:

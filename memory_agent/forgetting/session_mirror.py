@@ -40,7 +40,14 @@ def purge_sessions(conn: sqlite3.Connection, session_ids: Sequence[str]) -> int:
     return gone
 
 
-def redact_text(conn: sqlite3.Connection, texts: Sequence[str]) -> int:
-    """Replace copies of these texts in transcript lines and summary sidecars by the mark."""
-    return (replace_text(conn, "session_entries", "entry", texts, json_column=True)
-            + replace_text(conn, "session_summaries", "data", texts, json_column=True))
+def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_ids: Sequence[str]) -> int:
+    """Replace copies of these texts in transcript lines and summary sidecars by the mark, leaving
+    the transcripts of sessions that only other agents' messages name."""
+    marks = ", ".join("?" for _ in agent_ids)
+    where = ("AND transcript_id NOT IN (SELECT transcript_id FROM session_transcripts WHERE session_id IN"
+             f" (SELECT session_id FROM messages WHERE session_id IS NOT NULL AND agent_id NOT IN ({marks}))"
+             " AND session_id NOT IN (SELECT session_id FROM messages WHERE session_id IS NOT NULL"
+             f" AND agent_id IN ({marks})))")
+    params = [*agent_ids, *agent_ids]
+    return (replace_text(conn, "session_entries", "entry", texts, json_column=True, where=where, params=params)
+            + replace_text(conn, "session_summaries", "data", texts, json_column=True, where=where, params=params))

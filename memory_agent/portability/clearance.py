@@ -4,7 +4,9 @@ An export leaves the storage dir, so it follows the same rule as every read: sec
 passages are left out unless the exporter allows them, and a public-only export keeps only what
 may be shared. Left out with an item is every copy of it the snapshot holds: a block's attachments
 and saved versions, a passage's journal entries, and the journal entries of a hidden block (its
-edits hold its text). A kept passage that a hidden one superseded keeps its place without the link.
+edits hold its text). An item the journal ever records above the clearance (a deleted secret, one
+made secret after its first values were written) has its whole history left out. A kept passage
+that a hidden one superseded keeps its place without the link.
 
 Conversation messages and summaries have no level: they are exported as they are.
 """
@@ -12,9 +14,8 @@ Conversation messages and summaries have no level: they are exported as they are
 from __future__ import annotations
 
 import dataclasses
-import json
 
-from ..sensitivity import Sensitivity, allowed
+from ..sensitivity import Sensitivity, allowed, journal_values_allowed
 from .records import JournalRecord, Snapshot
 
 __all__ = ["within_clearance"]
@@ -24,7 +25,16 @@ def within_clearance(snapshot: Snapshot, clearance: Sensitivity) -> Snapshot:
     """The snapshot without the blocks and passages above `clearance` and what copies them."""
     hidden_blocks = {b.block_id for b in snapshot.blocks if not allowed(b.sensitivity, clearance)}
     hidden_passages = {p.passage_id for p in snapshot.passages if not allowed(p.sensitivity, clearance)}
-    if not hidden_blocks and not hidden_passages and clearance == "secret":
+    # A deleted item's level lives only in the journal: an item it ever records above the clearance
+    # keeps its whole history out (a live item now allowed stays in the export, only its past goes).
+    unsaid_blocks, unsaid_passages = set(hidden_blocks), set(hidden_passages)
+    for entry in snapshot.journal:
+        if entry.target_id is not None and not _journal_allowed(entry, set(), set(), clearance):
+            if entry.target_type == "block":
+                unsaid_blocks.add(entry.target_id)
+            elif entry.target_type == "passage":
+                unsaid_passages.add(entry.target_id)
+    if not unsaid_blocks and not unsaid_passages and clearance == "secret":
         return snapshot
     passages = [
         p if p.superseded_by not in hidden_passages else dataclasses.replace(p, superseded_by=None)
@@ -37,7 +47,7 @@ def within_clearance(snapshot: Snapshot, clearance: Sensitivity) -> Snapshot:
         attachments=[a for a in snapshot.attachments if a.block_id not in hidden_blocks],
         passages=passages,
         journal=[entry for entry in snapshot.journal
-                 if _journal_allowed(entry, hidden_blocks, hidden_passages, clearance)],
+                 if _journal_allowed(entry, unsaid_blocks, unsaid_passages, clearance)],
     )
 
 
@@ -49,20 +59,5 @@ def _journal_allowed(entry: JournalRecord, hidden_blocks: set[str], hidden_passa
         return False
     if entry.target_type == "passage" and entry.target_id in hidden_passages:
         return False
-    level = entry.detail.get("sensitivity") if isinstance(entry.detail, dict) else None
-    if level is not None and not allowed(level, clearance):
-        return False
-    if "sensitivity" in entry.action:  # set_block_sensitivity, set_passage_sensitivity, restore_...:
-        return all(allowed(_level_of(value), clearance) for value in (entry.old_value, entry.new_value))
-    return True
-
-
-def _level_of(value: str | None) -> str | None:
-    """The level a sensitivity journal value holds: a bare level (blocks) or JSON of the column (passages)."""
-    if value is None or not value.startswith("{"):
-        return value
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        return None
-    return decoded.get("sensitivity") if isinstance(decoded, dict) else None
+    detail = entry.detail if isinstance(entry.detail, dict) else {}
+    return journal_values_allowed(entry.action, entry.old_value, entry.new_value, detail, clearance)

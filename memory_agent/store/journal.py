@@ -115,24 +115,31 @@ def redact(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> int:
 
 
 def entries_about(conn: sqlite3.Connection, *, targets: Sequence[tuple[str, str]] = (),
-                  agent_id: str | None = None, texts: Sequence[str] = ()) -> set[int]:
+                  agent_id: str | None = None, texts: Sequence[str] = (),
+                  text_agents: Sequence[str] = ()) -> set[int]:
     """Ids of entries not yet forgotten that are about any (target_type, target_id), belong to
     `agent_id`, or hold any of `texts` in their label, values or detail (the detail as stored JSON,
-    so a text is also looked for in its JSON-escaped form)."""
+    so a text is also looked for in its JSON-escaped form; only in the entries of `text_agents`, or
+    of no agent, when given: another agent's history is not this forget's). The records of earlier forgets are never
+    among them: they hold no content, and their counts are what shows a forgotten mark is genuine."""
     found: set[int] = set()
     for target_type, target_id in targets:
         found.update(int(r[0]) for r in conn.execute(
-            "SELECT entry_id FROM journal WHERE forgotten = 0 AND target_type = ? AND target_id = ?",
+            "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND target_type = ?"
+            " AND target_id = ?",
             (target_type, target_id)))
     if agent_id is not None:
         found.update(int(r[0]) for r in conn.execute(
-            "SELECT entry_id FROM journal WHERE forgotten = 0 AND agent_id = ?", (agent_id,)))
+            "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND agent_id = ?", (agent_id,)))
+    scope = ""
+    if text_agents:
+        scope = f" AND (agent_id IS NULL OR agent_id IN ({', '.join('?' for _ in text_agents)}))"
     for text in texts:
         for form in {text, json.dumps(text, ensure_ascii=False)[1:-1]}:
             found.update(int(r[0]) for r in conn.execute(
-                "SELECT entry_id FROM journal WHERE forgotten = 0 AND (instr(old_value, ?) > 0"
-                " OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0)",
-                (form, form, form, form)))
+                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND (instr(old_value, ?) > 0"
+                f" OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0){scope}",
+                (form, form, form, form, *text_agents)))
     return found
 
 
@@ -142,7 +149,23 @@ def verify_chain(conn: sqlite3.Connection) -> ChainReport:
         "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
         " created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash, forgotten"
         " FROM journal ORDER BY entry_id")
-    return verify(rows)
+    report = verify(rows)
+    return report if not report.ok else _check_tail(conn, report)
+
+
+def _check_tail(conn: sqlite3.Connection, report: ChainReport) -> ChainReport:
+    """The chain cannot show its newest entries removed (nothing links to them). On SQLite the
+    AUTOINCREMENT counter remembers the highest id ever written, and a rolled-back write takes its
+    id back, so a counter above the last entry means entries were removed from the end. PostgreSQL's
+    identity sequence keeps ids a rolled-back write used, so there a gap proves nothing."""
+    if is_postgres(conn):
+        return report
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+    last = conn.execute("SELECT MAX(entry_id) FROM journal").fetchone()[0] or 0
+    if row is None or int(row[0]) <= int(last):
+        return report
+    return ChainReport(report.entries, report.forgotten, int(last) + 1,
+                       f"entries {int(last) + 1} to {int(row[0])} were removed from the end of the journal")
 
 
 def _chunks(items: Sequence[int], size: int) -> list[Sequence[int]]:

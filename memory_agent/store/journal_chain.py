@@ -8,7 +8,9 @@ Forgetting erases the values and the salt and keeps the digest: the chain still 
 without the salt nobody can confirm a guess of the forgotten text against the digest.
 
 Only `store.journal.record` (and the migration that chained the entries written before) computes
-these; `verify` walks the chain in entry order and names the first entry that does not match.
+these; `verify` walks the chain in entry order and names the first entry that does not match. A
+forgotten mark is taken as genuine only as far as the forget records' counts of redacted entries
+reach (those records are never redacted), so values erased by hand to look forgotten show too.
 """
 
 from __future__ import annotations
@@ -84,10 +86,15 @@ def verify(rows: Iterable[Mapping[str, Any]]) -> ChainReport:
     what forgetting keeps) and still has to fit the chain.
     """
     previous: str | None = None
-    count = forgotten = 0
+    count = forgotten = accounted = 0
+    newest_forgotten = 0
     for row in rows:
         count += 1
         entry = int(row["entry_id"])
+        if row["action"] == "forget" and not row["forgotten"]:
+            accounted += _redacted_count(row["detail"])
+        if row["forgotten"]:
+            newest_forgotten = entry
         if row["entry_hash"] is None or row["content_digest"] is None:
             return ChainReport(count, forgotten, entry, "it has no hash (written outside the journal's writer)")
         if row["forgotten"]:
@@ -105,4 +112,17 @@ def verify(rows: Iterable[Mapping[str, Any]]) -> ChainReport:
         if expected != row["entry_hash"]:
             return ChainReport(count, forgotten, entry, "its hash does not match what it says happened (edited)")
         previous = row["entry_hash"]
+    if forgotten > accounted:
+        return ChainReport(count, forgotten, newest_forgotten,
+                           f"{forgotten} entries are marked forgotten but the forget records account for {accounted} "
+                           "(values erased outside forgetting)")
     return ChainReport(count, forgotten)
+
+
+def _redacted_count(detail: str | None) -> int:
+    """How many entries a forget record says it redacted (its detail holds the counts)."""
+    try:
+        value = json.loads(detail or "{}").get("journal_entries_redacted", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) else 0

@@ -108,7 +108,8 @@ def test_list_and_get_follow_the_clearance(memory: MemoryManager) -> None:
 def test_a_level_change_is_journalled_and_lowering_a_secret_needs_the_clearance(memory: MemoryManager) -> None:
     pid = memory.archival_memory_insert("The boat's name is Saudade.")
     assert memory.set_passage_sensitivity(pid, "secret").sensitivity == "secret"  # stricter: no clearance needed
-    entry = memory.journal(limit=1)[0]
+    assert memory.journal(limit=1) == []  # the entry is about a secret passage now
+    entry = memory.journal(limit=1, allow_secret=True)[0]
     assert (entry.action, entry.target_id) == ("set_passage_sensitivity", pid)
     assert json.loads(entry.old_value or "") == {"sensitivity": "private"}
     assert json.loads(entry.new_value or "") == {"sensitivity": "secret"}
@@ -117,6 +118,43 @@ def test_a_level_change_is_journalled_and_lowering_a_secret_needs_the_clearance(
         memory.set_passage_sensitivity(pid, "public")  # it cannot see the passage
     assert store_snapshot(memory.database) == before
     assert memory.set_passage_sensitivity(pid, "public", allow_secret=True).sensitivity == "public"
+
+
+@pytest.mark.usefixtures("backend")
+@pytest.mark.parametrize("change", ["update", "importance", "supersede", "restore"])
+def test_a_secret_passage_is_not_there_for_lifecycle_changes_without_the_clearance(memory: MemoryManager,
+                                                                                   change: str) -> None:
+    """Tags, importance, supersession and restore change a passage and return it: on a secret one,
+    without the clearance, they must say it does not exist, show nothing of it and change nothing."""
+    secret = memory.archival_memory_insert(f"Vault {MARK}", sensitivity="secret")
+    plain = memory.archival_memory_insert("A private fact.")
+    runs = {"update": lambda: memory.update_passage(secret, tags=["moved"]),
+            "importance": lambda: memory.set_passage_importance(secret, 0.9),
+            "supersede": lambda: memory.supersede_passage(secret, plain),
+            "restore": lambda: memory.restore_passage(secret)}
+    before = store_snapshot(memory.database)
+    with pytest.raises(ArchivalError) as refused:
+        runs[change]()
+    assert MARK not in str(refused.value)
+    assert store_snapshot(memory.database) == before
+    with memory.clearance(allow_secret=True):
+        assert MARK in runs[change]().content
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_path_clash_does_not_name_a_secret_block(memory: MemoryManager) -> None:
+    """'medical' cannot sit beside 'medical/diagnosis' (file and directory at once): refused either
+    way, but the refusal names the secret block only to a caller allowed to see it."""
+    memory.create_block("medical/diagnosis", f"Diagnosis {MARK}", sensitivity="secret")
+    before = store_snapshot(memory.database)
+    with pytest.raises(MemoryAgentError) as refused:
+        memory.create_block("medical", "Notes")
+    assert "diagnosis" not in str(refused.value)
+    outcome = execute_tool(memory, "memory", {"command": "create", "path": "/memories/medical", "file_text": "x"})
+    assert outcome.is_error and "diagnosis" not in outcome.text
+    assert store_snapshot(memory.database) == before
+    with pytest.raises(MemoryAgentError, match="medical/diagnosis"), memory.clearance(allow_secret=True):
+        memory.create_block("medical", "Notes")
 
 
 @pytest.mark.usefixtures("backend")
@@ -195,7 +233,7 @@ def test_a_shared_blocks_level_is_the_blocks_and_each_agents_clearance_applies(t
         assert "team" not in [b.label for b in ana.list_blocks()]
         assert "Shared plans." in rui.get_system_prompt_addition(allow_secret=True)
         assert "Shared plans." not in rui.get_system_prompt_addition()
-        entry = ana.journal(limit=1)[0]
+        entry = ana.journal(limit=1, allow_secret=True)[0]
         assert (entry.action, entry.old_value, entry.new_value) == ("set_block_sensitivity", "private", "secret")
         rui.update_block("team", sensitivity="public", allow_secret=True)
         assert [b.sensitivity for b in ana.list_blocks() if b.label == "team"] == ["public"]
@@ -316,6 +354,32 @@ def test_export_leaves_secrets_out_unless_allowed_and_import_keeps_levels(memory
         assert [hit.content for hit in copy.archival_memory_search("Vault", mode="keyword")] == []
     assert ids  # the source is unchanged by exporting
     assert memory.archival_memory_get(ids["secret"], allow_secret=True) is not None
+
+
+@pytest.mark.usefixtures("backend")
+def test_export_leaves_out_the_history_of_deleted_secrets(memory: MemoryManager) -> None:
+    """A secret block or passage that is gone keeps its values in the journal: an edit made while it
+    was secret, or its first value written while it was still private, must not ride out in an
+    export the exporter may not see secrets in."""
+    memory.create_block("vault", f"Old {MARK}", sensitivity="secret")
+    memory.update_block("vault", value=f"New {MARK}", allow_secret=True)
+    memory.create_block("diary", f"Diary {MARK}")
+    memory.set_block_sensitivity("diary", "secret")
+    with memory.clearance(allow_secret=True):
+        memory.delete_block("vault")
+        memory.delete_block("diary")
+    relabelled = memory.archival_memory_insert(f"Passage {MARK}")
+    memory.set_passage_sensitivity(relabelled, "secret")
+    memory.archival_memory_delete(relabelled)
+    memory.archival_memory_insert("A private fact.")
+    memory.create_block("plans", "Trip to Oslo", sensitivity="secret")
+    memory.set_block_sensitivity("plans", "private", allow_secret=True)  # allowed now: it stays
+
+    default = json.dumps(export_memory(memory))  # the project's JSON: the one format with the journal
+
+    assert MARK not in default and "A private fact." in default
+    assert [b["value"] for b in export_memory(memory)["blocks"] if b["label"] == "plans"] == ["Trip to Oslo"]
+    assert MARK in json.dumps(export_memory(memory, allow_secret=True))
 
 
 @pytest.mark.usefixtures("backend")

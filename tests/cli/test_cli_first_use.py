@@ -105,3 +105,25 @@ def test_help_and_readme_agree_on_how_to_start() -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert "The first `memory-agent chat` creates the storage dir and an agent; so does any command that adds " \
            "memory (`blocks set`, `blocks append`, `blocks create`, `blocks edit`, `remember`, `consolidate`)" in readme
+
+
+REFUSED_FIRST = [
+    ["remember", "Hi", "--sensitivity", "Secret"], ["remember", ""], ["blocks", "create", "../x", "v"],
+    ["blocks", "create", "door", "v", "--sensitivity", "top-secret"],
+    ["blocks", "set", "human", "--sensitivity", " secret"],
+]
+
+
+@pytest.mark.usefixtures("backend")
+@pytest.mark.parametrize("command", REFUSED_FIRST, ids=" ".join)
+def test_a_refused_first_command_leaves_no_storage_dir(command: list[str], run: Run, storage: Path, backend: str,
+                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """'nothing was changed' holds on first use too: the storage dir made for the command goes again."""
+    if backend == "postgres":
+        pytest.skip("on PostgreSQL the agent is created on the server, which this does not take back")
+    monkeypatch.chdir(tmp_path)
+    assert not storage.exists()
+    refused = run(*command)
+    assert refused.exit_code == 1, refused.output
+    assert not storage.exists()
+    assert "removed again" in refused.stderr

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from memory_agent import MemoryAgentError, MemoryManager
 from memory_agent.store import journal
 from memory_agent.store.backend import open_store as open_database
+from memory_agent.store.database import utc_now
 from memory_agent.store.snapshot import store_snapshot
 
 pytestmark = pytest.mark.usefixtures("backend")
@@ -132,6 +133,45 @@ def test_a_removed_entry_breaks_the_chain_at_the_next_one(initialised: Run, open
     assert report.first_broken == entries[4] and "link" in report.reason
 
 
+def test_values_erased_by_hand_to_look_forgotten_are_seen(initialised: Run, open_store: Open) -> None:
+    """A forgotten mark carries no values to check, so one set by hand (not by a forget, whose record
+    counts what it redacted) must not pass; genuine forgets, an agent's after a passage's, still do."""
+    with open_store("ada") as memory:
+        made = _some_memory(memory)
+        memory.forget_passage(made["drop"])
+        memory.ensure_agent("leaver")
+        memory.archival_memory_insert("A passage of the leaver's", agent_id="leaver")
+        memory.forget_passage(memory.archival_memory_list(agent_id="leaver")[0].passage_id, agent_id="leaver")
+        memory.forget_agent("leaver")
+        with memory.database.reading() as conn:
+            assert journal.verify_chain(conn).ok
+        victim = next(e.entry_id for e in sorted(_entries(memory).values(), key=lambda e: e.entry_id)
+                      if e.action == "core_memory_append" and e.agent_id == "ada")
+        _raw_sql(memory, "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{}',"
+                         f" salt = NULL, forgotten = 1 WHERE entry_id = {victim}")
+
+    result = initialised("--json", "doctor")
+
+    assert result.exit_code == 1, result.output
+    assert "outside forgetting" in json.dumps(json.loads(result.stdout)["checks"])
+
+
+def test_removing_the_newest_entries_is_seen(initialised: Run, open_store: Open, backend: str) -> None:
+    if backend == "postgres":
+        pytest.skip("SQLite's AUTOINCREMENT counter names removed newest entries; PostgreSQL's identity sequence "
+                    "also keeps the ids of rolled-back writes, so a gap there proves nothing")
+    with open_store("ada") as memory:
+        _some_memory(memory)
+        entries = sorted(_entries(memory))
+        _raw_sql(memory, f"DELETE FROM journal WHERE entry_id >= {entries[-2]}")
+
+    result = initialised("--json", "doctor")
+
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["journal_chain"]["first_broken_entry"] == entries[-2]
+    assert "removed from the end" in initialised("doctor").stdout
+
+
 @pytest.mark.parametrize("statement", [
     "UPDATE journal SET new_value = 'x' WHERE entry_id = {id}",
     "UPDATE journal SET action = 'other' WHERE entry_id = {id}",
@@ -148,6 +188,11 @@ def test_the_database_refuses_every_journal_change_but_forgettings(open_store: O
         with memory.database.transaction() as conn:
             assert journal.redact(conn, [entry]) == 1
         assert memory.journal(limit=1)[0].new_value is None
+        with memory.database.reading() as conn:  # a redaction no forget record counts shows
+            assert "outside forgetting" in journal.verify_chain(conn).reason
+        with memory.database.transaction() as conn:  # as forgetting writes it: the record of what it redacted
+            journal.record(conn, agent_id="ada", action="forget", target_type="passage", target_id="p",
+                           created_at=utc_now(), detail={"journal_entries_redacted": 1})
         with memory.database.reading() as conn:
             assert journal.verify_chain(conn).ok
 

@@ -55,6 +55,24 @@ def test_levels_from_the_command_line(initialised: Invoke) -> None:
     assert "hello" not in run("blocks", "list").output
 
 
+def test_the_journal_shows_no_secret_without_allow_secret(initialised: Invoke) -> None:
+    """The journal's values hold what was written: the entries of a secret block or passage (live, or
+    deleted with its level recorded) are left out as in an export, unless --allow-secret."""
+    run = initialised
+    assert run("blocks", "create", "door", f"Door {MARK}", "--sensitivity", "secret").exit_code == 0
+    assert run("blocks", "create", "diary", f"Diary {MARK}").exit_code == 0
+    assert run("blocks", "set", "diary", "--sensitivity", "secret").exit_code == 0
+    assert run("blocks", "delete", "diary", "--allow-secret", "--yes").exit_code == 0
+    assert run("remember", f"Vault {MARK}", "--sensitivity", "secret").exit_code == 0
+    assert run("remember", "Vault is downstairs").exit_code == 0
+
+    for output in (run("journal").output, run("--json", "journal").output, run("journal", "--public-only").output):
+        assert MARK not in output
+    shown = run("--json", "journal").output
+    assert "Vault is downstairs" in shown
+    assert run("--json", "journal", "--allow-secret").output.count(MARK) >= 3
+
+
 def test_an_unknown_level_is_one_error_line_and_changes_nothing(
         initialised: Invoke, error_of: Callable[..., str], open_store: Callable[[str], MemoryManager],
         tmp_path: Path) -> None:

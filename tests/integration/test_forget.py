@@ -9,6 +9,7 @@ CHECKPOINT, and count a unique marker. Their only input is a mapping of settings
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from backends import backend_environ
 
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
+from memory_agent.errors import MemoryAgentError
 from memory_agent.session_store import SQLiteSessionStore
 from memory_agent.store import journal
 from memory_agent.testing import ScriptedMessagesServer, text_response
@@ -223,3 +225,77 @@ def test_a_forgotten_agent_leaves_no_byte(tmp_path: Path, variant: Mapping[str, 
     assert _chain_ok(memory).ok
     memory.close()
     assert count_marker(settings, marker, request) == {}
+
+
+def test_forgetting_a_block_takes_the_reasons_of_its_rewrites(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                                              request: pytest.FixtureRequest) -> None:
+    """memory_rethink keeps its reasoning as a passage: a derivative of the block, it goes with it
+    (even after a rename), while the agent's other passages stay."""
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings)
+    memory.create_block("medical", "Allergy: penicillin")
+    memory.view_block("medical")
+    memory.memory_rethink("medical", "Allergy: none known", reasoning=f"the user said {marker} was a mistake")
+    memory.rename_block("medical", "health")
+    kept = memory.archival_memory_insert("The user likes hiking in the hills.")
+
+    report = memory.forget_block("health")
+
+    assert report.passages == 1
+    assert [p.passage_id for p in memory.archival_memory_list()] == [kept]
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+
+
+def test_a_deleted_block_can_still_be_forgotten(tmp_path: Path, variant: Mapping[str, str], marker: str,
+                                                request: pytest.FixtureRequest) -> None:
+    """Deleting keeps the value in the journal so that undo can bring it back; forgetting the
+    deleted label must take that too (and undo then has nothing to restore)."""
+    settings = _settings(tmp_path, variant)
+    memory = _manager(settings)
+    memory.create_block("medical", f"Allergy: {marker}", sensitivity="secret")
+    memory.update_block("medical", value=f"Allergy: {marker} and latex", allow_secret=True)
+    with memory.clearance(allow_secret=True):
+        memory.delete_block("medical")
+    memory.core_memory_append("human", "Likes hiking")
+
+    report = memory.forget_block("medical")
+
+    assert report.blocks == 1
+    with pytest.raises(MemoryAgentError):
+        memory.undo_block("medical")
+    assert "Likes hiking" in memory.get_block("human").value
+    assert _chain_ok(memory).ok
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+
+
+def test_forgetting_never_touches_another_agents_memory(tmp_path: Path, variant: Mapping[str, str]) -> None:
+    """Copies are looked for in the memory of the agents that held the item: an agent that writes a
+    text it knows another agent holds, then forgets it, must not erase that agent's block, messages,
+    journal or transcript."""
+    settings = _settings(tmp_path, variant)
+    fact = "Bob's bank PIN hint is the year 1987"
+    bob = _manager(settings, "bob")
+    bob.core_memory_append("human", fact)
+    bob.store_message("user", fact, session_id="s-bob")
+    _mirror(settings, "s-bob", [{"type": "user", "uuid": str(uuid.uuid4()), "message": fact}])
+    bob_entries = [(e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)]
+    mallory = _manager(settings, "mallory")
+    mallory.store_message("assistant", f"Noted: {fact}")
+    passage = mallory.archival_memory_insert(fact)
+
+    report = mallory.forget_passage(passage)
+
+    assert report.passages == 1
+    assert fact in bob.get_block("human").value
+    assert [m.text for m in bob.all_messages()] == [fact]
+    assert [(e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)] == bob_entries
+    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url) as store:
+        lines = asyncio.run(store.load({"project_key": "p", "session_id": "s-bob"}))  # type: ignore[typeddict-item]  # a minimal key
+    assert fact in json.dumps(lines)
+    assert fact not in mallory.all_messages()[0].text  # its own copy goes
+    assert _chain_ok(mallory).ok
+    mallory.close()
+    bob.close()
