@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -32,12 +32,14 @@ def _start(storage: Path, *args: str, browser: Path | None = None) -> subprocess
 def _first_line(process: subprocess.Popen[str], timeout: float = 60) -> str:
     assert process.stdout is not None
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 0.2)
-        if ready:
-            return process.stdout.readline().rstrip("\n")
-        if process.poll() is not None:
-            break
+    # A selector, not select.select: in a long suite the pipe's descriptor can exceed select's 1024.
+    with selectors.DefaultSelector() as watch:
+        watch.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if watch.select(timeout=0.2):
+                return process.stdout.readline().rstrip("\n")
+            if process.poll() is not None:
+                break
     process.kill()
     raise AssertionError(f"no line from memory-agent ui; stderr: {process.communicate()[1][-2000:]}")
 
