@@ -292,7 +292,8 @@ def test_forgetting_never_touches_another_agents_memory(tmp_path: Path, variant:
     assert fact in bob.get_block("human").value
     assert [m.text for m in bob.all_messages()] == [fact]
     assert [(e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)] == bob_entries
-    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url) as store:
+    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url,
+                                 encryption_key=settings.encryption_key) as store:
         lines = asyncio.run(store.load({"project_key": "p", "session_id": "s-bob"}))  # type: ignore[typeddict-item]  # a minimal key
     assert fact in json.dumps(lines)
     assert fact not in mallory.all_messages()[0].text  # its own copy goes
