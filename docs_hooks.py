@@ -14,7 +14,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 _INCLUDE = re.compile(r"<!-- include: ([A-Za-z_.-]+\.md) -->")
 # What a root file links to, and where that is on the site (relative to docs/).
-_ROOT_LINKS = {"README.md": "index.md", "ARCHITECTURE.md": "architecture.md", "CONTRIBUTING.md": "contributing.md"}
+_ROOT_LINKS = {
+    "README.md": "index.md",
+    "ARCHITECTURE.md": "architecture.md",
+    "CONTRIBUTING.md": "contributing.md",
+}
 
 
 def _site_links(text: str) -> str:

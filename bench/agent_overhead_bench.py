@@ -47,11 +47,19 @@ def populate(memory: MemoryManager, count: int) -> None:
 
 
 async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, turns: int) -> None:
-    settings = Settings.from_env({"PERSIST_DIRECTORY": str(directory), "ANTHROPIC_BASE_URL": server.url,
-                                  "ANTHROPIC_API_KEY": "bench-key"}, env_file=None)
+    settings = Settings.from_env(
+        {
+            "PERSIST_DIRECTORY": str(directory),
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "bench-key",
+        },
+        env_file=None,
+    )
     project = directory / "project"
     project.mkdir()
-    options = ClaudeAgentOptions(env=server.env(), system_prompt="You are terse.", tools=[], cwd=str(project))
+    options = ClaudeAgentOptions(
+        env=server.env(), system_prompt="You are terse.", tools=[], cwd=str(project)
+    )
     with MemoryManager(agent_id="bench", settings=settings) as memory:
         populate(memory, stored)
         plain = ClaudeSDKClient(options)
@@ -62,12 +70,23 @@ async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, 
         # The same request as the agent's: its system prompt and tools, and a fork of its session,
         # so it carries the same conversation (with 10,000 stored messages, the kept window).
         prompt_path = directory / "system-prompt.md"
-        prompt_path.write_text(compose_system_text(options.system_prompt, memory.get_system_prompt_addition()))
-        same_request = dataclasses.replace(merge_options(
-            options, system_prompt_path=prompt_path, memory_server_name=MEMORY_SERVER_NAME,
-            memory_server=build_memory_server(memory, "bench"), memory_tools=memory_tool_names(memory),
-            resume=agent.session_id, session_id=None, session_store=agent.session_store, model=None,
-        ), fork_session=True)
+        prompt_path.write_text(
+            compose_system_text(options.system_prompt, memory.get_system_prompt_addition())
+        )
+        same_request = dataclasses.replace(
+            merge_options(
+                options,
+                system_prompt_path=prompt_path,
+                memory_server_name=MEMORY_SERVER_NAME,
+                memory_server=build_memory_server(memory, "bench"),
+                memory_tools=memory_tool_names(memory),
+                resume=agent.session_id,
+                session_id=None,
+                session_store=agent.session_store,
+                model=None,
+            ),
+            fork_session=True,
+        )
         matched = ClaudeSDKClient(same_request)
         await matched.connect()
         try:
@@ -91,8 +110,10 @@ async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, 
     for name, times in (("plain", plain_times), ("same request", matched_times)):
         median = statistics.median(times)
         overhead = statistics.median(a - p for a, p in zip(agent_times, times))
-        line.append(f"vs {name} {median * 1000:6.1f} ms: overhead {overhead * 1000:5.1f} ms, "
-                    f"ratio {agent_median / median:5.3f}")
+        line.append(
+            f"vs {name} {median * 1000:6.1f} ms: overhead {overhead * 1000:5.1f} ms, "
+            f"ratio {agent_median / median:5.3f}"
+        )
     line.append(f"turn after a memory edit {statistics.median(changed_times) * 1000:6.1f} ms")
     print(" | ".join(line))
 
@@ -100,7 +121,9 @@ async def compare(server: ScriptedMessagesServer, directory: Path, stored: int, 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=40)
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 3 turns, 0 and 1,000 stored messages")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 3 turns, 0 and 1,000 stored messages"
+    )
     args = parser.parse_args()
     sizes = (0, 1_000) if args.quick else (0, 10_000)
     if args.quick:
@@ -113,6 +136,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(lambda: asyncio.run(main()), __file__)

@@ -80,9 +80,14 @@ def content(number: int) -> str:
 
 # ----- the child: inserts until killed -------------------------------------------------------
 
+
 def child(storage: Path, start: int, total: int, batch: int, embedding: str) -> None:
-    settings = Settings(persist_directory=storage, agent_id=AGENT, database_url=os.environ.get(DATABASE_URL) or None)
-    with MemoryManager(agent_id=AGENT, settings=settings, embedding_function=EMBEDDINGS[embedding]()) as memory:
+    settings = Settings(
+        persist_directory=storage, agent_id=AGENT, database_url=os.environ.get(DATABASE_URL) or None
+    )
+    with MemoryManager(
+        agent_id=AGENT, settings=settings, embedding_function=EMBEDDINGS[embedding]()
+    ) as memory:
         memory.reconcile_archival()  # open (and reconcile) before reporting ready
         print("ready", flush=True)
         for first in range(start, total, batch):
@@ -94,6 +99,7 @@ def child(storage: Path, start: int, total: int, batch: int, embedding: str) -> 
 
 # ----- the parent: kills, checks, repairs ------------------------------------------------------
 
+
 @dataclass
 class Tally:
     kills: int = 0
@@ -104,14 +110,38 @@ class Tally:
     reconcile_errors: list[str] = field(default_factory=list)
 
 
-def run_child(storage: Path, start: int, total: int, batch: int, kill_after: float | None,
-              tally: Tally, embedding: str, database_url: str | None) -> bool:
+def run_child(
+    storage: Path,
+    start: int,
+    total: int,
+    batch: int,
+    kill_after: float | None,
+    tally: Tally,
+    embedding: str,
+    database_url: str | None,
+) -> bool:
     """One child run; returns True if it finished on its own (not killed)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           DATABASE_URL: database_url or ""}
-    process = subprocess.Popen([sys.executable, __file__, "--child", str(storage), str(start), str(total),
-                                str(batch), embedding], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        DATABASE_URL: database_url or "",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            str(storage),
+            str(start),
+            str(total),
+            str(batch),
+            embedding,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
     reader.start()
@@ -150,13 +180,17 @@ def _read_lines(process: subprocess.Popen[str], lines: queue.Queue[str | None]) 
 def verify(storage: Path, tally: Tally, embedding: str, database_url: str | None) -> None:
     """Reopen as a restarted agent would; repair if reconcile cannot make the stores agree."""
     with open_store(storage, database_url) as db:
-        archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]())
+        archival = ArchivalMemory(
+            db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]()
+        )
         try:
             healthy = _reconciled(archival, tally)
             if not healthy:
                 tally.repairs += 1
                 rebuilt = rebuild_vectors(archival, None)
-                archival = ArchivalMemory(db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]())
+                archival = ArchivalMemory(
+                    db, VectorConfig(path=storage / "chroma"), EMBEDDINGS[embedding]()
+                )
                 if not rebuilt.reconcile.ok or not _reconciled(archival, tally):
                     raise SystemExit(f"repair failed: {rebuilt}")
             _count_losses(archival, tally)
@@ -171,7 +205,12 @@ def _reconciled(archival: ArchivalMemory, tally: Tally) -> bool:
             tally.reconcile_errors.extend(report.errors[:1])
             return False
         with archival.db.reading() as conn:
-            stored = {row[0] for row in conn.execute("SELECT passage_id FROM passages WHERE agent_id = ?", (AGENT,))}
+            stored = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT passage_id FROM passages WHERE agent_id = ?", (AGENT,)
+                )
+            }
         vectors = archival.index.store.ids(AGENT)
         return vectors == stored and archival.index.store.count(AGENT) == len(stored)
     except Exception as error:  # Chroma itself unreadable: what the repair is for
@@ -181,18 +220,34 @@ def _reconciled(archival: ArchivalMemory, tally: Tally) -> bool:
 
 def _count_losses(archival: ArchivalMemory, tally: Tally) -> None:
     with archival.db.reading() as conn:
-        rows = conn.execute("SELECT passage_id, content FROM passages WHERE agent_id = ?", (AGENT,)).fetchall()
-        tally.duplicated = int(conn.execute(
-            "SELECT COUNT(*) - COUNT(DISTINCT content) FROM passages WHERE agent_id = ?", (AGENT,)).fetchone()[0])
+        rows = conn.execute(
+            "SELECT passage_id, content FROM passages WHERE agent_id = ?", (AGENT,)
+        ).fetchall()
+        tally.duplicated = int(
+            conn.execute(
+                "SELECT COUNT(*) - COUNT(DISTINCT content) FROM passages WHERE agent_id = ?",
+                (AGENT,),
+            ).fetchone()[0]
+        )
     by_id = {row[0]: row[1] for row in rows}
     vectors = archival.index.store.ids(AGENT)
     tally.duplicated += max(0, archival.index.store.count(AGENT) - len(vectors))
-    tally.lost = {number for number, passage_id in tally.acknowledged.items()
-                  if by_id.get(passage_id) != content(number) or passage_id not in vectors}
+    tally.lost = {
+        number
+        for number, passage_id in tally.acknowledged.items()
+        if by_id.get(passage_id) != content(number) or passage_id not in vectors
+    }
 
 
-def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, embedding: str,
-             database_url: str | None = None) -> Tally:
+def campaign(
+    kills: int,
+    passages: int,
+    batch: int,
+    seed: int,
+    storage: Path,
+    embedding: str,
+    database_url: str | None = None,
+) -> Tally:
     """Kill at random moments spread so that the kills cover the whole run of `passages` (rows in
     SQLite in `storage`, or in the PostgreSQL database at `database_url`)."""
     rng = random.Random(seed)
@@ -210,8 +265,11 @@ def campaign(kills: int, passages: int, batch: int, seed: int, storage: Path, em
         if kill_after > 0.2 and len(tally.acknowledged) > before:
             rate = 0.5 * rate + 0.5 * (len(tally.acknowledged) - before) / kill_after
         verify(storage, tally, embedding, database_url)
-        print(f"kill {tally.kills:3d} at {kill_after:5.2f} s: {len(tally.acknowledged):6d} acknowledged, "
-              f"lost {len(tally.lost)}, repairs {tally.repairs}  ({time.monotonic() - started:.0f} s)", flush=True)
+        print(
+            f"kill {tally.kills:3d} at {kill_after:5.2f} s: {len(tally.acknowledged):6d} acknowledged, "
+            f"lost {len(tally.lost)}, repairs {tally.repairs}  ({time.monotonic() - started:.0f} s)",
+            flush=True,
+        )
     start = _first_unacknowledged(tally, batch, passages)
     if start < passages:  # finish the job without killing, then check once more
         run_child(storage, start, passages, batch, None, tally, embedding, database_url)
@@ -235,12 +293,20 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--embedding", choices=sorted(EMBEDDINGS), default="hash384",
-                        help="hash384 (default): fast hashing, 384 dimensions; default: the manager's own model")
+    parser.add_argument(
+        "--embedding",
+        choices=sorted(EMBEDDINGS),
+        default="hash384",
+        help="hash384 (default): fast hashing, 384 dimensions; default: the manager's own model",
+    )
     parser.add_argument("--quick", action="store_true", help="5 kills, 1,000 passages")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--database-url", help="an empty PostgreSQL database to keep the rows in (default: SQLite)")
-    where.add_argument("--postgres", action="store_true", help="keep the rows on a throwaway PostgreSQL cluster")
+    where.add_argument(
+        "--database-url", help="an empty PostgreSQL database to keep the rows in (default: SQLite)"
+    )
+    where.add_argument(
+        "--postgres", action="store_true", help="keep the rows on a throwaway PostgreSQL cluster"
+    )
     args = parser.parse_args()
     kills, passages = (5, 1000) if args.quick else (args.kills, args.passages)
     cluster = PostgresCluster().start() if args.postgres else None
@@ -249,7 +315,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="kill-campaign-") as directory:
             storage = Path(directory) / "store"
             started = time.monotonic()
-            tally = campaign(kills, passages, args.batch, args.seed, storage, args.embedding, database_url)
+            tally = campaign(
+                kills, passages, args.batch, args.seed, storage, args.embedding, database_url
+            )
             elapsed = time.monotonic() - started
     finally:
         if cluster:
@@ -269,6 +337,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

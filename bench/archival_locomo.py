@@ -73,6 +73,7 @@ QUICK_TURNS = 30
 
 # ----- data ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Turn:
     dia_id: str
@@ -180,6 +181,7 @@ def truncated(conversation: Conversation, turns: int) -> Conversation:
 
 # ----- context variants: what ranking-only context a turn is stored with -----------------------
 
+
 def _none(turns: Sequence[Turn], index: int) -> str:
     return ""
 
@@ -209,18 +211,27 @@ def _window(turns: Sequence[Turn], index: int) -> str:
 
 
 CONTEXTS: dict[str, Callable[[Sequence[Turn], int], str]] = {
-    "plain": _none, "date": _date, "previous": _previous, "previous+date": _previous_date, "window": _window,
+    "plain": _none,
+    "date": _date,
+    "previous": _previous,
+    "previous+date": _previous_date,
+    "window": _window,
 }
 FORMATS: dict[str, tuple[str, ContextVectors]] = {
-    "plain": ("plain", "joined"), "date": ("date", "joined"), "previous": ("previous", "joined"),
-    "previous/extra": ("previous", "extra"), "previous+date": ("previous+date", "joined"),
-    "previous+date/extra": ("previous+date", "extra"), "window": ("window", "joined"),
+    "plain": ("plain", "joined"),
+    "date": ("date", "joined"),
+    "previous": ("previous", "joined"),
+    "previous/extra": ("previous", "extra"),
+    "previous+date": ("previous+date", "joined"),
+    "previous+date/extra": ("previous+date", "extra"),
+    "window": ("window", "joined"),
     "window/extra": ("window", "extra"),
 }
 """Variant name -> (context, how the vector index uses it)."""
 
 
 # ----- indexing and reading candidates once ----------------------------------------------------
+
 
 class CachedEmbedding(EmbeddingFunction[Documents]):
     """Wraps an embedding function and remembers every text's vector (formats share turns)."""
@@ -266,8 +277,9 @@ class Candidates:
     """dia_id -> the passage's created_at (its session's date), shared by a conversation's questions."""
 
 
-def read_candidates(archival: ArchivalMemory, agent_id: str, questions: Sequence[Question],
-                    default: bool) -> list[Candidates]:
+def read_candidates(
+    archival: ArchivalMemory, agent_id: str, questions: Sequence[Question], default: bool
+) -> list[Candidates]:
     """Keyword and vector rankings (DEPTH deep) per question; with `default`, the live hybrid and
     scored searches too."""
     created = {p.metadata["dia_id"]: p.created_at for p in archival.list(agent_id, limit=1_000_000)}
@@ -278,7 +290,10 @@ def read_candidates(archival: ArchivalMemory, agent_id: str, questions: Sequence
         candidate = Candidates(
             question,
             [(hit.passage.metadata["dia_id"], float(hit.keyword_score or 0.0)) for hit in keyword],
-            [(hit.passage.metadata["dia_id"], float(hit.vector_similarity or 0.0)) for hit in vector],
+            [
+                (hit.passage.metadata["dia_id"], float(hit.vector_similarity or 0.0))
+                for hit in vector
+            ],
             created=created,
         )
         if default:
@@ -290,8 +305,12 @@ def read_candidates(archival: ArchivalMemory, agent_id: str, questions: Sequence
     return found
 
 
-def index_and_read(conversations: Sequence[Conversation], formats: Sequence[str],
-                   embedding: CachedEmbedding, scratch: Path) -> dict[tuple[str, str], list[Candidates]]:
+def index_and_read(
+    conversations: Sequence[Conversation],
+    formats: Sequence[str],
+    embedding: CachedEmbedding,
+    scratch: Path,
+) -> dict[tuple[str, str], list[Candidates]]:
     """Every (conversation, format) as its own agent of one storage dir; candidates per question."""
     found: dict[tuple[str, str], list[Candidates]] = {}
     settings = Settings(persist_directory=scratch)
@@ -303,20 +322,32 @@ def index_and_read(conversations: Sequence[Conversation], formats: Sequence[str]
                 memory.ensure_agent(agent_id)
                 started = time.perf_counter()
                 context, archival.index.context_vectors = FORMATS[name]
-                archival.insert_many(agent_id, [
-                    NewPassage(turn.text, metadata={"dia_id": turn.dia_id}, created_at=turn.when,
-                               context=CONTEXTS[context](conversation.turns, i))
-                    for i, turn in enumerate(conversation.turns)
-                ])
+                archival.insert_many(
+                    agent_id,
+                    [
+                        NewPassage(
+                            turn.text,
+                            metadata={"dia_id": turn.dia_id},
+                            created_at=turn.when,
+                            context=CONTEXTS[context](conversation.turns, i),
+                        )
+                        for i, turn in enumerate(conversation.turns)
+                    ],
+                )
                 indexed = time.perf_counter() - started
                 found[(conversation.name, name)] = read_candidates(
-                    archival, agent_id, conversation.questions, default=name == "plain")
-                print(f"  {conversation.name} [{name}]: {len(conversation.turns)} turns indexed in {indexed:.1f} s,"
-                      f" {len(conversation.questions)} questions read", file=sys.stderr)
+                    archival, agent_id, conversation.questions, default=name == "plain"
+                )
+                print(
+                    f"  {conversation.name} [{name}]: {len(conversation.turns)} turns indexed in {indexed:.1f} s,"
+                    f" {len(conversation.questions)} questions read",
+                    file=sys.stderr,
+                )
     return found
 
 
 # ----- settings, scoring, leave-one-out --------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -335,8 +366,10 @@ class Setting:
             return f"{self.format}, {self.single} only"
         if self.scoring is not None:
             c = self.scoring
-            return (f"{self.format}, scored: recency {c.recency_weight:g} (half-life {c.half_life_days:g} d),"
-                    f" importance {c.importance_weight:g}")
+            return (
+                f"{self.format}, scored: recency {c.recency_weight:g} (half-life {c.half_life_days:g} d),"
+                f" importance {c.importance_weight:g}"
+            )
         f = self.fusion
         how = f"rrf k={f.k}" if f.method == "rrf" else f"{f.method} w_kw={f.keyword_weight:.1f}"
         return f"{self.format}, {how}, depth {f.keyword_depth}"
@@ -349,11 +382,25 @@ def settings_grid(formats: Sequence[str], quick: bool) -> list[Setting]:
     for name in formats:
         for depth in depths:
             for method in ("score", "zscore"):
-                grid += [Setting(name, FusionConfig(method=method, keyword_weight=w, vector_weight=1 - w,  # type: ignore[arg-type]
-                                                    keyword_depth=depth, vector_depth=depth))
-                         for w in weights]
-            grid += [Setting(name, FusionConfig(method="rrf", k=k, keyword_depth=depth, vector_depth=depth))
-                     for k in ((60,) if quick else (10, 60))]
+                grid += [
+                    Setting(
+                        name,
+                        FusionConfig(
+                            method=method,
+                            keyword_weight=w,
+                            vector_weight=1 - w,  # type: ignore[arg-type]
+                            keyword_depth=depth,
+                            vector_depth=depth,
+                        ),
+                    )
+                    for w in weights
+                ]
+            grid += [
+                Setting(
+                    name, FusionConfig(method="rrf", k=k, keyword_depth=depth, vector_depth=depth)
+                )
+                for k in ((60,) if quick else (10, 60))
+            ]
     return grid
 
 
@@ -367,8 +414,15 @@ def scored_grid(quick: bool) -> list[Setting]:
     here and stays at the shipped value."""
     weights = (0.0, 0.1) if quick else RECENCY_WEIGHTS
     lives = (30.0,) if quick else HALF_LIVES
-    return [Setting("plain", FusionConfig(), scoring=ScoringConfig(w, life, DEFAULT_SCORING.importance_weight))
-            for w in weights for life in lives]
+    return [
+        Setting(
+            "plain",
+            FusionConfig(),
+            scoring=ScoringConfig(w, life, DEFAULT_SCORING.importance_weight),
+        )
+        for w in weights
+        for life in lives
+    ]
 
 
 Result = tuple[int, dict[int, float]]
@@ -379,7 +433,9 @@ def recall(found: Sequence[str], evidence: frozenset[str]) -> dict[int, float]:
     return {k: len(evidence & set(found[:k])) / len(evidence) for k in KS}
 
 
-def fused_ids(candidates: Candidates, config: FusionConfig, scoring: ScoringConfig | None = None) -> list[str]:
+def fused_ids(
+    candidates: Candidates, config: FusionConfig, scoring: ScoringConfig | None = None
+) -> list[str]:
     keyword = candidates.keyword[: config.keyword_depth]
     vector = candidates.vector[: config.vector_depth]
     fused = fuse(keyword, vector, config)
@@ -388,15 +444,32 @@ def fused_ids(candidates: Candidates, config: FusionConfig, scoring: ScoringConf
     # As the live scored mode: every fused candidate re-ranked, recency against the newest of them.
     newest = max((candidates.created[c.passage_id] for c in fused), default="")
     rescored = sorted(
-        ((scored(c.score, recency(candidates.created[c.passage_id], newest, scoring.half_life_days), 0.5, scoring),
-          position, c.passage_id) for position, c in enumerate(fused)),
-        key=lambda item: (-item[0], item[1]))
+        (
+            (
+                scored(
+                    c.score,
+                    recency(candidates.created[c.passage_id], newest, scoring.half_life_days),
+                    0.5,
+                    scoring,
+                ),
+                position,
+                c.passage_id,
+            )
+            for position, c in enumerate(fused)
+        ),
+        key=lambda item: (-item[0], item[1]),
+    )
     return [passage_id for _, _, passage_id in rescored][: max(KS)]
 
 
 def score(setting: Setting, rows: Sequence[Candidates]) -> list[Result]:
-    return [(c.question.category, recall(fused_ids(c, setting.fusion, setting.scoring), c.question.evidence))
-            for c in rows]
+    return [
+        (
+            c.question.category,
+            recall(fused_ids(c, setting.fusion, setting.scoring), c.question.evidence),
+        )
+        for c in rows
+    ]
 
 
 def objective(results: Iterable[Result]) -> float:
@@ -405,27 +478,36 @@ def objective(results: Iterable[Result]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def leave_one_out(names: Sequence[str], grid: Sequence[Setting], results: Callable[[Setting, str], list[Result]],
-                  ) -> tuple[dict[str, list[Result]], list[str]]:
+def leave_one_out(
+    names: Sequence[str],
+    grid: Sequence[Setting],
+    results: Callable[[Setting, str], list[Result]],
+) -> tuple[dict[str, list[Result]], list[str]]:
     """For each conversation: the setting best on the others, scored on it; and what was chosen."""
     held_out: dict[str, list[Result]] = {}
     notes = []
 
     def best_on(train: Sequence[str]) -> Setting:
-        return max(grid, key=lambda s: (objective(r for n in train for r in results(s, n)), -grid.index(s)))
+        return max(
+            grid, key=lambda s: (objective(r for n in train for r in results(s, n)), -grid.index(s))
+        )
 
     for name in names:
         train = [other for other in names if other != name]
         best = best_on(train)
         held_out[name] = results(best, name)
         trained = objective(r for n in train for r in results(best, n))
-        notes.append(f"held out {name}: [{best.label}] (train {trained:.3f},"
-                     f" held-out {objective(held_out[name]):.3f})")
+        notes.append(
+            f"held out {name}: [{best.label}] (train {trained:.3f},"
+            f" held-out {objective(held_out[name]):.3f})"
+        )
     notes.append(f"chosen on all conversations: [{best_on(names).label}]")
     return held_out, notes
 
 
-def scorer(found: dict[tuple[str, str], list[Candidates]]) -> Callable[[Setting, str], list[Result]]:
+def scorer(
+    found: dict[tuple[str, str], list[Candidates]],
+) -> Callable[[Setting, str], list[Result]]:
     """Results of a setting on a conversation, computed once."""
     cache: dict[tuple[Setting, str], list[Result]] = {}
 
@@ -433,8 +515,13 @@ def scorer(found: dict[tuple[str, str], list[Candidates]]) -> Callable[[Setting,
         if (setting, name) not in cache:
             rows = found[(name, setting.format)]
             if setting.single is not None:
-                cache[(setting, name)] = [(c.question.category, recall([pid for pid, _ in getattr(c, setting.single)],
-                                                                        c.question.evidence)) for c in rows]
+                cache[(setting, name)] = [
+                    (
+                        c.question.category,
+                        recall([pid for pid, _ in getattr(c, setting.single)], c.question.evidence),
+                    )
+                    for c in rows
+                ]
             else:
                 cache[(setting, name)] = score(setting, rows)
         return cache[(setting, name)]
@@ -442,25 +529,40 @@ def scorer(found: dict[tuple[str, str], list[Candidates]]) -> Callable[[Setting,
     return results
 
 
-def live_default(found: dict[tuple[str, str], list[Candidates]], name: str, mode: str = "hybrid") -> list[Result]:
+def live_default(
+    found: dict[tuple[str, str], list[Candidates]], name: str, mode: str = "hybrid"
+) -> list[Result]:
     """The shipped default, as `ArchivalMemory.search(mode=...)` answered it (plain format)."""
-    return [(c.question.category, recall(c.default_scored if mode == "scored" else c.default_hybrid,
-                                         c.question.evidence)) for c in found[(name, "plain")]]
+    return [
+        (
+            c.question.category,
+            recall(c.default_scored if mode == "scored" else c.default_hybrid, c.question.evidence),
+        )
+        for c in found[(name, "plain")]
+    ]
 
 
 # ----- statistics and report ---------------------------------------------------------------
+
 
 def mean_recall(results: Sequence[Result], k: int) -> float:
     return sum(r[k] for _, r in results) / len(results) if results else float("nan")
 
 
-def paired_bootstrap(a: dict[str, list[Result]], b: dict[str, list[Result]], k: int, rounds: int,
-                     seed: int = 20240501) -> tuple[float, float, float]:
+def paired_bootstrap(
+    a: dict[str, list[Result]],
+    b: dict[str, list[Result]],
+    k: int,
+    rounds: int,
+    seed: int = 20240501,
+) -> tuple[float, float, float]:
     """Mean difference a - b at k (categories 1-4) and its 95% interval, questions resampled
     within each conversation (both modes see the same resample)."""
     rng = random.Random(seed)
-    diffs = {name: [ra[k] - rb[k] for (ca, ra), (_, rb) in zip(a[name], b[name], strict=True) if ca != 5]
-             for name in a}
+    diffs = {
+        name: [ra[k] - rb[k] for (ca, ra), (_, rb) in zip(a[name], b[name], strict=True) if ca != 5]
+        for name in a
+    }
     total = sum(len(values) for values in diffs.values())
     observed = sum(sum(values) for values in diffs.values()) / total
     samples = []
@@ -486,8 +588,10 @@ def category_table(modes: dict[str, dict[str, list[Result]]]) -> str:
                     groups[(group, mode)].append(result)
     order = [HEADLINE, "1", "2", "3", "4", "5 (adversarial)"]
     first = next(iter(modes))
-    lines = [f"| category | n | {' | '.join(f'{m} @{k}' for m in modes for k in KS)} |",
-             "|---|---:|" + "---:|" * (len(modes) * len(KS))]
+    lines = [
+        f"| category | n | {' | '.join(f'{m} @{k}' for m in modes for k in KS)} |",
+        "|---|---:|" + "---:|" * (len(modes) * len(KS)),
+    ]
     for group in order:
         if (group, first) in groups:
             cells = [f"{mean_recall(groups[(group, mode)], k):.3f}" for mode in modes for k in KS]
@@ -497,8 +601,10 @@ def category_table(modes: dict[str, dict[str, list[Result]]]) -> str:
 
 def conversation_table(modes: dict[str, dict[str, list[Result]]]) -> str:
     names = list(next(iter(modes.values())))
-    lines = [f"| conversation | n | {' | '.join(f'{m} @{k}' for m in modes for k in KS)} |",
-             "|---|---:|" + "---:|" * (len(modes) * len(KS))]
+    lines = [
+        f"| conversation | n | {' | '.join(f'{m} @{k}' for m in modes for k in KS)} |",
+        "|---|---:|" + "---:|" * (len(modes) * len(KS)),
+    ]
     for name in names:
         cells = []
         for mode in modes:
@@ -509,11 +615,16 @@ def conversation_table(modes: dict[str, dict[str, list[Result]]]) -> str:
     return "\n".join(lines)
 
 
-def format_table(names: Sequence[str], formats: Sequence[str], results: Callable[[Setting, str], list[Result]],
-                 ) -> str:
+def format_table(
+    names: Sequence[str],
+    formats: Sequence[str],
+    results: Callable[[Setting, str], list[Result]],
+) -> str:
     """Each single index on each context variant, pooled over conversations (categories 1-4)."""
-    lines = [f"| context variant | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
-             "|---|" + "---:|" * (2 * len(KS))]
+    lines = [
+        f"| context variant | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
+        "|---|" + "---:|" * (2 * len(KS)),
+    ]
     for name in formats:
         cells = []
         for side in ("keyword", "vector"):
@@ -523,44 +634,88 @@ def format_table(names: Sequence[str], formats: Sequence[str], results: Callable
     return "\n".join(lines)
 
 
-def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, str], list[Candidates]],
-           grid: Sequence[Setting], rounds: int, quick: bool = False) -> str:
+def report(
+    names: Sequence[str],
+    formats: Sequence[str],
+    found: dict[tuple[str, str], list[Candidates]],
+    grid: Sequence[Setting],
+    rounds: int,
+    quick: bool = False,
+) -> str:
     results = scorer(found)
-    lines = ["Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
-             "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
-             "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also chooses the",
-             f"context variant ({', '.join(formats)})."]
+    lines = [
+        "Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
+        "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
+        "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also chooses the",
+        f"context variant ({', '.join(formats)}).",
+    ]
     modes: dict[str, dict[str, list[Result]]] = {}
-    families = [("keyword", [Setting("plain", single="keyword")]), ("vector", [Setting("plain", single="vector")]),
-                ("hybrid", [s for s in grid if s.format == "plain"])]
+    families = [
+        ("keyword", [Setting("plain", single="keyword")]),
+        ("vector", [Setting("plain", single="vector")]),
+        ("hybrid", [s for s in grid if s.format == "plain"]),
+    ]
     if len(formats) > 1:
-        families += [("keyword*", [Setting(f, single="keyword") for f in formats]),
-                     ("vector*", [Setting(f, single="vector") for f in formats]), ("hybrid*", list(grid))]
+        families += [
+            ("keyword*", [Setting(f, single="keyword") for f in formats]),
+            ("vector*", [Setting(f, single="vector") for f in formats]),
+            ("hybrid*", list(grid)),
+        ]
     for mode, family in families:
         modes[mode], notes = leave_one_out(names, family, results)
         lines += [f"{mode} ({len(family)} settings):"] + [f"  {note}" for note in notes]
     scored_family = scored_grid(quick)
     modes["scored"], notes = leave_one_out(names, scored_family, results)
-    lines += [f"scored ({len(scored_family)} settings, the shipped fusion plus recency):"] + [f"  {n}" for n in notes]
-    lines += ["  each scored setting in sample (mean of R@5, R@10, R@20, categories 1-4, all conversations):"]
-    lines += [f"    {s.label}: {objective(r for n in names for r in results(s, n)):.4f}" for s in scored_family]
+    lines += [f"scored ({len(scored_family)} settings, the shipped fusion plus recency):"] + [
+        f"  {n}" for n in notes
+    ]
+    lines += [
+        "  each scored setting in sample (mean of R@5, R@10, R@20, categories 1-4, all conversations):"
+    ]
+    lines += [
+        f"    {s.label}: {objective(r for n in names for r in results(s, n)):.4f}"
+        for s in scored_family
+    ]
     modes["hybrid (default)"] = {n: live_default(found, n) for n in names}
     offline = {n: results(Setting("plain", FusionConfig()), n) for n in names}
-    agree = sum(a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True))
+    agree = sum(
+        a == b for n in names for a, b in zip(modes["hybrid (default)"][n], offline[n], strict=True)
+    )
     total = sum(len(offline[n]) for n in names)
     live_scored = {n: live_default(found, n, "scored") for n in names}
-    offline_scored = {n: results(Setting("plain", FusionConfig(), scoring=DEFAULT_SCORING), n) for n in names}
-    agree_scored = sum(a == b for n in names for a, b in zip(live_scored[n], offline_scored[n], strict=True))
-    lines += [f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
-              f"live scored search with the shipped weights agrees with offline scoring on {agree_scored}/{total}",
-              "", "Single indexes by context variant (in sample, categories 1-4):",
-              format_table(names, formats, results),
-              "", "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
-              category_table(modes), "", "Per conversation, leave-one-out (categories 1-4):", conversation_table(modes),
-              "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
+    offline_scored = {
+        n: results(Setting("plain", FusionConfig(), scoring=DEFAULT_SCORING), n) for n in names
+    }
+    agree_scored = sum(
+        a == b for n in names for a, b in zip(live_scored[n], offline_scored[n], strict=True)
+    )
+    lines += [
+        f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
+        f"live scored search with the shipped weights agrees with offline scoring on {agree_scored}/{total}",
+        "",
+        "Single indexes by context variant (in sample, categories 1-4):",
+        format_table(names, formats, results),
+        "",
+        "Recall of evidence turns by category, leave-one-out (all conversations pooled):",
+        category_table(modes),
+        "",
+        "Per conversation, leave-one-out (categories 1-4):",
+        conversation_table(modes),
+        "",
+        f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):",
+    ]
     pairs = [("hybrid", "keyword"), ("hybrid", "vector"), ("scored", "hybrid (default)")]
-    pairs += [("hybrid*", "keyword*"), ("hybrid*", "keyword"), ("hybrid*", "hybrid"), ("keyword*", "keyword"),
-              ("vector*", "vector")] if len(formats) > 1 else []
+    pairs += (
+        [
+            ("hybrid*", "keyword*"),
+            ("hybrid*", "keyword"),
+            ("hybrid*", "hybrid"),
+            ("keyword*", "keyword"),
+            ("vector*", "vector"),
+        ]
+        if len(formats) > 1
+        else []
+    )
     for mode, other in pairs:
         for k in KS:
             diff, low, high = paired_bootstrap(modes[mode], modes[other], k, rounds)
@@ -570,8 +725,12 @@ def report(names: Sequence[str], formats: Sequence[str], found: dict[tuple[str, 
     return "\n".join(lines)
 
 
-def vector_use(names: Sequence[str], grid: Sequence[Setting], results: Callable[[Setting, str], list[Result]],
-               rounds: int) -> list[str]:
+def vector_use(
+    names: Sequence[str],
+    grid: Sequence[Setting],
+    results: Callable[[Setting, str], list[Result]],
+    rounds: int,
+) -> list[str]:
     """hybrid* restricted to contexts embedded with the text ('joined') or as extra vectors ('extra'),
     each chosen leave-one-out, and their paired difference: how the vector index should use context."""
     lines = ["How the vector index uses context, hybrid* restricted to each way (leave-one-out):"]
@@ -588,21 +747,40 @@ def vector_use(names: Sequence[str], grid: Sequence[Setting], results: Callable[
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files"
+    )
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
-    parser.add_argument("--formats", default=",".join(FORMATS), help="context variants to try (comma-separated)")
-    parser.add_argument("--embedding-cache", type=Path,
-                        help="pickle file of text vectors, reused across runs (created if missing)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"first {QUICK_TURNS} turns of each conversation, few settings")
+    parser.add_argument(
+        "--formats", default=",".join(FORMATS), help="context variants to try (comma-separated)"
+    )
+    parser.add_argument(
+        "--embedding-cache",
+        type=Path,
+        help="pickle file of text vectors, reused across runs (created if missing)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"first {QUICK_TURNS} turns of each conversation, few settings",
+    )
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
     if len(files) < 2:
-        print(f"SKIPPED: leave-one-out needs at least two LoCoMo conversations in {args.data}", file=sys.stderr)
+        print(
+            f"SKIPPED: leave-one-out needs at least two LoCoMo conversations in {args.data}",
+            file=sys.stderr,
+        )
         return 0
-    formats = ["plain", "previous"] if args.quick else [f.strip() for f in args.formats.split(",") if f.strip()]
+    formats = (
+        ["plain", "previous"]
+        if args.quick
+        else [f.strip() for f in args.formats.split(",") if f.strip()]
+    )
     if unknown := set(formats) - set(FORMATS) or ("plain" not in formats and {"plain"}):
-        parser.error(f"context variants must include 'plain' and come from {', '.join(FORMATS)}; got {sorted(unknown)}")
+        parser.error(
+            f"context variants must include 'plain' and come from {', '.join(FORMATS)}; got {sorted(unknown)}"
+        )
     conversations = [load_conversation(path) for path in files]
     skipped = Skipped()
     for conversation in conversations:
@@ -619,16 +797,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.embedding_cache is not None:
         args.embedding_cache.write_bytes(pickle.dumps(embedding.cache))
     names = [c.name for c in conversations]
-    print(f"LoCoMo evidence recall, {len(names)} conversations ({', '.join(names)}), "
-          f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}")
-    print(f"skipped: {skipped.unparsable} unparsable evidence ids, {skipped.unknown_ids} ids not in "
-          f"their conversation, {skipped.no_evidence} questions without usable evidence")
-    print(report(names, formats, found, settings_grid(formats, args.quick), 200 if args.quick else args.bootstrap,
-                 args.quick))
+    print(
+        f"LoCoMo evidence recall, {len(names)} conversations ({', '.join(names)}), "
+        f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}"
+    )
+    print(
+        f"skipped: {skipped.unparsable} unparsable evidence ids, {skipped.unknown_ids} ids not in "
+        f"their conversation, {skipped.no_evidence} questions without usable evidence"
+    )
+    print(
+        report(
+            names,
+            formats,
+            found,
+            settings_grid(formats, args.quick),
+            200 if args.quick else args.bootstrap,
+            args.quick,
+        )
+    )
     return 0
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

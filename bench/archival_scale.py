@@ -45,33 +45,189 @@ from memory_agent.archival import ArchivalMemory, MiniLMEmbeddingFunction, NewPa
 
 AGENT = "scale"
 MODES_MEASURED = ("keyword", "vector", "hybrid", "scored")
-_SYLLABLES = (["Al", "Be", "Ca", "Da", "El", "Fa", "Gi", "Ha", "Is", "Jo", "Ka", "Le", "Mi", "No", "Ol", "Pe",
-               "Ra", "Sa", "Ta", "Vi"], ["ex", "na", "ra", "to", "lo", "mi", "sa", "den", "vin", "ric"])
+_SYLLABLES = (
+    [
+        "Al",
+        "Be",
+        "Ca",
+        "Da",
+        "El",
+        "Fa",
+        "Gi",
+        "Ha",
+        "Is",
+        "Jo",
+        "Ka",
+        "Le",
+        "Mi",
+        "No",
+        "Ol",
+        "Pe",
+        "Ra",
+        "Sa",
+        "Ta",
+        "Vi",
+    ],
+    ["ex", "na", "ra", "to", "lo", "mi", "sa", "den", "vin", "ric"],
+)
 NAMES = [first + second for first in _SYLLABLES[0] for second in _SYLLABLES[1]]  # 200 names
-PLACES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Reykjavik", "Santiago", "Prague", "Hanoi", "Dakar",
-          "Oslo", "Lima", "Tbilisi", "Perth", "Quito", "Bergen", "Kyoto", "Seville", "Accra", "Tallinn",
-          "Cusco", "Busan", "Lyon", "Zanzibar", "Krakow", "Austin", "Porto", "Muscat", "Bruges", "Hobart",
-          "Fez"] + [f"the {noun}" for noun in [
-              "lake house", "office", "climbing gym", "farmers market", "library", "hospital", "beach",
-              "stadium", "bakery", "museum", "cabin", "harbor", "community garden", "concert hall",
-              "train station", "bookshop", "dojo", "vineyard", "ski lodge", "night market"]]
-VERBS = ["cooked", "painted", "fixed", "planned", "photographed", "built", "cleaned", "sketched", "sold",
-         "bought", "repaired", "decorated", "organised", "rehearsed", "studied", "wrote about", "filmed",
-         "measured", "translated", "tasted", "sewed", "carved", "restored", "packed", "designed"]
-OBJECTS = ["a curry", "a mural", "the bicycle", "a wedding", "a sunrise", "a treehouse", "the garage",
-           "a bird", "old records", "a kayak", "the piano", "a birthday party", "a fundraiser", "a play",
-           "ancient history", "volcanoes", "a documentary", "the kitchen", "a poem", "sourdough bread",
-           "a quilt", "a canoe", "a chess set", "the attic", "a vintage car", "a herb garden", "a lantern",
-           "a marathon route", "a telescope", "a podcast", "a wool scarf", "a recipe book", "a sailboat",
-           "a puppet show", "a bonsai tree", "the fence", "a comic strip", "a violin", "a campfire song",
-           "a board game"]
-FEELINGS = ["felt proud", "was exhausted", "laughed a lot", "was nervous", "felt calm", "got frustrated",
-            "was delighted", "felt homesick", "was surprised", "felt grateful", "was bored", "felt inspired"]
-REASONS = ["for a school project", "to surprise a friend", "after a long week", "because it rained",
-           "for the first time", "with help from a neighbour", "to raise money", "on a whim",
-           "before moving house", "as a birthday gift", "to learn something new", "during the holidays"]
+PLACES = [
+    "Lisbon",
+    "Osaka",
+    "Nairobi",
+    "Montreal",
+    "Reykjavik",
+    "Santiago",
+    "Prague",
+    "Hanoi",
+    "Dakar",
+    "Oslo",
+    "Lima",
+    "Tbilisi",
+    "Perth",
+    "Quito",
+    "Bergen",
+    "Kyoto",
+    "Seville",
+    "Accra",
+    "Tallinn",
+    "Cusco",
+    "Busan",
+    "Lyon",
+    "Zanzibar",
+    "Krakow",
+    "Austin",
+    "Porto",
+    "Muscat",
+    "Bruges",
+    "Hobart",
+    "Fez",
+] + [
+    f"the {noun}"
+    for noun in [
+        "lake house",
+        "office",
+        "climbing gym",
+        "farmers market",
+        "library",
+        "hospital",
+        "beach",
+        "stadium",
+        "bakery",
+        "museum",
+        "cabin",
+        "harbor",
+        "community garden",
+        "concert hall",
+        "train station",
+        "bookshop",
+        "dojo",
+        "vineyard",
+        "ski lodge",
+        "night market",
+    ]
+]
+VERBS = [
+    "cooked",
+    "painted",
+    "fixed",
+    "planned",
+    "photographed",
+    "built",
+    "cleaned",
+    "sketched",
+    "sold",
+    "bought",
+    "repaired",
+    "decorated",
+    "organised",
+    "rehearsed",
+    "studied",
+    "wrote about",
+    "filmed",
+    "measured",
+    "translated",
+    "tasted",
+    "sewed",
+    "carved",
+    "restored",
+    "packed",
+    "designed",
+]
+OBJECTS = [
+    "a curry",
+    "a mural",
+    "the bicycle",
+    "a wedding",
+    "a sunrise",
+    "a treehouse",
+    "the garage",
+    "a bird",
+    "old records",
+    "a kayak",
+    "the piano",
+    "a birthday party",
+    "a fundraiser",
+    "a play",
+    "ancient history",
+    "volcanoes",
+    "a documentary",
+    "the kitchen",
+    "a poem",
+    "sourdough bread",
+    "a quilt",
+    "a canoe",
+    "a chess set",
+    "the attic",
+    "a vintage car",
+    "a herb garden",
+    "a lantern",
+    "a marathon route",
+    "a telescope",
+    "a podcast",
+    "a wool scarf",
+    "a recipe book",
+    "a sailboat",
+    "a puppet show",
+    "a bonsai tree",
+    "the fence",
+    "a comic strip",
+    "a violin",
+    "a campfire song",
+    "a board game",
+]
+FEELINGS = [
+    "felt proud",
+    "was exhausted",
+    "laughed a lot",
+    "was nervous",
+    "felt calm",
+    "got frustrated",
+    "was delighted",
+    "felt homesick",
+    "was surprised",
+    "felt grateful",
+    "was bored",
+    "felt inspired",
+]
+REASONS = [
+    "for a school project",
+    "to surprise a friend",
+    "after a long week",
+    "because it rained",
+    "for the first time",
+    "with help from a neighbour",
+    "to raise money",
+    "on a whim",
+    "before moving house",
+    "as a birthday gift",
+    "to learn something new",
+    "during the holidays",
+]
 TAGS = ["family", "work", "health", "travel", "hobby", "food"]
-_NAME_WEIGHTS = [1.0 / rank for rank in range(1, len(NAMES) + 1)]  # Zipf: a few people come up often
+_NAME_WEIGHTS = [
+    1.0 / rank for rank in range(1, len(NAMES) + 1)
+]  # Zipf: a few people come up often
 
 
 def synthetic_passages(count: int, seed: int = 7) -> list[NewPassage]:
@@ -80,9 +236,11 @@ def synthetic_passages(count: int, seed: int = 7) -> list[NewPassage]:
     passages = []
     for number in range(count):
         first, second = rng.choices(NAMES, weights=_NAME_WEIGHTS, k=2)
-        text = (f"{first} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} with {second} "
-                f"{rng.choice(REASONS)} and {rng.choice(FEELINGS)} (note {number}, "
-                f"{rng.randint(1, 28)}/{rng.randint(1, 12)}/{rng.randint(2015, 2025)}).")
+        text = (
+            f"{first} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} with {second} "
+            f"{rng.choice(REASONS)} and {rng.choice(FEELINGS)} (note {number}, "
+            f"{rng.randint(1, 28)}/{rng.randint(1, 12)}/{rng.randint(2015, 2025)})."
+        )
         passages.append(NewPassage(text, tags=[rng.choice(TAGS)]))
     return passages
 
@@ -90,11 +248,23 @@ def synthetic_passages(count: int, seed: int = 7) -> list[NewPassage]:
 def synthetic_questions(count: int, seed: int = 11) -> list[str]:
     """Questions about the same people, places and activities, people drawn as often as in notes."""
     rng = random.Random(seed)
-    forms = ["When did {n} go to {p}?", "Who {v} {o} with {n}?", "What did {n} do in {p}?",
-             "Has {n} ever {v} {o}?", "How did {n} feel after they {v} {o}?", "Where was {o} {v}?"]
-    return [rng.choice(forms).format(n=rng.choices(NAMES, weights=_NAME_WEIGHTS)[0], p=rng.choice(PLACES),
-                                     v=rng.choice(VERBS), o=rng.choice(OBJECTS))
-            for _ in range(count)]
+    forms = [
+        "When did {n} go to {p}?",
+        "Who {v} {o} with {n}?",
+        "What did {n} do in {p}?",
+        "Has {n} ever {v} {o}?",
+        "How did {n} feel after they {v} {o}?",
+        "Where was {o} {v}?",
+    ]
+    return [
+        rng.choice(forms).format(
+            n=rng.choices(NAMES, weights=_NAME_WEIGHTS)[0],
+            p=rng.choice(PLACES),
+            v=rng.choice(VERBS),
+            o=rng.choice(OBJECTS),
+        )
+        for _ in range(count)
+    ]
 
 
 class PrecomputedEmbedding(EmbeddingFunction[Documents]):
@@ -151,7 +321,9 @@ class HashedWords(EmbeddingFunction[Documents]):
         return HashedWords()
 
 
-def timed_embedding(model: Any, texts: Sequence[str], batch: int = 512) -> tuple[dict[str, Any], float]:
+def timed_embedding(
+    model: Any, texts: Sequence[str], batch: int = 512
+) -> tuple[dict[str, Any], float]:
     started = time.perf_counter()
     vectors: dict[str, Any] = {}
     for start in range(0, len(texts), batch):
@@ -164,7 +336,9 @@ def timed_embedding(model: Any, texts: Sequence[str], batch: int = 512) -> tuple
     return vectors, time.perf_counter() - started
 
 
-def timed_insert(archival: ArchivalMemory, passages: Sequence[NewPassage], chunk: int = 5000) -> float:
+def timed_insert(
+    archival: ArchivalMemory, passages: Sequence[NewPassage], chunk: int = 5000
+) -> float:
     started = time.perf_counter()
     for start in range(0, len(passages), chunk):
         archival.insert_many(AGENT, passages[start : start + chunk])
@@ -192,38 +366,57 @@ def build(storage: Path, model: Any, passages_count: int, sample: int) -> None:
     """Embed, then insert, the synthetic passages; prints the insert figures."""
     passages = synthetic_passages(passages_count)
     vectors, embed_seconds = timed_embedding(model, [p.content for p in passages])
-    print(f"embedding {passages_count} passages (batches of 512): {embed_seconds:.1f} s = "
-          f"{passages_count / embed_seconds:.0f} passages/s")
+    print(
+        f"embedding {passages_count} passages (batches of 512): {embed_seconds:.1f} s = "
+        f"{passages_count / embed_seconds:.0f} passages/s"
+    )
     with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage)) as memory:
         config = VectorConfig(path=storage / "chroma")
         bulk = ArchivalMemory(memory.db, config, PrecomputedEmbedding(vectors))
         insert_seconds = timed_insert(bulk, passages)
-        print(f"insert_many without embedding: {insert_seconds:.1f} s = "
-              f"{passages_count / insert_seconds:.0f} passages/s")
-        print(f"insert_many with embedding (measured embedding + insert): "
-              f"{passages_count / (insert_seconds + embed_seconds):.0f} passages/s")
+        print(
+            f"insert_many without embedding: {insert_seconds:.1f} s = "
+            f"{passages_count / insert_seconds:.0f} passages/s"
+        )
+        print(
+            f"insert_many with embedding (measured embedding + insert): "
+            f"{passages_count / (insert_seconds + embed_seconds):.0f} passages/s"
+        )
         archival = ArchivalMemory(memory.db, config, model)
-        live = [NewPassage(f"live sample {n}: {p.content}", p.tags) for n, p in enumerate(passages[:sample])]
+        live = [
+            NewPassage(f"live sample {n}: {p.content}", p.tags)
+            for n, p in enumerate(passages[:sample])
+        ]
         started = time.perf_counter()
         archival.insert_many(AGENT, live)
-        print(f"insert_many with live embedding, {sample} more passages: "
-              f"{sample / (time.perf_counter() - started):.0f} passages/s")
-        long_texts = [NewPassage(f"long sample {n}: " + " ".join(p.content for p in passages[n * 24:(n + 1) * 24]))
-                      for n in range(max(1, sample // 20))]
+        print(
+            f"insert_many with live embedding, {sample} more passages: "
+            f"{sample / (time.perf_counter() - started):.0f} passages/s"
+        )
+        long_texts = [
+            NewPassage(
+                f"long sample {n}: " + " ".join(p.content for p in passages[n * 24 : (n + 1) * 24])
+            )
+            for n in range(max(1, sample // 20))
+        ]
         started = time.perf_counter()
         long_ids = archival.insert_many(AGENT, long_texts)
         seconds = time.perf_counter() - started
         chunks = [archival.get(AGENT, passage_id) for passage_id in long_ids]
         vectors = sum(p.vector_chunks for p in chunks if p is not None) / len(long_ids)
-        print(f"insert_many with live embedding, {len(long_ids)} long passages (24 notes, ~700 word-pieces): "
-              f"{len(long_ids) / seconds:.1f} passages/s, {vectors:.1f} vectors each")
+        print(
+            f"insert_many with live embedding, {len(long_ids)} long passages (24 notes, ~700 word-pieces): "
+            f"{len(long_ids) / seconds:.1f} passages/s, {vectors:.1f} vectors each"
+        )
         singles = []
         for n in range(min(100, passages_count)):
             started = time.perf_counter()
             archival.insert(AGENT, f"single insert {n}: {passages[n].content}")
             singles.append((time.perf_counter() - started) * 1000)
-        print(f"single insert (live embedding): p50 {percentile(singles, 0.5):.1f} ms, "
-              f"p95 {percentile(singles, 0.95):.1f} ms")
+        print(
+            f"single insert (live embedding): p50 {percentile(singles, 0.5):.1f} ms, "
+            f"p95 {percentile(singles, 0.95):.1f} ms"
+        )
 
 
 def measure_search(storage: Path, model: Any, queries: int) -> None:
@@ -234,29 +427,39 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
         questions = synthetic_questions(queries)
         for mode in MODES_MEASURED:
             samples = latencies(archival, questions, mode)
-            print(f"search {mode:<7} (limit 10, {queries} queries): p50 {percentile(samples, 0.5):.1f} ms, "
-                  f"p95 {percentile(samples, 0.95):.1f} ms, mean {statistics.fmean(samples):.1f} ms")
+            print(
+                f"search {mode:<7} (limit 10, {queries} queries): p50 {percentile(samples, 0.5):.1f} ms, "
+                f"p95 {percentile(samples, 0.95):.1f} ms, mean {statistics.fmean(samples):.1f} ms"
+            )
         writes = []
         for question in questions:
-            ids = [hit.passage_id for hit in archival.search(AGENT, question, limit=10, mode="keyword")]
+            ids = [
+                hit.passage_id for hit in archival.search(AGENT, question, limit=10, mode="keyword")
+            ]
             started = time.perf_counter()
             archival._record_access(ids, "2030-01-01T00:00:00.000000+00:00")
             writes.append((time.perf_counter() - started) * 1000)
-        print(f"of which the access-count write (one transaction, 10 hits): p50 {percentile(writes, 0.5):.2f} ms, "
-              f"p95 {percentile(writes, 0.95):.2f} ms")
+        print(
+            f"of which the access-count write (one transaction, 10 hits): p50 {percentile(writes, 0.5):.2f} ms, "
+            f"p95 {percentile(writes, 0.95):.2f} ms"
+        )
         encode = []
         for question in questions:
             started = time.perf_counter()
             model.embed_query([question])
             encode.append((time.perf_counter() - started) * 1000)
-        print(f"query encoding alone: p50 {percentile(encode, 0.5):.1f} ms, p95 {percentile(encode, 0.95):.1f} ms")
+        print(
+            f"query encoding alone: p50 {percentile(encode, 0.5):.1f} ms, p95 {percentile(encode, 0.95):.1f} ms"
+        )
         runs = []
         for _ in range(5):
             started = time.perf_counter()
             report = archival.reconcile()
             runs.append((time.perf_counter() - started) * 1000)
-        print(f"reconcile with nothing to do: median {statistics.median(runs):.1f} ms of 5 "
-              f"(ok={report.ok}, compared_ids={report.compared_ids})")
+        print(
+            f"reconcile with nothing to do: median {statistics.median(runs):.1f} ms of 5 "
+            f"(ok={report.ok}, compared_ids={report.compared_ids})"
+        )
 
 
 def run(storage: Path, args: argparse.Namespace) -> None:
@@ -265,9 +468,14 @@ def run(storage: Path, args: argparse.Namespace) -> None:
     started = time.perf_counter()
     if not args.cheap_embedding:
         model.load()
-    print(f"model load: {time.perf_counter() - started:.1f} s"
-          + (" (cheap hashed embedding: vector/hybrid figures leave out real query encoding)"
-             if args.cheap_embedding else ""))
+    print(
+        f"model load: {time.perf_counter() - started:.1f} s"
+        + (
+            " (cheap hashed embedding: vector/hybrid figures leave out real query encoding)"
+            if args.cheap_embedding
+            else ""
+        )
+    )
     if not args.search_only:
         build(storage, model, args.passages, args.sample)
     measure_search(storage, model, args.queries)
@@ -277,13 +485,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--sample", type=int, default=2000, help="passages inserted with live embedding")
+    parser.add_argument(
+        "--sample", type=int, default=2000, help="passages inserted with live embedding"
+    )
     parser.add_argument("--keep", type=Path, help="storage dir to keep (default: a temporary one)")
-    parser.add_argument("--search-only", action="store_true",
-                        help="only measure search latency over the passages already in --keep")
-    parser.add_argument("--cheap-embedding", action="store_true",
-                        help="hashed bag-of-words vectors instead of the model (storage and keyword paths)")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 100 passages, 10 queries")
+    parser.add_argument(
+        "--search-only",
+        action="store_true",
+        help="only measure search latency over the passages already in --keep",
+    )
+    parser.add_argument(
+        "--cheap-embedding",
+        action="store_true",
+        help="hashed bag-of-words vectors instead of the model (storage and keyword paths)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 100 passages, 10 queries"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.passages, args.queries, args.sample = 100, 10, 10
@@ -299,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

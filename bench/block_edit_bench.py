@@ -22,7 +22,9 @@ def populate(memory: MemoryManager, agents: int, blocks_per_agent: int) -> list[
     for agent_id in agent_ids:
         memory.ensure_agent(agent_id)
         for number in range(blocks_per_agent - 2):
-            memory.create_block(f"notes_{number}", f"Block {number} of {agent_id}.", agent_id=agent_id)
+            memory.create_block(
+                f"notes_{number}", f"Block {number} of {agent_id}.", agent_id=agent_id
+            )
     return agent_ids
 
 
@@ -36,7 +38,9 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=1000)
     parser.add_argument("--blocks-per-agent", type=int, default=10)
     parser.add_argument("--edits", type=int, default=2000)
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 20 agents, 7 blocks each, 50 edits")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 20 agents, 7 blocks each, 50 edits"
+    )
     args = parser.parse_args()
     if args.quick:
         args.agents, args.blocks_per_agent, args.edits = 20, 7, 50
@@ -48,17 +52,28 @@ def main() -> None:
             agent_ids = populate(memory, args.agents, args.blocks_per_agent)
             with memory.db.reading() as conn:
                 block_count = conn.execute("SELECT COUNT(*) FROM blocks").fetchone()[0]
-            print(f"populated {len(agent_ids) + 1} agents, {block_count} blocks in "
-                  f"{time.perf_counter() - started:.1f} s  ({Path(directory) / 'memory.db'})")
+            print(
+                f"populated {len(agent_ids) + 1} agents, {block_count} blocks in "
+                f"{time.perf_counter() - started:.1f} s  ({Path(directory) / 'memory.db'})"
+            )
 
             rng = random.Random(7)
             kinds = {
-                "core_memory_append": lambda a, n: memory.core_memory_append("notes_1", f"fact {n}", agent_id=a),
+                "core_memory_append": lambda a, n: memory.core_memory_append(
+                    "notes_1", f"fact {n}", agent_id=a
+                ),
                 "core_memory_replace": lambda a, n: memory.core_memory_replace(
-                    "notes_2", memory.get_block("notes_2", agent_id=a).value, f"Block rewritten {n}.", agent_id=a),
-                "memory_insert": lambda a, n: memory.memory_insert("notes_3", f"inserted {n}", insert_after="Block",
-                                                                   agent_id=a),
-                "memory_rethink": lambda a, n: memory.memory_rethink("notes_4", f"Rethought {n}.", agent_id=a),
+                    "notes_2",
+                    memory.get_block("notes_2", agent_id=a).value,
+                    f"Block rewritten {n}.",
+                    agent_id=a,
+                ),
+                "memory_insert": lambda a, n: memory.memory_insert(
+                    "notes_3", f"inserted {n}", insert_after="Block", agent_id=a
+                ),
+                "memory_rethink": lambda a, n: memory.memory_rethink(
+                    "notes_4", f"Rethought {n}.", agent_id=a
+                ),
             }
             print(f"{'edit':22} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
             for name, edit in kinds.items():
@@ -68,18 +83,24 @@ def main() -> None:
                     began = time.perf_counter()
                     edit(agent_id, number)
                     samples.append((time.perf_counter() - began) * 1000)
-                print(f"{name:22} {len(samples):>6} {statistics.median(samples):>8.3f} "
-                      f"{percentile(samples, 0.95):>8.3f} {max(samples):>8.3f}")
+                print(
+                    f"{name:22} {len(samples):>6} {statistics.median(samples):>8.3f} "
+                    f"{percentile(samples, 0.95):>8.3f} {max(samples):>8.3f}"
+                )
             # Issue 23: every write transaction first checks that memory.db is still the file it
             # opened (one stat()); its share of an edit, timed on its own.
             checks = 20_000 if not args.quick else 500
             began = time.perf_counter()
             for _ in range(checks):
                 memory.db._check_identity()
-            print(f"storage identity check per write: {(time.perf_counter() - began) / checks * 1e6:.1f} us")
+            print(
+                f"storage identity check per write: {(time.perf_counter() - began) / checks * 1e6:.1f} us"
+            )
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

@@ -43,36 +43,64 @@ def units(result: SoakResult) -> tuple[int, int, int, float]:
     read = sum(u.read for u in result.cache_usage)
     written = sum(u.written for u in result.cache_usage)
     uncached = sum(u.uncached for u in result.cache_usage)
-    return read, written, uncached, read * PRICES["read"] + written * PRICES["written"] + uncached * PRICES["uncached"]
+    return (
+        read,
+        written,
+        uncached,
+        read * PRICES["read"] + written * PRICES["written"] + uncached * PRICES["uncached"],
+    )
 
 
-async def one_run(label: str, turns: int, window: int, *, policy: PromptRefresh | None,
-                  stale_turns: int = DEFAULT_MAX_STALE_TURNS) -> tuple[str, SoakResult, float]:
+async def one_run(
+    label: str,
+    turns: int,
+    window: int,
+    *,
+    policy: PromptRefresh | None,
+    stale_turns: int = DEFAULT_MAX_STALE_TURNS,
+) -> tuple[str, SoakResult, float]:
     began = time.perf_counter()
-    with tempfile.TemporaryDirectory() as directory, \
-            ScriptedMessagesServer(count_tokens=default_counter().count_text) as server:
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        ScriptedMessagesServer(count_tokens=default_counter().count_text) as server,
+    ):
         base = Path(directory)
         (base / "project").mkdir()
-        config = SoakConfig(turns=turns, storage_dir=base / "store", project_dir=base / "project",
-                            other_dir=base / "project", paste_every=0, tool_every=7, edit_every=5,
-                            shared_edit_every=20, context_window=window,
-                            prompt_refresh=policy or DEFAULT_PROMPT_REFRESH, max_stale_turns=stale_turns)
+        config = SoakConfig(
+            turns=turns,
+            storage_dir=base / "store",
+            project_dir=base / "project",
+            other_dir=base / "project",
+            paste_every=0,
+            tool_every=7,
+            edit_every=5,
+            shared_edit_every=20,
+            context_window=window,
+            prompt_refresh=policy or DEFAULT_PROMPT_REFRESH,
+            max_stale_turns=stale_turns,
+        )
         result = await (run_soak(server, config) if policy else run_plain_soak(server, config))
     return label, result, time.perf_counter() - began
 
 
 def table(rows: Sequence[tuple[str, SoakResult, float]], live_units: float | None) -> list[str]:
-    lines = [(f"{'run':<28} {'requests':>8} {'cache read':>12} {'cache write':>12} {'uncached':>10} "
-              f"{'units':>11} {'vs live':>7} {'units/tok':>9} {'mean req':>9} {'compactions':>11} {'prompts':>7} "
-              f"{'secs':>5}")]
+    lines = [
+        (
+            f"{'run':<28} {'requests':>8} {'cache read':>12} {'cache write':>12} {'uncached':>10} "
+            f"{'units':>11} {'vs live':>7} {'units/tok':>9} {'mean req':>9} {'compactions':>11} {'prompts':>7} "
+            f"{'secs':>5}"
+        )
+    ]
     for label, result, seconds in rows:
         read, written, uncached, cost = units(result)
         mean = sum(u.total for u in result.cache_usage) / max(len(result.cache_usage), 1)
         ratio = f"{cost / live_units:.2f}" if live_units else "-"
-        lines.append(f"{label:<28} {len(result.cache_usage):>8} {read:>12,} {written:>12,} {uncached:>10,} "
-                     f"{cost:>11,.0f} {ratio:>7} {cost / max(read + written + uncached, 1):>9.3f} {mean:>9,.0f} "
-                     f"{len(result.compactions):>11} "
-                     f"{result.prompt_rebuilds:>7} {seconds:>5.0f}")
+        lines.append(
+            f"{label:<28} {len(result.cache_usage):>8} {read:>12,} {written:>12,} {uncached:>10,} "
+            f"{cost:>11,.0f} {ratio:>7} {cost / max(read + written + uncached, 1):>9.3f} {mean:>9,.0f} "
+            f"{len(result.compactions):>11} "
+            f"{result.prompt_rebuilds:>7} {seconds:>5.0f}"
+        )
     return lines
 
 
@@ -81,27 +109,48 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--window", type=int, default=60_000, help="compaction window in tokens")
     parser.add_argument("--quick", action="store_true", help="12 turns at an 8,000-token window")
-    parser.add_argument("--stale-turns", type=int, nargs="*", default=[],
-                        help="also run `deferred` with these max_stale_turns (to choose the default)")
+    parser.add_argument(
+        "--stale-turns",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also run `deferred` with these max_stale_turns (to choose the default)",
+    )
     args = parser.parse_args()
     turns, window = (12, 8_000) if args.quick else (args.turns, args.window)
-    print(f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every 7; "
-          "runs one after another on a shared, loaded machine (seconds are indicative only)", flush=True)
+    print(
+        f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every 7; "
+        "runs one after another on a shared, loaded machine (seconds are indicative only)",
+        flush=True,
+    )
     rows = [await one_run("live", turns, window, policy="live")]
     for policy in ("deferred", "announce"):
         default = " (default)" if policy == DEFAULT_PROMPT_REFRESH else ""
-        rows.append(await one_run(f"{policy}{default} N={DEFAULT_MAX_STALE_TURNS}", turns, window, policy=policy))
+        rows.append(
+            await one_run(
+                f"{policy}{default} N={DEFAULT_MAX_STALE_TURNS}", turns, window, policy=policy
+            )
+        )
         for stale in args.stale_turns:
-            rows.append(await one_run(f"{policy} N={stale}", turns, window, policy=policy, stale_turns=stale))
+            rows.append(
+                await one_run(
+                    f"{policy} N={stale}", turns, window, policy=policy, stale_turns=stale
+                )
+            )
     rows.append(await one_run("plain ClaudeSDKClient", turns, window, policy=None))
     live_units = units(rows[0][1])[3]
     for line in table(rows, live_units):
         print(line)
-    answered = {label: sum(bool(t.answer) and not t.is_error for t in result.turns) for label, result, _ in rows}
+    answered = {
+        label: sum(bool(t.answer) and not t.is_error for t in result.turns)
+        for label, result, _ in rows
+    }
     print(f"turns answered: {answered}")
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(lambda: asyncio.run(main()), __file__)

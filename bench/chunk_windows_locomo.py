@@ -45,12 +45,18 @@ from archival_locomo import (  # noqa: E402
 from memory_agent.archival.embeddings import MiniLMEmbeddingFunction  # noqa: E402
 
 WINDOWS: dict[str, tuple[int, int] | None] = {
-    "first window": None, "254/64": (254, 64), "192/48": (192, 48), "128/32": (128, 32),
-    "96/24": (96, 24), "64/16": (64, 16),
+    "first window": None,
+    "254/64": (254, 64),
+    "192/48": (192, 48),
+    "128/32": (128, 32),
+    "96/24": (96, 24),
+    "64/16": (64, 16),
 }
 
 
-def group_turns(conversation: Conversation, tokens: int, count: object) -> tuple[list[str], dict[str, int]]:
+def group_turns(
+    conversation: Conversation, tokens: int, count: object
+) -> tuple[list[str], dict[str, int]]:
     """Passages of consecutive turns of one session, each at least `tokens` long; turn -> passage."""
     passages: list[str] = []
     owner: dict[str, int] = {}
@@ -77,11 +83,18 @@ def ranked(passage_vectors: list[np.ndarray], query: np.ndarray) -> list[int]:
     return [int(i) for i in np.argsort(-best, kind="stable")]
 
 
-def results_for(model: MiniLMEmbeddingFunction, conversation: Conversation, queries: list[np.ndarray], tokens: int,
-                window: tuple[int, int] | None) -> tuple[list[Result], float]:
+def results_for(
+    model: MiniLMEmbeddingFunction,
+    conversation: Conversation,
+    queries: list[np.ndarray],
+    tokens: int,
+    window: tuple[int, int] | None,
+) -> tuple[list[Result], float]:
     """Recall per question of one conversation under one window, and vectors per passage."""
     tokenizer = model._loaded().whole_tokenizer
-    passages, owner = group_turns(conversation, tokens, lambda text: len(tokenizer.encode(text).ids) - 2)
+    passages, owner = group_turns(
+        conversation, tokens, lambda text: len(tokenizer.encode(text).ids) - 2
+    )
     if window is None:
         vectors = [np.stack([vector]) for vector in model(passages)]
     else:
@@ -91,7 +104,9 @@ def results_for(model: MiniLMEmbeddingFunction, conversation: Conversation, quer
     for question, query in zip(conversation.questions, queries, strict=True):
         evidence = frozenset(str(owner[dia_id]) for dia_id in question.evidence)
         found = [str(i) for i in ranked(vectors, query)]
-        results.append((question.category, {k: len(evidence & set(found[:k])) / len(evidence) for k in KS}))
+        results.append(
+            (question.category, {k: len(evidence & set(found[:k])) / len(evidence) for k in KS})
+        )
     return results, sum(len(v) for v in vectors) / len(vectors)
 
 
@@ -100,10 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--passage-tokens", type=int, default=450)
     parser.add_argument("--bootstrap", type=int, default=2000)
-    parser.add_argument("--windows", default=",".join(WINDOWS), help="windows to compare (comma-separated labels)")
-    parser.add_argument("--max-vectors", type=float, default=4.0,
-                        help="choose only among windows with at most this many vectors per passage (index size)")
-    parser.add_argument("--quick", action="store_true", help="the first 60 turns of each conversation, two windows")
+    parser.add_argument(
+        "--windows", default=",".join(WINDOWS), help="windows to compare (comma-separated labels)"
+    )
+    parser.add_argument(
+        "--max-vectors",
+        type=float,
+        default=4.0,
+        help="choose only among windows with at most this many vectors per passage (index size)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="the first 60 turns of each conversation, two windows"
+    )
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json"))
     if not files:
@@ -123,39 +146,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = {c.name: model.embed_query([q.text for q in c.questions]) for c in conversations}
     for label, window in windows.items():
         for conversation in conversations:
-            results, vectors = results_for(model, conversation, queries[conversation.name], args.passage_tokens, window)
+            results, vectors = results_for(
+                model, conversation, queries[conversation.name], args.passage_tokens, window
+            )
             table[(label, conversation.name)] = results
             per_passage.setdefault(label, []).append(vectors)
     names = [c.name for c in conversations]
-    print(f"chunk windows on LoCoMo ({len(names)} conversations, passages of >= {args.passage_tokens} "
-          f"word-pieces, {time.perf_counter() - started:.0f} s)")
+    print(
+        f"chunk windows on LoCoMo ({len(names)} conversations, passages of >= {args.passage_tokens} "
+        f"word-pieces, {time.perf_counter() - started:.0f} s)"
+    )
     print(f"{'window':<13} {'vectors/passage':>15} " + " ".join(f"R@{k:<4}" for k in KS))
     for label in windows:
         pooled = [r for name in names for r in table[(label, name)] if r[0] != 5]
-        print(f"{label:<13} {np.mean(per_passage[label]):>15.2f} "
-              + " ".join(f"{mean_recall(pooled, k):.3f}" for k in KS))
+        print(
+            f"{label:<13} {np.mean(per_passage[label]):>15.2f} "
+            + " ".join(f"{mean_recall(pooled, k):.3f}" for k in KS)
+        )
     first = {name: table[("first window", name)] for name in names}
     for label in windows:
         if label != "first window":
             mine = {name: table[(label, name)] for name in names}
-            print(f"{label} - first window, R@5/10/20: " + ", ".join(
-                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*paired_bootstrap(mine, first, k, args.bootstrap)) for k in KS))
-    for limit, allowed in (("any", list(windows)),
-                           (f"<= {args.max_vectors:g} vectors/passage",
-                            [w for w in windows if np.mean(per_passage[w]) <= args.max_vectors])):
+            print(
+                f"{label} - first window, R@5/10/20: "
+                + ", ".join(
+                    "{:+.3f} [{:+.3f}, {:+.3f}]".format(
+                        *paired_bootstrap(mine, first, k, args.bootstrap)
+                    )
+                    for k in KS
+                )
+            )
+    for limit, allowed in (
+        ("any", list(windows)),
+        (
+            f"<= {args.max_vectors:g} vectors/passage",
+            [w for w in windows if np.mean(per_passage[w]) <= args.max_vectors],
+        ),
+    ):
         held_out: dict[str, list[Result]] = {}
         chosen = []
         for name in names:
             train = [other for other in names if other != name]
-            best = max(allowed, key=lambda label: objective(r for n in train for r in table[(label, n)]))
+            best = max(
+                allowed, key=lambda label: objective(r for n in train for r in table[(label, n)])
+            )
             held_out[name] = table[(best, name)]
             chosen.append(f"{name}: {best}")
-        print(f"leave one out, {limit}: chose " + "; ".join(chosen) + "; held-out R@5/10/20 "
-              + " / ".join(f"{mean_recall([r for n in names for r in held_out[n] if r[0] != 5], k):.3f}" for k in KS))
+        print(
+            f"leave one out, {limit}: chose "
+            + "; ".join(chosen)
+            + "; held-out R@5/10/20 "
+            + " / ".join(
+                f"{mean_recall([r for n in names for r in held_out[n] if r[0] != 5], k):.3f}"
+                for k in KS
+            )
+        )
     return 0
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

@@ -54,7 +54,11 @@ def commands(export_file: Path) -> list[tuple[str, str, list[str]]]:
         ("vectors, no embedding", "doctor", ["doctor"]),
         ("embedding", "remember", ["remember", "Fact number {n}: Ada's boat needs paint."]),
         ("embedding", "recall (hybrid)", ["recall", "where does her sister live"]),
-        ("embedding", "import (2 passages)", ["--storage-dir", "{fresh}", "import", str(export_file)]),
+        (
+            "embedding",
+            "import (2 passages)",
+            ["--storage-dir", "{fresh}", "import", str(export_file)],
+        ),
     ]
 
 
@@ -69,30 +73,43 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     started = time.perf_counter()
     result = subprocess.run([*ENTRY, *argv], env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
-    if result.returncode != 0 and not (argv == ["compact"] and "ANTHROPIC_API_KEY" in result.stderr):
-        raise SystemExit(f"memory-agent {' '.join(argv)} failed ({result.returncode}): {result.stderr.strip()}")
+    if result.returncode != 0 and not (
+        argv == ["compact"] and "ANTHROPIC_API_KEY" in result.stderr
+    ):
+        raise SystemExit(
+            f"memory-agent {' '.join(argv)} failed ({result.returncode}): {result.stderr.strip()}"
+        )
     return elapsed, _children_cpu() - cpu
 
 
 def seed(env: dict[str, str]) -> None:
     """An agent with blocks, some messages, and two passages (with vectors)."""
-    for argv in (["init", "--agent", "ada"],
-                 ["blocks", "set", "human", "Name: Ada. Sails a blue sloop called Petrel."],
-                 ["blocks", "create", "notes", "First note."],
-                 ["remember", "Ada's sister lives in Lisbon and teaches piano.", "--tag", "family"],
-                 ["remember", "The Petrel's mainsail was replaced in March 2024.", "--tag", "boat"]):
+    for argv in (
+        ["init", "--agent", "ada"],
+        ["blocks", "set", "human", "Name: Ada. Sails a blue sloop called Petrel."],
+        ["blocks", "create", "notes", "First note."],
+        ["remember", "Ada's sister lives in Lisbon and teaches piano.", "--tag", "family"],
+        ["remember", "The Petrel's mainsail was replaced in March 2024.", "--tag", "boat"],
+    ):
         run(argv, env)
-    code = ("from memory_agent import MemoryManager\n"
-            "m = MemoryManager(agent_id='ada')\n"
-            "for i in range(50):\n"
-            "    m.store_message('user', f'message {i}: I like tea')\n"
-            "    m.store_message('assistant', f'reply {i}: noted')\n")
+    code = (
+        "from memory_agent import MemoryManager\n"
+        "m = MemoryManager(agent_id='ada')\n"
+        "for i in range(50):\n"
+        "    m.store_message('user', f'message {i}: I like tea')\n"
+        "    m.store_message('assistant', f'reply {i}: noted')\n"
+    )
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
 
 def passage_to_forget(env: dict[str, str], n: int) -> str:
-    out = subprocess.run([*ENTRY, "--json", "remember", f"Disposable passage {n}."], env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [*ENTRY, "--json", "remember", f"Disposable passage {n}."],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return str(json.loads(out)["id"])
 
 
@@ -103,20 +120,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = 2 if args.quick else args.runs
     with tempfile.TemporaryDirectory(prefix="cli-latency-") as scratch:
-        env = {**os.environ, "PERSIST_DIRECTORY": str(Path(scratch) / "store"), "HOME": scratch,
-               "ANONYMIZED_TELEMETRY": "False", "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "PERSIST_DIRECTORY": str(Path(scratch) / "store"),
+            "HOME": scratch,
+            "ANONYMIZED_TELEMETRY": "False",
+            "PYTHONPATH": str(ROOT),
+        }
         # PYTHONDONTWRITEBYTECODE (set on some CI machines) would recompile every module on every
         # start; a user's installed package has its bytecode cached.
-        for name in ("AGENT_ID", "CHROMA_HOST", "MEMORY_HYBRID_SEARCH", "PYTHONDONTWRITEBYTECODE",
-                     "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        for name in (
+            "AGENT_ID",
+            "CHROMA_HOST",
+            "MEMORY_HYBRID_SEARCH",
+            "PYTHONDONTWRITEBYTECODE",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+        ):
             env.pop(name, None)
         seed(env)
         export_file = Path(scratch) / "export.json"
         run(["export", "-o", str(export_file)], env)
-        chosen = [c for c in commands(export_file) if not args.quick or c[1].split(" (")[0] in QUICK
-                  or " ".join(c[2]).startswith(QUICK[2])]
-        print(f"{runs} cold runs per command (new process each; wall seconds min / median / max, and the "
-              f"median CPU seconds, user + system, which load from other processes inflates less)")
+        chosen = [
+            c
+            for c in commands(export_file)
+            if not args.quick or c[1].split(" (")[0] in QUICK or " ".join(c[2]).startswith(QUICK[2])
+        ]
+        print(
+            f"{runs} cold runs per command (new process each; wall seconds min / median / max, and the "
+            f"median CPU seconds, user + system, which load from other processes inflates less)"
+        )
         print(f"{'group':<24}{'command':<28}{'min':>7}{'median':>8}{'max':>7}{'cpu':>7}")
         for group, label, template in chosen:
             times, cpus = [], []
@@ -127,12 +160,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wall, cpu = run([part.format(**fields) for part in template], env)
                 times.append(wall)
                 cpus.append(cpu)
-            print(f"{group:<24}{label:<28}{min(times):7.2f}{statistics.median(times):8.2f}{max(times):7.2f}"
-                  f"{statistics.median(cpus):7.2f}")
+            print(
+                f"{group:<24}{label:<28}{min(times):7.2f}{statistics.median(times):8.2f}{max(times):7.2f}"
+                f"{statistics.median(cpus):7.2f}"
+            )
     return 0
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

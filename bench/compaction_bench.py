@@ -98,7 +98,9 @@ def bench_trigger_check(turns: int, history_size: int = 10_000) -> None:
         samples.append(time.perf_counter() - started)
 
     samples.sort()
-    print(f"(a) trigger check per turn, history of {history_size:,} messages (+2 new messages per turn)")
+    print(
+        f"(a) trigger check per turn, history of {history_size:,} messages (+2 new messages per turn)"
+    )
     print(f"    turns measured          {turns}")
     print(f"    median                  {statistics.median(samples) * 1e3:.3f} ms")
     print(f"    p95                     {samples[int(0.95 * len(samples))] * 1e3:.3f} ms")
@@ -149,7 +151,9 @@ async def bench_compaction(history_size: int = 2_000) -> None:
         ("mode 'all', 100k-token chunks", dataclasses.replace(sliding, mode="all"), False),
     )
 
-    print(f"(b) compacting a {history_size:,}-message history against the scripted Messages API server")
+    print(
+        f"(b) compacting a {history_size:,}-message history against the scripted Messages API server"
+    )
     print(f"    counting {history_size:,} messages {counting * 1e3:.0f} ms (tiktoken, once)")
     with ScriptedMessagesServer(default_text=SUMMARY_TEXT) as server:
         for label, settings, with_429 in scenarios:
@@ -176,13 +180,19 @@ async def bench_compaction(history_size: int = 2_000) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=1000, help="turns timed in (a)")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 1,000-message history, 20 turns")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 1,000-message history, 20 turns"
+    )
     args = parser.parse_args()
-    bench_trigger_check(20 if args.quick else args.turns, history_size=1_000 if args.quick else 10_000)
+    bench_trigger_check(
+        20 if args.quick else args.turns, history_size=1_000 if args.quick else 10_000
+    )
     asyncio.run(bench_compaction(history_size=200 if args.quick else 2_000))
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

@@ -68,12 +68,53 @@ SPAWN = multiprocessing.get_context("spawn")
 AGENT = "month"
 HUMAN_LIMIT = 2_000
 MARKER = re.compile(r"\[([FBN]\d+-\d{5})\]")
-PEOPLE = ("Ines Duarte", "Rui Costa", "Marta Silva", "Joao Pereira", "Ana Sousa", "Tiago Ramos", "Sofia Lima",
-          "Pedro Alves", "Carla Nunes", "Luis Moreira", "Beatriz Rocha", "Miguel Teixeira")
-CITIES = ("Lisbon", "Porto", "Braga", "Coimbra", "Faro", "Aveiro", "Evora", "Setubal", "Viseu", "Leiria")
-THINGS = ("a green bicycle", "two cats", "a sailing boat", "an old piano", "a vegetable garden",
-          "a collection of maps", "a red scooter", "a beehive", "a telescope", "a pottery wheel")
-HOBBIES = ("rowing", "chess", "birdwatching", "surfing", "baking bread", "restoring radios", "fado singing")
+PEOPLE = (
+    "Ines Duarte",
+    "Rui Costa",
+    "Marta Silva",
+    "Joao Pereira",
+    "Ana Sousa",
+    "Tiago Ramos",
+    "Sofia Lima",
+    "Pedro Alves",
+    "Carla Nunes",
+    "Luis Moreira",
+    "Beatriz Rocha",
+    "Miguel Teixeira",
+)
+CITIES = (
+    "Lisbon",
+    "Porto",
+    "Braga",
+    "Coimbra",
+    "Faro",
+    "Aveiro",
+    "Evora",
+    "Setubal",
+    "Viseu",
+    "Leiria",
+)
+THINGS = (
+    "a green bicycle",
+    "two cats",
+    "a sailing boat",
+    "an old piano",
+    "a vegetable garden",
+    "a collection of maps",
+    "a red scooter",
+    "a beehive",
+    "a telescope",
+    "a pottery wheel",
+)
+HOBBIES = (
+    "rowing",
+    "chess",
+    "birdwatching",
+    "surfing",
+    "baking bread",
+    "restoring radios",
+    "fado singing",
+)
 
 
 # ----- the writers' script --------------------------------------------------------------------
@@ -118,7 +159,9 @@ class Script:
             return None
         marker, person, kind, value = self.rng.choice(self.said)
         text = _fact_text(marker, person, kind, value)
-        return marker, "  " + text.replace(" ", "  ", 2).lower().replace(f"[{marker.lower()}]", f"[{marker}]")
+        return marker, "  " + text.replace(" ", "  ", 2).lower().replace(
+            f"[{marker.lower()}]", f"[{marker}]"
+        )
 
     def near_duplicate(self) -> tuple[str, str] | None:
         if not self.said:
@@ -134,12 +177,18 @@ class Script:
         new_city = self.rng.choice([c for c in CITIES if c != old_city])
         marker = self.marker("F")
         self.said.append((marker, person, "city", new_city))
-        return marker, f"[{marker}] {person} moved from {old_city} to {new_city} and lives in {new_city} now."
+        return (
+            marker,
+            f"[{marker}] {person} moved from {old_city} to {new_city} and lives in {new_city} now.",
+        )
 
     def note(self) -> tuple[str, str]:
         marker = self.marker("N")
-        return marker, f"[{marker}] Reminder: the ferry to {self.rng.choice(CITIES)} leaves from berth " \
-                       f"{self.rng.randint(1, 20)} tomorrow at {self.rng.randint(6, 22)}:00."
+        return (
+            marker,
+            f"[{marker}] Reminder: the ferry to {self.rng.choice(CITIES)} leaves from berth "
+            f"{self.rng.randint(1, 20)} tomorrow at {self.rng.randint(6, 22)}:00.",
+        )
 
     def block_line(self) -> tuple[str, str]:
         marker = self.marker("B")
@@ -170,8 +219,17 @@ def _settings(storage: str) -> Settings:
     return Settings.from_env(environ, env_file=None)
 
 
-def _month_writer(storage: str, writer: int, days: int, ops: int, short_ttl_s: float, seed: int,
-                  day_start: Barrier, day_end: Barrier, results: Queue[str]) -> None:
+def _month_writer(
+    storage: str,
+    writer: int,
+    days: int,
+    ops: int,
+    short_ttl_s: float,
+    seed: int,
+    day_start: Barrier,
+    day_end: Barrier,
+    results: Queue[str],
+) -> None:
     """One process's month: at each day's start it writes `ops` times, then waits for the day's end."""
     script = Script(writer, seed)
     ledger = Ledger()
@@ -181,9 +239,17 @@ def _month_writer(storage: str, writer: int, days: int, ops: int, short_ttl_s: f
             for _ in range(ops):
                 _one_write(memory, script, ledger, short_ttl_s)
             day_end.wait(timeout=600)
-    results.put(json.dumps({"facts": ledger.facts, "expiring": ledger.expiring,
-                            "refused_appends": ledger.refused_appends, "writes": ledger.writes,
-                            "kinds": dict(ledger.kinds)}))
+    results.put(
+        json.dumps(
+            {
+                "facts": ledger.facts,
+                "expiring": ledger.expiring,
+                "refused_appends": ledger.refused_appends,
+                "writes": ledger.writes,
+                "kinds": dict(ledger.kinds),
+            }
+        )
+    )
 
 
 def _one_write(memory: MemoryManager, script: Script, ledger: Ledger, short_ttl_s: float) -> None:
@@ -212,7 +278,9 @@ def _one_write(memory: MemoryManager, script: Script, ledger: Ledger, short_ttl_
             return
     elif kind == "note":
         short = script.rng.random() < 0.7
-        expires = datetime.now(timezone.utc) + (timedelta(seconds=short_ttl_s) if short else timedelta(days=30))
+        expires = datetime.now(timezone.utc) + (
+            timedelta(seconds=short_ttl_s) if short else timedelta(days=30)
+        )
         memory.archival_memory_insert(text, ["note"], agent_id=AGENT, expires_at=expires)
         ledger.expiring.append((marker, expires.isoformat()))
         ledger.writes += 1
@@ -220,7 +288,9 @@ def _one_write(memory: MemoryManager, script: Script, ledger: Ledger, short_ttl_
         return
     else:
         memory.archival_memory_insert(text, [kind], agent_id=AGENT)
-    ledger.facts[marker] = kind if kind != "duplicate" and kind != "near_duplicate" else ledger.facts.get(marker, kind)
+    ledger.facts[marker] = (
+        kind if kind != "duplicate" and kind != "near_duplicate" else ledger.facts.get(marker, kind)
+    )
     ledger.writes += 1
     ledger.kinds[kind] += 1
 
@@ -239,14 +309,23 @@ def oracle_model(request: RecordedRequest) -> ScriptedResponse | None:
     system, text = request.system_text, request.last_user_text
     if "memory block" in system and "Block text: " in text:
         limit = int(re.search(r"At most (\d+) characters", text).group(1))  # type: ignore[union-attr]  # asked
-        lines = list(dict.fromkeys(line for line in json.loads(text.split("Block text: ", 1)[1]).split("\n")
-                                   if line.strip()))
+        lines = list(
+            dict.fromkeys(
+                line
+                for line in json.loads(text.split("Block text: ", 1)[1]).split("\n")
+                if line.strip()
+            )
+        )
         kept: list[str] = []
         while lines and len("\n".join([lines[-1], *kept])) <= limit:
             kept.insert(0, lines.pop())
         return text_response(json.dumps({"text": "\n".join(kept)}))
     if "merge duplicate notes" in system:
-        groups = [json.loads(line.split(": ", 1)[1]) for line in text.splitlines() if line.startswith("Group ")]
+        groups = [
+            json.loads(line.split(": ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("Group ")
+        ]
         return text_response(json.dumps({"merged": [group[0] for group in groups]}))
     if "facts that changed" in system:
         contradicting = []
@@ -256,7 +335,12 @@ def oracle_model(request: RecordedRequest) -> ScriptedResponse | None:
             number, pair = line[5:].split(": ", 1)
             older, newer = json.loads(pair)
             moved = _MOVED.search(newer)
-            if moved and moved.group(1) in older and moved.group(2) in older and moved.group(3) not in older:
+            if (
+                moved
+                and moved.group(1) in older
+                and moved.group(2) in older
+                and moved.group(3) not in older
+            ):
                 contradicting.append(int(number))
         return text_response(json.dumps({"contradictions": contradicting}))
     return None
@@ -275,8 +359,10 @@ class StoredPassage:
 
 def _passages(memory: MemoryManager, agent_id: str) -> dict[str, StoredPassage]:
     with memory.database.reading() as conn:
-        rows = conn.execute("SELECT passage_id, content, superseded_by, expires_at FROM passages WHERE agent_id = ?",
-                            (agent_id,)).fetchall()
+        rows = conn.execute(
+            "SELECT passage_id, content, superseded_by, expires_at FROM passages WHERE agent_id = ?",
+            (agent_id,),
+        ).fetchall()
     return {row[0]: StoredPassage(str(row[0]), str(row[1]), row[2], row[3]) for row in rows}
 
 
@@ -286,17 +372,24 @@ def _memory_image(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
     with memory.database.reading() as conn:
         blocks = conn.execute(
             "SELECT b.block_id, ab.label, b.value, b.char_limit, b.read_only, b.is_shared FROM agent_blocks ab"
-            " JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id", (agent_id,)).fetchall()
+            " JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id",
+            (agent_id,),
+        ).fetchall()
         passages = conn.execute(
-            "SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_id", (agent_id,)).fetchall()
+            "SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_id", (agent_id,)
+        ).fetchall()
         names = [column[0] for column in conn.execute("SELECT * FROM passages LIMIT 0").description]
         tags = conn.execute(
             "SELECT p.passage_id, t.tag FROM passage_tags t JOIN passages p USING (passage_rowid)"
-            " WHERE p.agent_id = ? ORDER BY p.passage_id, t.tag", (agent_id,)).fetchall()
+            " WHERE p.agent_id = ? ORDER BY p.passage_id, t.tag",
+            (agent_id,),
+        ).fetchall()
     skip = {"access_count", "last_accessed_at"}
     return {
         "blocks": [tuple(row) for row in blocks],
-        "passages": [tuple(value for name, value in zip(names, row) if name not in skip) for row in passages],
+        "passages": [
+            tuple(value for name, value in zip(names, row) if name not in skip) for row in passages
+        ],
         "tags": [tuple(row) for row in tags],
     }
 
@@ -386,15 +479,32 @@ class MonthResult:
     expired_checked: int
 
 
-def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_every: int, every: int = 1,
-              seed: int = 7, short_ttl_s: float = 2.0) -> MonthResult:
+def run_month(
+    days: int,
+    writers: int,
+    ops: int,
+    *,
+    consolidator: Any,
+    rollback_every: int,
+    every: int = 1,
+    seed: int = 7,
+    short_ttl_s: float = 2.0,
+) -> MonthResult:
     with tempfile.TemporaryDirectory() as storage:
         with MemoryManager(agent_id=AGENT, settings=_settings(storage)) as memory:
             memory.update_block("human", value="", limit=HUMAN_LIMIT)
-            day_start, day_end, results = SPAWN.Barrier(writers + 1), SPAWN.Barrier(writers + 1), SPAWN.Queue()
-            processes = [SPAWN.Process(target=_month_writer, args=(storage, w, days, ops, short_ttl_s, seed,
-                                                                   day_start, day_end, results))
-                         for w in range(writers)]
+            day_start, day_end, results = (
+                SPAWN.Barrier(writers + 1),
+                SPAWN.Barrier(writers + 1),
+                SPAWN.Queue(),
+            )
+            processes = [
+                SPAWN.Process(
+                    target=_month_writer,
+                    args=(storage, w, days, ops, short_ttl_s, seed, day_start, day_end, results),
+                )
+                for w in range(writers)
+            ]
             for process in processes:
                 process.start()
             runs: list[RunFigure] = []
@@ -408,9 +518,12 @@ def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_
                         runs.append(_timed_run(memory, consolidator, day))
                     day_end.wait(timeout=600)
                     sizes.append(len(memory.get_block("human", agent_id=AGENT).value))
-                    print(f"    day {day}: {len(_passages(memory, AGENT))} passages, human block {sizes[-1]} chars"
-                          + (f", run {runs[-1].seconds:.1f} s" if day % every == 0 else ""),
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"    day {day}: {len(_passages(memory, AGENT))} passages, human block {sizes[-1]} chars"
+                        + (f", run {runs[-1].seconds:.1f} s" if day % every == 0 else ""),
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     if rollback_every and day % rollback_every == 0:
                         rollbacks.append(_rollback_check(memory, consolidator, day))
                 collected = [json.loads(results.get(timeout=600)) for _ in processes]
@@ -427,24 +540,41 @@ def run_month(days: int, writers: int, ops: int, *, consolidator: Any, rollback_
                 raise RuntimeError(f"a writer failed: exit codes {[p.exitcode for p in processes]}")
             time.sleep(short_ttl_s)
             runs.append(_timed_run(memory, consolidator, days + 1))  # a last run after the month
-            facts = {marker: kind for ledger in collected for marker, kind in ledger["facts"].items()}
+            facts = {
+                marker: kind for ledger in collected for marker, kind in ledger["facts"].items()
+            }
             check = check_facts(memory, facts)
             expired_found, expired_checked = _expired_in_search(memory, collected)
     kinds: Counter[str] = Counter()
     for ledger in collected:
         kinds.update(ledger["kinds"])
     return MonthResult(
-        writes=sum(ledger["writes"] for ledger in collected), kinds=kinds, facts=len(facts), check=check,
-        runs=runs, block_sizes=sizes, refused_appends=sum(ledger["refused_appends"] for ledger in collected),
-        rollbacks=rollbacks, expired_found=expired_found, expired_checked=expired_checked)
+        writes=sum(ledger["writes"] for ledger in collected),
+        kinds=kinds,
+        facts=len(facts),
+        check=check,
+        runs=runs,
+        block_sizes=sizes,
+        refused_appends=sum(ledger["refused_appends"] for ledger in collected),
+        rollbacks=rollbacks,
+        expired_found=expired_found,
+        expired_checked=expired_checked,
+    )
 
 
 def _timed_run(memory: MemoryManager, consolidator: Any, day: int) -> RunFigure:
     began = time.perf_counter()
     report = memory.consolidate(agent_id=AGENT, consolidator=consolidator)
     seconds = time.perf_counter() - began
-    return RunFigure(day, seconds, report.status, report.input_tokens or 0, report.output_tokens or 0,
-                     dict(report.counts), len(report.retry_later))
+    return RunFigure(
+        day,
+        seconds,
+        report.status,
+        report.input_tokens or 0,
+        report.output_tokens or 0,
+        dict(report.counts),
+        len(report.retry_later),
+    )
 
 
 def _rollback_check(memory: MemoryManager, consolidator: Any, day: int) -> tuple[int, bool, int]:
@@ -461,8 +591,12 @@ def _rollback_check(memory: MemoryManager, consolidator: Any, day: int) -> tuple
 def _expired_in_search(memory: MemoryManager, ledgers: list[dict[str, Any]]) -> tuple[int, int]:
     """Expired notes a search returns (must be 0), out of how many expired notes were searched for."""
     now = datetime.now(timezone.utc)
-    expired = [marker for ledger in ledgers for marker, when in ledger["expiring"]
-               if datetime.fromisoformat(when) <= now]
+    expired = [
+        marker
+        for ledger in ledgers
+        for marker, when in ledger["expiring"]
+        if datetime.fromisoformat(when) <= now
+    ]
     sample = expired[:: max(1, len(expired) // 40)]
     found = 0
     for marker in sample:
@@ -477,7 +611,9 @@ SHARED = "board"
 OWNER = "owner"
 
 
-def _appender(storage: str, writer: str, appends: int, start: Barrier, done: Queue[tuple[str, int]]) -> None:
+def _appender(
+    storage: str, writer: str, appends: int, start: Barrier, done: Queue[tuple[str, int]]
+) -> None:
     with MemoryManager(agent_id=OWNER, settings=_settings(storage)) as memory:
         start.wait(timeout=600)
         refusals = 0
@@ -513,8 +649,10 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
             memory.create_block(SHARED, "", limit=limit)
             start, done = SPAWN.Barrier(writers + 1), SPAWN.Queue()
             names = [f"w{n}" for n in range(writers)]
-            processes = [SPAWN.Process(target=_appender, args=(storage, name, appends, start, done))
-                         for name in names]
+            processes = [
+                SPAWN.Process(target=_appender, args=(storage, name, appends, start, done))
+                for name in names
+            ]
             for process in processes:
                 process.start()
             start.wait(timeout=600)
@@ -540,14 +678,28 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
             for process in processes:
                 process.join(timeout=120)
             if any(process.exitcode != 0 for process in processes):
-                raise RuntimeError(f"an appender failed: exit codes {[p.exitcode for p in processes]}")
-            text = memory.get_block(SHARED, agent_id=OWNER).value + "\n" + "\n".join(
-                p.content for p in _passages(memory, OWNER).values() if p.superseded_by is None)
+                raise RuntimeError(
+                    f"an appender failed: exit codes {[p.exitcode for p in processes]}"
+                )
+            text = (
+                memory.get_block(SHARED, agent_id=OWNER).value
+                + "\n"
+                + "\n".join(
+                    p.content for p in _passages(memory, OWNER).values() if p.superseded_by is None
+                )
+            )
     expected = [f"{name}:{number:05d}" for name in names for number in range(appends)]
     found = Counter(re.findall(r"w\d+:\d{5}", text))
-    return RaceResult(appends=len(expected), missing=sum(1 for entry in expected if not found[entry]),
-                      duplicated=sum(1 for entry in expected if found[entry] > 1), runs=runs,
-                      runs_changed=changed, retry_later=retry, refusals=sum(r for _, r in finished), wall_s=wall)
+    return RaceResult(
+        appends=len(expected),
+        missing=sum(1 for entry in expected if not found[entry]),
+        duplicated=sum(1 for entry in expected if found[entry] > 1),
+        runs=runs,
+        runs_changed=changed,
+        retry_later=retry,
+        refusals=sum(r for _, r in finished),
+        wall_s=wall,
+    )
 
 
 # ----- printing -------------------------------------------------------------------------------
@@ -555,18 +707,26 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
 
 def print_month(result: MonthResult, label: str) -> None:
     check = result.check
-    print(f"month ({label}): {result.writes} writes ({', '.join(f'{k} {v}' for k, v in sorted(result.kinds.items()))})")
-    print(f"  facts written {result.facts}: lost {len(check.lost)}; in a block {check.in_block}, in a live passage "
-          f"{check.live}, only through a superseded passage's successor {check.only_superseded}")
+    print(
+        f"month ({label}): {result.writes} writes ({', '.join(f'{k} {v}' for k, v in sorted(result.kinds.items()))})"
+    )
+    print(
+        f"  facts written {result.facts}: lost {len(check.lost)}; in a block {check.in_block}, in a live passage "
+        f"{check.live}, only through a superseded passage's successor {check.only_superseded}"
+    )
     if check.lost:
         print(f"  LOST: {', '.join(check.lost[:20])}")
-    print(f"  duplicates left (live passages beyond one per fact): {check.duplicates_left}; "
-          f"supersessions across different facts: {check.cross_fact_supersessions}")
+    print(
+        f"  duplicates left (live passages beyond one per fact): {check.duplicates_left}; "
+        f"supersessions across different facts: {check.cross_fact_supersessions}"
+    )
     sizes = result.block_sizes
     step = max(1, len(sizes) // 10)
-    print(f"  human block chars by day (limit {HUMAN_LIMIT}): "
-          + " ".join(f"d{day}:{size}" for day, size in list(enumerate(sizes, start=1))[::step])
-          + f"; max {max(sizes)}; appends refused (block full) {result.refused_appends}")
+    print(
+        f"  human block chars by day (limit {HUMAN_LIMIT}): "
+        + " ".join(f"d{day}:{size}" for day, size in list(enumerate(sizes, start=1))[::step])
+        + f"; max {max(sizes)}; appends refused (block full) {result.refused_appends}"
+    )
     seconds = [run.seconds for run in result.runs]
     totals: Counter[str] = Counter()
     for run in result.runs:
@@ -574,15 +734,21 @@ def print_month(result: MonthResult, label: str) -> None:
     statuses = Counter(run.status for run in result.runs)
     tokens_in = statistics.mean(run.input_tokens for run in result.runs)
     tokens_out = statistics.mean(run.output_tokens for run in result.runs)
-    print(f"  runs {len(result.runs)} ({dict(statuses)}): seconds p50 {statistics.median(seconds):.2f} max "
-          f"{max(seconds):.2f}; tokens per run in/out mean {tokens_in:.0f} / {tokens_out:.0f}; changes retried "
-          f"later {sum(run.retry_later for run in result.runs)}")
+    print(
+        f"  runs {len(result.runs)} ({dict(statuses)}): seconds p50 {statistics.median(seconds):.2f} max "
+        f"{max(seconds):.2f}; tokens per run in/out mean {tokens_in:.0f} / {tokens_out:.0f}; changes retried "
+        f"later {sum(run.retry_later for run in result.runs)}"
+    )
     print(f"  totals over the runs: {', '.join(f'{k} {v}' for k, v in sorted(totals.items()))}")
     exact = sum(ok for _, ok, _ in result.rollbacks)
-    print(f"  rollbacks restored byte for byte: {exact}/{len(result.rollbacks)} "
-          f"(changes rolled back: {[n for _, _, n in result.rollbacks]})")
-    print(f"  expired notes returned by search: {result.expired_found} of {result.expired_checked} searched",
-          flush=True)
+    print(
+        f"  rollbacks restored byte for byte: {exact}/{len(result.rollbacks)} "
+        f"(changes rolled back: {[n for _, _, n in result.rollbacks]})"
+    )
+    print(
+        f"  expired notes returned by search: {result.expired_found} of {result.expired_checked} searched",
+        flush=True,
+    )
 
 
 @contextmanager
@@ -599,45 +765,88 @@ def backend_environment(url: str | None) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 days, 2 writers, 10 writes each a day")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 2 days, 2 writers, 10 writes each a day"
+    )
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--writers", type=int, default=3, help="writer processes in the month")
     parser.add_argument("--ops", type=int, default=40, help="writes per writer and day")
-    parser.add_argument("--every", type=int, default=3, help="a consolidation every N days, during the writes")
-    parser.add_argument("--model-days", type=int, help="days of the model consolidator's month (default: --days)")
-    parser.add_argument("--rollback-every", type=int, default=10, help="a rollback check every N days (0: none)")
+    parser.add_argument(
+        "--every", type=int, default=3, help="a consolidation every N days, during the writes"
+    )
+    parser.add_argument(
+        "--model-days", type=int, help="days of the model consolidator's month (default: --days)"
+    )
+    parser.add_argument(
+        "--rollback-every", type=int, default=10, help="a rollback check every N days (0: none)"
+    )
     parser.add_argument("--appends", type=int, default=150, help="appends per writer in the race")
     parser.add_argument("--race-writers", type=int, default=4)
     parser.add_argument("--race-limit", type=int, default=1_500, help="the raced block's limit")
-    parser.add_argument("--backends", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
-    parser.add_argument("--month-backends", nargs="+", default=["sqlite"], choices=["sqlite", "postgres"])
-    parser.add_argument("--consolidators", nargs="+", default=["rules", "model"], choices=["rules", "model"],
-                        help="the month with each: the rules, and the model consolidator against a scripted "
-                             "stand-in that answers from the request (the race uses the first)")
-    parser.add_argument("--parts", nargs="+", default=["month", "race"], choices=["month", "race"],
-                        help="which parts to run (default both)")
-    parser.add_argument("--database-url", help="a PostgreSQL server to use instead of a throwaway cluster")
+    parser.add_argument(
+        "--backends", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"]
+    )
+    parser.add_argument(
+        "--month-backends", nargs="+", default=["sqlite"], choices=["sqlite", "postgres"]
+    )
+    parser.add_argument(
+        "--consolidators",
+        nargs="+",
+        default=["rules", "model"],
+        choices=["rules", "model"],
+        help="the month with each: the rules, and the model consolidator against a scripted "
+        "stand-in that answers from the request (the race uses the first)",
+    )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["month", "race"],
+        choices=["month", "race"],
+        help="which parts to run (default both)",
+    )
+    parser.add_argument(
+        "--database-url", help="a PostgreSQL server to use instead of a throwaway cluster"
+    )
     args = parser.parse_args(argv)
     if args.quick:
-        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = 2, 2, 10, 2, 20, 300
+        args.days, args.writers, args.ops, args.rollback_every, args.appends, args.race_limit = (
+            2,
+            2,
+            10,
+            2,
+            20,
+            300,
+        )
         args.every, args.model_days = 1, None
-    model_server = ScriptedMessagesServer(responder=oracle_model).start() if "model" in args.consolidators else None
+    model_server = (
+        ScriptedMessagesServer(responder=oracle_model).start()
+        if "model" in args.consolidators
+        else None
+    )
     consolidators: dict[str, Any] = {}
     for name in args.consolidators:
         if name == "rules":
             consolidators[name] = RulesConsolidator()
         else:
             assert model_server is not None
-            settings = CompactionSettings(model=CHEAP_MODEL, retry_initial_wait=0.01, retry_max_wait=0.05)
-            consolidators[name] = ModelConsolidator(settings, api_key="bench-key", base_url=model_server.url)
+            settings = CompactionSettings(
+                model=CHEAP_MODEL, retry_initial_wait=0.01, retry_max_wait=0.05
+            )
+            consolidators[name] = ModelConsolidator(
+                settings, api_key="bench-key", base_url=model_server.url
+            )
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
     wanted = (set(args.backends) if "race" in args.parts else set()) | (
-        set(args.month_backends) if "month" in args.parts else set())
+        set(args.month_backends) if "month" in args.parts else set()
+    )
     cluster = PostgresCluster().start() if "postgres" in wanted and not args.database_url else None
     failed = False
     try:
+
         def url(backend: str) -> str | None:
             if backend == "sqlite":
                 return None
@@ -649,22 +858,37 @@ def main(argv: list[str] | None = None) -> int:
             days = args.model_days if name == "model" and args.model_days else args.days
             for backend in args.month_backends:
                 with backend_environment(url(backend)):
-                    month = run_month(days, args.writers, args.ops, consolidator=consolidator,
-                                      rollback_every=args.rollback_every, every=args.every)
-                print_month(month, f"{backend}, {days} days, {args.writers} writer processes, a run every "
-                                   f"{args.every} day(s), {consolidator.name} consolidator")
-                failed |= (bool(month.check.lost) or not all(ok for _, ok, _ in month.rollbacks)
-                           or month.expired_found > 0)
+                    month = run_month(
+                        days,
+                        args.writers,
+                        args.ops,
+                        consolidator=consolidator,
+                        rollback_every=args.rollback_every,
+                        every=args.every,
+                    )
+                print_month(
+                    month,
+                    f"{backend}, {days} days, {args.writers} writer processes, a run every "
+                    f"{args.every} day(s), {consolidator.name} consolidator",
+                )
+                failed |= (
+                    bool(month.check.lost)
+                    or not all(ok for _, ok, _ in month.rollbacks)
+                    or month.expired_found > 0
+                )
         race_consolidator = next(iter(consolidators.values()))
         for backend in args.backends if "race" in args.parts else ():
             with backend_environment(url(backend)):
                 race = run_race(args.race_writers, args.appends, args.race_limit, race_consolidator)
-            print(f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "
-                  f"appends to one block "
-                  f"(limit {args.race_limit}) while consolidating in a loop: missing {race.missing}, duplicated "
-                  f"{race.duplicated} of {race.appends}; runs {race.runs} ({race.runs_changed} changed it, "
-                  f"{race.retry_later} changes met a newer version); appends refused while full {race.refusals}; "
-                  f"{race.wall_s:.1f} s", flush=True)
+            print(
+                f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "
+                f"appends to one block "
+                f"(limit {args.race_limit}) while consolidating in a loop: missing {race.missing}, duplicated "
+                f"{race.duplicated} of {race.appends}; runs {race.runs} ({race.runs_changed} changed it, "
+                f"{race.retry_later} changes met a newer version); appends refused while full {race.refusals}; "
+                f"{race.wall_s:.1f} s",
+                flush=True,
+            )
             failed |= race.missing > 0
     finally:
         if cluster is not None:
@@ -675,6 +899,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

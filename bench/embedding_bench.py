@@ -41,7 +41,9 @@ def locomo_turns(data: Path) -> list[str]:
     return texts
 
 
-def measure(label: str, function: MiniLMEmbeddingFunction, texts: list[str], queries: list[str]) -> np.ndarray:
+def measure(
+    label: str, function: MiniLMEmbeddingFunction, texts: list[str], queries: list[str]
+) -> np.ndarray:
     started = time.perf_counter()
     function.load()
     loaded = time.perf_counter() - started
@@ -53,8 +55,10 @@ def measure(label: str, function: MiniLMEmbeddingFunction, texts: list[str], que
         started = time.perf_counter()
         function.embed_query([query])
         latencies.append((time.perf_counter() - started) * 1000)
-    print(f"{label:<28} load {loaded:5.2f} s   {rate:6.0f} texts/s   one query: median "
-          f"{statistics.median(latencies):5.1f} ms, max {max(latencies):5.1f} ms")
+    print(
+        f"{label:<28} load {loaded:5.2f} s   {rate:6.0f} texts/s   one query: median "
+        f"{statistics.median(latencies):5.1f} ms, max {max(latencies):5.1f} ms"
+    )
     return vectors
 
 
@@ -68,22 +72,30 @@ def sentence_transformers_vectors(texts: list[str]) -> np.ndarray | None:
     model = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
     started = time.perf_counter()
     vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-    print(f"{'sentence-transformers fp32':<28} {len(texts) / (time.perf_counter() - started):17.0f} texts/s")
+    print(
+        f"{'sentence-transformers fp32':<28} {len(texts) / (time.perf_counter() - started):17.0f} texts/s"
+    )
     return np.asarray(vectors)
 
 
 def agreement(label: str, ours: np.ndarray, reference: np.ndarray) -> None:
     cosines = (ours * reference).sum(axis=1)
-    print(f"cosine to sentence-transformers, {label}: min {cosines.min():.5f}, "
-          f"1st percentile {np.percentile(cosines, 1):.5f}, mean {cosines.mean():.5f}, "
-          f">= 0.999 for {np.mean(cosines >= 0.999):.1%} of {len(cosines)} texts")
+    print(
+        f"cosine to sentence-transformers, {label}: min {cosines.min():.5f}, "
+        f"1st percentile {np.percentile(cosines, 1):.5f}, mean {cosines.mean():.5f}, "
+        f">= 0.999 for {np.mean(cosines >= 0.999):.1%} of {len(cosines)} texts"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files"
+    )
     parser.add_argument("--texts", type=int, default=600, help="how many turns to embed")
-    parser.add_argument("--model", type=Path, action="append", default=[], help="another ONNX export to compare")
+    parser.add_argument(
+        "--model", type=Path, action="append", default=[], help="another ONNX export to compare"
+    )
     parser.add_argument("--quick", action="store_true", help="100 texts, 20 queries")
     args = parser.parse_args(argv)
     texts = locomo_turns(args.data)
@@ -93,7 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     texts = texts[: 100 if args.quick else args.texts]
     queries = texts[: 20 if args.quick else 100]
     print(f"{len(texts)} LoCoMo turns, {len(queries)} single queries")
-    runs = {"default (int8 ONNX)": measure("default (int8 ONNX)", MiniLMEmbeddingFunction(), texts, queries)}
+    runs = {
+        "default (int8 ONNX)": measure(
+            "default (int8 ONNX)", MiniLMEmbeddingFunction(), texts, queries
+        )
+    }
     for path in args.model:
         runs[path.name] = measure(path.name, MiniLMEmbeddingFunction(path), texts, queries)
     reference = sentence_transformers_vectors(texts)
@@ -104,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

@@ -25,8 +25,10 @@ from memory_agent import MemoryManager, Settings
 KEY = "benchmark passphrase, not a secret"
 RAW_KEY = "x'" + "5e" * 32 + "'"
 """A raw 256-bit key (SQLCipher's x'...' form): no key derivation when the store is opened."""
-WORDS = ("harbour sail ferry island lighthouse keeper morning tide storm chart compass rope anchor "
-         "garden tomato basil fence neighbour ladder paint window kitchen recipe bread oven").split()
+WORDS = (
+    "harbour sail ferry island lighthouse keeper morning tide storm chart compass rope anchor "
+    "garden tomato basil fence neighbour ladder paint window kitchen recipe bread oven"
+).split()
 
 
 def percentile(samples: list[float], share: float) -> float:
@@ -40,8 +42,13 @@ def sentence(rng: random.Random, number: int) -> str:
 
 def commit() -> str:
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
-                              cwd=Path(__file__).resolve().parent)
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent,
+        )
     except OSError:
         return "unknown"
     return done.stdout.strip() or "unknown"
@@ -72,7 +79,7 @@ def run_mode(key: str | None, args: argparse.Namespace, embedding: object) -> di
             texts = [sentence(rng, n) for n in range(args.passages)]
             began = time.perf_counter()
             for start in range(0, len(texts), args.batch):
-                memory.archival_memory_insert_many(texts[start:start + args.batch])
+                memory.archival_memory_insert_many(texts[start : start + args.batch])
             figures["insert passages/s"] = len(texts) / (time.perf_counter() - began)
             edits = []
             for number in range(args.edits):
@@ -106,7 +113,9 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--edits", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=200)
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 60 passages, 40 edits, 10 searches")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 60 passages, 40 edits, 10 searches"
+    )
     args = parser.parse_args()
     if args.quick:
         args.passages, args.batch, args.blocks, args.edits, args.searches = 60, 20, 5, 40, 10
@@ -115,15 +124,27 @@ def main() -> None:
 
     embedding = MiniLMEmbeddingFunction()
     embedding(["warm the model up before any timing"])
-    print(f"encryption overhead · {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · commit {commit()} · "
-          f"load {load()} (start) · {args.passages} passages, {args.edits} edits, {args.searches} searches")
+    print(
+        f"encryption overhead · {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · commit {commit()} · "
+        f"load {load()} (start) · {args.passages} passages, {args.edits} edits, {args.searches} searches"
+    )
     # Chroma is imported and started on first use: a small discarded run pays that before timing.
-    run_mode(None, argparse.Namespace(**{**vars(args), "passages": 20, "batch": 10, "blocks": 2, "edits": 5,
-                                         "searches": 3}), embedding)
-    modes = {"plain": run_mode(None, args, embedding), "passphrase": run_mode(KEY, args, embedding),
-             "raw key": run_mode(RAW_KEY, args, embedding)}
+    run_mode(
+        None,
+        argparse.Namespace(
+            **{**vars(args), "passages": 20, "batch": 10, "blocks": 2, "edits": 5, "searches": 3}
+        ),
+        embedding,
+    )
+    modes = {
+        "plain": run_mode(None, args, embedding),
+        "passphrase": run_mode(KEY, args, embedding),
+        "raw key": run_mode(RAW_KEY, args, embedding),
+    }
     plain = modes["plain"]
-    print(f"{'figure':24} {'plain':>10} {'passphrase':>11} {'ratio':>6} {'raw key':>10} {'ratio':>6}")
+    print(
+        f"{'figure':24} {'plain':>10} {'passphrase':>11} {'ratio':>6} {'raw key':>10} {'ratio':>6}"
+    )
     for name, value in plain.items():
         row = f"{name:24} {value:>10.2f}"
         for mode in ("passphrase", "raw key"):
@@ -134,6 +155,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

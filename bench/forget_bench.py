@@ -26,8 +26,10 @@ from typing import Any
 from memory_agent import MemoryManager, Settings
 from memory_agent.store import scrub
 
-WORDS = ("tide harbour lantern keeper garden ledger orchard meadow violin river market winter summer copper "
-         "silver lesson doctor ticket bakery station museum canvas pottery island bridge letter").split()
+WORDS = (
+    "tide harbour lantern keeper garden ledger orchard meadow violin river market winter summer copper "
+    "silver lesson doctor ticket bakery station museum canvas pottery island bridge letter"
+).split()
 
 
 class HashEmbedding:
@@ -58,7 +60,9 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=2_000)
     parser.add_argument("--real-embedding", action="store_true")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 200 passages, 100 messages")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 200 passages, 100 messages"
+    )
     args = parser.parse_args()
     if args.quick:
         args.passages, args.messages = 200, 100
@@ -66,22 +70,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         settings = Settings.from_env({"PERSIST_DIRECTORY": directory}, env_file=None)
         embedding: Any = None if args.real_embedding else HashEmbedding()
-        with MemoryManager(agent_id="bench", settings=settings, embedding_function=embedding) as memory:
+        with MemoryManager(
+            agent_id="bench", settings=settings, embedding_function=embedding
+        ) as memory:
             started = time.perf_counter()
-            ids = memory.archival_memory_insert_many([sentence(generator, n) for n in range(args.passages)])
+            ids = memory.archival_memory_insert_many(
+                [sentence(generator, n) for n in range(args.passages)]
+            )
             for number in range(args.messages):
-                memory.store_message("user" if number % 2 == 0 else "assistant", sentence(generator, number))
+                memory.store_message(
+                    "user" if number % 2 == 0 else "assistant", sentence(generator, number)
+                )
             memory.create_block("notes", "First note")
             for number in range(5):
                 memory.core_memory_append("notes", f"Line {number}")
             built = time.perf_counter() - started
-            print(f"store: {args.passages} passages, {args.messages} messages, built in {built:.1f} s; "
-                  f"{size_of(Path(directory)) / 1e6:.1f} MB on disk; load {os.getloadavg()[0]:.1f}")
+            print(
+                f"store: {args.passages} passages, {args.messages} messages, built in {built:.1f} s; "
+                f"{size_of(Path(directory)) / 1e6:.1f} MB on disk; load {os.getloadavg()[0]:.1f}"
+            )
             message_id = memory.all_messages()[args.messages // 2].message_id
             rows = []
-            for kind, run in (("passage", lambda: memory.forget_passage(ids[len(ids) // 2])),
-                              ("message", lambda: memory.forget_message(message_id)),
-                              ("block", lambda: memory.forget_block("notes"))):
+            for kind, run in (
+                ("passage", lambda: memory.forget_passage(ids[len(ids) // 2])),
+                ("message", lambda: memory.forget_message(message_id)),
+                ("block", lambda: memory.forget_block("notes")),
+            ):
                 report = run()
                 rows.append((kind, report.seconds))
             print(f"{'forget':<10}{'seconds (whole forget incl. vectors and VACUUM)':>50}")
@@ -89,10 +103,14 @@ def main() -> None:
                 print(f"{kind:<10}{seconds:>50.3f}")
             started = time.perf_counter()
             scrub.scrub(memory.database)
-            print(f"{'scrub':<10}{time.perf_counter() - started:>50.3f}  (FTS optimize + VACUUM + WAL truncate alone)")
+            print(
+                f"{'scrub':<10}{time.perf_counter() - started:>50.3f}  (FTS optimize + VACUUM + WAL truncate alone)"
+            )
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

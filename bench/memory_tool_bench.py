@@ -35,14 +35,17 @@ def seed(memory: MemoryManager, blocks: int) -> None:
     with memory.db.transaction():
         for number in range(blocks):
             label = f"area{number % 10}/topic{number % 7}/note{number}.md"
-            memory.create_block(label, f"Note {number}: " + "fact. " * 170, limit=5000,
-                                in_prompt=number % 4 == 0)
+            memory.create_block(
+                label, f"Note {number}: " + "fact. " * 170, limit=5000, in_prompt=number % 4 == 0
+            )
         for number in range(20):
             memory.create_block(f"moving/file{number}.md", "x", in_prompt=False)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--blocks", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="200 blocks, 10 repeats")
@@ -80,26 +83,40 @@ def main() -> None:
             ]
             prompt = memory.get_system_prompt_addition()
             everything = sum(len(b.value) for b in memory.list_blocks())
-            memory.create_block("large.md", ("a line of a large file\n" * 20_000)[:400_000], limit=1_000_000)
+            memory.create_block(
+                "large.md", ("a line of a large file\n" * 20_000)[:400_000], limit=1_000_000
+            )
             absent = "z" * (50_000_000 if not args.quick else 5_000_000)
 
             def refused(old: str) -> Callable[[], object]:
-                def attempt() -> object:  # issue 23: linear in the block, a short error whatever was sent
+                def attempt() -> (
+                    object
+                ):  # issue 23: linear in the block, a short error whatever was sent
                     try:
                         return files.str_replace("/memories/large.md", old, "x")
                     except MemoryToolError as error:
                         return str(error)
+
                 return attempt
 
-            rows += [("str_replace old_str='' on 400k chars", median_ms(refused(""), repeats)),
-                     (f"str_replace of an absent {len(absent) // 10**6} MB old_str", median_ms(refused(absent), 3))]
+            rows += [
+                ("str_replace old_str='' on 400k chars", median_ms(refused(""), repeats)),
+                (
+                    f"str_replace of an absent {len(absent) // 10**6} MB old_str",
+                    median_ms(refused(absent), 3),
+                ),
+            ]
     print(f"{blocks + 20} blocks ({blocks // 4} in the prompt), median of {repeats} runs:")
     for name, value in rows:
         print(f"  {name:40s} {value:8.2f} ms")
-    print(f"  rendered prompt: {len(prompt):,} characters (every block's value together: {everything:,})")
+    print(
+        f"  rendered prompt: {len(prompt):,} characters (every block's value together: {everything:,})"
+    )
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

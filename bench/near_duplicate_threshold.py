@@ -102,10 +102,14 @@ def main() -> None:
         return out
 
     same_scores, different_scores = scored(same), scored(different)
-    print(f"pairs: {len(same_scores)} same-fact, {len(different_scores)} different-fact (all-MiniLM-L6-v2)")
+    print(
+        f"pairs: {len(same_scores)} same-fact, {len(different_scores)} different-fact (all-MiniLM-L6-v2)"
+    )
     for name, scores in (("same-fact", same_scores), ("different-fact", different_scores)):
         values = sorted(score for score, *_ in scores)
-        print(f"{name:15s} similarity min {values[0]:.3f}  median {values[len(values) // 2]:.3f}  max {values[-1]:.3f}")
+        print(
+            f"{name:15s} similarity min {values[0]:.3f}  median {values[len(values) // 2]:.3f}  max {values[-1]:.3f}"
+        )
     blocked_same = [(s, a, b) for s, ok, a, b in same_scores if not ok]
     print(f"same-fact pairs the guard blocks: {len(blocked_same)}")
     for score, first, second in blocked_same:
@@ -118,8 +122,10 @@ def main() -> None:
         diff_sim = sum(score >= threshold for score, *_ in different_scores)
         diff_both = sum(score >= threshold and ok for score, ok, *_ in different_scores)
         mark = "  <- shipped" if abs(threshold - NEAR_DUPLICATE_THRESHOLD) < 1e-9 else ""
-        print(f"  {threshold:.2f}     {same_sim:3d} / {same_both:3d} of {len(same_scores)}"
-              f"                {diff_sim:3d} / {diff_both:3d} of {len(different_scores)}{mark}")
+        print(
+            f"  {threshold:.2f}     {same_sim:3d} / {same_both:3d} of {len(same_scores)}"
+            f"                {diff_sim:3d} / {diff_both:3d} of {len(different_scores)}{mark}"
+        )
     leaks = [(s, a, b) for s, ok, a, b in different_scores if ok]
     print(f"different-fact pairs the guard lets through (similarity decides them): {len(leaks)}")
     for score, first, second in leaks:
@@ -127,6 +133,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

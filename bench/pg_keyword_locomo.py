@@ -83,100 +83,169 @@ def variants(quick: bool, shipped_only: bool) -> list[PgRanking]:
     if shipped_only:
         return [BEFORE, pg_fulltext.RANKING]
     if quick:
-        return [PgRanking(), PgRanking(idf=True), PgRanking("ts_rank_cd", 1), PgRanking(prefix=True)]
-    return [PgRanking(function, norm, first, prefix, idf)  # type: ignore[arg-type]
-            for function, norm, first, prefix, idf in itertools.product(
-                ("ts_rank", "ts_rank_cd"), (0, 1, 2, 32), (False, True), (False, True), (False, True))]
+        return [
+            PgRanking(),
+            PgRanking(idf=True),
+            PgRanking("ts_rank_cd", 1),
+            PgRanking(prefix=True),
+        ]
+    return [
+        PgRanking(function, norm, first, prefix, idf)  # type: ignore[arg-type]
+        for function, norm, first, prefix, idf in itertools.product(
+            ("ts_rank", "ts_rank_cd"), (0, 1, 2, 32), (False, True), (False, True), (False, True)
+        )
+    ]
 
 
 def key(ranking: PgRanking) -> str:
     return f"pg {ranking.label}"
 
 
-def _store(conversations: Sequence[Conversation], memory: MemoryManager, archival: ArchivalMemory) -> None:
+def _store(
+    conversations: Sequence[Conversation], memory: MemoryManager, archival: ArchivalMemory
+) -> None:
     for conversation in conversations:
         agent_id = f"locomo-{conversation.name}"
         memory.ensure_agent(agent_id)
-        archival.insert_many(agent_id, [NewPassage(turn.text, metadata={"dia_id": turn.dia_id}, created_at=turn.when)
-                                        for turn in conversation.turns])
+        archival.insert_many(
+            agent_id,
+            [
+                NewPassage(turn.text, metadata={"dia_id": turn.dia_id}, created_at=turn.when)
+                for turn in conversation.turns
+            ],
+        )
 
 
 def _ranking(hits: Sequence[Any], score: str) -> list[tuple[str, float]]:
     return [(hit.passage.metadata["dia_id"], float(getattr(hit, score) or 0.0)) for hit in hits]
 
 
-def read_sqlite(conversations: Sequence[Conversation], embedding: CachedEmbedding,
-                scratch: Path) -> dict[tuple[str, str], list[Candidates]]:
+def read_sqlite(
+    conversations: Sequence[Conversation], embedding: CachedEmbedding, scratch: Path
+) -> dict[tuple[str, str], list[Candidates]]:
     found = {}
     with MemoryManager(agent_id="bench", settings=Settings(persist_directory=scratch)) as memory:
         archival = ArchivalMemory(memory.db, VectorConfig(path=scratch / "chroma"), embedding)
         _store(conversations, memory, archival)
         for conversation in conversations:
             agent_id = f"locomo-{conversation.name}"
-            found[(conversation.name, SQLITE)] = [Candidates(
-                question,
-                _ranking(archival.search(agent_id, question.text, limit=DEPTH, mode="keyword"), "keyword_score"),
-                _ranking(archival.search(agent_id, question.text, limit=DEPTH, mode="vector"), "vector_similarity"),
-            ) for question in conversation.questions]
+            found[(conversation.name, SQLITE)] = [
+                Candidates(
+                    question,
+                    _ranking(
+                        archival.search(agent_id, question.text, limit=DEPTH, mode="keyword"),
+                        "keyword_score",
+                    ),
+                    _ranking(
+                        archival.search(agent_id, question.text, limit=DEPTH, mode="vector"),
+                        "vector_similarity",
+                    ),
+                )
+                for question in conversation.questions
+            ]
         archival.close()
     return found
 
 
-def read_postgres(conversations: Sequence[Conversation], embedding: CachedEmbedding, scratch: Path, url: str,
-                  rankings: Sequence[PgRanking]) -> tuple[dict[tuple[str, str], list[Candidates]], dict[str, float]]:
+def read_postgres(
+    conversations: Sequence[Conversation],
+    embedding: CachedEmbedding,
+    scratch: Path,
+    url: str,
+    rankings: Sequence[PgRanking],
+) -> tuple[dict[tuple[str, str], list[Candidates]], dict[str, float]]:
     """Candidates per (conversation, variant key), the live shipped answers under 'pg live', and
     each variant's mean query time (ms)."""
     found: dict[tuple[str, str], list[Candidates]] = {}
     spent = dict.fromkeys(map(key, rankings), 0.0)
     queries = 0
-    with MemoryManager(agent_id="bench", settings=Settings(persist_directory=scratch), database_url=url) as memory:
+    with MemoryManager(
+        agent_id="bench", settings=Settings(persist_directory=scratch), database_url=url
+    ) as memory:
         archival = ArchivalMemory(memory.db, VectorConfig(path=scratch / "chroma"), embedding)
         _store(conversations, memory, archival)
         for conversation in conversations:
             agent_id = f"locomo-{conversation.name}"
             clause, params = PassageFilter(agent_id).sql("p")
             with memory.db.reading() as conn:
-                dia_of = {row[0]: json.loads(row[1])["dia_id"] for row in conn.execute(
-                    "SELECT passage_id, metadata FROM passages WHERE agent_id = ?", (agent_id,)).fetchall()}
+                dia_of = {
+                    row[0]: json.loads(row[1])["dia_id"]
+                    for row in conn.execute(
+                        "SELECT passage_id, metadata FROM passages WHERE agent_id = ?", (agent_id,)
+                    ).fetchall()
+                }
             live = []
             for question in conversation.questions:
-                vector = _ranking(archival.search(agent_id, question.text, limit=DEPTH, mode="vector"),
-                                  "vector_similarity")
-                shipped = Candidates(question, _ranking(archival.search(agent_id, question.text, limit=DEPTH,
-                                                                        mode="keyword"), "keyword_score"), vector)
-                shipped.default_hybrid = [hit.passage.metadata["dia_id"] for hit in
-                                          archival.search(agent_id, question.text, limit=max(KS), mode="hybrid")]
+                vector = _ranking(
+                    archival.search(agent_id, question.text, limit=DEPTH, mode="vector"),
+                    "vector_similarity",
+                )
+                shipped = Candidates(
+                    question,
+                    _ranking(
+                        archival.search(agent_id, question.text, limit=DEPTH, mode="keyword"),
+                        "keyword_score",
+                    ),
+                    vector,
+                )
+                shipped.default_hybrid = [
+                    hit.passage.metadata["dia_id"]
+                    for hit in archival.search(
+                        agent_id, question.text, limit=max(KS), mode="hybrid"
+                    )
+                ]
                 live.append(shipped)
                 queries += 1
                 for ranking in rankings:
                     with memory.db.reading() as conn:
                         began = time.perf_counter()
-                        rows = pg_fulltext.passage_search(conn, question.text, clause, list(params), DEPTH, ranking)
+                        rows = pg_fulltext.passage_search(
+                            conn, question.text, clause, list(params), DEPTH, ranking
+                        )
                         spent[key(ranking)] += time.perf_counter() - began
                     found.setdefault((conversation.name, key(ranking)), []).append(
-                        Candidates(question, [(dia_of[pid], score) for pid, score in rows], vector))
+                        Candidates(question, [(dia_of[pid], score) for pid, score in rows], vector)
+                    )
             found[(conversation.name, "pg live")] = live
         archival.close()
     return found, {name: seconds * 1000 / max(1, queries) for name, seconds in spent.items()}
 
 
-def variant_table(names: Sequence[str], rankings: Sequence[PgRanking], results: Any, timing: dict[str, float]) -> str:
-    lines = [f"| PG ranking | {' | '.join(f'@{k}' for k in KS)} | mean | ms/query |", "|---|" + "---:|" * (len(KS) + 2)]
+def variant_table(
+    names: Sequence[str], rankings: Sequence[PgRanking], results: Any, timing: dict[str, float]
+) -> str:
+    lines = [
+        f"| PG ranking | {' | '.join(f'@{k}' for k in KS)} | mean | ms/query |",
+        "|---|" + "---:|" * (len(KS) + 2),
+    ]
     rows = []
     for ranking in [*rankings]:
-        pooled = [r for n in names for r in results(Setting(key(ranking), single="keyword"), n) if r[0] != 5]
+        pooled = [
+            r
+            for n in names
+            for r in results(Setting(key(ranking), single="keyword"), n)
+            if r[0] != 5
+        ]
         means = [mean_recall(pooled, k) for k in KS]
         rows.append((statistics.fmean(means), ranking.label, means, timing[key(ranking)]))
     sqlite = [r for n in names for r in results(Setting(SQLITE, single="keyword"), n) if r[0] != 5]
     sqlite_means = [mean_recall(sqlite, k) for k in KS]
     rows.append((statistics.fmean(sqlite_means), "(SQLite FTS5 bm25)", sqlite_means, float("nan")))
     for mean, label, means, ms in sorted(rows, key=lambda row: -row[0]):
-        lines.append(f"| {label} | {' | '.join(f'{m:.3f}' for m in means)} | {mean:.3f} | {ms:.2f} |")
+        lines.append(
+            f"| {label} | {' | '.join(f'{m:.3f}' for m in means)} | {mean:.3f} | {ms:.2f} |"
+        )
     return "\n".join(lines)
 
 
-def report(names: Sequence[str], found: dict[tuple[str, str], list[Candidates]], rankings: Sequence[PgRanking],
-           timing: dict[str, float], quick: bool, rounds: int) -> str:
+def report(
+    names: Sequence[str],
+    found: dict[tuple[str, str], list[Candidates]],
+    rankings: Sequence[PgRanking],
+    timing: dict[str, float],
+    quick: bool,
+    rounds: int,
+) -> str:
     results = scorer(found)
     shipped = key(pg_fulltext.RANKING)
     families: list[tuple[str, list[Setting]]] = [
@@ -187,56 +256,109 @@ def report(names: Sequence[str], found: dict[tuple[str, str], list[Candidates]],
         ("pg hybrid", settings_grid([shipped], quick)),
         ("pg hybrid*", settings_grid([key(r) for r in rankings], quick)),
     ]
-    lines = ["Leave-one-conversation-out (chosen on the other conversations by the mean of R@5/10/20,",
-             "categories 1-4, scored on the held-out one):"]
+    lines = [
+        "Leave-one-conversation-out (chosen on the other conversations by the mean of R@5/10/20,",
+        "categories 1-4, scored on the held-out one):",
+    ]
     modes: dict[str, dict[str, list[Result]]] = {}
     for mode, family in families:
         modes[mode], notes = leave_one_out(names, family, results)
         lines += [f"{mode} ({len(family)} settings):"] + [f"  {note}" for note in notes]
     live_rows = {n: found[(n, "pg live")] for n in names}
-    modes["pg keyword (shipped)"] = {n: [(c.question.category, recall([d for d, _ in c.keyword], c.question.evidence))
-                                         for c in live_rows[n]] for n in names}
-    modes["pg hybrid (shipped)"] = {n: [(c.question.category, recall(c.default_hybrid, c.question.evidence))
-                                        for c in live_rows[n]] for n in names}
+    modes["pg keyword (shipped)"] = {
+        n: [
+            (c.question.category, recall([d for d, _ in c.keyword], c.question.evidence))
+            for c in live_rows[n]
+        ]
+        for n in names
+    }
+    modes["pg hybrid (shipped)"] = {
+        n: [
+            (c.question.category, recall(c.default_hybrid, c.question.evidence))
+            for c in live_rows[n]
+        ]
+        for n in names
+    }
     offline = {n: results(Setting(shipped), n) for n in names}
-    agree = sum(a == b for n in names for a, b in zip(modes["pg hybrid (shipped)"][n], offline[n], strict=True))
-    same_kw = sum(a == b for n in names for a, b in zip(modes["pg keyword (shipped)"][n],
-                                                         results(Setting(shipped, single="keyword"), n), strict=True))
+    agree = sum(
+        a == b
+        for n in names
+        for a, b in zip(modes["pg hybrid (shipped)"][n], offline[n], strict=True)
+    )
+    same_kw = sum(
+        a == b
+        for n in names
+        for a, b in zip(
+            modes["pg keyword (shipped)"][n],
+            results(Setting(shipped, single="keyword"), n),
+            strict=True,
+        )
+    )
     total = sum(len(offline[n]) for n in names)
-    lines += [f"shipped PG ranking: [{pg_fulltext.RANKING.label}]; live keyword search agrees with the offline"
-              f" variant on {same_kw}/{total} questions, live hybrid with offline fusion on {agree}/{total}",
-              "", "Held out, pooled (categories 1-4):",
-              f"| mode | {' | '.join(f'R@{k}' for k in KS)} |", "|---|" + "---:|" * len(KS)]
+    lines += [
+        f"shipped PG ranking: [{pg_fulltext.RANKING.label}]; live keyword search agrees with the offline"
+        f" variant on {same_kw}/{total} questions, live hybrid with offline fusion on {agree}/{total}",
+        "",
+        "Held out, pooled (categories 1-4):",
+        f"| mode | {' | '.join(f'R@{k}' for k in KS)} |",
+        "|---|" + "---:|" * len(KS),
+    ]
     for mode, per in modes.items():
         pooled = [r for n in names for r in per[n] if r[0] != 5]
         lines.append(f"| {mode} | {' | '.join(f'{mean_recall(pooled, k):.3f}' for k in KS)} |")
-    lines += ["", "Per conversation, held out (categories 1-4):",
-              conversation_table({m: modes[m] for m in ("sqlite keyword", "pg keyword", "sqlite hybrid", "pg hybrid")}),
-              "", f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):"]
-    for mode, other in (("pg keyword", "sqlite keyword"), ("pg hybrid", "sqlite hybrid"), ("pg hybrid", "pg keyword"),
-                        ("pg hybrid*", "pg hybrid"), ("pg keyword", "pg keyword (before)"),
-                        ("sqlite hybrid", "sqlite keyword")):
+    lines += [
+        "",
+        "Per conversation, held out (categories 1-4):",
+        conversation_table(
+            {m: modes[m] for m in ("sqlite keyword", "pg keyword", "sqlite hybrid", "pg hybrid")}
+        ),
+        "",
+        f"Paired bootstrap, categories 1-4 ({rounds} resamples of questions within conversations):",
+    ]
+    for mode, other in (
+        ("pg keyword", "sqlite keyword"),
+        ("pg hybrid", "sqlite hybrid"),
+        ("pg hybrid", "pg keyword"),
+        ("pg hybrid*", "pg hybrid"),
+        ("pg keyword", "pg keyword (before)"),
+        ("sqlite hybrid", "sqlite keyword"),
+    ):
         for k in KS:
             diff, low, high = paired_bootstrap(modes[mode], modes[other], k, rounds)
             lines.append(f"  {mode} - {other} @{k}: {diff:+.3f}  95% CI [{low:+.3f}, {high:+.3f}]")
-    lines += ["", "Every PG ranking variant, in sample (all conversations, categories 1-4), with its mean",
-              "query time (ms, DEPTH deep, on a loaded 2-core machine):",
-              variant_table(names, rankings, results, timing)]
+    lines += [
+        "",
+        "Every PG ranking variant, in sample (all conversations, categories 1-4), with its mean",
+        "query time (ms, DEPTH deep, on a loaded 2-core machine):",
+        variant_table(names, rankings, results, timing),
+    ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="directory of LoCoMo JSON files"
+    )
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
-    parser.add_argument("--embedding-cache", type=Path, help="pickle of text vectors, reused across runs")
-    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_TURNS} turns, four variants")
-    parser.add_argument("--shipped-only", action="store_true",
-                        help="only the shipped ranking and the one before it (verifies the fusion on it, faster)")
+    parser.add_argument(
+        "--embedding-cache", type=Path, help="pickle of text vectors, reused across runs"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"first {QUICK_TURNS} turns, four variants"
+    )
+    parser.add_argument(
+        "--shipped-only",
+        action="store_true",
+        help="only the shipped ranking and the one before it (verifies the fusion on it, faster)",
+    )
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json")) if args.data.is_dir() else []
     if len(files) < 2:
-        print(f"SKIPPED: leave-one-out needs at least two LoCoMo conversations in {args.data}", file=sys.stderr)
+        print(
+            f"SKIPPED: leave-one-out needs at least two LoCoMo conversations in {args.data}",
+            file=sys.stderr,
+        )
         return 0
     conversations = [load_conversation(path) for path in files]
     if args.quick:
@@ -254,21 +376,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="pg-locomo-") as scratch:
             found = read_sqlite(conversations, embedding, Path(scratch) / SQLITE)
-            pg_found, timing = read_postgres(conversations, embedding, Path(scratch) / "postgres",
-                                             cluster.database_url("locomo"), rankings)
+            pg_found, timing = read_postgres(
+                conversations,
+                embedding,
+                Path(scratch) / "postgres",
+                cluster.database_url("locomo"),
+                rankings,
+            )
             found.update(pg_found)
     finally:
         cluster.stop()
     if args.embedding_cache is not None:
         args.embedding_cache.write_bytes(pickle.dumps(embedding.cache))
     names = [c.name for c in conversations]
-    print(f"LoCoMo keyword and hybrid search, SQLite and PostgreSQL: {len(names)} conversations, "
-          f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}")
+    print(
+        f"LoCoMo keyword and hybrid search, SQLite and PostgreSQL: {len(names)} conversations, "
+        f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}"
+    )
     print(report(names, found, rankings, timing, args.quick, 200 if args.quick else args.bootstrap))
     return 0
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

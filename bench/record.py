@@ -51,8 +51,16 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()}"
 
 
-def record(name: str, figures: Mapping[str, Any] | None = None, *, output: str | None = None, quick: bool = False,
-           command: str | None = None, load_before: str | None = None, results: Path = RESULTS) -> Path | None:
+def record(
+    name: str,
+    figures: Mapping[str, Any] | None = None,
+    *,
+    output: str | None = None,
+    quick: bool = False,
+    command: str | None = None,
+    load_before: str | None = None,
+    results: Path = RESULTS,
+) -> Path | None:
     """Store one run of the bench `name`: its `figures` (label -> value) and/or its printed `output`.
 
     A quick run is checked (the figures must be JSON) and not stored; returns the file written.
@@ -71,7 +79,11 @@ def record(name: str, figures: Mapping[str, Any] | None = None, *, output: str |
         return None
     results.mkdir(parents=True, exist_ok=True)
     path = results / f"{name}.json"
-    existing = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"script": f"bench/{name}.py"}
+    existing = (
+        json.loads(path.read_text(encoding="utf-8"))
+        if path.exists()
+        else {"script": f"bench/{name}.py"}
+    )
     existing["runs"] = [run, *existing.get("runs", [])]
     path.write_text(json.dumps(existing, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -112,8 +124,14 @@ def run_recorded(main: Callable[[], Any], script: str) -> Any:
     finally:
         sys.stdout = tee.stream
     if status in (None, 0):
-        written = record(name, output=tee.copy.getvalue(), load_before=load_before,
-                         command=" ".join(["python", f"bench/{name}.py", *arguments]))
-        print(f"(recorded in {written.relative_to(ROOT) if written else '-'}; "
-              "python bench/render_results.py updates docs/benchmarks.md)")
+        written = record(
+            name,
+            output=tee.copy.getvalue(),
+            load_before=load_before,
+            command=" ".join(["python", f"bench/{name}.py", *arguments]),
+        )
+        print(
+            f"(recorded in {written.relative_to(ROOT) if written else '-'}; "
+            "python bench/render_results.py updates docs/benchmarks.md)"
+        )
     return status

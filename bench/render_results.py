@@ -50,8 +50,12 @@ def _cell(value: Any) -> str:
 def _run(run: dict[str, Any], number: int) -> list[str]:
     date = run.get("date") or "date not recorded"
     lines = [f"### Run {number}: {date}", ""]
-    facts = [("commit", run.get("commit")), ("load average", run.get("load")), ("machine", run.get("machine")),
-             ("command", f"`{run['command']}`" if run.get("command") else None)]
+    facts = [
+        ("commit", run.get("commit")),
+        ("load average", run.get("load")),
+        ("machine", run.get("machine")),
+        ("command", f"`{run['command']}`" if run.get("command") else None),
+    ]
     lines += [f"- {label}: {value}" for label, value in facts if value]
     if run.get("carried_over"):
         lines.append(f"- **carried over**: {run['carried_over']}")
@@ -73,12 +77,18 @@ def render(results: Path = RESULTS) -> str:
     lines += ["| script | what it measures | runs |", "|---|---|---|"]
     documents = [(path, json.loads(path.read_text(encoding="utf-8"))) for path in files]
     for path, document in documents:
-        lines.append(f"| [`{path.stem}`](#{path.stem}) | {_cell(document.get('measures', ''))} "
-                     f"| {len(document.get('runs', []))} |")
+        lines.append(
+            f"| [`{path.stem}`](#{path.stem}) | {_cell(document.get('measures', ''))} "
+            f"| {len(document.get('runs', []))} |"
+        )
     lines.append("")
     for path, document in documents:
-        lines += [f"## {path.stem}", "", f"`{document.get('script', f'bench/{path.stem}.py')}`: "
-                  f"{document.get('measures', '')}", ""]
+        lines += [
+            f"## {path.stem}",
+            "",
+            f"`{document.get('script', f'bench/{path.stem}.py')}`: {document.get('measures', '')}",
+            "",
+        ]
         runs = document.get("runs", [])
         for number, run in enumerate(runs, start=1):
             lines += _run(run, len(runs) - number + 1)
@@ -86,14 +96,21 @@ def render(results: Path = RESULTS) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 if docs/benchmarks.md is out of date")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if docs/benchmarks.md is out of date"
+    )
     args = parser.parse_args()
     page = render()
     if args.check:
         current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
         if current != page:
-            print("docs/benchmarks.md is out of date: run python bench/render_results.py", file=sys.stderr)
+            print(
+                "docs/benchmarks.md is out of date: run python bench/render_results.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     PAGE.write_text(page, encoding="utf-8")

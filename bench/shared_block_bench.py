@@ -59,7 +59,9 @@ def _settings(storage: str) -> Settings:
     return Settings.from_env(environ, env_file=None)
 
 
-def _writer(storage: str, writer: str, appends: int, start: Barrier, reports: Queue[WriterReport]) -> None:
+def _writer(
+    storage: str, writer: str, appends: int, start: Barrier, reports: Queue[WriterReport]
+) -> None:
     with MemoryManager(agent_id=writer, settings=_settings(storage)) as memory:
         memory.join_shared_block(LABEL)
         latencies: list[float] = []
@@ -78,8 +80,10 @@ def run(writers: int, appends: int) -> RunResult:
         with MemoryManager(agent_id="bench-setup", settings=_settings(storage)) as memory:
             memory.create_block(LABEL, "", limit=LIMIT, is_shared=True)
         start, reports = SPAWN.Barrier(writers), SPAWN.Queue()
-        processes = [SPAWN.Process(target=_writer, args=(storage, f"w{n}", appends, start, reports))
-                     for n in range(writers)]
+        processes = [
+            SPAWN.Process(target=_writer, args=(storage, f"w{n}", appends, start, reports))
+            for n in range(writers)
+        ]
         for process in processes:
             process.start()
         collected = [reports.get(timeout=600) for _ in processes]
@@ -106,25 +110,37 @@ def percentile(samples: list[float], share: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--appends", type=int, default=300, help="appends per writer (default 300)")
-    parser.add_argument("--writers", type=int, nargs="+", default=[1, 4, 8], help="writer counts to measure")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 1 and 2 writers, 20 appends each")
+    parser.add_argument(
+        "--writers", type=int, nargs="+", default=[1, 4, 8], help="writer counts to measure"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 1 and 2 writers, 20 appends each"
+    )
     args = parser.parse_args()
     if args.quick:
         args.appends, args.writers = 20, [1, 2]
-    print(f"{'writers':>7} {'appends':>7} {'wall s':>7} {'appends/s':>9} {'p50 ms':>7} {'p95 ms':>7} "
-          f"{'max ms':>7} {'chars':>7} {'intact':>6}")
+    print(
+        f"{'writers':>7} {'appends':>7} {'wall s':>7} {'appends/s':>9} {'p50 ms':>7} {'p95 ms':>7} "
+        f"{'max ms':>7} {'chars':>7} {'intact':>6}"
+    )
     for writers in args.writers:
         result = run(writers, args.appends)
         latencies = result.latencies_ms
-        print(f"{result.writers:>7} {result.appends:>7} {result.wall_s:>7.2f} {result.rate:>9.0f} "
-              f"{statistics.median(latencies):>7.2f} {percentile(latencies, 0.95):>7.2f} "
-              f"{max(latencies):>7.1f} {result.final_chars:>7} {'yes' if result.intact else 'NO':>6}",
-              flush=True)
+        print(
+            f"{result.writers:>7} {result.appends:>7} {result.wall_s:>7.2f} {result.rate:>9.0f} "
+            f"{statistics.median(latencies):>7.2f} {percentile(latencies, 0.95):>7.2f} "
+            f"{max(latencies):>7.1f} {result.final_chars:>7} {'yes' if result.intact else 'NO':>6}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

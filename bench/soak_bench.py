@@ -51,19 +51,34 @@ def databases(args: argparse.Namespace) -> Iterator[tuple[str | None, str | None
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--quick", action="store_true",
-                        help="60 turns at a 40,000-token window, one restart of each kind")
-    parser.add_argument("--no-restarts", action="store_true", help="one agent for the whole conversation")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="60 turns at a 40,000-token window, one restart of each kind",
+    )
+    parser.add_argument(
+        "--no-restarts", action="store_true", help="one agent for the whole conversation"
+    )
     backend = parser.add_mutually_exclusive_group()
-    backend.add_argument("--postgres", action="store_true", help="store on a throwaway local PostgreSQL server")
-    backend.add_argument("--database-url", help="store in this PostgreSQL database (default: SQLite)")
-    parser.add_argument("--import-database-url", help="with --database-url: the database the import restart "
-                        "imports into (without it, that restart is left out)")
+    backend.add_argument(
+        "--postgres", action="store_true", help="store on a throwaway local PostgreSQL server"
+    )
+    backend.add_argument(
+        "--database-url", help="store in this PostgreSQL database (default: SQLite)"
+    )
+    parser.add_argument(
+        "--import-database-url",
+        help="with --database-url: the database the import restart "
+        "imports into (without it, that restart is left out)",
+    )
     args = parser.parse_args()
     turns = 60 if args.quick else args.turns
     window = 40_000 if args.quick else None
-    restarts: dict[int, Restart] = {} if args.no_restarts else {
-        turns // 4: "same-cwd", turns // 2: "other-cwd", 3 * turns // 4: "import"}
+    restarts: dict[int, Restart] = (
+        {}
+        if args.no_restarts
+        else {turns // 4: "same-cwd", turns // 2: "other-cwd", 3 * turns // 4: "import"}
+    )
     if args.database_url and not args.import_database_url:
         restarts = {turn: kind for turn, kind in restarts.items() if kind != "import"}
         print("no --import-database-url: the import restart is left out")
@@ -72,26 +87,43 @@ async def main() -> None:
     def progress(turn: TurnRecord) -> None:
         if turn.compacted or turn.restarted or (turn.number + 1) % 100 == 0:
             what = "compacted" if turn.compacted else "restarted" if turn.restarted else ""
-            print(f"  turn {turn.number + 1}: {turn.seconds * 1000:.0f} ms {what} "
-                  f"({time.perf_counter() - began:.0f} s)", flush=True)
+            print(
+                f"  turn {turn.number + 1}: {turn.seconds * 1000:.0f} ms {what} "
+                f"({time.perf_counter() - began:.0f} s)",
+                flush=True,
+            )
 
-    with tempfile.TemporaryDirectory() as directory, ScriptedMessagesServer() as server, \
-            databases(args) as (database_url, import_database_url):
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        ScriptedMessagesServer() as server,
+        databases(args) as (database_url, import_database_url),
+    ):
         base = Path(directory)
         (base / "project").mkdir()
         (base / "elsewhere").mkdir()
-        config = SoakConfig(turns=turns, storage_dir=base / "store", project_dir=base / "project",
-                            other_dir=base / "elsewhere", restarts=restarts, context_window=window,
-                            database_url=database_url, import_database_url=import_database_url)
+        config = SoakConfig(
+            turns=turns,
+            storage_dir=base / "store",
+            project_dir=base / "project",
+            other_dir=base / "elsewhere",
+            restarts=restarts,
+            context_window=window,
+            database_url=database_url,
+            import_database_url=import_database_url,
+        )
         result = await run_soak(server, config, progress=progress)
-    print(f"soak of {turns} turns in {time.perf_counter() - began:.0f} s"
-          + (f" (window {window:,} tokens)" if window else " (default 200,000-token window)")
-          + (" on PostgreSQL" if database_url else " on SQLite"))
+    print(
+        f"soak of {turns} turns in {time.perf_counter() - began:.0f} s"
+        + (f" (window {window:,} tokens)" if window else " (default 200,000-token window)")
+        + (" on PostgreSQL" if database_url else " on SQLite")
+    )
     for line in summary_lines(result):
         print(line)
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(lambda: asyncio.run(main()), __file__)

@@ -59,20 +59,29 @@ def _prepare(memory: MemoryManager, agents: list[str], history: int) -> None:
     for agent in agents:
         memory.ensure_agent(agent)
         for number in range(history):
-            memory.store_message("user", f"earlier message {number} about topic {number % 50}", agent_id=agent)
+            memory.store_message(
+                "user", f"earlier message {number} about topic {number % 50}", agent_id=agent
+            )
 
 
 def _manager(directory: str, url: str | None, agent_id: str) -> MemoryManager:
-    return MemoryManager(agent_id=agent_id, settings=Settings(persist_directory=Path(directory)), database_url=url)
+    return MemoryManager(
+        agent_id=agent_id, settings=Settings(persist_directory=Path(directory)), database_url=url
+    )
 
 
-def run(url: str | None, threads: int, ops: int, workload: Workload, shared: bool, history: int) -> float:
+def run(
+    url: str | None, threads: int, ops: int, workload: Workload, shared: bool, history: int
+) -> float:
     """Operations per second over `threads` threads making `ops` operations each."""
     agents = [f"worker{n}" for n in range(threads)]
     with tempfile.TemporaryDirectory() as directory, ExitStack() as stack:
         owner = stack.enter_context(_manager(directory, url, "service"))
         _prepare(owner, agents, history)
-        managers = [owner if shared else stack.enter_context(_manager(directory, url, agent)) for agent in agents]
+        managers = [
+            owner if shared else stack.enter_context(_manager(directory, url, agent))
+            for agent in agents
+        ]
         start = threading.Barrier(threads + 1)
 
         def work(memory: MemoryManager, agent: str) -> None:
@@ -92,11 +101,17 @@ def run(url: str | None, threads: int, ops: int, workload: Workload, shared: boo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, seconds not minutes (for tests)")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes, seconds not minutes (for tests)"
+    )
     parser.add_argument("--ops", type=int, default=200, help="operations per thread")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--history", type=int, default=200, help="messages each agent has before the run")
-    parser.add_argument("--database-url", help="an existing PostgreSQL database instead of a throwaway cluster")
+    parser.add_argument(
+        "--history", type=int, default=200, help="messages each agent has before the run"
+    )
+    parser.add_argument(
+        "--database-url", help="an existing PostgreSQL database instead of a throwaway cluster"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.ops, args.threads, args.history = 5, [2], 10
@@ -104,14 +119,25 @@ def main(argv: list[str] | None = None) -> int:
     cluster = None if args.database_url else PostgresCluster().start()
     try:
         databases = Databases(cluster, args.database_url)
-        print(f"ops/s over all threads ({args.ops} per thread): one shared manager | a manager per thread")
+        print(
+            f"ops/s over all threads ({args.ops} per thread): one shared manager | a manager per thread"
+        )
         print(f"{'':18}" + "".join(f"{b:>26}" for b in BACKENDS))
         for name, workload in WORKLOADS.items():
             for threads in args.threads:
                 cells = []
                 for backend in BACKENDS:
-                    rates = [run(databases.fresh(backend), threads, args.ops, workload, shared, args.history)
-                             for shared in (True, False)]
+                    rates = [
+                        run(
+                            databases.fresh(backend),
+                            threads,
+                            args.ops,
+                            workload,
+                            shared,
+                            args.history,
+                        )
+                        for shared in (True, False)
+                    ]
                     cells.append(f"{rates[0]:8.0f} | {rates[1]:8.0f}")
                 print(f"{name:7} {threads:2} thr." + "".join(f"{c:>26}" for c in cells), flush=True)
     finally:
@@ -121,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     raise SystemExit(run_recorded(main, __file__))

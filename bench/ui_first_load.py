@@ -68,8 +68,18 @@ class HashEmbedding:
         return "bench-hash-384"
 
 
-TOPICS = ("trip to Lisbon", "the garden shed", "quarterly taxes", "Marta's birthday", "the bike repair",
-          "a Python refactor", "the violin lessons", "moving house", "the dentist", "a chess opening")
+TOPICS = (
+    "trip to Lisbon",
+    "the garden shed",
+    "quarterly taxes",
+    "Marta's birthday",
+    "the bike repair",
+    "a Python refactor",
+    "the violin lessons",
+    "moving house",
+    "the dentist",
+    "a chess opening",
+)
 
 
 def block_label(number: int) -> str:
@@ -87,14 +97,22 @@ def seed(settings: Settings, blocks: int, passages: int, *, minilm: bool) -> dic
     with MemoryManager(agent_id=AGENT, settings=settings, embedding_function=embedding) as memory:
         started = time.perf_counter()
         for number in range(max(0, blocks - 2)):  # persona and human come with the agent
-            memory.create_block(block_label(number), f"Block {number}: what I know about {TOPICS[number % 10]}.",
-                                limit=2000, in_prompt=number % 3 != 0)
+            memory.create_block(
+                block_label(number),
+                f"Block {number}: what I know about {TOPICS[number % 10]}.",
+                limit=2000,
+                in_prompt=number % 3 != 0,
+            )
         timings["blocks"] = time.perf_counter() - started
         started = time.perf_counter()
         for start in range(0, passages, INSERT_BATCH):
-            batch = [{"content": f"Passage {n}: a note about {TOPICS[n % 10]}, fact number {n}.",
-                      "tags": [f"topic{n % 10}"]}
-                     for n in range(start, min(passages, start + INSERT_BATCH))]
+            batch = [
+                {
+                    "content": f"Passage {n}: a note about {TOPICS[n % 10]}, fact number {n}.",
+                    "tags": [f"topic{n % 10}"],
+                }
+                for n in range(start, min(passages, start + INSERT_BATCH))
+            ]
             memory.archival_memory_insert_many(batch)
         timings["passages"] = time.perf_counter() - started
     return timings
@@ -115,9 +133,12 @@ def browser_time(browser: Any, server: UiServer, path: str) -> float:
     page = browser.new_page()
     try:
         page.goto(server.page(path), wait_until="load", timeout=120_000)
-        return float(page.evaluate(
-            "() => { const n = performance.getEntriesByType('navigation')[0];"
-            " return (n.loadEventEnd - n.startTime) / 1000; }"))
+        return float(
+            page.evaluate(
+                "() => { const n = performance.getEntriesByType('navigation')[0];"
+                " return (n.loadEventEnd - n.startTime) / 1000; }"
+            )
+        )
     finally:
         page.close()
 
@@ -128,28 +149,44 @@ def load() -> str:
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--blocks", type=int, default=1000)
     parser.add_argument("--passages", type=int, default=100_000)
-    parser.add_argument("--minilm", action="store_true", help="seed vectors with the real MiniLM model (slow)")
-    parser.add_argument("--database-url", help="seed and serve this PostgreSQL database instead of SQLite")
-    parser.add_argument("--postgres", action="store_true",
-                        help="seed and serve a throwaway local PostgreSQL server's database (needs the postgres extra)")
+    parser.add_argument(
+        "--minilm", action="store_true", help="seed vectors with the real MiniLM model (slow)"
+    )
+    parser.add_argument(
+        "--database-url", help="seed and serve this PostgreSQL database instead of SQLite"
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="seed and serve a throwaway local PostgreSQL server's database (needs the postgres extra)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 50 blocks, 500 passages")
     args = parser.parse_args()
     if args.quick:
         args.blocks, args.passages = 50, 500
 
-    print(f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit {commit()}  "
-          f"load average {load()} ({os.cpu_count()} cores)  "
-          f"{'PostgreSQL' if args.postgres or args.database_url else 'SQLite'}")
+    print(
+        f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit {commit()}  "
+        f"load average {load()} ({os.cpu_count()} cores)  "
+        f"{'PostgreSQL' if args.postgres or args.database_url else 'SQLite'}"
+    )
     cluster = None
     if args.postgres and not args.database_url:
         from memory_agent.testing.postgres_cluster import PostgresCluster
@@ -171,18 +208,26 @@ def measure(args: argparse.Namespace) -> None:
             environ["MEMORY_DATABASE_URL"] = args.database_url
         settings = Settings.from_env(environ, env_file=None)
         timings = seed(settings, args.blocks, args.passages, minilm=args.minilm)
-        print(f"seeded {args.blocks} blocks in {timings['blocks']:.1f} s, {args.passages} passages in "
-              f"{timings['passages']:.1f} s ({args.passages / max(timings['passages'], 1e-9):.0f}/s, "
-              f"{'MiniLM' if args.minilm else 'hashing'} vectors) through the public API")
+        print(
+            f"seeded {args.blocks} blocks in {timings['blocks']:.1f} s, {args.passages} passages in "
+            f"{timings['passages']:.1f} s ({args.passages / max(timings['passages'], 1e-9):.0f}/s, "
+            f"{'MiniLM' if args.minilm else 'hashing'} vectors) through the public API"
+        )
 
-        store = {"database_url": args.database_url} if args.database_url else {"storage_dir": Path(directory)}
+        store = (
+            {"database_url": args.database_url}
+            if args.database_url
+            else {"storage_dir": Path(directory)}
+        )
         # With a database URL the vectors still live in the storage dir: the server is told where.
         server_environ = {**os.environ, "PERSIST_DIRECTORY": directory}
         pages = ("/", f"/agents/{AGENT}")
         print(f"{'page':24} {'server s':>9} {'bytes':>9} {'browser s':>10}")
         served: dict[str, tuple[float, int, int]] = {}
         for path in pages:
-            with UiServer(**store, environ=server_environ) as server:  # a fresh process per page: a cold load
+            with UiServer(
+                **store, environ=server_environ
+            ) as server:  # a fresh process per page: a cold load
                 served[path] = server_time(server, path)
         loaded: dict[str, float] = {}
         try:
@@ -192,20 +237,31 @@ def measure(args: argparse.Namespace) -> None:
                         loaded[path] = browser_time(browser, server, path)
         except BrowserUnavailable as error:
             if os.environ.get(REQUIRE_BROWSER):
-                raise SystemExit(f"a browser is required ({REQUIRE_BROWSER} is set): {error}") from None
+                raise SystemExit(
+                    f"a browser is required ({REQUIRE_BROWSER} is set): {error}"
+                ) from None
             print(f"(no browser figures: {error})")
         for path in pages:
             seconds, status, size = served[path]
             if status != 200:
                 raise SystemExit(f"{path} answered {status}")
             browser_figure = f"{loaded[path]:>10.3f}" if path in loaded else f"{'-':>10}"
-            verdict = "" if args.quick else ("  (goal < 1 s met)" if max(seconds, loaded.get(path, 0)) < GOAL_SECONDS
-                                             else "  (goal < 1 s NOT met)")
+            verdict = (
+                ""
+                if args.quick
+                else (
+                    "  (goal < 1 s met)"
+                    if max(seconds, loaded.get(path, 0)) < GOAL_SECONDS
+                    else "  (goal < 1 s NOT met)"
+                )
+            )
             print(f"{path:24} {seconds:>9.3f} {size:>9} {browser_figure}{verdict}")
         print(f"load average at the end {load()}")
 
 
 if __name__ == "__main__":
-    from record import run_recorded  # bench/record.py: a full run's output, kept for docs/benchmarks.md
+    from record import (
+        run_recorded,
+    )  # bench/record.py: a full run's output, kept for docs/benchmarks.md
 
     run_recorded(main, __file__)

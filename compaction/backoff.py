@@ -64,5 +64,7 @@ class SummarizerBackoff:
         """Whether a compaction may be attempted now, with the next request at `tokens`."""
         if not self.failures or tokens >= self.settings.overflow_tokens:
             return True
-        return (self._turns_waited >= self.wait_turns
-                or tokens - self._tokens_at_failure >= self.growth_tokens)
+        return (
+            self._turns_waited >= self.wait_turns
+            or tokens - self._tokens_at_failure >= self.growth_tokens
+        )

@@ -169,7 +169,11 @@ class ContextBudget:
         estimate = self._estimate_through(through_id)
         if estimate is not None:
             self._grown -= self._scale * (self._estimate - estimate)  # recounted when added again
-        if estimate is not None and reported > 0 and estimate >= MEASURED_SHARE * self.settings.trigger_tokens:
+        if (
+            estimate is not None
+            and reported > 0
+            and estimate >= MEASURED_SHARE * self.settings.trigger_tokens
+        ):
             self._scale = _clamped(reported / estimate)
             self._measured = True
         self._start(reported, estimate if estimate is not None else self._estimate)
@@ -196,7 +200,9 @@ class ContextBudget:
         """The system prompt, tools or summary changed size; shift the total by the difference."""
         self._estimate += tokens - self._fixed
         self._grown += self._scale * (tokens - self._fixed)
-        self._marks = deque((message_id, estimate + tokens - self._fixed) for message_id, estimate in self._marks)
+        self._marks = deque(
+            (message_id, estimate + tokens - self._fixed) for message_id, estimate in self._marks
+        )
         self._fixed = tokens
 
     def reset(self, total_tokens: int, *, through_id: int | None, fixed_tokens: int) -> None:

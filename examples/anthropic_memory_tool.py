@@ -37,8 +37,10 @@ def scripted_model() -> Iterator[anthropic.Anthropic]:
     with ScriptedMessagesServer() as server:
         server.enqueue(
             tool_use_response("memory", {"command": "view", "path": "/memories"}),
-            tool_use_response("memory", {"command": "create", "path": PREFERENCES,
-                                         "file_text": "Drinks: tea, no sugar.\n"}),
+            tool_use_response(
+                "memory",
+                {"command": "create", "path": PREFERENCES, "file_text": "Drinks: tea, no sugar.\n"},
+            ),
             tool_use_response("memory", {"command": "view", "path": PREFERENCES}),
             text_response("Noted: tea, no sugar."),
         )
@@ -47,9 +49,12 @@ def scripted_model() -> Iterator[anthropic.Anthropic]:
 
 def converse(client: anthropic.Anthropic, memory: MemoryManager) -> None:
     runner = client.beta.messages.tool_runner(
-        model=memory.settings.model_name or "claude-sonnet-5-5", max_tokens=1024,
+        model=memory.settings.model_name or "claude-sonnet-5-5",
+        max_tokens=1024,
         tools=[ManagedMemoryTool(memory)],
-        messages=[{"role": "user", "content": "I take my tea without sugar. Please remember that."}],
+        messages=[
+            {"role": "user", "content": "I take my tea without sugar. Please remember that."}
+        ],
     )
     for message in runner:
         for block in message.content:
@@ -67,13 +72,19 @@ def converse(client: anthropic.Anthropic, memory: MemoryManager) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
     settings = Settings.from_env(env_file=".env")
     # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never mix.
-    with MemoryManager(agent_id=settings.agent_id or "anthropic-memory-tool", settings=settings) as memory:
-        print(f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)")
+    with MemoryManager(
+        agent_id=settings.agent_id or "anthropic-memory-tool", settings=settings
+    ) as memory:
+        print(
+            f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)"
+        )
         if args.offline:
             with scripted_model() as client:
                 converse(client, memory)
@@ -81,12 +92,19 @@ def main() -> int:
         try:
             if not settings.anthropic_api_key:
                 raise ModelAuthenticationError(None, "no API key")
-            converse(anthropic.Anthropic(api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url),
-                     memory)
+            converse(
+                anthropic.Anthropic(
+                    api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url
+                ),
+                memory,
+            )
         except anthropic.APIStatusError as error:
             if error.status_code not in (401, 403):
                 raise
-            print(f"anthropic_memory_tool: {ModelAuthenticationError(error.status_code, str(error))}", file=sys.stderr)
+            print(
+                f"anthropic_memory_tool: {ModelAuthenticationError(error.status_code, str(error))}",
+                file=sys.stderr,
+            )
             return 1
         except ModelAuthenticationError as error:
             print(f"anthropic_memory_tool: {error}", file=sys.stderr)

@@ -30,7 +30,11 @@ def scripted_model(memory: MemoryManager) -> Iterator[dict[str, str]]:
     """A local stand-in for the model that saves a fact with a memory tool (once), then answers."""
     with ScriptedMessagesServer() as server:
         if FACT not in memory.get_block("human").value:
-            server.enqueue(tool_use_response("mcp__memory__core_memory_append", {"label": "human", "content": FACT}))
+            server.enqueue(
+                tool_use_response(
+                    "mcp__memory__core_memory_append", {"label": "human", "content": FACT}
+                )
+            )
         server.enqueue(text_response("Nice to meet you, Ada. I will remember that you like tea."))
         yield server.env()
 
@@ -52,13 +56,17 @@ async def chat(memory: MemoryManager, env: dict[str, str]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
     settings = Settings.from_env(env_file=".env")
     # Its own agent (unless AGENT_ID names one), so its memories never mix with the offline demo's.
     with MemoryManager(agent_id=settings.agent_id or "quickstart", settings=settings) as memory:
-        print(f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)")
+        print(
+            f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)"
+        )
         try:
             if args.offline:
                 with scripted_model(memory) as env:

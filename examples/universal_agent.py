@@ -42,7 +42,10 @@ async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None)
             took = time.perf_counter() - began
             tools = ", ".join(call.name for call in turn.tool_calls) or "none"
             cost = "unknown" if turn.cost_usd is None else f"${turn.cost_usd:.4f}"
-            print(f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {cost}; {took:.1f} s)", flush=True)
+            print(
+                f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {cost}; {took:.1f} s)",
+                flush=True,
+            )
         print("\n" + memory.get_system_prompt_addition(agent_id=agent.agent_id))
 
 
@@ -51,13 +54,17 @@ def offline_script(server: ScriptedMessagesServer, count: int) -> None:
     with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
         noted = FACT in memory.get_block("human").value
     if not noted:
-        server.enqueue(tool_use_response("mcp__memory__memory_insert", {"label": "human", "text": FACT}))
+        server.enqueue(
+            tool_use_response("mcp__memory__memory_insert", {"label": "human", "text": FACT})
+        )
     for number in range(count):
         server.enqueue(text_response(f"Answer {number + 1}: noted."))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
     if sys.stdin.isatty():
@@ -70,7 +77,9 @@ def main() -> int:
         lines = sys.stdin.read().splitlines()
         with ScriptedMessagesServer() as server:
             offline_script(server, len([line for line in lines if line.strip()]))
-            asyncio.run(main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT, env=server.env()), lines))
+            asyncio.run(
+                main_loop(ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT, env=server.env()), lines)
+            )
     except ModelAuthenticationError as error:
         print(f"universal_agent: {error}", file=sys.stderr)
         return 1

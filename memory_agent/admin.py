@@ -43,6 +43,7 @@ __all__ = [
     "storage_path",
 ]
 
+
 @dataclass(frozen=True)
 class AgentInfo:
     """One agent of a storage dir, with how much memory it holds."""
@@ -72,8 +73,13 @@ def storage_path(storage_dir: str | Path | None, settings: Settings) -> Path:
     return Path(storage_dir).expanduser() if storage_dir is not None else settings.persist_directory
 
 
-def open_database(storage_dir: Path, *, create: bool = False, database_url: str | None = None,
-                  encryption_key: EncryptionKey | None = None) -> Database:
+def open_database(
+    storage_dir: Path,
+    *,
+    create: bool = False,
+    database_url: str | None = None,
+    encryption_key: EncryptionKey | None = None,
+) -> Database:
     """The storage dir's database; without `create`, a missing one is an error, not a new file.
 
     With a PostgreSQL `database_url` the server holds the data (its schema is created on first use);
@@ -123,22 +129,32 @@ def agent_info(db: Database, agent_id: str) -> AgentInfo:
 
 def _info(row: sqlite3.Row, default: str | None) -> AgentInfo:
     return AgentInfo(
-        agent_id=row["agent_id"], name=row["name"], created_at=row["created_at"],
-        blocks=row["blocks"], messages=row["messages"], passages=row["passages"],
-        summaries=row["summaries"], is_default=row["agent_id"] == default,
+        agent_id=row["agent_id"],
+        name=row["name"],
+        created_at=row["created_at"],
+        blocks=row["blocks"],
+        messages=row["messages"],
+        passages=row["passages"],
+        summaries=row["summaries"],
+        is_default=row["agent_id"] == default,
     )
 
 
-def open_agent(storage_dir: str | Path | None = None, agent_id: str | None = None, *,
-               settings: Settings | None = None) -> MemoryManager:
+def open_agent(
+    storage_dir: str | Path | None = None,
+    agent_id: str | None = None,
+    *,
+    settings: Settings | None = None,
+) -> MemoryManager:
     """A MemoryManager on an existing agent of an existing storage dir; never creates either.
 
     The agent is `agent_id`, else AGENT_ID, else the storage dir's default agent.
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, database_url=settings.database_url,
-                       encryption_key=settings.encryption_key) as db:
+    with open_database(
+        directory, database_url=settings.database_url, encryption_key=settings.encryption_key
+    ) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         if chosen is None:
             raise ConfigurationError(
@@ -149,9 +165,15 @@ def open_agent(storage_dir: str | Path | None = None, agent_id: str | None = Non
     return MemoryManager(directory, agent_id=chosen, settings=settings)
 
 
-def init_storage(storage_dir: str | Path | None = None, agent_id: str | None = None, *,
-                 settings: Settings | None = None, persona: str | None = None,
-                 human: str | None = None, make_default: bool = True) -> tuple[AgentInfo, bool]:
+def init_storage(
+    storage_dir: str | Path | None = None,
+    agent_id: str | None = None,
+    *,
+    settings: Settings | None = None,
+    persona: str | None = None,
+    human: str | None = None,
+    make_default: bool = True,
+) -> tuple[AgentInfo, bool]:
     """Create the storage dir and the agent if missing (idempotent); returns it and whether it is new.
 
     The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; it
@@ -160,23 +182,40 @@ def init_storage(storage_dir: str | Path | None = None, agent_id: str | None = N
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    with open_database(directory, create=True, database_url=settings.database_url,
-                       encryption_key=settings.encryption_key) as db:
+    with open_database(
+        directory,
+        create=True,
+        database_url=settings.database_url,
+        encryption_key=settings.encryption_key,
+    ) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
-    with _open_creating(directory, chosen, settings, persona, human, make_default=make_default) as memory:
+    with _open_creating(
+        directory, chosen, settings, persona, human, make_default=make_default
+    ) as memory:
         return agent_info(memory.db, memory.agent_id), not existed
 
 
-def create_agent(storage_dir: str | Path | None, agent_id: str, *, settings: Settings | None = None,
-                 name: str | None = None, persona: str | None = None, human: str | None = None) -> AgentInfo:
+def create_agent(
+    storage_dir: str | Path | None,
+    agent_id: str,
+    *,
+    settings: Settings | None = None,
+    name: str | None = None,
+    persona: str | None = None,
+    human: str | None = None,
+) -> AgentInfo:
     """Create a new agent with the default blocks; an existing id is refused, not reused."""
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
     if not agent_id.strip():
         raise ConfigurationError("An agent id must not be empty.")
-    with open_database(directory, create=True, database_url=settings.database_url,
-                       encryption_key=settings.encryption_key) as db:
+    with open_database(
+        directory,
+        create=True,
+        database_url=settings.database_url,
+        encryption_key=settings.encryption_key,
+    ) as db:
         if _agent_exists(db, agent_id):
             raise ConfigurationError(
                 f"Agent '{agent_id}' already exists in this storage dir. Pick another id, "
@@ -189,11 +228,21 @@ def create_agent(storage_dir: str | Path | None, agent_id: str, *, settings: Set
         return agent_info(memory.db, agent_id)
 
 
-def _open_creating(directory: Path, agent_id: str | None, settings: Settings, persona: str | None,
-                   human: str | None, *, make_default: bool = True) -> MemoryManager:
+def _open_creating(
+    directory: Path,
+    agent_id: str | None,
+    settings: Settings,
+    persona: str | None,
+    human: str | None,
+    *,
+    make_default: bool = True,
+) -> MemoryManager:
     """A manager that creates the agent (with these first block values) if it is missing."""
-    settings = dataclasses.replace(settings, default_persona=persona or settings.default_persona,
-                                   default_human=human or settings.default_human)
+    settings = dataclasses.replace(
+        settings,
+        default_persona=persona or settings.default_persona,
+        default_human=human or settings.default_human,
+    )
     memory = MemoryManager(directory, agent_id=agent_id, settings=settings)
     if make_default and default_agent_id(memory.db) is None:
         set_default_agent(memory.db, memory.agent_id)
@@ -202,7 +251,10 @@ def _open_creating(directory: Path, agent_id: str | None, settings: Settings, pe
 
 def _agent_exists(db: Database, agent_id: str) -> bool:
     with db.reading() as conn:
-        return conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is not None
+        return (
+            conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
+            is not None
+        )
 
 
 def delete_agent(db: Database, agent_id: str) -> AgentInfo:
@@ -214,21 +266,41 @@ def delete_agent(db: Database, agent_id: str) -> AgentInfo:
     """
     info = agent_info(db, agent_id)
     with db.transaction() as conn:
-        block_ids = [r[0] for r in conn.execute(
-            "SELECT block_id FROM agent_blocks WHERE agent_id = ?", (agent_id,))]
+        block_ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT block_id FROM agent_blocks WHERE agent_id = ?", (agent_id,)
+            )
+        ]
         # Cascades: attachments, messages (their FTS rows by trigger), summaries, passages; the
         # agent's own passage index is dropped whole.
         passage_fts.drop_agent_index(conn, agent_id)
         conn.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))
-        orphans = [block_id for block_id in block_ids if conn.execute(
-            "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (block_id,)).fetchone() is None]
+        orphans = [
+            block_id
+            for block_id in block_ids
+            if conn.execute(
+                "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (block_id,)
+            ).fetchone()
+            is None
+        ]
         conn.executemany("DELETE FROM blocks WHERE block_id = ?", [(b,) for b in orphans])
         conn.execute("DELETE FROM meta WHERE key = ? AND value = ?", (DEFAULT_AGENT_KEY, agent_id))
-        journal.record(conn, author=acting_author() or Author.person(), agent_id=agent_id, action="delete_agent",
-                       target_type="agent",
-                       target_id=agent_id, created_at=utc_now(),
-                       detail={"blocks_deleted": len(orphans), "messages": info.messages,
-                               "passages": info.passages, "summaries": info.summaries})
+        journal.record(
+            conn,
+            author=acting_author() or Author.person(),
+            agent_id=agent_id,
+            action="delete_agent",
+            target_type="agent",
+            target_id=agent_id,
+            created_at=utc_now(),
+            detail={
+                "blocks_deleted": len(orphans),
+                "messages": info.messages,
+                "passages": info.passages,
+                "summaries": info.summaries,
+            },
+        )
     return info
 
 
@@ -237,8 +309,13 @@ def _require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
         raise AgentNotFoundError(agent_id)
 
 
-def reencrypt_storage(storage_dir: Path, old: EncryptionKey | None, new: EncryptionKey | None, *,
-                      database_url: str | None = None) -> str:
+def reencrypt_storage(
+    storage_dir: Path,
+    old: EncryptionKey | None,
+    new: EncryptionKey | None,
+    *,
+    database_url: str | None = None,
+) -> str:
     """Rewrite the storage dir's SQLite database under `new` (None: plain), read with `old`.
 
     What `memory-agent rekey` runs: a rotation, the encryption of a plain store, or a decryption.
@@ -247,12 +324,17 @@ def reencrypt_storage(storage_dir: Path, old: EncryptionKey | None, new: Encrypt
     if database_url:
         raise ConfigurationError(
             "rekey applies to a SQLite store: on PostgreSQL, encryption at rest is the server's job "
-            "(docs/encryption.md says what to configure).")
+            "(docs/encryption.md says what to configure)."
+        )
     if new is not None and old is not None and new == old:
-        raise ConfigurationError("The new key is the key the store already has; nothing was changed.")
+        raise ConfigurationError(
+            "The new key is the key the store already has; nothing was changed."
+        )
     path = Path(storage_dir) / DATABASE_FILENAME
     if cipher.store_kind(path) == "absent":
-        raise StorageError(f"No memory-agent storage at {storage_dir}; there is nothing to re-encrypt.")
+        raise StorageError(
+            f"No memory-agent storage at {storage_dir}; there is nothing to re-encrypt."
+        )
     cipher.reencrypt(path, old, new)
     if old is None:
         return "encrypted"

@@ -58,8 +58,13 @@ def _arguments(command: Any) -> dict[str, Any]:
 class ManagedMemoryTool(BetaAbstractMemoryTool):
     """The memory tool on one agent's blocks (the manager's own agent unless `agent_id` is given)."""
 
-    def __init__(self, memory: MemoryManager, *, agent_id: str | None = None,
-                 cache_control: BetaCacheControlEphemeralParam | None = None) -> None:
+    def __init__(
+        self,
+        memory: MemoryManager,
+        *,
+        agent_id: str | None = None,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
         super().__init__(cache_control=cache_control)
         self.files = MemoryFiles(memory, agent_id)
 
@@ -89,8 +94,13 @@ class ManagedMemoryTool(BetaAbstractMemoryTool):
 class AsyncManagedMemoryTool(BetaAsyncAbstractMemoryTool):
     """`ManagedMemoryTool` for `AsyncAnthropic`: the same commands, run in a worker thread."""
 
-    def __init__(self, memory: MemoryManager, *, agent_id: str | None = None,
-                 cache_control: BetaCacheControlEphemeralParam | None = None) -> None:
+    def __init__(
+        self,
+        memory: MemoryManager,
+        *,
+        agent_id: str | None = None,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
         super().__init__(cache_control=cache_control)
         self.files = MemoryFiles(memory, agent_id)
 

@@ -46,8 +46,10 @@ def _check_name(name: str) -> None:
     if not name.strip():
         raise ConfigurationError("An author's name must not be empty or blank; name who acted.")
     if len(name) > MAX_AUTHOR_NAME_CHARS:
-        raise ConfigurationError(f"An author's name is at most {MAX_AUTHOR_NAME_CHARS} characters; got {len(name)}. "
-                                 "Use a shorter name.")
+        raise ConfigurationError(
+            f"An author's name is at most {MAX_AUTHOR_NAME_CHARS} characters; got {len(name)}. "
+            "Use a shorter name."
+        )
     _check_line(name)
 
 
@@ -56,12 +58,15 @@ def _check_line(name: str) -> None:
     if bad is not None:
         raise ConfigurationError(
             f"An author's name must be one line of printable text; {name!r} holds {bad!r} (U+{ord(bad):04X}), a line "
-            "break or control character. Remove it.")
+            "break or control character. Remove it."
+        )
 
 
 def _shown(name: str) -> str:
     """A stored name that predates the rules above, made safe to show (escapes, cut to length)."""
-    text = "".join(char if char.isprintable() or char == " " else f"\\u{ord(char):04x}" for char in name)
+    text = "".join(
+        char if char.isprintable() or char == " " else f"\\u{ord(char):04x}" for char in name
+    )
     text = text[:MAX_AUTHOR_NAME_CHARS]
     return text if text.strip() else "?"
 
@@ -76,7 +81,8 @@ class Author:
     def __post_init__(self) -> None:
         if self.kind not in AUTHOR_KINDS:
             raise ConfigurationError(
-                f"An author's kind must be one of {', '.join(AUTHOR_KINDS)}; got {self.kind!r}.")
+                f"An author's kind must be one of {', '.join(AUTHOR_KINDS)}; got {self.kind!r}."
+            )
         name = check_text("An author's name", self.name)
         assert name is not None
         _check_name(name)
@@ -119,12 +125,14 @@ class Author:
         if kind not in AUTHOR_KINDS:
             raise ConfigurationError(
                 f"An author is 'kind:name' with kind one of {', '.join(AUTHOR_KINDS)}, or a person's name; "
-                f"got {text!r}.")
+                f"got {text!r}."
+            )
         if kind == "consolidator":
             raise ConfigurationError(
                 f"Only the consolidation engine writes as 'consolidator' (got {text!r}); a rollback trusts its "
                 "entries. Write as yourself (a person's name) or another kind: "
-                f"{', '.join(k for k in AUTHOR_KINDS if k != 'consolidator')}.")
+                f"{', '.join(k for k in AUTHOR_KINDS if k != 'consolidator')}."
+            )
         return cls(kind, name)
 
     @classmethod
@@ -170,7 +178,9 @@ def acting_as(author: Author) -> AbstractContextManager[Author]:
     A wrong argument is refused at the call, before any `with` block runs.
     """
     if not isinstance(author, Author):
-        raise ConfigurationError(f"acting_as takes an Author (e.g. Author.person()), got {type(author).__name__}.")
+        raise ConfigurationError(
+            f"acting_as takes an Author (e.g. Author.person()), got {type(author).__name__}."
+        )
     return _acting(author)
 
 

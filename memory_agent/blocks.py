@@ -23,6 +23,7 @@ __all__ = [
     "validate_label",
 ]
 
+
 @dataclass(frozen=True)
 class Block:
     """One core-memory block as one agent sees it.
@@ -92,7 +93,11 @@ def insert_text(label: str, value: str, text: str, insert_after: str | None) -> 
     # A regex on the original string keeps positions right even where lower() changes lengths.
     # re's IGNORECASE matches character for character, so a longer needle cannot occur (and
     # compiling a needle of megabytes into a pattern would take seconds for nothing).
-    match = None if len(insert_after) > len(value) else re.search(re.escape(insert_after), value, flags=re.IGNORECASE)
+    match = (
+        None
+        if len(insert_after) > len(value)
+        else re.search(re.escape(insert_after), value, flags=re.IGNORECASE)
+    )
     if match is None:
         raise ContentNotFoundError(label, insert_after)
     end = match.end()

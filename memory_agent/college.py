@@ -111,7 +111,9 @@ def college_agent_id(instance_id: str, role: CollegeRole) -> str:
 
 def _check_role(role: str) -> CollegeRole:
     if role not in COLLEGE_ROLES:
-        raise ConfigurationError(f"Unknown college role '{role}'; the roles are {', '.join(COLLEGE_ROLES)}.")
+        raise ConfigurationError(
+            f"Unknown college role '{role}'; the roles are {', '.join(COLLEGE_ROLES)}."
+        )
     return role
 
 
@@ -158,7 +160,9 @@ class CollegeSession:
         agent_ids = {role: college_agent_id(instance, role) for role in COLLEGE_ROLES}
         read_only = frozenset(_check_role(role) for role in read_only_roles)
         owns = memory is None
-        manager = memory or MemoryManager(storage_dir, agent_id=agent_ids["critic"], settings=settings)
+        manager = memory or MemoryManager(
+            storage_dir, agent_id=agent_ids["critic"], settings=settings
+        )
         try:
             block_id = _set_up(manager, agent_ids, read_only, block_limit)
         except BaseException:
@@ -214,13 +218,22 @@ class CollegeSession:
         the agents of one process share this session's manager.
         """
         base = options or ClaudeAgentOptions()
-        with_role = dataclasses.replace(base, system_prompt=self._role_system_prompt(role, base.system_prompt))
-        return MemoryAwareAgent(with_role, memory=memory or self.memory, agent_id=self.agent_id(role),
-                                refresh_mode=refresh_mode)
+        with_role = dataclasses.replace(
+            base, system_prompt=self._role_system_prompt(role, base.system_prompt)
+        )
+        return MemoryAwareAgent(
+            with_role,
+            memory=memory or self.memory,
+            agent_id=self.agent_id(role),
+            refresh_mode=refresh_mode,
+        )
 
     def _role_system_prompt(self, role: CollegeRole, system_prompt: Any) -> Any:
         if isinstance(system_prompt, dict) and system_prompt.get("type") == "preset":
-            return {**system_prompt, "append": self.system_prompt(role, system_prompt.get("append"))}
+            return {
+                **system_prompt,
+                "append": self.system_prompt(role, system_prompt.get("append")),
+            }
         return self.system_prompt(role, user_system_text(system_prompt))
 
     # ----- lifecycle ----------------------------------------------------------------------
@@ -241,8 +254,12 @@ def _join(first: str, second: str | None) -> str:
     return first if not second else f"{first}\n\n{second}"
 
 
-def _set_up(memory: MemoryManager, agent_ids: Mapping[CollegeRole, str],
-            read_only_roles: frozenset[CollegeRole], block_limit: int) -> str:
+def _set_up(
+    memory: MemoryManager,
+    agent_ids: Mapping[CollegeRole, str],
+    read_only_roles: frozenset[CollegeRole],
+    block_limit: int,
+) -> str:
     """Agents, block and attachments in one transaction, so concurrent openers agree."""
     with memory.atomic():
         for agent_id in agent_ids.values():
@@ -250,8 +267,12 @@ def _set_up(memory: MemoryManager, agent_ids: Mapping[CollegeRole, str],
         block_id = _existing_block_id(memory, agent_ids.values())
         if block_id is None:
             block_id = memory.create_block(
-                COLLEGE_BLOCK_LABEL, "", description=COLLEGE_BLOCK_DESCRIPTION, limit=block_limit,
-                is_shared=True, agent_id=agent_ids["critic"],
+                COLLEGE_BLOCK_LABEL,
+                "",
+                description=COLLEGE_BLOCK_DESCRIPTION,
+                limit=block_limit,
+                is_shared=True,
+                agent_id=agent_ids["critic"],
             ).block_id
         for role, agent_id in agent_ids.items():
             _attach(memory, agent_id, block_id, read_only=role in read_only_roles)

@@ -52,8 +52,12 @@ class Unread(Enum):
 
 
 def to_record(message: StoredMessage) -> MessageRecord:
-    return MessageRecord(id=message.message_id, role=message.role, content=message.content,
-                         tokens=message.token_count)
+    return MessageRecord(
+        id=message.message_id,
+        role=message.role,
+        content=message.content,
+        tokens=message.token_count,
+    )
 
 
 def _scaled(record: MessageRecord, scale: float, counter: TokenCounter) -> MessageRecord:
@@ -97,14 +101,21 @@ class Compactor:
     def summarizer(self) -> Summarizer:
         """The cheap model; built on first use so no API client exists until it is needed."""
         if self._summarizer is None:
-            self._summarizer = AnthropicSummarizer(self.settings, api_key=self._api_key, base_url=self._base_url)
+            self._summarizer = AnthropicSummarizer(
+                self.settings, api_key=self._api_key, base_url=self._base_url
+            )
         return self._summarizer
 
     def count_text(self, text: str) -> int:
         return self.counter.count_text(text)
 
-    def budget(self, agent_id: str, fixed_tokens: int, *,
-               summary: StoredSummary | None | Unread = Unread.READ_IT) -> ContextBudget:
+    def budget(
+        self,
+        agent_id: str,
+        fixed_tokens: int,
+        *,
+        summary: StoredSummary | None | Unread = Unread.READ_IT,
+    ) -> ContextBudget:
         """The agent's running budget, brought up to date with messages stored since last time.
 
         `fixed_tokens` is the request outside the conversation (system prompt, tools); the
@@ -117,8 +128,12 @@ class Compactor:
         with self._lock:
             budget = self._budgets.get(agent_id)
             if budget is None:
-                budget = ContextBudget(self.settings, self.counter, fixed_tokens=fixed,
-                                       scale=self._stored_scale(agent_id) or UNMEASURED_SCALE)
+                budget = ContextBudget(
+                    self.settings,
+                    self.counter,
+                    fixed_tokens=fixed,
+                    scale=self._stored_scale(agent_id) or UNMEASURED_SCALE,
+                )
                 self._budgets[agent_id] = budget
             elif budget.fixed_tokens != fixed:
                 budget.set_fixed_tokens(fixed)
@@ -132,7 +147,9 @@ class Compactor:
 
     def _sync(self, agent_id: str, budget: ContextBudget) -> None:
         """Count the in-context messages stored after the last one the budget holds."""
-        budget.add(to_record(m) for m in self.recall.in_context(agent_id, after_id=budget.through_id or 0))
+        budget.add(
+            to_record(m) for m in self.recall.in_context(agent_id, after_id=budget.through_id or 0)
+        )
 
     def _summary_tokens(self, summary: StoredSummary | None) -> int:
         if summary is None:
@@ -143,8 +160,9 @@ class Compactor:
             self._summary_cache = {summary.summary_id: cached}
         return cached
 
-    def observe_turn(self, agent_id: str, budget: ContextBudget, *, usage: Any | None,
-                     through_id: int | None) -> None:
+    def observe_turn(
+        self, agent_id: str, budget: ContextBudget, *, usage: Any | None, through_id: int | None
+    ) -> None:
         """After a turn: count the turn's messages into `budget` (the one read before the turn),
         take the API's usage of the last request as the exact size up to `through_id`, and keep
         a measured scale. Deciding whether to compact is `compaction_due`'s, asked once after this."""
@@ -165,8 +183,11 @@ class Compactor:
         """The one compaction decision: the next request, expected to add `headroom` tokens, would
         reach the trigger (not while backing off after a summariser failure, unless it would reach
         the overflow line). The agent's turn planner and `should_compact` both ask it."""
-        return (self.settings.enabled and budget.should_compact(headroom)
-                and self._backoff(agent_id).allows(budget.total_tokens + max(headroom, 0)))
+        return (
+            self.settings.enabled
+            and budget.should_compact(headroom)
+            and self._backoff(agent_id).allows(budget.total_tokens + max(headroom, 0))
+        )
 
     def _backoff(self, agent_id: str) -> SummarizerBackoff:
         with self._lock:
@@ -176,7 +197,9 @@ class Compactor:
         """Reported tokens per estimated token for this agent: as measured, else cautious."""
         with self._lock:
             budget = self._budgets.get(agent_id)
-        return budget.scale if budget is not None else self._stored_scale(agent_id) or UNMEASURED_SCALE
+        return (
+            budget.scale if budget is not None else self._stored_scale(agent_id) or UNMEASURED_SCALE
+        )
 
     def scaled(self, agent_id: str, estimate: int) -> int:
         """An estimate in the tokens the API will count for this agent."""
@@ -189,7 +212,9 @@ class Compactor:
             if self._state_db is not None:
                 with self._state_db.reading() as conn:
                     value = agent_state.read_state(conn, agent_id).get(agent_state.TOKEN_SCALE_KEY)
-            self._scales[agent_id] = float(value) if isinstance(value, (int, float)) and value > 0 else None
+            self._scales[agent_id] = (
+                float(value) if isinstance(value, (int, float)) and value > 0 else None
+            )
         return self._scales[agent_id]
 
     def _store_scale(self, agent_id: str, scale: float) -> None:
@@ -199,16 +224,22 @@ class Compactor:
         self._scales[agent_id] = scale
         if self._state_db is not None:
             with self._state_db.transaction() as conn:
-                agent_state.write_state(conn, agent_id, {agent_state.TOKEN_SCALE_KEY: round(scale, 4)})
+                agent_state.write_state(
+                    conn, agent_id, {agent_state.TOKEN_SCALE_KEY: round(scale, 4)}
+                )
 
-    async def compact(self, agent_id: str, fixed_tokens: int, *, force: bool = False) -> CompactionOutcome:
+    async def compact(
+        self, agent_id: str, fixed_tokens: int, *, force: bool = False
+    ) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it.
 
         The plan is made on scaled estimates (the agent's measured scale), so the kept window
         fits under the target in the tokens the API will count.
         """
         scale = self.budget(agent_id, fixed_tokens).scale
-        messages = [_scaled(to_record(m), scale, self.counter) for m in self.recall.in_context(agent_id)]
+        messages = [
+            _scaled(to_record(m), scale, self.counter) for m in self.recall.in_context(agent_id)
+        ]
         previous = self.recall.latest_summary(agent_id)
         outcome = await compact(
             messages,

@@ -40,7 +40,14 @@ from .errors import (
     StaleBlockError,
 )
 from .labels import validate_label
-from .sensitivity import DEFAULT_LEVEL, Sensitivity, allowed, current_clearance, parse_level, visible_levels
+from .sensitivity import (
+    DEFAULT_LEVEL,
+    Sensitivity,
+    allowed,
+    current_clearance,
+    parse_level,
+    visible_levels,
+)
 from .store import journal
 from .store.database import Database, utc_now
 from .store.text_copies import replace_text
@@ -60,7 +67,12 @@ __all__ = [
     "redact_text",
 ]
 
-_SHOWN_EDIT_ACTIONS = ("core_memory_append", "core_memory_replace", "memory_insert", "memory_rethink")
+_SHOWN_EDIT_ACTIONS = (
+    "core_memory_append",
+    "core_memory_replace",
+    "memory_insert",
+    "memory_rethink",
+)
 """Model-facing edits whose tool result shows the block's whole new value. The memory tool's
 `str_replace` and `insert` answer with a snippet or a line, as Anthropic's tool does, so they
 are not among them; nor is any owner's write (create, update, undo, restore)."""
@@ -112,7 +124,9 @@ def _visible_sql(alias: str = "b") -> tuple[str, tuple[str, ...]]:
 class CoreMemory:
     """Blocks and attachments in one database; every method names the agent it acts for."""
 
-    def __init__(self, db: Database, *, author: Callable[[], Author | None] = acting_author) -> None:
+    def __init__(
+        self, db: Database, *, author: Callable[[], Author | None] = acting_author
+    ) -> None:
         """`author` says who acts for each write (the manager's current author); by default the
         innermost `acting_as`."""
         self._db = db
@@ -122,7 +136,10 @@ class CoreMemory:
 
     def agent_exists(self, agent_id: str) -> bool:
         with self._db.reading() as conn:
-            return conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is not None
+            return (
+                conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
+                is not None
+            )
 
     def create_agent(self, agent_id: str, name: str | None = None) -> bool:
         """Create the agent row if missing; returns True when it was created now."""
@@ -130,9 +147,15 @@ class CoreMemory:
         with self._db.transaction() as conn:
             created = insert_agent_row(conn, agent_id, name, now)
             if created:
-                journal.record(conn, author=self._author(),
-                               agent_id=agent_id, action="create_agent", target_type="agent",
-                               target_id=agent_id, created_at=now)
+                journal.record(
+                    conn,
+                    author=self._author(),
+                    agent_id=agent_id,
+                    action="create_agent",
+                    target_type="agent",
+                    target_id=agent_id,
+                    created_at=now,
+                )
             return created
 
     def _require_agent(self, conn: sqlite3.Connection, agent_id: str) -> None:
@@ -157,17 +180,23 @@ class CoreMemory:
         into Python (a directory view of thousands of blocks stays cheap); up to the clearance."""
         visible, levels = _visible_sql()
         with self._db.reading() as conn:
-            return {row[0]: int(row[1]) for row in conn.execute(
-                "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN blocks b"
-                f" USING (block_id) WHERE ab.agent_id = ? AND {visible}", (agent_id, *levels))}
+            return {
+                row[0]: int(row[1])
+                for row in conn.execute(
+                    "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN blocks b"
+                    f" USING (block_id) WHERE ab.agent_id = ? AND {visible}",
+                    (agent_id, *levels),
+                )
+            }
 
     def get_block(self, agent_id: str, label: str) -> Block:
         label = validate_label(label)
         with self._db.reading() as conn:
             return _block_from_row(self._attached_row(conn, agent_id, label))
 
-    def _attached_row(self, conn: sqlite3.Connection, agent_id: str, label: str, *,
-                      cleared: bool = False) -> sqlite3.Row:
+    def _attached_row(
+        self, conn: sqlite3.Connection, agent_id: str, label: str, *, cleared: bool = False
+    ) -> sqlite3.Row:
         """The attached block's row; one above the current clearance is missing, unless `cleared`
         (a read-back of what the caller has just written)."""
         row = conn.execute(
@@ -181,7 +210,8 @@ class CoreMemory:
                 r[0]
                 for r in conn.execute(
                     "SELECT ab.label FROM agent_blocks ab JOIN blocks b USING (block_id)"
-                    f" WHERE ab.agent_id = ? AND {visible} ORDER BY ab.label", (agent_id, *levels)
+                    f" WHERE ab.agent_id = ? AND {visible} ORDER BY ab.label",
+                    (agent_id, *levels),
                 )
             ]
             raise BlockNotFoundError(label, agent_id, available)
@@ -207,27 +237,38 @@ class CoreMemory:
         with self._db.reading() as conn:
             rows = conn.execute(
                 "SELECT b.block_id, ab.label, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
-                " WHERE ab.agent_id = ?", (agent_id,)).fetchall()
+                " WHERE ab.agent_id = ?",
+                (agent_id,),
+            ).fetchall()
             for row in rows:
                 before = since.get(row["block_id"])
                 if before is None:
                     changed.append(row["block_id"])
-                elif row["version"] != before and conn.execute(
-                    # Null-safe "written by someone else" spelled in SQL both dialects speak
-                    # (SQLite's `IS NOT ?` is a syntax error on PostgreSQL).
-                    "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
-                    f" AND (agent_id IS NULL OR agent_id <> ? OR action NOT IN ({shown_actions})) LIMIT 1",
-                    (row["block_id"], before, row["version"], agent_id, *_SHOWN_EDIT_ACTIONS),
-                ).fetchone() is not None:
+                elif (
+                    row["version"] != before
+                    and conn.execute(
+                        # Null-safe "written by someone else" spelled in SQL both dialects speak
+                        # (SQLite's `IS NOT ?` is a syntax error on PostgreSQL).
+                        "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
+                        f" AND (agent_id IS NULL OR agent_id <> ? OR action NOT IN ({shown_actions})) LIMIT 1",
+                        (row["block_id"], before, row["version"], agent_id, *_SHOWN_EDIT_ACTIONS),
+                    ).fetchone()
+                    is not None
+                ):
                     changed.append(row["block_id"])
         return changed
 
     def versions(self, agent_id: str) -> dict[str, int]:
         """Each attached block's id and current version."""
         with self._db.reading() as conn:
-            return {row[0]: int(row[1]) for row in conn.execute(
-                "SELECT b.block_id, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
-                " WHERE ab.agent_id = ?", (agent_id,))}
+            return {
+                row[0]: int(row[1])
+                for row in conn.execute(
+                    "SELECT b.block_id, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                    " WHERE ab.agent_id = ?",
+                    (agent_id,),
+                )
+            }
 
     def find_shared_block(self, label: str) -> Block | None:
         """The oldest shared block with this label, if any (used to join shared state)."""
@@ -282,7 +323,9 @@ class CoreMemory:
         label = validate_label(label)
         level = parse_level(sensitivity)
         if limit <= 0:
-            raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
+            raise ConfigurationError(
+                f"A block limit must be a positive number of characters, got {limit}."
+            )
         if len(value) > limit:
             raise BlockLimitExceededError(label, 0, len(value), limit)
         block_id = f"block-{uuid.uuid4().hex}"
@@ -294,28 +337,67 @@ class CoreMemory:
             ).fetchone():
                 raise BlockExistsError(label, agent_id)
             _refuse_path_clash(conn, [agent_id], label)
-            insert_block_row(conn, BlockRow(block_id, label, value, description, limit, read_only, is_shared,
-                                            in_prompt, agent_id, 1, now, now, level))
+            insert_block_row(
+                conn,
+                BlockRow(
+                    block_id,
+                    label,
+                    value,
+                    description,
+                    limit,
+                    read_only,
+                    is_shared,
+                    in_prompt,
+                    agent_id,
+                    1,
+                    now,
+                    now,
+                    level,
+                ),
+            )
             self._save_version(conn, block_id, agent_id, "create", now)
             self._link(conn, agent_id, block_id, label, read_only=False, now=now)
-            journal.record(conn, author=self._author(), agent_id=agent_id, action="create_block", target_type="block",
-                           target_id=block_id, label=label, new_value=value, created_at=now,
-                           detail={"limit": limit, "read_only": read_only, "is_shared": is_shared,
-                                   "in_prompt": in_prompt, "sensitivity": level})
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=agent_id,
+                action="create_block",
+                target_type="block",
+                target_id=block_id,
+                label=label,
+                new_value=value,
+                created_at=now,
+                detail={
+                    "limit": limit,
+                    "read_only": read_only,
+                    "is_shared": is_shared,
+                    "in_prompt": in_prompt,
+                    "sensitivity": level,
+                },
+            )
             return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
 
-    def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False,
-                     acting_agent_id: str | None = None) -> Block:
+    def attach_block(
+        self,
+        agent_id: str,
+        block_id: str,
+        *,
+        read_only: bool = False,
+        acting_agent_id: str | None = None,
+    ) -> Block:
         """Attach an existing block; `read_only` makes it read-only for this agent only."""
         now = utc_now()
         with self._db.transaction() as conn:
             self._require_agent(conn, agent_id)
-            row = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
+            row = conn.execute(
+                "SELECT label FROM blocks WHERE block_id = ?", (block_id,)
+            ).fetchone()
             if row is None:
                 raise BlockNotAttachedError(block_id, agent_id)
             label = row["label"]
             existing = conn.execute(
-                "SELECT block_id FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)
+                "SELECT block_id FROM agent_blocks WHERE agent_id = ? AND label = ?",
+                (agent_id, label),
             ).fetchone()
             if existing is not None and existing["block_id"] != block_id:
                 raise BlockExistsError(label, agent_id)
@@ -327,25 +409,46 @@ class CoreMemory:
                     "UPDATE agent_blocks SET read_only = ? WHERE agent_id = ? AND block_id = ?",
                     (int(read_only), agent_id, block_id),
                 )
-            journal.record(conn, author=self._author(), agent_id=acting_agent_id or agent_id, action="attach_block",
-                           target_type="block", target_id=block_id, label=label, created_at=now,
-                           detail={"attached_to": agent_id, "read_only": read_only})
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=acting_agent_id or agent_id,
+                action="attach_block",
+                target_type="block",
+                target_id=block_id,
+                label=label,
+                created_at=now,
+                detail={"attached_to": agent_id, "read_only": read_only},
+            )
             # Attaching needs no clearance (a new agent joins the shared blocks of its settings,
             # secret ones too); what the agent may then read is decided when it reads.
             return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
 
-    def detach_block(self, agent_id: str, block_id: str, *, acting_agent_id: str | None = None) -> None:
+    def detach_block(
+        self, agent_id: str, block_id: str, *, acting_agent_id: str | None = None
+    ) -> None:
         now = utc_now()
         with self._db.transaction() as conn:
             row = conn.execute(
-                "SELECT label FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id)
+                "SELECT label FROM agent_blocks WHERE agent_id = ? AND block_id = ?",
+                (agent_id, block_id),
             ).fetchone()
             if row is None:
                 raise BlockNotAttachedError(block_id, agent_id)
-            conn.execute("DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id))
-            journal.record(conn, author=self._author(), agent_id=acting_agent_id or agent_id, action="detach_block",
-                           target_type="block", target_id=block_id, label=row["label"],
-                           created_at=now, detail={"detached_from": agent_id})
+            conn.execute(
+                "DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id)
+            )
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=acting_agent_id or agent_id,
+                action="detach_block",
+                target_type="block",
+                target_id=block_id,
+                label=row["label"],
+                created_at=now,
+                detail={"detached_from": agent_id},
+            )
 
     def delete_block(self, agent_id: str, label: str) -> None:
         """Detach the block from this agent, and delete it once no agent has it attached."""
@@ -354,19 +457,35 @@ class CoreMemory:
         with self._db.transaction() as conn:
             row = self._attached_row(conn, agent_id, label)
             block_id = row["block_id"]
-            conn.execute("DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id))
+            conn.execute(
+                "DELETE FROM agent_blocks WHERE agent_id = ? AND block_id = ?", (agent_id, block_id)
+            )
             still_used = conn.execute(
                 "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (block_id,)
             ).fetchone()
             if not still_used:
                 conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
-            journal.record(conn, author=self._author(), agent_id=agent_id, action="delete_block", target_type="block",
-                           target_id=block_id, label=label, old_value=row["value"], created_at=now,
-                           detail={"deleted": not still_used, "limit": row["char_limit"],
-                                   "description": row["description"], "read_only": bool(row["block_read_only"]),
-                                   "link_read_only": bool(row["link_read_only"]),
-                                   "is_shared": bool(row["is_shared"]), "in_prompt": bool(row["in_prompt"]),
-                                   "sensitivity": row["sensitivity"]})
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=agent_id,
+                action="delete_block",
+                target_type="block",
+                target_id=block_id,
+                label=label,
+                old_value=row["value"],
+                created_at=now,
+                detail={
+                    "deleted": not still_used,
+                    "limit": row["char_limit"],
+                    "description": row["description"],
+                    "read_only": bool(row["block_read_only"]),
+                    "link_read_only": bool(row["link_read_only"]),
+                    "is_shared": bool(row["is_shared"]),
+                    "in_prompt": bool(row["in_prompt"]),
+                    "sensitivity": row["sensitivity"],
+                },
+            )
 
     def restore_deleted(self, agent_id: str, label: str) -> Block:
         """Undo this agent's latest delete of `label`.
@@ -380,8 +499,9 @@ class CoreMemory:
         now = utc_now()
         with self._db.transaction() as conn:
             self._require_agent(conn, agent_id)
-            if conn.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?",
-                            (agent_id, label)).fetchone():
+            if conn.execute(
+                "SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ?", (agent_id, label)
+            ).fetchone():
                 raise BlockExistsError(label, agent_id)
             entry = conn.execute(
                 "SELECT entry_id, target_id, old_value, detail FROM journal WHERE agent_id = ?"
@@ -393,20 +513,56 @@ class CoreMemory:
             _refuse_path_clash(conn, [agent_id], label)
             detail = json.loads(entry["detail"])
             block_id = entry["target_id"]
-            kept = conn.execute("SELECT label FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
+            kept = conn.execute(
+                "SELECT label FROM blocks WHERE block_id = ?", (block_id,)
+            ).fetchone()
             if kept is None or kept["label"] != label:
                 block_id = f"block-{uuid.uuid4().hex}"
-                insert_block_row(conn, BlockRow(
-                    block_id, label, entry["old_value"], detail.get("description"),
-                    max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
-                    bool(detail.get("read_only")), bool(detail.get("is_shared")),
-                    bool(detail.get("in_prompt", True)), agent_id, 1, now, now,
-                    parse_level(detail.get("sensitivity", DEFAULT_LEVEL), "the deleted block's sensitivity")))
+                insert_block_row(
+                    conn,
+                    BlockRow(
+                        block_id,
+                        label,
+                        entry["old_value"],
+                        detail.get("description"),
+                        max(int(detail.get("limit") or 0), len(entry["old_value"]), 1),
+                        bool(detail.get("read_only")),
+                        bool(detail.get("is_shared")),
+                        bool(detail.get("in_prompt", True)),
+                        agent_id,
+                        1,
+                        now,
+                        now,
+                        parse_level(
+                            detail.get("sensitivity", DEFAULT_LEVEL),
+                            "the deleted block's sensitivity",
+                        ),
+                    ),
+                )
                 self._save_version(conn, block_id, agent_id, "restore", now)
-            self._link(conn, agent_id, block_id, label, read_only=bool(detail.get("link_read_only")), now=now)
-            journal.record(conn, author=self._author(), agent_id=agent_id, action="restore_block", target_type="block",
-                           target_id=block_id, label=label, new_value=entry["old_value"], created_at=now,
-                           detail={"undoes_entry": entry["entry_id"], "recreated": block_id != entry["target_id"]})
+            self._link(
+                conn,
+                agent_id,
+                block_id,
+                label,
+                read_only=bool(detail.get("link_read_only")),
+                now=now,
+            )
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=agent_id,
+                action="restore_block",
+                target_type="block",
+                target_id=block_id,
+                label=label,
+                new_value=entry["old_value"],
+                created_at=now,
+                detail={
+                    "undoes_entry": entry["entry_id"],
+                    "recreated": block_id != entry["target_id"],
+                },
+            )
             return _block_from_row(self._attached_row(conn, agent_id, label))
 
     def rename_block(self, agent_id: str, label: str, new_label: str) -> Block:
@@ -419,8 +575,13 @@ class CoreMemory:
             block = _block_from_row(self._attached_row(conn, agent_id, label))
             if block.read_only:
                 raise ReadOnlyBlockError(label)
-            holders = [r[0] for r in conn.execute(
-                "SELECT agent_id FROM agent_blocks WHERE block_id = ? ORDER BY agent_id", (block.block_id,))]
+            holders = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT agent_id FROM agent_blocks WHERE block_id = ? ORDER BY agent_id",
+                    (block.block_id,),
+                )
+            ]
             clash = conn.execute(
                 "SELECT agent_id FROM agent_blocks WHERE label = ? AND block_id != ? AND agent_id IN"
                 " (SELECT agent_id FROM agent_blocks WHERE block_id = ?) LIMIT 1",
@@ -429,16 +590,36 @@ class CoreMemory:
             if clash is not None:
                 raise BlockExistsError(new_label, clash[0])
             _refuse_path_clash(conn, holders, new_label, block.block_id)
-            conn.execute("UPDATE blocks SET label = ?, updated_at = ? WHERE block_id = ?",
-                         (new_label, now, block.block_id))
-            conn.execute("UPDATE agent_blocks SET label = ? WHERE block_id = ?", (new_label, block.block_id))
-            journal.record(conn, author=self._author(), agent_id=agent_id, action="rename_block", target_type="block",
-                           target_id=block.block_id, label=new_label, created_at=now,
-                           detail={"old_label": label, "new_label": new_label, "agents": holders})
+            conn.execute(
+                "UPDATE blocks SET label = ?, updated_at = ? WHERE block_id = ?",
+                (new_label, now, block.block_id),
+            )
+            conn.execute(
+                "UPDATE agent_blocks SET label = ? WHERE block_id = ?", (new_label, block.block_id)
+            )
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=agent_id,
+                action="rename_block",
+                target_type="block",
+                target_id=block.block_id,
+                label=new_label,
+                created_at=now,
+                detail={"old_label": label, "new_label": new_label, "agents": holders},
+            )
             return _block_from_row(self._attached_row(conn, agent_id, new_label))
 
-    def _link(self, conn: sqlite3.Connection, agent_id: str, block_id: str, label: str, *,
-              read_only: bool, now: str) -> None:
+    def _link(
+        self,
+        conn: sqlite3.Connection,
+        agent_id: str,
+        block_id: str,
+        label: str,
+        *,
+        read_only: bool,
+        now: str,
+    ) -> None:
         insert_attachment_row(conn, agent_id, block_id, label, read_only=read_only, attached_at=now)
 
     # ----- writes -------------------------------------------------------------------------
@@ -460,12 +641,20 @@ class CoreMemory:
                 stale = StaleBlockError(label, block.value, block.version)
             else:
                 new_value = edit.compute(block)
-                return self._write(conn, agent_id, block, new_value, edit.action,
-                                   detail={"reasoning": edit.reasoning} if edit.reasoning else None,
-                                   mark_seen=edit.expected_version is None)
+                return self._write(
+                    conn,
+                    agent_id,
+                    block,
+                    new_value,
+                    edit.action,
+                    detail={"reasoning": edit.reasoning} if edit.reasoning else None,
+                    mark_seen=edit.expected_version is None,
+                )
         raise stale
 
-    def _is_stale(self, conn: sqlite3.Connection, agent_id: str, block: Block, seen: int | None) -> bool:
+    def _is_stale(
+        self, conn: sqlite3.Connection, agent_id: str, block: Block, seen: int | None
+    ) -> bool:
         """Whether this agent has not seen the block's current version.
 
         An agent that was never shown the block (attached, never rendered) has seen it only if it
@@ -496,7 +685,9 @@ class CoreMemory:
         label = validate_label(label)
         level = None if sensitivity is None else parse_level(sensitivity)
         if limit is not None and limit <= 0:
-            raise ConfigurationError(f"A block limit must be a positive number of characters, got {limit}.")
+            raise ConfigurationError(
+                f"A block limit must be a positive number of characters, got {limit}."
+            )
         with self._db.transaction() as conn:
             block = _block_from_row(self._attached_row(conn, agent_id, label))
             new_limit = block.limit if limit is None else limit
@@ -506,17 +697,34 @@ class CoreMemory:
             conn.execute(
                 "UPDATE blocks SET description = COALESCE(?, description), char_limit = ?,"
                 " read_only = COALESCE(?, read_only), in_prompt = COALESCE(?, in_prompt) WHERE block_id = ?",
-                (description, new_limit, None if read_only is None else int(read_only),
-                 None if in_prompt is None else int(in_prompt), block.block_id),
+                (
+                    description,
+                    new_limit,
+                    None if read_only is None else int(read_only),
+                    None if in_prompt is None else int(in_prompt),
+                    block.block_id,
+                ),
             )
             if level is not None:
                 self._set_level(conn, agent_id, block, level)
             refreshed = _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
-            if level is not None and all(item is None for item in (value, description, limit, read_only, in_prompt)):
+            if level is not None and all(
+                item is None for item in (value, description, limit, read_only, in_prompt)
+            ):
                 return refreshed  # a change of level alone: journalled above, no new version
-            return self._write(conn, agent_id, refreshed, new_value, "update",
-                               detail={"limit": new_limit, "read_only": read_only,
-                                       "description": description, "in_prompt": in_prompt})
+            return self._write(
+                conn,
+                agent_id,
+                refreshed,
+                new_value,
+                "update",
+                detail={
+                    "limit": new_limit,
+                    "read_only": read_only,
+                    "description": description,
+                    "in_prompt": in_prompt,
+                },
+            )
 
     def set_sensitivity(self, agent_id: str, label: str, sensitivity: str) -> Block:
         """Relabel a block (for every agent holding it: the level is the block's). The caller must
@@ -528,13 +736,26 @@ class CoreMemory:
             self._set_level(conn, agent_id, block, level)
             return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
 
-    def _set_level(self, conn: sqlite3.Connection, agent_id: str, block: Block, level: Sensitivity) -> None:
+    def _set_level(
+        self, conn: sqlite3.Connection, agent_id: str, block: Block, level: Sensitivity
+    ) -> None:
         if block.sensitivity == level:
             return
-        conn.execute("UPDATE blocks SET sensitivity = ? WHERE block_id = ?", (level, block.block_id))
-        journal.record(conn, author=self._author(), agent_id=agent_id, action="set_block_sensitivity",
-                       target_type="block", target_id=block.block_id, label=block.label,
-                       old_value=block.sensitivity, new_value=level, created_at=utc_now())
+        conn.execute(
+            "UPDATE blocks SET sensitivity = ? WHERE block_id = ?", (level, block.block_id)
+        )
+        journal.record(
+            conn,
+            author=self._author(),
+            agent_id=agent_id,
+            action="set_block_sensitivity",
+            target_type="block",
+            target_id=block.block_id,
+            label=block.label,
+            old_value=block.sensitivity,
+            new_value=level,
+            created_at=utc_now(),
+        )
 
     def undo(self, agent_id: str, label: str) -> Block:
         """Restore the version before the current one (repeated undos walk further back)."""
@@ -553,7 +774,9 @@ class CoreMemory:
             if target is None:
                 raise NothingToUndoError(label)
             if len(target["value"]) > block.limit:
-                raise BlockLimitExceededError(label, len(block.value), len(target["value"]), block.limit)
+                raise BlockLimitExceededError(
+                    label, len(block.value), len(target["value"]), block.limit
+                )
             return self._write(conn, agent_id, block, target["value"], f"undo_to_v{restored_from}")
 
     def mark_seen(self, agent_id: str, blocks: list[Block]) -> None:
@@ -564,17 +787,30 @@ class CoreMemory:
             for block in blocks:
                 self._mark_seen(conn, agent_id, block.block_id, block.version)
 
-    def _mark_seen(self, conn: sqlite3.Connection, agent_id: str, block_id: str, version: int) -> None:
+    def _mark_seen(
+        self, conn: sqlite3.Connection, agent_id: str, block_id: str, version: int
+    ) -> None:
         conn.execute(
             "UPDATE agent_blocks SET seen_version = ? WHERE agent_id = ? AND block_id = ?",
             (version, agent_id, block_id),
         )
 
-    def _write(self, conn: sqlite3.Connection, agent_id: str, block: Block, new_value: str,
-               action: str, detail: dict[str, object] | None = None, *, mark_seen: bool = True) -> Block:
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        agent_id: str,
+        block: Block,
+        new_value: str,
+        action: str,
+        detail: dict[str, object] | None = None,
+        *,
+        mark_seen: bool = True,
+    ) -> Block:
         """The one write path: limit check, new version, history row, journal entry."""
         if len(new_value) > block.limit:
-            raise BlockLimitExceededError(block.label, len(block.value), len(new_value), block.limit)
+            raise BlockLimitExceededError(
+                block.label, len(block.value), len(new_value), block.limit
+            )
         now = utc_now()
         conn.execute(
             "UPDATE blocks SET value = ?, version = version + 1, updated_at = ? WHERE block_id = ?",
@@ -583,30 +819,57 @@ class CoreMemory:
         self._save_version(conn, block.block_id, agent_id, action, now)
         if mark_seen:
             self._mark_seen(conn, agent_id, block.block_id, block.version + 1)
-        journal.record(conn, author=self._author(), agent_id=agent_id, action=action, target_type="block",
-                       target_id=block.block_id, label=block.label, old_value=block.value,
-                       new_value=new_value, created_at=now, detail=detail)
+        journal.record(
+            conn,
+            author=self._author(),
+            agent_id=agent_id,
+            action=action,
+            target_type="block",
+            target_id=block.block_id,
+            label=block.label,
+            old_value=block.value,
+            new_value=new_value,
+            created_at=now,
+            detail=detail,
+        )
         return _block_from_row(self._attached_row(conn, agent_id, block.label, cleared=True))
 
-    def _save_version(self, conn: sqlite3.Connection, block_id: str, agent_id: str | None,
-                      action: str, now: str) -> None:
+    def _save_version(
+        self, conn: sqlite3.Connection, block_id: str, agent_id: str | None, action: str, now: str
+    ) -> None:
         row = conn.execute("SELECT * FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
-        insert_version_row(conn, VersionRow(block_id, row["version"], row["value"], row["description"],
-                                            row["char_limit"], bool(row["read_only"]), agent_id, action, now,
-                                            author=self._author()))
+        insert_version_row(
+            conn,
+            VersionRow(
+                block_id,
+                row["version"],
+                row["value"],
+                row["description"],
+                row["char_limit"],
+                bool(row["read_only"]),
+                agent_id,
+                action,
+                now,
+                author=self._author(),
+            ),
+        )
 
 
 _HIDDEN_BLOCK = "(a block above your clearance)"
 
 
-def _refuse_path_clash(conn: sqlite3.Connection, agent_ids: list[str], label: str, block_id: str = "") -> None:
+def _refuse_path_clash(
+    conn: sqlite3.Connection, agent_ids: list[str], label: str, block_id: str = ""
+) -> None:
     """Refuse `label` for these agents when one of them holds a label that it lies inside, or that lies
     inside it (`block_id`, the block being renamed, does not count)."""
     clearance = current_clearance()
     for agent_id in agent_ids:
         for other, level in conn.execute(
-                "SELECT ab.label, b.sensitivity FROM agent_blocks ab JOIN blocks b USING (block_id)"
-                " WHERE ab.agent_id = ? AND ab.block_id <> ?", (agent_id, block_id)).fetchall():
+            "SELECT ab.label, b.sensitivity FROM agent_blocks ab JOIN blocks b USING (block_id)"
+            " WHERE ab.agent_id = ? AND ab.block_id <> ?",
+            (agent_id, block_id),
+        ).fetchall():
             # Refused all the same, but a block the caller may not see is not named.
             shown = other if allowed(level, clearance) else _HIDDEN_BLOCK
             if label.startswith(other + "/"):
@@ -661,10 +924,14 @@ class VersionRow:
     """Who wrote this version; None takes the current `acting_as` author (if any)."""
 
 
-def insert_agent_row(conn: sqlite3.Connection, agent_id: str, name: str | None, created_at: str) -> bool:
+def insert_agent_row(
+    conn: sqlite3.Connection, agent_id: str, name: str | None, created_at: str
+) -> bool:
     """The one writer of an agent row; False (nothing written) when the agent exists."""
-    cursor = conn.execute("INSERT OR IGNORE INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
-                          (agent_id, name, created_at))
+    cursor = conn.execute(
+        "INSERT OR IGNORE INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
+        (agent_id, name, created_at),
+    )
     return bool(cursor.rowcount)
 
 
@@ -674,13 +941,33 @@ def insert_block_row(conn: sqlite3.Connection, row: BlockRow) -> None:
         "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
         " is_shared, in_prompt, owner_agent_id, version, created_at, updated_at, sensitivity)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (row.block_id, row.label, row.value, row.description, row.limit, int(row.read_only), int(row.is_shared),
-         int(row.in_prompt), row.owner_agent_id, row.version, row.created_at, row.updated_at, row.sensitivity),
+        (
+            row.block_id,
+            row.label,
+            row.value,
+            row.description,
+            row.limit,
+            int(row.read_only),
+            int(row.is_shared),
+            int(row.in_prompt),
+            row.owner_agent_id,
+            row.version,
+            row.created_at,
+            row.updated_at,
+            row.sensitivity,
+        ),
     )
 
 
-def insert_attachment_row(conn: sqlite3.Connection, agent_id: str, block_id: str, label: str, *,
-                          read_only: bool, attached_at: str) -> None:
+def insert_attachment_row(
+    conn: sqlite3.Connection,
+    agent_id: str,
+    block_id: str,
+    label: str,
+    *,
+    read_only: bool,
+    attached_at: str,
+) -> None:
     """The one writer of an `agent_blocks` row (a block attached to an agent under a label)."""
     conn.execute(
         "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at) VALUES (?, ?, ?, ?, ?)",
@@ -694,8 +981,19 @@ def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
     conn.execute(
         "INSERT INTO block_history (block_id, version, value, description, char_limit,"
         " read_only, agent_id, action, created_at, author_kind, author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (row.block_id, row.version, row.value, row.description, row.limit, int(row.read_only),
-         row.agent_id, row.action, row.created_at, who.kind if who else None, who.name if who else None),
+        (
+            row.block_id,
+            row.version,
+            row.value,
+            row.description,
+            row.limit,
+            int(row.read_only),
+            row.agent_id,
+            row.action,
+            row.created_at,
+            who.kind if who else None,
+            who.name if who else None,
+        ),
     )
 
 
@@ -704,8 +1002,11 @@ def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
 
 def block_texts(conn: sqlite3.Connection, block_id: str) -> list[str]:
     """Every value the block has held: its current value and each saved version."""
-    rows = conn.execute("SELECT value FROM blocks WHERE block_id = ? UNION SELECT value FROM block_history"
-                        " WHERE block_id = ?", (block_id, block_id)).fetchall()
+    rows = conn.execute(
+        "SELECT value FROM blocks WHERE block_id = ? UNION SELECT value FROM block_history"
+        " WHERE block_id = ?",
+        (block_id, block_id),
+    ).fetchall()
     return [row[0] for row in rows]
 
 
@@ -713,8 +1014,12 @@ def purge_block_rows(conn: sqlite3.Connection, block_id: str) -> tuple[list[str]
     """Delete the block outright: every agent's attachment, its saved versions, the block itself.
     Returns the agents it was attached to and how many versions went. Unjournalled: the caller
     records only that it forgot."""
-    agents = [row[0] for row in conn.execute("SELECT agent_id FROM agent_blocks WHERE block_id = ? ORDER BY agent_id",
-                                             (block_id,))]
+    agents = [
+        row[0]
+        for row in conn.execute(
+            "SELECT agent_id FROM agent_blocks WHERE block_id = ? ORDER BY agent_id", (block_id,)
+        )
+    ]
     versions = conn.execute("DELETE FROM block_history WHERE block_id = ?", (block_id,)).rowcount
     conn.execute("DELETE FROM agent_blocks WHERE block_id = ?", (block_id,))
     conn.execute("DELETE FROM blocks WHERE block_id = ?", (block_id,))
@@ -726,8 +1031,9 @@ def redact_text(conn: sqlite3.Connection, texts: list[str], agent_ids: Sequence[
     attached to these agents (never another agent's memory)."""
     marks = ", ".join("?" for _ in agent_ids)
     where = f"AND block_id IN (SELECT block_id FROM agent_blocks WHERE agent_id IN ({marks}))"
-    return (replace_text(conn, "blocks", "value", texts, where=where, params=list(agent_ids))
-            + replace_text(conn, "block_history", "value", texts, where=where, params=list(agent_ids)))
+    return replace_text(
+        conn, "blocks", "value", texts, where=where, params=list(agent_ids)
+    ) + replace_text(conn, "block_history", "value", texts, where=where, params=list(agent_ids))
 
 
 def purge_agent_row(conn: sqlite3.Connection, agent_id: str) -> None:

@@ -20,8 +20,15 @@ from typing import NoReturn
 
 from .errors import ConfigurationError
 
-__all__ = ["KEY_ENV", "KEY_FILE_ENV", "MIN_KEY_LENGTH", "EncryptionKey", "key_from_environ", "key_from_file",
-           "parse_key"]
+__all__ = [
+    "KEY_ENV",
+    "KEY_FILE_ENV",
+    "MIN_KEY_LENGTH",
+    "EncryptionKey",
+    "key_from_environ",
+    "key_from_file",
+    "parse_key",
+]
 
 KEY_ENV = "MEMORY_ENCRYPTION_KEY"
 KEY_FILE_ENV = "MEMORY_ENCRYPTION_KEY_FILE"
@@ -64,7 +71,9 @@ class EncryptionKey:
         return self
 
     def __reduce__(self) -> NoReturn:
-        raise TypeError("An EncryptionKey is not pickled: it would write the key to wherever the pickle goes.")
+        raise TypeError(
+            "An EncryptionKey is not pickled: it would write the key to wherever the pickle goes."
+        )
 
 
 def parse_key(text: str, source: str) -> EncryptionKey:
@@ -72,19 +81,27 @@ def parse_key(text: str, source: str) -> EncryptionKey:
     if not isinstance(text, str):
         raise ConfigurationError(f"{source} must be text, got {type(text).__name__}.")
     if "\x00" in text:
-        raise ConfigurationError(f"{source} contains a NUL character; use a passphrase of printable text.")
+        raise ConfigurationError(
+            f"{source} contains a NUL character; use a passphrase of printable text."
+        )
     if any(0xD800 <= ord(char) <= 0xDFFF for char in text):
-        raise ConfigurationError(f"{source} is not valid Unicode text; use a passphrase of valid UTF-8.")
+        raise ConfigurationError(
+            f"{source} is not valid Unicode text; use a passphrase of valid UTF-8."
+        )
     if len(text) < MIN_KEY_LENGTH:
         raise ConfigurationError(
             f"{source} is too short ({len(text)} characters); use a passphrase of at least {MIN_KEY_LENGTH} "
-            "characters (a long random one: 'openssl rand -base64 32').")
+            "characters (a long random one: 'openssl rand -base64 32')."
+        )
     if len(text) > MAX_KEY_LENGTH:
-        raise ConfigurationError(f"{source} is longer than {MAX_KEY_LENGTH} characters; use a shorter passphrase.")
+        raise ConfigurationError(
+            f"{source} is longer than {MAX_KEY_LENGTH} characters; use a shorter passphrase."
+        )
     if text != text.strip():
         raise ConfigurationError(
             f"{source} starts or ends with white space, which is easy to lose when the key is typed again; "
-            "remove it (a key file may end with one newline).")
+            "remove it (a key file may end with one newline)."
+        )
     return EncryptionKey(text)
 
 
@@ -96,12 +113,15 @@ def key_from_file(path: Path, source: str = KEY_FILE_ENV) -> EncryptionKey:
         reason = getattr(error, "strerror", None) or type(error).__name__
         raise ConfigurationError(
             f"{source} names {path}, which cannot be read ({reason}). "
-            "Point it at a readable file holding the passphrase.") from None
+            "Point it at a readable file holding the passphrase."
+        ) from None
     with os.fdopen(descriptor, "rb") as stream:
         # A device or FIFO would be read forever (or block): only a regular file of key size is read.
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise ConfigurationError(f"{source} names {path}, which is not a regular file; point it at a "
-                                     "file holding the passphrase.")
+            raise ConfigurationError(
+                f"{source} names {path}, which is not a regular file; point it at a "
+                "file holding the passphrase."
+            )
         raw = stream.read(MAX_KEY_LENGTH * 4 + 3)
     try:
         text = raw.decode("utf-8")
@@ -119,7 +139,9 @@ def key_from_environ(env: Mapping[str, str]) -> EncryptionKey | None:
     text = env.get(KEY_ENV, "")
     file = env.get(KEY_FILE_ENV, "").strip()
     if text and file:
-        raise ConfigurationError(f"Both {KEY_ENV} and {KEY_FILE_ENV} are set; set only one of them.")
+        raise ConfigurationError(
+            f"Both {KEY_ENV} and {KEY_FILE_ENV} are set; set only one of them."
+        )
     if file:
         return key_from_file(Path(file))
     if text:

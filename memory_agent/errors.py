@@ -241,7 +241,8 @@ class RollbackRefusedError(ConsolidationError):
         super().__init__(
             f"Consolidation {session_id} was not rolled back: {item} was changed after it ({later}), and a "
             "rollback would lose that change; nothing was changed. Undo the later change first, or edit "
-            "the item by hand.")
+            "the item by hand."
+        )
 
 
 class MessageNotFoundError(MemoryAgentError):
@@ -286,13 +287,19 @@ class ModelAuthenticationError(MemoryAgentError):
         self.status = status
         self.detail = detail
         if status is None:
-            message = ("The model API has no credentials (the Claude CLI says it is not logged in). "
-                       "Set ANTHROPIC_API_KEY, in the environment or in .env; ANTHROPIC_BASE_URL alone "
-                       "is not enough.")
+            message = (
+                "The model API has no credentials (the Claude CLI says it is not logged in). "
+                "Set ANTHROPIC_API_KEY, in the environment or in .env; ANTHROPIC_BASE_URL alone "
+                "is not enough."
+            )
         elif status == 403:
-            message = ("The model API refused access (HTTP 403). Check that ANTHROPIC_API_KEY holds a "
-                       "key allowed to use this model.")
+            message = (
+                "The model API refused access (HTTP 403). Check that ANTHROPIC_API_KEY holds a "
+                "key allowed to use this model."
+            )
         else:
-            message = (f"The model API rejected the credentials (HTTP {status}). Set ANTHROPIC_API_KEY "
-                       "to a valid key, in the environment or in .env.")
+            message = (
+                f"The model API rejected the credentials (HTTP {status}). Set ANTHROPIC_API_KEY "
+                "to a valid key, in the environment or in .env."
+            )
         super().__init__(message)

@@ -13,7 +13,15 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["PRIVATE_DIR", "PRIVATE_FILE", "ModeGuard", "loose_entries", "private_dir", "private_file", "tighten"]
+__all__ = [
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
+    "ModeGuard",
+    "loose_entries",
+    "private_dir",
+    "private_file",
+    "tighten",
+]
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -28,7 +36,9 @@ def private_dir(path: Path) -> Path:
         try:
             path.mkdir(mode=PRIVATE_DIR)
         except FileExistsError:
-            return path  # made meanwhile by another process, or a file (the caller's open reports it)
+            return (
+                path  # made meanwhile by another process, or a file (the caller's open reports it)
+            )
         os.chmod(path, PRIVATE_DIR)  # mkdir's mode is filtered by the umask; this is not
     return path
 
@@ -80,7 +90,9 @@ class ModeGuard:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._seen: dict[str, tuple[int, list[str]]] = {}  # directory -> (mtime_ns, its subdirectories)
+        self._seen: dict[
+            str, tuple[int, list[str]]
+        ] = {}  # directory -> (mtime_ns, its subdirectories)
 
     def sweep(self) -> None:
         stack = [os.fspath(self.root)]

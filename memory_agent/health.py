@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .archival import ArchivalMemory
-from .archival.passage_table import agents_with_passages, state_counts, truncated_count, vector_count
+from .archival.passage_table import (
+    agents_with_passages,
+    state_counts,
+    truncated_count,
+    vector_count,
+)
 from .archival.reconcile import Progress
 from .encryption_key import EncryptionKey
 from .errors import EncryptionKeyError, MemoryAgentError
@@ -62,9 +67,11 @@ class Check:
         return self.status != "fail"
 
 
-_DAMAGED = ("the database file itself is damaged; --repair cannot rebuild it, because SQLite is the "
-            "source of truth. Restore memory.db from a backup or an export, or salvage its rows with "
-            "the sqlite3 shell ('sqlite3 memory.db .recover | sqlite3 recovered.db')")
+_DAMAGED = (
+    "the database file itself is damaged; --repair cannot rebuild it, because SQLite is the "
+    "source of truth. Restore memory.db from a backup or an export, or salvage its rows with "
+    "the sqlite3 shell ('sqlite3 memory.db .recover | sqlite3 recovered.db')"
+)
 
 
 def is_orphaned(path: Path) -> bool:
@@ -79,9 +86,14 @@ def check_sqlite(path: Path, encryption_key: EncryptionKey | None = None) -> lis
     writing anything, so that it works on a file too damaged to open as a store (an encrypted
     one read with its key)."""
     if is_orphaned(path):
-        return [Check("sqlite integrity", "fail",
-                      f"{path} is missing or empty while {path.parent / VECTORS_DIRNAME} holds vectors; "
-                      "--repair moves the vectors aside to a backup and starts an empty database")]
+        return [
+            Check(
+                "sqlite integrity",
+                "fail",
+                f"{path} is missing or empty while {path.parent / VECTORS_DIRNAME} holds vectors; "
+                "--repair moves the vectors aside to a backup and starts an empty database",
+            )
+        ]
     try:
         uri = f"{path.resolve().as_uri()}?mode=ro"
         try:
@@ -100,11 +112,21 @@ def check_sqlite(path: Path, encryption_key: EncryptionKey | None = None) -> lis
     except sqlite3.Error as error:
         if is_damage(error):
             return [Check("sqlite integrity", "fail", f"{error}: {_DAMAGED}")]
-        return [Check("sqlite integrity", "fail", f"cannot be checked: {storage_error(path, error)}")]
-    integrity = (Check("sqlite integrity", "ok", "ok") if problems == ["ok"]
-                 else Check("sqlite integrity", "fail", "; ".join(problems[:3]) + f": {_DAMAGED}"))
-    keys = (Check("foreign keys", "ok", "every reference resolves") if not orphans
-            else Check("foreign keys", "fail", f"{len(orphans)} row(s) reference missing rows: {_DAMAGED}"))
+        return [
+            Check("sqlite integrity", "fail", f"cannot be checked: {storage_error(path, error)}")
+        ]
+    integrity = (
+        Check("sqlite integrity", "ok", "ok")
+        if problems == ["ok"]
+        else Check("sqlite integrity", "fail", "; ".join(problems[:3]) + f": {_DAMAGED}")
+    )
+    keys = (
+        Check("foreign keys", "ok", "every reference resolves")
+        if not orphans
+        else Check(
+            "foreign keys", "fail", f"{len(orphans)} row(s) reference missing rows: {_DAMAGED}"
+        )
+    )
     return [integrity, keys]
 
 
@@ -128,9 +150,16 @@ def _check_one_fts(db: Database, name: str) -> Check:
             for table in tables:
                 conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     except (sqlite3.DatabaseError, MemoryAgentError) as error:
-        return Check(f"{name} index", "fail",
-                     f"out of step with its table ({error}); --repair rebuilds it from the table")
-    detail = "matches its table" if name != "passages_fts" else f"{len(tables)} agent index(es) match their passages"
+        return Check(
+            f"{name} index",
+            "fail",
+            f"out of step with its table ({error}); --repair rebuilds it from the table",
+        )
+    detail = (
+        "matches its table"
+        if name != "passages_fts"
+        else f"{len(tables)} agent index(es) match their passages"
+    )
     return Check(f"{name} index", "ok", detail)
 
 
@@ -143,8 +172,9 @@ def rebuild_fts(db: Database, tables: tuple[str, ...] = FTS_TABLES) -> list[Chec
     return [Check(f"{name} index", "ok", "rebuilt from its table") for name in tables]
 
 
-def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *,
-                   full: bool = False) -> list[Check]:
+def check_archival(
+    archival: ArchivalMemory, progress: Progress | None = None, *, full: bool = False
+) -> list[Check]:
     """Compare the vector store with SQLite, then reconcile them (every agent's passages).
 
     A store that cannot be counted, or that refuses the reconcile's writes, is damaged: its
@@ -156,25 +186,42 @@ def check_archival(archival: ArchivalMemory, progress: Progress | None = None, *
         agents = agents_with_passages(conn)
     where = archival.config.location
     passages = counts["indexed"] + counts["pending"]
-    rebuild = (f"--repair moves the vector store aside to a backup and re-embeds all {passages} passages"
-               if archival.config.host is None else
-               f"--repair drops the server's collections and re-embeds all {passages} passages")
+    rebuild = (
+        f"--repair moves the vector store aside to a backup and re-embeds all {passages} passages"
+        if archival.config.host is None
+        else f"--repair drops the server's collections and re-embeds all {passages} passages"
+    )
     try:
         store = archival.index.store
         vectors = sum(store.count(agent_id) for agent_id in agents | store.agents())
     except Exception as error:  # any failure to open or count the store is the finding
-        return [Check("vector store", "fail", f"cannot read the vectors at {where} "
-                      f"({type(error).__name__}: {first_line(error)}); {rebuild}")]
+        return [
+            Check(
+                "vector store",
+                "fail",
+                f"cannot read the vectors at {where} "
+                f"({type(error).__name__}: {first_line(error)}); {rebuild}",
+            )
+        ]
     agree = vectors == expected and not counts["pending"]
-    found = Check("vectors vs passages", "ok" if agree else "warn",
-                  f"{passages} passages in the database ({counts['pending']} waiting for vectors), "
-                  f"{vectors} vectors at {where} ({expected} expected: long passages have one per chunk)")
+    found = Check(
+        "vectors vs passages",
+        "ok" if agree else "warn",
+        f"{passages} passages in the database ({counts['pending']} waiting for vectors), "
+        f"{vectors} vectors at {where} ({expected} expected: long passages have one per chunk)",
+    )
     report = archival.reconcile(None, progress, full=full)
-    done = (f"wrote {report.embedded} vectors ({report.missing_vectors} had gone missing), removed "
-            f"{report.removed_vectors} orphan vectors, {report.still_pending} passages still pending")
+    done = (
+        f"wrote {report.embedded} vectors ({report.missing_vectors} had gone missing), removed "
+        f"{report.removed_vectors} orphan vectors, {report.still_pending} passages still pending"
+    )
     if report.errors:
         done += "; errors: " + "; ".join(first_line(e) for e in report.errors[:3]) + f"; {rebuild}"
-    return [found, Check("archival reconcile", "ok" if report.ok else "fail", done), check_whole_passages(archival)]
+    return [
+        found,
+        Check("archival reconcile", "ok" if report.ok else "fail", done),
+        check_whole_passages(archival),
+    ]
 
 
 def check_whole_passages(archival: ArchivalMemory) -> Check:
@@ -182,10 +229,15 @@ def check_whole_passages(archival: ArchivalMemory) -> Check:
     with archival.db.reading() as conn:
         truncated = truncated_count(conn)
     if not truncated:
-        return Check("whole passages embedded", "ok", "every passage's vectors cover all of its text")
-    return Check("whole passages embedded", "warn",
-                 f"{truncated} passages stored before whole-passage embedding may be embedded from their "
-                 "first 256 word-pieces only; --repair re-embeds them whole")
+        return Check(
+            "whole passages embedded", "ok", "every passage's vectors cover all of its text"
+        )
+    return Check(
+        "whole passages embedded",
+        "warn",
+        f"{truncated} passages stored before whole-passage embedding may be embedded from their "
+        "first 256 word-pieces only; --repair re-embeds them whole",
+    )
 
 
 def check_file_modes(directory: Path, repair: bool = False) -> list[Check]:
@@ -194,14 +246,28 @@ def check_file_modes(directory: Path, repair: bool = False) -> list[Check]:
     if repair:
         changed = tighten(directory)
         if changed and not loose_entries(directory):
-            return [Check("file modes", "ok", f"made {len(changed)} entr{'y' if len(changed) == 1 else 'ies'} "
-                          "owner-only (the storage dir 0700, its files 0600)")]
+            return [
+                Check(
+                    "file modes",
+                    "ok",
+                    f"made {len(changed)} entr{'y' if len(changed) == 1 else 'ies'} "
+                    "owner-only (the storage dir 0700, its files 0600)",
+                )
+            ]
     loose = loose_entries(directory)
     if not loose:
         return [Check("file modes", "ok", "the storage dir and its files are the owner's alone")]
-    shown = ", ".join(f"{path} ({mode:04o})" for path, mode in loose[:3]) + (", ..." if len(loose) > 3 else "")
-    return [Check("file modes", "fail", f"{len(loose)} entr{'y' if len(loose) == 1 else 'ies'} other local users "
-                  f"may read or change: {shown}; --repair makes the storage dir 0700 and its files 0600")]
+    shown = ", ".join(f"{path} ({mode:04o})" for path, mode in loose[:3]) + (
+        ", ..." if len(loose) > 3 else ""
+    )
+    return [
+        Check(
+            "file modes",
+            "fail",
+            f"{len(loose)} entr{'y' if len(loose) == 1 else 'ies'} other local users "
+            f"may read or change: {shown}; --repair makes the storage dir 0700 and its files 0600",
+        )
+    ]
 
 
 def first_line(error: object) -> str:
@@ -219,11 +285,21 @@ def check_consolidations(db: Any) -> list[Check]:
     checks = []
     for agent_id in sorted(set(completed) | set(failed)):
         success, failure = completed.get(agent_id), failed.get(agent_id)
-        parts = [f"last success {success.started_at[:16]} ({success.session_id})" if success else "no success yet"]
+        parts = [
+            f"last success {success.started_at[:16]} ({success.session_id})"
+            if success
+            else "no success yet"
+        ]
         if failure is not None:
-            parts.append(f"last failure {failure.started_at[:16]} ({failure.session_id}): {failure.failure}")
-        failing = failure is not None and (success is None or failure.started_at > success.started_at)
-        checks.append(Check(f"consolidation of {agent_id}", "warn" if failing else "ok", "; ".join(parts)))
+            parts.append(
+                f"last failure {failure.started_at[:16]} ({failure.session_id}): {failure.failure}"
+            )
+        failing = failure is not None and (
+            success is None or failure.started_at > success.started_at
+        )
+        checks.append(
+            Check(f"consolidation of {agent_id}", "warn" if failing else "ok", "; ".join(parts))
+        )
     return checks
 
 
@@ -239,7 +315,10 @@ def check_journal_chain(db: Any) -> tuple[Check, ChainReport]:
         if report.forgotten:
             detail += f" ({report.forgotten} forgotten: values erased, hashes kept)"
         return Check("journal chain", "ok", detail), report
-    return Check("journal chain", "fail",
-                 f"broken at entry {report.first_broken}: {report.reason}. The journal was changed outside "
-                 "memory-agent; --repair cannot undo that. Compare with a backup or an export to see what "
-                 "changed"), report
+    return Check(
+        "journal chain",
+        "fail",
+        f"broken at entry {report.first_broken}: {report.reason}. The journal was changed outside "
+        "memory-agent; --repair cannot undo that. Compare with a backup or an export to see what "
+        "changed",
+    ), report

@@ -26,7 +26,15 @@ from typing import Any, Protocol
 
 from compaction import CompactionOutcome, CompactionSettings, Summarizer, TokenCounter
 
-from .archival import ArchivalMemory, NewPassage, Passage, ReconcileReport, SearchHit, VectorConfig, VectorStore
+from .archival import (
+    ArchivalMemory,
+    NewPassage,
+    Passage,
+    ReconcileReport,
+    SearchHit,
+    VectorConfig,
+    VectorStore,
+)
 from .archival.chunks import passage_of
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
@@ -99,8 +107,14 @@ class ToolHost(Protocol):
         """Anthropic tool schemas of every memory tool."""
         ...
 
-    def execute(self, memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
-                agent_id: str | None) -> ToolOutcome:
+    def execute(
+        self,
+        memory: MemoryManager,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        agent_id: str | None,
+    ) -> ToolOutcome:
         """Run one tool for the model; failures are error outcomes."""
         ...
 
@@ -116,7 +130,9 @@ def register_tool_host(host: ToolHost) -> None:
 
 def _tool_host() -> ToolHost:
     if not _tool_hosts:
-        raise ConfigurationError("The memory tools are not loaded; import memory_agent.tools first.")
+        raise ConfigurationError(
+            "The memory tools are not loaded; import memory_agent.tools first."
+        )
     return _tool_hosts[0]
 
 
@@ -151,7 +167,9 @@ class MemoryManager:
         author: Author | None = None,
     ) -> None:
         if author is not None and not isinstance(author, Author):
-            raise ConfigurationError(f"author must be an Author (e.g. Author.person()), got {type(author).__name__}.")
+            raise ConfigurationError(
+                f"author must be an Author (e.g. Author.person()), got {type(author).__name__}."
+            )
         self.author = author or Author.person()
         self.settings = settings or Settings.from_env()
         if storage_dir is not None:
@@ -159,12 +177,16 @@ class MemoryManager:
         else:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
-        self.db = open_store(self.storage_dir, database_url or self.settings.database_url,
-                             encryption_key=self.settings.encryption_key)
+        self.db = open_store(
+            self.storage_dir,
+            database_url or self.settings.database_url,
+            encryption_key=self.settings.encryption_key,
+        )
         self.core = CoreMemory(self.db, author=self.current_author)
         self.recall = RecallMemory(self.db, author=self.current_author)
-        self.compactor = self.make_compactor(self.compaction_settings, summarizer=summarizer,
-                                             counter=token_counter)
+        self.compactor = self.make_compactor(
+            self.compaction_settings, summarizer=summarizer, counter=token_counter
+        )
         self._summarizer_given = summarizer
         self._fixed_tokens_cache: dict[str, tuple[str, int]] = {}
         self._tools_tokens: int | None = None
@@ -191,8 +213,9 @@ class MemoryManager:
         """
         return _acting_as(author)
 
-    def clearance(self, *, allow_secret: bool | None = None,
-                  max_sensitivity: str | None = None) -> AbstractContextManager[Sensitivity]:
+    def clearance(
+        self, *, allow_secret: bool | None = None, max_sensitivity: str | None = None
+    ) -> AbstractContextManager[Sensitivity]:
         """Every read inside the `with` block (this thread or asyncio task) sees up to this
         clearance: `allow_secret=True` includes secret blocks and passages, `max_sensitivity`
         ('public', 'private', 'secret') names the highest level. Without it reads see public and
@@ -213,7 +236,9 @@ class MemoryManager:
             write_meta(conn, DEFAULT_AGENT_KEY, generated)
             return generated
 
-    def ensure_agent(self, agent_id: str, *, persona: str | None = None, human: str | None = None) -> bool:
+    def ensure_agent(
+        self, agent_id: str, *, persona: str | None = None, human: str | None = None
+    ) -> bool:
         """Create the agent with its default blocks if it is new; returns True when created."""
         if not agent_id.strip():
             raise ConfigurationError("An agent id must not be empty or blank.")
@@ -229,14 +254,26 @@ class MemoryManager:
         }
         for label, (value, description) in defaults.items():
             if label not in settings.memory_shared_blocks:
-                self.core.create_block(agent_id, label, value, limit=settings.block_limit_for(label),
-                                       description=description)
+                self.core.create_block(
+                    agent_id,
+                    label,
+                    value,
+                    limit=settings.block_limit_for(label),
+                    description=description,
+                )
         for label in settings.memory_shared_blocks:
             self.join_shared_block(label, agent_id=agent_id)
         return True
 
-    def join_shared_block(self, label: str, *, agent_id: str | None = None, value: str = "",
-                          description: str | None = None, read_only: bool = False) -> Block:
+    def join_shared_block(
+        self,
+        label: str,
+        *,
+        agent_id: str | None = None,
+        value: str = "",
+        description: str | None = None,
+        read_only: bool = False,
+    ) -> Block:
         """Attach the storage dir's shared block with this label, creating it on first use.
 
         Look-up and creation are one transaction, so processes joining at once share one block.
@@ -245,16 +282,33 @@ class MemoryManager:
         with self.db.transaction():
             existing = self.core.find_shared_block(label)
             if existing is None:
-                return self.core.create_block(target, label, value, limit=self.settings.block_limit_for(label),
-                                              description=description, is_shared=True)
+                return self.core.create_block(
+                    target,
+                    label,
+                    value,
+                    limit=self.settings.block_limit_for(label),
+                    description=description,
+                    is_shared=True,
+                )
             return self.core.attach_block(target, existing.block_id, read_only=read_only)
 
-    def make_compactor(self, settings: CompactionSettings, *, summarizer: Summarizer | None = None,
-                       counter: TokenCounter | None = None) -> Compactor:
+    def make_compactor(
+        self,
+        settings: CompactionSettings,
+        *,
+        summarizer: Summarizer | None = None,
+        counter: TokenCounter | None = None,
+    ) -> Compactor:
         """A compactor on this storage dir; the summariser uses the configured API key and URL."""
-        return Compactor(self.recall, settings, summarizer=summarizer, counter=counter,
-                         api_key=self.settings.anthropic_api_key, base_url=self.settings.anthropic_base_url,
-                         state_db=self.db)
+        return Compactor(
+            self.recall,
+            settings,
+            summarizer=summarizer,
+            counter=counter,
+            api_key=self.settings.anthropic_api_key,
+            base_url=self.settings.anthropic_base_url,
+            state_db=self.db,
+        )
 
     def get_agent_state(self, *, agent_id: str | None = None) -> dict[str, Any]:
         """Small bookkeeping values of an agent (e.g. its current SDK session)."""
@@ -283,7 +337,9 @@ class MemoryManager:
     def list_agents(self) -> list[str]:
         """Every agent of the storage dir, oldest first."""
         with self.db.reading() as conn:
-            return [row[0] for row in conn.execute("SELECT agent_id FROM agents ORDER BY created_at")]
+            return [
+                row[0] for row in conn.execute("SELECT agent_id FROM agents ORDER BY created_at")
+            ]
 
     # ----- blocks -------------------------------------------------------------------------
 
@@ -305,17 +361,30 @@ class MemoryManager:
         for callers without `allow_secret`)."""
         label = validate_label(label)
         return self.core.create_block(
-            agent_id or self.agent_id, label, value,
+            agent_id or self.agent_id,
+            label,
+            value,
             limit=limit if limit is not None else self.settings.block_limit_for(label),
-            description=description, read_only=read_only, is_shared=is_shared, in_prompt=in_prompt,
+            description=description,
+            read_only=read_only,
+            is_shared=is_shared,
+            in_prompt=in_prompt,
             sensitivity=sensitivity,
         )
 
-    def _cleared(self, allow_secret: bool | None, max_sensitivity: str | None) -> AbstractContextManager[Sensitivity]:
+    def _cleared(
+        self, allow_secret: bool | None, max_sensitivity: str | None
+    ) -> AbstractContextManager[Sensitivity]:
         return with_clearance(clearance_of(allow_secret, max_sensitivity))
 
-    def get_block(self, label: str, *, agent_id: str | None = None, allow_secret: bool | None = None,
-                  max_sensitivity: str | None = None) -> Block:
+    def get_block(
+        self,
+        label: str,
+        *,
+        agent_id: str | None = None,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+    ) -> Block:
         """The agent's block with this label (BlockNotFoundError when it has none, or when its level
         is above the clearance: a secret block needs `allow_secret=True`)."""
         with self._cleared(allow_secret, max_sensitivity):
@@ -325,14 +394,21 @@ class MemoryManager:
         """A block of another agent, by label (the name of the user's original plan)."""
         return self.core.get_block(agent_id, label)
 
-    def list_blocks(self, *, agent_id: str | None = None, allow_secret: bool | None = None,
-                    max_sensitivity: str | None = None) -> list[Block]:
+    def list_blocks(
+        self,
+        *,
+        agent_id: str | None = None,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+    ) -> list[Block]:
         """The agent's attached blocks, in-prompt and on-demand alike, up to the clearance (secret
         ones only with `allow_secret=True`; `max_sensitivity='public'` for what may be shared)."""
         with self._cleared(allow_secret, max_sensitivity):
             return self.core.list_blocks(agent_id or self.agent_id)
 
-    def block_sizes(self, *, agent_id: str | None = None, allow_secret: bool | None = None) -> dict[str, int]:
+    def block_sizes(
+        self, *, agent_id: str | None = None, allow_secret: bool | None = None
+    ) -> dict[str, int]:
         """The attached blocks' labels and sizes in UTF-8 bytes (what a directory view shows)."""
         with self._cleared(allow_secret, None):
             return self.core.block_sizes(agent_id or self.agent_id)
@@ -344,7 +420,9 @@ class MemoryManager:
     def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False) -> Block:
         """Attach an existing block to `agent_id` (the agent is the subject here, so it is positional);
         `read_only` makes it read-only for that agent only."""
-        return self.core.attach_block(agent_id, block_id, read_only=read_only, acting_agent_id=self.agent_id)
+        return self.core.attach_block(
+            agent_id, block_id, read_only=read_only, acting_agent_id=self.agent_id
+        )
 
     def detach_block(self, agent_id: str, block_id: str) -> None:
         """Detach a block from `agent_id` (positional, as in `attach_block`); the block stays."""
@@ -369,12 +447,25 @@ class MemoryManager:
         relabels it (journalled). Changing a secret block takes `allow_secret=True`.
         """
         with self._cleared(allow_secret, None):
-            return self.core.update_block(agent_id or self.agent_id, label, value=value,
-                                          description=description, limit=limit, read_only=read_only,
-                                          in_prompt=in_prompt, sensitivity=sensitivity)
+            return self.core.update_block(
+                agent_id or self.agent_id,
+                label,
+                value=value,
+                description=description,
+                limit=limit,
+                read_only=read_only,
+                in_prompt=in_prompt,
+                sensitivity=sensitivity,
+            )
 
-    def set_block_sensitivity(self, label: str, sensitivity: str, *, agent_id: str | None = None,
-                              allow_secret: bool | None = None) -> Block:
+    def set_block_sensitivity(
+        self,
+        label: str,
+        sensitivity: str,
+        *,
+        agent_id: str | None = None,
+        allow_secret: bool | None = None,
+    ) -> Block:
         """Relabel a block public, private or secret, for every agent holding it (journalled as
         `set_block_sensitivity`). Any block may be made stricter; a secret one is changed only
         with `allow_secret=True`."""
@@ -386,7 +477,9 @@ class MemoryManager:
         where any of them already has `new_label`); journalled, the version stays."""
         return self.core.rename_block(agent_id or self.agent_id, label, new_label)
 
-    def view_block(self, label: str, *, agent_id: str | None = None, allow_secret: bool | None = None) -> Block:
+    def view_block(
+        self, label: str, *, agent_id: str | None = None, allow_secret: bool | None = None
+    ) -> Block:
         """The block as the model reads it with a tool: records that the agent has now seen this
         version, so its next edit is not refused as stale."""
         target = agent_id or self.agent_id
@@ -415,47 +508,80 @@ class MemoryManager:
 
     def core_memory_append(self, label: str, content: str, *, agent_id: str | None = None) -> str:
         """Letta's `core_memory_append`: add `content` on a new line; returns what the model sees."""
-        block = self.core.edit(agent_id or self.agent_id, label, Edit(
-            "core_memory_append", lambda b: append_text(b.value, content)))
+        block = self.core.edit(
+            agent_id or self.agent_id,
+            label,
+            Edit("core_memory_append", lambda b: append_text(b.value, content)),
+        )
         return _edit_result("Appended to", block)
 
-    def core_memory_replace(self, label: str, old_content: str, new_content: str, *,
-                            agent_id: str | None = None) -> str:
+    def core_memory_replace(
+        self, label: str, old_content: str, new_content: str, *, agent_id: str | None = None
+    ) -> str:
         """Letta's `core_memory_replace`: `old_content` must occur exactly once; an empty
         `new_content` deletes it. Refused when the agent has not seen the block's current version."""
-        block = self.core.edit(agent_id or self.agent_id, label, Edit(
-            "core_memory_replace", lambda b: replace_text(label, b.value, old_content, new_content),
-            check_stale=True))
+        block = self.core.edit(
+            agent_id or self.agent_id,
+            label,
+            Edit(
+                "core_memory_replace",
+                lambda b: replace_text(label, b.value, old_content, new_content),
+                check_stale=True,
+            ),
+        )
         return _edit_result("Replaced text in", block)
 
-    def memory_insert(self, label: str, text: str, insert_after: str | None = None, *,
-                      agent_id: str | None = None) -> str:
+    def memory_insert(
+        self, label: str, text: str, insert_after: str | None = None, *, agent_id: str | None = None
+    ) -> str:
         """Letta's `memory_insert`: insert after the first (case-insensitive) occurrence of
         `insert_after`, or at the end."""
-        block = self.core.edit(agent_id or self.agent_id, label, Edit(
-            "memory_insert", lambda b: insert_text(label, b.value, text, insert_after)))
+        block = self.core.edit(
+            agent_id or self.agent_id,
+            label,
+            Edit("memory_insert", lambda b: insert_text(label, b.value, text, insert_after)),
+        )
         return _edit_result("Inserted into", block)
 
-    def memory_rethink(self, label: str, new_value: str, reasoning: str | None = None, *,
-                       agent_id: str | None = None) -> str:
+    def memory_rethink(
+        self,
+        label: str,
+        new_value: str,
+        reasoning: str | None = None,
+        *,
+        agent_id: str | None = None,
+    ) -> str:
         """Letta's `memory_rethink`: rewrite the block; `reasoning` is journalled and kept in archival
         memory, because the why of a rewrite outlives the old value."""
         target = agent_id or self.agent_id
         label = validate_label(label)
-        block = self.core.edit(target, label, Edit(
-            "memory_rethink", lambda b: new_value, check_stale=True, reasoning=reasoning))
+        block = self.core.edit(
+            target,
+            label,
+            Edit("memory_rethink", lambda b: new_value, check_stale=True, reasoning=reasoning),
+        )
         if reasoning:
             # The why of a rewrite outlives the block's old value: keep it searchable.
             # At the block's level: the reasons for rewriting a secret are as secret as it is.
-            self.archival_memory_insert(f"Rewrote memory block '{label}': {reasoning}",
-                                        tags=["memory_update", "reasoning", label], agent_id=target,
-                                        sensitivity=block.sensitivity,
-                                        provenance={"block": label, "block_id": block.block_id})
+            self.archival_memory_insert(
+                f"Rewrote memory block '{label}': {reasoning}",
+                tags=["memory_update", "reasoning", label],
+                agent_id=target,
+                sensitivity=block.sensitivity,
+                provenance={"block": label, "block_id": block.block_id},
+            )
         return _edit_result("Rewrote", block)
 
-    def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str,
-                   check_stale: bool = True, expected_version: int | None = None,
-                   agent_id: str | None = None) -> Block:
+    def edit_block(
+        self,
+        label: str,
+        compute: Callable[[Block], str],
+        *,
+        action: str,
+        check_stale: bool = True,
+        expected_version: int | None = None,
+        agent_id: str | None = None,
+    ) -> Block:
         """A model-facing edit whose new value `compute` derives from the block (the memory
         tool's `str_replace` and `insert`). Read-only, stale-write refusal, the limit, history and
         journal hold as for every edit; `compute` may raise to refuse, and then nothing changes.
@@ -463,14 +589,27 @@ class MemoryManager:
         `expected_version` is for writers other than the agent's model (the consolidator): the
         edit is refused (StaleBlockError) unless the block is still at that version, and the
         agent is not marked as having seen the result."""
-        return self.core.edit(agent_id or self.agent_id, label, Edit(
-            action, compute, check_stale=check_stale and expected_version is None,
-            expected_version=expected_version))
+        return self.core.edit(
+            agent_id or self.agent_id,
+            label,
+            Edit(
+                action,
+                compute,
+                check_stale=check_stale and expected_version is None,
+                expected_version=expected_version,
+            ),
+        )
 
     # ----- the model's view ---------------------------------------------------------------
 
-    def get_system_prompt_addition(self, use_xml_format: bool = True, *, agent_id: str | None = None,
-                                   mark_seen: bool = True, allow_secret: bool | None = None) -> str:
+    def get_system_prompt_addition(
+        self,
+        use_xml_format: bool = True,
+        *,
+        agent_id: str | None = None,
+        mark_seen: bool = True,
+        allow_secret: bool | None = None,
+    ) -> str:
         """The rendered memory for the system prompt; marks the rendered versions as seen.
 
         On-demand blocks are listed with their paths and sizes, not rendered, so they are not
@@ -484,29 +623,42 @@ class MemoryManager:
             self.core.mark_seen(target, [block for block in blocks if block.in_prompt])
         return render_memory(blocks, self._metadata(target, blocks), use_xml_format=use_xml_format)
 
-    def _metadata(self, agent_id: str, blocks: list[Block], *, with_summary: bool = True) -> MemoryMetadata:
+    def _metadata(
+        self, agent_id: str, blocks: list[Block], *, with_summary: bool = True
+    ) -> MemoryMetadata:
         summary = self.recall.latest_summary(agent_id) if with_summary else None
         return MemoryMetadata(
             last_modified=max((b.updated_at for b in blocks), default=None),
             summary=summary.summary if summary else None,
         )
 
-    def turn_context(self, now: datetime | None = None, *, agent_id: str | None = None) -> TurnContext:
+    def turn_context(
+        self, now: datetime | None = None, *, agent_id: str | None = None
+    ) -> TurnContext:
         """What the model is told with each user message: the time and the memory sizes."""
         target = agent_id or self.agent_id
-        return TurnContext(now=now or datetime.now(timezone.utc), recall_messages=self.recall.count(target),
-                           archival_passages=self._count_passages(target))
+        return TurnContext(
+            now=now or datetime.now(timezone.utc),
+            recall_messages=self.recall.count(target),
+            archival_passages=self._count_passages(target),
+        )
 
     def _count_passages(self, agent_id: str) -> int:
         with self.db.reading() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)).fetchone()[0])
+            return int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM passages WHERE agent_id = ?", (agent_id,)
+                ).fetchone()[0]
+            )
 
     def get_tools_definitions(self) -> list[dict[str, Any]]:
         """Anthropic tool schemas of the memory tools: an alias of
         `memory_agent.tools.get_tools_definitions`, through the registered `ToolHost`."""
         return _tool_host().definitions()
 
-    def execute_tool(self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None) -> ToolOutcome:
+    def execute_tool(
+        self, name: str, arguments: Mapping[str, Any], *, agent_id: str | None = None
+    ) -> ToolOutcome:
         """Run a memory tool for the model; failures come back as error outcomes, never raised: an
         alias of `memory_agent.tools.execute_tool`, through the registered `ToolHost`."""
         return _tool_host().execute(self, name, arguments, agent_id=agent_id)
@@ -527,7 +679,9 @@ class MemoryManager:
                     archival = self._open_archival()
                     report = archival.reconcile_on_open()
                     if report.errors:
-                        logger.warning("archival reconcile on open left work for later: %s", report.errors)
+                        logger.warning(
+                            "archival reconcile on open left work for later: %s", report.errors
+                        )
                     self._archival = archival
         return self._archival
 
@@ -536,15 +690,26 @@ class MemoryManager:
         model = self.settings.archival_rerank_model
         if model is None:
             return None
-        return AnthropicReranker(model, api_key=self.settings.anthropic_api_key,
-                                 base_url=self.settings.anthropic_base_url)
+        return AnthropicReranker(
+            model,
+            api_key=self.settings.anthropic_api_key,
+            base_url=self.settings.anthropic_base_url,
+        )
 
-    def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
-                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None,
-                               expires_at: datetime | str | None = None, ttl_days: float | None = None,
-                               importance: float | None = None,
-                               provenance: Mapping[str, Any] | None = None,
-                               sensitivity: str | None = None, context: str | None = None) -> str:
+    def archival_memory_insert(
+        self,
+        content: str,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        agent_id: str | None = None,
+        expires_at: datetime | str | None = None,
+        ttl_days: float | None = None,
+        importance: float | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        sensitivity: str | None = None,
+        context: str | None = None,
+    ) -> str:
         """Store a passage; identical content from the same agent returns the existing id (and makes it
         current again if it was superseded or had expired).
 
@@ -556,40 +721,81 @@ class MemoryManager:
         ranking-only text (e.g. the turn this one answers, the date): keyword and vector search match
         it, hits never show it.
         """
-        return self.archival.insert(agent_id or self.agent_id, content, tags, metadata, expires_at=expires_at,
-                                    ttl_days=ttl_days, importance=importance, provenance=provenance,
-                                    sensitivity=sensitivity, context=context)
+        return self.archival.insert(
+            agent_id or self.agent_id,
+            content,
+            tags,
+            metadata,
+            expires_at=expires_at,
+            ttl_days=ttl_days,
+            importance=importance,
+            provenance=provenance,
+            sensitivity=sensitivity,
+            context=context,
+        )
 
-    def archival_memory_insert_many(self, items: Iterable[str | NewPassage | Mapping[str, Any]], *,
-                                    agent_id: str | None = None) -> list[str]:
+    def archival_memory_insert_many(
+        self, items: Iterable[str | NewPassage | Mapping[str, Any]], *, agent_id: str | None = None
+    ) -> list[str]:
         """Store many passages, all validated before any is written and embedded in batches (imports,
         bulk loads); returns their ids in input order."""
         return self.archival.insert_many(agent_id or self.agent_id, items)
 
-    def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None, allow_secret: bool | None = None,
-                            max_sensitivity: str | None = None) -> Passage | None:
+    def archival_memory_get(
+        self,
+        passage_id: str,
+        *,
+        agent_id: str | None = None,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+    ) -> Passage | None:
         """One passage by id, or None when the agent has no passage with it (or its level is above
         the clearance: a secret passage needs `allow_secret=True`)."""
-        return self.archival.get(agent_id or self.agent_id, passage_id,
-                                 clearance=clearance_of(allow_secret, max_sensitivity))
+        return self.archival.get(
+            agent_id or self.agent_id,
+            passage_id,
+            clearance=clearance_of(allow_secret, max_sensitivity),
+        )
 
     def archival_memory_delete(self, passage_id: str, *, agent_id: str | None = None) -> Passage:
         """Delete a passage and its vector; returns what was deleted (ArchivalError when absent)."""
         return self.archival.delete(agent_id or self.agent_id, passage_id)
 
-    def archival_memory_list(self, limit: int = 50, offset: int = 0, tags: Sequence[str] | None = None, *,
-                             agent_id: str | None = None, allow_secret: bool | None = None,
-                             max_sensitivity: str | None = None) -> list[Passage]:
+    def archival_memory_list(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        *,
+        agent_id: str | None = None,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+    ) -> list[Passage]:
         """The agent's passages, newest first, optionally filtered by `tags`; up to the clearance."""
-        return self.archival.list(agent_id or self.agent_id, limit, offset, tags,
-                                  clearance=clearance_of(allow_secret, max_sensitivity))
+        return self.archival.list(
+            agent_id or self.agent_id,
+            limit,
+            offset,
+            tags,
+            clearance=clearance_of(allow_secret, max_sensitivity),
+        )
 
-    def archival_memory_search(self, query: str, limit: int = 5, tags: Sequence[str] | None = None,
-                               start_date: str | None = None, end_date: str | None = None,
-                               mode: SearchMode | None = None, *, agent_id: str | None = None,
-                               include_superseded: bool = False, explain: bool = False,
-                               allow_secret: bool | None = None, max_sensitivity: str | None = None,
-                               count_access: bool = True) -> list[SearchHit]:
+    def archival_memory_search(
+        self,
+        query: str,
+        limit: int = 5,
+        tags: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        mode: SearchMode | None = None,
+        *,
+        agent_id: str | None = None,
+        include_superseded: bool = False,
+        explain: bool = False,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+        count_access: bool = True,
+    ) -> list[SearchHit]:
         """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false);
         'scored' adds recency and importance to hybrid's match.
 
@@ -602,50 +808,109 @@ class MemoryManager:
         """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
         clearance = clearance_of(allow_secret, max_sensitivity)
-        return self.archival.search(agent_id or self.agent_id, query, limit, tags, start_date, end_date, chosen,
-                                    include_superseded=include_superseded, explain=explain, clearance=clearance,
-                                    count_access=count_access)
+        return self.archival.search(
+            agent_id or self.agent_id,
+            query,
+            limit,
+            tags,
+            start_date,
+            end_date,
+            chosen,
+            include_superseded=include_superseded,
+            explain=explain,
+            clearance=clearance,
+            count_access=count_access,
+        )
 
-    def set_passage_sensitivity(self, passage_id: str, sensitivity: str, *, agent_id: str | None = None,
-                                allow_secret: bool | None = None,
-                                journal_detail: Mapping[str, Any] | None = None) -> Passage:
+    def set_passage_sensitivity(
+        self,
+        passage_id: str,
+        sensitivity: str,
+        *,
+        agent_id: str | None = None,
+        allow_secret: bool | None = None,
+        journal_detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Relabel a passage public, private or secret (journalled as `set_passage_sensitivity` with
         the old and new level). Any passage may be made stricter; a secret one is changed only with
         `allow_secret=True` (without it, it is reported missing)."""
-        return self.archival.set_sensitivity(agent_id or self.agent_id, passage_id, sensitivity,
-                                             clearance=clearance_of(allow_secret, None), detail=journal_detail)
+        return self.archival.set_sensitivity(
+            agent_id or self.agent_id,
+            passage_id,
+            sensitivity,
+            clearance=clearance_of(allow_secret, None),
+            detail=journal_detail,
+        )
 
-    def supersede_passage(self, old_id: str, new_id: str, *, agent_id: str | None = None,
-                          journal_detail: Mapping[str, Any] | None = None) -> Passage:
+    def supersede_passage(
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        agent_id: str | None = None,
+        journal_detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default search.
 
         Refuses a passage superseding itself, a missing id, an already expired successor, or a cycle.
         When the successor expires later, search treats `old_id` as current again. Journalled with the old and new
         `superseded_by`. `journal_detail` adds fields to the journal entry (e.g. author, session id).
         """
-        return self.archival.supersede(agent_id or self.agent_id, old_id, new_id, detail=journal_detail)
+        return self.archival.supersede(
+            agent_id or self.agent_id, old_id, new_id, detail=journal_detail
+        )
 
-    def restore_passage(self, passage_id: str, *, agent_id: str | None = None,
-                        journal_detail: Mapping[str, Any] | None = None) -> Passage:
+    def restore_passage(
+        self,
+        passage_id: str,
+        *,
+        agent_id: str | None = None,
+        journal_detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Make a superseded passage current again (clears `superseded_by`; journalled). Like every
         change to a passage, a secret one is missing unless inside `clearance(allow_secret=True)`."""
         return self.archival.restore(agent_id or self.agent_id, passage_id, detail=journal_detail)
 
-    def set_passage_importance(self, passage_id: str, importance: float, *, agent_id: str | None = None,
-                               journal_detail: Mapping[str, Any] | None = None) -> Passage:
+    def set_passage_importance(
+        self,
+        passage_id: str,
+        importance: float,
+        *,
+        agent_id: str | None = None,
+        journal_detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Set a passage's importance, a number in [0, 1] (journalled)."""
-        return self.archival.set_importance(agent_id or self.agent_id, passage_id, importance,
-                                            detail=journal_detail)
+        return self.archival.set_importance(
+            agent_id or self.agent_id, passage_id, importance, detail=journal_detail
+        )
 
-    def update_passage(self, passage_id: str, *, tags: Sequence[str] | None = None,
-                       metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
-                       agent_id: str | None = None, journal_detail: Mapping[str, Any] | None = None) -> Passage:
+    def update_passage(
+        self,
+        passage_id: str,
+        *,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        journal_detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Replace a passage's tags, metadata or provenance (those given; its text never changes), journalled."""
-        return self.archival.update(agent_id or self.agent_id, passage_id, tags=tags, metadata=metadata,
-                                    provenance=provenance, detail=journal_detail)
+        return self.archival.update(
+            agent_id or self.agent_id,
+            passage_id,
+            tags=tags,
+            metadata=metadata,
+            provenance=provenance,
+            detail=journal_detail,
+        )
 
-    def purge_expired(self, *, agent_id: str | None = None, all_agents: bool = False,
-                      journal_detail: Mapping[str, Any] | None = None) -> int:
+    def purge_expired(
+        self,
+        *,
+        agent_id: str | None = None,
+        all_agents: bool = False,
+        journal_detail: Mapping[str, Any] | None = None,
+    ) -> int:
         """Delete the agent's expired passages for good (rows, keyword index, vectors), journalled with
         their content; `all_agents=True` purges every agent's. Returns how many were deleted."""
         target = None if all_agents else (agent_id or self.agent_id)
@@ -655,8 +920,9 @@ class MemoryManager:
         """The user's original name for hybrid search: `archival_memory_search(mode="hybrid")`."""
         return self.archival_memory_search(query, limit, mode="hybrid")
 
-    def reconcile_archival(self, progress: Any = None, *, agent_id: str | None = None,
-                           full: bool = False) -> ReconcileReport:
+    def reconcile_archival(
+        self, progress: Any = None, *, agent_id: str | None = None, full: bool = False
+    ) -> ReconcileReport:
         """Re-embed pending passages and drop orphan vectors (also done when archival opens)."""
         return self.archival.reconcile(agent_id, progress, full=full)
 
@@ -668,19 +934,26 @@ class MemoryManager:
         return rebuild_vectors(archival, progress)
 
     def _open_archival(self) -> ArchivalMemory:
-        return ArchivalMemory(self.db, VectorConfig.from_settings(self.settings, self.storage_dir),
-                              self._embedding_function, vector_store=self._vector_store,
-                              reranker=self._reranker(), author=self.current_author)
+        return ArchivalMemory(
+            self.db,
+            VectorConfig.from_settings(self.settings, self.storage_dir),
+            self._embedding_function,
+            vector_store=self._vector_store,
+            reranker=self._reranker(),
+            author=self.current_author,
+        )
 
     # ----- recall memory ------------------------------------------------------------------
 
-    def store_message(self, role: str, content: MessageContent, *, agent_id: str | None = None,
-                      **fields: Any) -> StoredMessage | None:
+    def store_message(
+        self, role: str, content: MessageContent, *, agent_id: str | None = None, **fields: Any
+    ) -> StoredMessage | None:
         """Store one message in recall memory; None when a message with the same `sdk_uuid` is stored."""
         return self.recall.store(agent_id or self.agent_id, role, content, **fields)
 
-    def get_recent_messages(self, limit: int = 20, *, agent_id: str | None = None,
-                            in_context_only: bool = True) -> list[StoredMessage]:
+    def get_recent_messages(
+        self, limit: int = 20, *, agent_id: str | None = None, in_context_only: bool = True
+    ) -> list[StoredMessage]:
         """The newest messages, oldest first; those still in the context window unless
         `in_context_only=False` (then compacted ones too)."""
         return self.recall.recent(agent_id or self.agent_id, limit, in_context_only=in_context_only)
@@ -718,18 +991,35 @@ class MemoryManager:
         """The newest summary with the message range it covers, or None."""
         return self.recall.latest_summary(agent_id or self.agent_id)
 
-    def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
-                        start_date: str | None = None, end_date: str | None = None, limit: int = 10,
-                        offset: int = 0) -> list[StoredMessage]:
+    def search_messages(
+        self,
+        query: str,
+        *,
+        agent_id: str | None = None,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[StoredMessage]:
         """Full-text search of the agent's messages, evicted ones included (see RecallMemory.search)."""
-        return self.recall.search(agent_id or self.agent_id, query, roles=roles, start_date=start_date,
-                                  end_date=end_date, limit=limit, offset=offset)
+        return self.recall.search(
+            agent_id or self.agent_id,
+            query,
+            roles=roles,
+            start_date=start_date,
+            end_date=end_date,
+            limit=limit,
+            offset=offset,
+        )
 
     def block_versions(self, *, agent_id: str | None = None) -> dict[str, int]:
         """Each attached block's id and current version (what a rendered prompt showed)."""
         return self.core.versions(agent_id or self.agent_id)
 
-    def blocks_changed_by_others(self, since: dict[str, int], *, agent_id: str | None = None) -> list[str]:
+    def blocks_changed_by_others(
+        self, since: dict[str, int], *, agent_id: str | None = None
+    ) -> list[str]:
         """Ids of blocks changed after the `since` versions by anything but the agent's own
         model-facing edits (another agent, the owner's update or undo, a restore)."""
         return self.core.changed_by_others(agent_id or self.agent_id, since)
@@ -739,7 +1029,9 @@ class MemoryManager:
         next edit of them is not refused as stale."""
         self.core.mark_seen(agent_id or self.agent_id, blocks)
 
-    def memory_fingerprint(self, *, agent_id: str | None = None, summary_id: int | None = None) -> str:
+    def memory_fingerprint(
+        self, *, agent_id: str | None = None, summary_id: int | None = None
+    ) -> str:
         """A cheap value that changes whenever the rendered memory of the agent would change
         (blocks, attachments, summary); the current time and message counts are left out.
 
@@ -771,11 +1063,14 @@ class MemoryManager:
         if tools_tokens is None:
             if self._tools_tokens is None:
                 self._tools_tokens = self.compactor.count_text(
-                    json.dumps(self.get_tools_definitions(), ensure_ascii=False))
+                    json.dumps(self.get_tools_definitions(), ensure_ascii=False)
+                )
             tools_tokens = self._tools_tokens
         return cached[1] + tools_tokens
 
-    def should_compact(self, *, agent_id: str | None = None, fixed_tokens: int | None = None) -> bool:
+    def should_compact(
+        self, *, agent_id: str | None = None, fixed_tokens: int | None = None
+    ) -> bool:
         """Whether the next request would reach the compaction trigger (O(new messages)).
 
         `fixed_tokens` is the request outside the conversation; by default the rendered memory
@@ -787,8 +1082,9 @@ class MemoryManager:
         fixed = self.memory_tokens(agent_id=target) if fixed_tokens is None else fixed_tokens
         return self.compactor.should_compact(target, fixed)
 
-    async def acompact_history(self, *, agent_id: str | None = None, force: bool = True,
-                               fixed_tokens: int | None = None) -> CompactionOutcome:
+    async def acompact_history(
+        self, *, agent_id: str | None = None, force: bool = True, fixed_tokens: int | None = None
+    ) -> CompactionOutcome:
         """Summarise the oldest messages into the running summary (the manual trigger).
 
         A manual command, like `memory-agent compact` and `MemoryAwareAgent.compact`: it runs when
@@ -800,14 +1096,18 @@ class MemoryManager:
         fixed = self.memory_tokens(agent_id=target) if fixed_tokens is None else fixed_tokens
         return await self.compactor.compact(target, fixed, force=force)
 
-    def compact_history(self, *, agent_id: str | None = None, force: bool = True) -> CompactionOutcome:
+    def compact_history(
+        self, *, agent_id: str | None = None, force: bool = True
+    ) -> CompactionOutcome:
         """Synchronous `acompact_history` for code without an event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self._compact_in_own_loop(agent_id, force))
-        raise RuntimeError("compact_history() was called inside an event loop; use "
-                           "'await memory.acompact_history()' there instead.")
+        raise RuntimeError(
+            "compact_history() was called inside an event loop; use "
+            "'await memory.acompact_history()' there instead."
+        )
 
     async def _compact_in_own_loop(self, agent_id: str | None, force: bool) -> CompactionOutcome:
         try:
@@ -816,8 +1116,15 @@ class MemoryManager:
             # The HTTP client belongs to this short-lived loop; the next call makes a new one.
             await self.compactor.aclose()
 
-    def journal(self, *, agent_id: str | None = None, limit: int = 100, author_kind: str | None = None,
-                allow_secret: bool | None = None, max_sensitivity: str | None = None) -> list[journal.JournalEntry]:
+    def journal(
+        self,
+        *,
+        agent_id: str | None = None,
+        limit: int = 100,
+        author_kind: str | None = None,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+    ) -> list[journal.JournalEntry]:
         """The newest journal entries (every change to memory, with old and new values and who
         made it), newest first; `author_kind` keeps one kind of author (e.g. "model").
 
@@ -826,12 +1133,20 @@ class MemoryManager:
         values hold its text; `allow_secret=True` shows every entry. So fewer than `limit` may come."""
         clearance = clearance_of(allow_secret, max_sensitivity)
         with self.db.reading() as conn:
-            entries = journal.list_entries(conn, agent_id=agent_id, limit=limit, author_kind=author_kind)
+            entries = journal.list_entries(
+                conn, agent_id=agent_id, limit=limit, author_kind=author_kind
+            )
             if clearance == "secret":
                 return entries
             hidden = _hidden_targets(conn, clearance)
-        return [entry for entry in entries if (entry.target_type, entry.target_id) not in hidden
-                and journal_values_allowed(entry.action, entry.old_value, entry.new_value, entry.detail, clearance)]
+        return [
+            entry
+            for entry in entries
+            if (entry.target_type, entry.target_id) not in hidden
+            and journal_values_allowed(
+                entry.action, entry.old_value, entry.new_value, entry.detail, clearance
+            )
+        ]
 
     # ----- forgetting for real ---------------------------------------------------------------
 
@@ -872,9 +1187,16 @@ class MemoryManager:
     def _forget(self, run: Callable[[Forgetting], ForgetReport]) -> ForgetReport:
         scrub.secure_delete(self.db, True)
         try:
-            return run(Forgetting(self.db, author=self.current_author, vectors=self._vector_forget,
-                                  rewrite=Resummarizer(self.db, self._forget_summarizer(),
-                                                       self.compaction_settings.clip_chars)))
+            return run(
+                Forgetting(
+                    self.db,
+                    author=self.current_author,
+                    vectors=self._vector_forget,
+                    rewrite=Resummarizer(
+                        self.db, self._forget_summarizer(), self.compaction_settings.clip_chars
+                    ),
+                )
+            )
         finally:
             scrub.secure_delete(self.db, False)
 
@@ -898,6 +1220,7 @@ class MemoryManager:
             stored = store.ids(owner)
             store.delete(owner, [i for i in stored if whole or passage_of(i) in gone])
             return []
+
         return plain
 
     # ----- consolidation ------------------------------------------------------------------
@@ -907,16 +1230,28 @@ class MemoryManager:
         API key and URL, falling back to the rules on any failure) or 'auto' (the model when an
         API key or base URL is configured, else the rules)."""
         if kind == "auto":
-            kind = "model" if (self.settings.anthropic_api_key or self.settings.anthropic_base_url) else "rules"
+            kind = (
+                "model"
+                if (self.settings.anthropic_api_key or self.settings.anthropic_base_url)
+                else "rules"
+            )
         if kind == "rules":
             return RulesConsolidator()
         if kind == "model":
-            return ModelConsolidator(self.compaction_settings, api_key=self.settings.anthropic_api_key,
-                                     base_url=self.settings.anthropic_base_url)
+            return ModelConsolidator(
+                self.compaction_settings,
+                api_key=self.settings.anthropic_api_key,
+                base_url=self.settings.anthropic_base_url,
+            )
         raise ConfigurationError(f"A consolidator is 'auto', 'rules' or 'model', got {kind!r}.")
 
-    async def aconsolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
-                           dry_run: bool = False) -> ConsolidationReport:
+    async def aconsolidate(
+        self,
+        *,
+        agent_id: str | None = None,
+        consolidator: Consolidator | str | None = None,
+        dry_run: bool = False,
+    ) -> ConsolidationReport:
         """Tidy the agent's memory in one recorded session (see `memory_agent.consolidation`).
 
         Never raises for a failed run: the report (and the session row) say `failed` with the
@@ -924,26 +1259,40 @@ class MemoryManager:
         Embedding and database work run in this thread: from an event loop shared with other work,
         prefer `await asyncio.to_thread(memory.consolidate, ...)`.
         """
-        chosen = consolidator if isinstance(consolidator, Consolidator) else self.make_consolidator(
-            consolidator or "auto")
+        chosen = (
+            consolidator
+            if isinstance(consolidator, Consolidator)
+            else self.make_consolidator(consolidator or "auto")
+        )
         target = agent_id or self.agent_id
         if not self.core.agent_exists(target):
             raise AgentNotFoundError(target)
         return await run_consolidation(self, target, chosen, dry_run=dry_run)
 
-    def consolidate(self, *, agent_id: str | None = None, consolidator: Consolidator | str | None = None,
-                    dry_run: bool = False) -> ConsolidationReport:
+    def consolidate(
+        self,
+        *,
+        agent_id: str | None = None,
+        consolidator: Consolidator | str | None = None,
+        dry_run: bool = False,
+    ) -> ConsolidationReport:
         """Synchronous `aconsolidate` for code without an event loop (or a worker thread); inside a
         running loop it raises ConsolidationError pointing at `aconsolidate`."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.aconsolidate(agent_id=agent_id, consolidator=consolidator, dry_run=dry_run))
-        raise ConsolidationError("consolidate() was called inside a running event loop, which it cannot block; "
-                                 "use 'await memory.aconsolidate()' there instead (or 'await "
-                                 "asyncio.to_thread(memory.consolidate)'). Nothing was changed.")
+            return asyncio.run(
+                self.aconsolidate(agent_id=agent_id, consolidator=consolidator, dry_run=dry_run)
+            )
+        raise ConsolidationError(
+            "consolidate() was called inside a running event loop, which it cannot block; "
+            "use 'await memory.aconsolidate()' there instead (or 'await "
+            "asyncio.to_thread(memory.consolidate)'). Nothing was changed."
+        )
 
-    def list_consolidations(self, *, agent_id: str | None = None, limit: int = 20) -> list[ConsolidationSession]:
+    def list_consolidations(
+        self, *, agent_id: str | None = None, limit: int = 20
+    ) -> list[ConsolidationSession]:
         """The agent's consolidation sessions, newest first."""
         if limit < 1:
             raise ConfigurationError(f"limit must be at least 1, got {limit}.")
@@ -955,8 +1304,10 @@ class MemoryManager:
         with self.db.reading() as conn:
             session = consolidation_log.read_row(conn, session_id)
         if session is None:
-            raise ConsolidationError(f"No consolidation session '{session_id}'. "
-                                     "List them with 'memory-agent consolidations list'.")
+            raise ConsolidationError(
+                f"No consolidation session '{session_id}'. "
+                "List them with 'memory-agent consolidations list'."
+            )
         return session
 
     def rollback_consolidation(self, session_id: str) -> ConsolidationSession:
@@ -997,17 +1348,24 @@ def _hidden_targets(conn: Any, clearance: Sensitivity) -> set[tuple[str, str | N
     levels = visible_levels(clearance)
     marks = ", ".join("?" for _ in levels)
     hidden: set[tuple[str, str | None]] = set()
-    for kind, sql in (("block", f"SELECT block_id FROM blocks WHERE sensitivity NOT IN ({marks})"),
-                      ("passage", f"SELECT passage_id FROM passages WHERE sensitivity NOT IN ({marks})")):
+    for kind, sql in (
+        ("block", f"SELECT block_id FROM blocks WHERE sensitivity NOT IN ({marks})"),
+        ("passage", f"SELECT passage_id FROM passages WHERE sensitivity NOT IN ({marks})"),
+    ):
         hidden.update((kind, row[0]) for row in conn.execute(sql, levels))
-    for row in conn.execute("SELECT target_type, target_id, action, old_value, new_value, detail FROM journal"
-                            " WHERE forgotten = 0 AND target_type IN ('block', 'passage')"
-                            " AND (action LIKE ? OR detail LIKE ?)", ("%sensitivity%", "%sensitivity%")):
+    for row in conn.execute(
+        "SELECT target_type, target_id, action, old_value, new_value, detail FROM journal"
+        " WHERE forgotten = 0 AND target_type IN ('block', 'passage')"
+        " AND (action LIKE ? OR detail LIKE ?)",
+        ("%sensitivity%", "%sensitivity%"),
+    ):
         try:
             detail = json.loads(row[5] or "{}")
         except ValueError:
             detail = {"sensitivity": "unreadable"}  # no level: fail closed
-        if not journal_values_allowed(row[2], row[3], row[4], detail if isinstance(detail, dict) else {}, clearance):
+        if not journal_values_allowed(
+            row[2], row[3], row[4], detail if isinstance(detail, dict) else {}, clearance
+        ):
             hidden.add((row[0], row[1]))
     return hidden
 

@@ -69,7 +69,9 @@ def format_size(size: int) -> str:
     units = ["B", "K", "M", "G"]
     index = min((size.bit_length() - 1) // 10, len(units) - 1)
     scaled = size / (1024**index)
-    return f"{int(scaled)}{units[index]}" if scaled == int(scaled) else f"{scaled:.1f}{units[index]}"
+    return (
+        f"{int(scaled)}{units[index]}" if scaled == int(scaled) else f"{scaled:.1f}{units[index]}"
+    )
 
 
 def path_preview(path: object, limit: int = 80) -> str:
@@ -101,7 +103,7 @@ def _resolved_segments(path: str, shown: str) -> list[str]:
     them (nothing here is a symlink, so resolving the text is exact); climbing above the root is
     refused."""
     resolved: list[str] = []
-    for segment in path[len(MEMORY_ROOT):].split("/"):
+    for segment in path[len(MEMORY_ROOT) :].split("/"):
         if segment in ("", "."):
             continue
         if segment != "..":
@@ -109,30 +111,42 @@ def _resolved_segments(path: str, shown: str) -> list[str]:
         elif resolved:
             resolved.pop()
         else:
-            raise MemoryToolError(f"Path {shown} would escape {MEMORY_ROOT} directory: its '..' climbs above "
-                                  f"{MEMORY_ROOT}; name the file under {MEMORY_ROOT}/.", path)
+            raise MemoryToolError(
+                f"Path {shown} would escape {MEMORY_ROOT} directory: its '..' climbs above "
+                f"{MEMORY_ROOT}; name the file under {MEMORY_ROOT}/.",
+                path,
+            )
     return resolved
 
 
 def parse_memory_path(path: object) -> MemoryPath:
     """Check a path the model sent and find the label it names; refuses anything unsafe."""
     if not isinstance(path, str) or not path:
-        raise MemoryToolError(f"Path must start with {MEMORY_ROOT}, got: {path_preview(path)}", path)
+        raise MemoryToolError(
+            f"Path must start with {MEMORY_ROOT}, got: {path_preview(path)}", path
+        )
     shown = path_preview(path)
     if len(path) > MAX_PATH_LENGTH:
         raise MemoryToolError(
             f"Path {shown} is {len(path)} characters long; a memory path has at most "
             f"{MAX_PATH_LENGTH} (at most {MAX_LABEL_LENGTH} after {MEMORY_ROOT}/). Use a shorter name.",
-            path)
+            path,
+        )
     if _CONTROL.search(path):
-        raise MemoryToolError(f"Path {shown} contains a control character (such as NUL or a newline); "
-                              "memory paths are plain names.", path)
+        raise MemoryToolError(
+            f"Path {shown} contains a control character (such as NUL or a newline); "
+            "memory paths are plain names.",
+            path,
+        )
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
         raise MemoryToolError(f"Path must start with {MEMORY_ROOT}, got: {shown}", path)
     segments = _resolved_segments(path, shown)
     if "%" in path or "\\" in path:
-        raise MemoryToolError(f"Path {shown} contains '%' or '\\': memory paths are never decoded or "
-                              "translated; write the path plainly with '/' between its parts.", path)
+        raise MemoryToolError(
+            f"Path {shown} contains '%' or '\\': memory paths are never decoded or "
+            "translated; write the path plainly with '/' between its parts.",
+            path,
+        )
     if not segments:
         return MemoryPath(path, "")
     try:
@@ -141,5 +155,7 @@ def parse_memory_path(path: object) -> MemoryPath:
         raise MemoryToolError(
             f"Path {shown} is not a valid memory path. After {MEMORY_ROOT}/ each part holds 1-64 "
             "letters, digits, '_', '-' or '.' (no spaces), with at most 16 parts and "
-            f"{MAX_LABEL_LENGTH} characters, e.g. {MEMORY_ROOT}/project/notes.md.", path) from None
+            f"{MAX_LABEL_LENGTH} characters, e.g. {MEMORY_ROOT}/project/notes.md.",
+            path,
+        ) from None
     return MemoryPath(path, label)

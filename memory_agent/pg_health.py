@@ -72,6 +72,7 @@ class Reference:
 
 # ----- server and schema version (read with a connection of their own: nothing is migrated) ------
 
+
 def check_server(url: str) -> tuple[list[Check], int | None]:
     """Can the server be reached, which version is it, and is the schema this release's?
 
@@ -87,18 +88,37 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as error:
-        return [Check("postgresql server", "fail", f"cannot reach {where}: {reason(error)}; --repair cannot "
-                      "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs")], None
+        return [
+            Check(
+                "postgresql server",
+                "fail",
+                f"cannot reach {where}: {reason(error)}; --repair cannot "
+                "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs",
+            )
+        ], None
     try:
         with conn:
             version = conn.execute("SHOW server_version").fetchone()
             found = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
-            row = conn.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone() \
-                if found and found[0] is not None else None
+            row = (
+                conn.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone()
+                if found and found[0] is not None
+                else None
+            )
     except psycopg.Error as error:
-        return [Check("postgresql server", "fail", f"{where} answers but its schema version cannot be read "
-                      f"({reason(error)}); --repair cannot help: the user needs to read {VERSION_TABLE}")], None
-    server = Check("postgresql server", "ok", f"PostgreSQL {version[0] if version else '(version unknown)'} at {where}")
+        return [
+            Check(
+                "postgresql server",
+                "fail",
+                f"{where} answers but its schema version cannot be read "
+                f"({reason(error)}); --repair cannot help: the user needs to read {VERSION_TABLE}",
+            )
+        ], None
+    server = Check(
+        "postgresql server",
+        "ok",
+        f"PostgreSQL {version[0] if version else '(version unknown)'} at {where}",
+    )
     if row is None or row[0] is None:
         return [server], None
     return [server, _schema_check(int(row[0]))], int(row[0])
@@ -108,13 +128,22 @@ def _schema_check(current: int) -> Check:
     if current == PG_SCHEMA_VERSION:
         return Check("schema version", "ok", f"version {current}, this release's")
     if current > PG_SCHEMA_VERSION:
-        return Check("schema version", "fail", f"version {current} is newer than this memory-agent understands "
-                     f"({PG_SCHEMA_VERSION}); --repair changes nothing: upgrade memory-agent")
-    return Check("schema version", "fail", f"version {current}, older than this release's {PG_SCHEMA_VERSION}; "
-                 "--repair migrates it forward (so does any command that opens the store)")
+        return Check(
+            "schema version",
+            "fail",
+            f"version {current} is newer than this memory-agent understands "
+            f"({PG_SCHEMA_VERSION}); --repair changes nothing: upgrade memory-agent",
+        )
+    return Check(
+        "schema version",
+        "fail",
+        f"version {current}, older than this release's {PG_SCHEMA_VERSION}; "
+        "--repair migrates it forward (so does any command that opens the store)",
+    )
 
 
 # ----- the reference schema --------------------------------------------------------------------
+
 
 @contextmanager
 def _rolled_back(conn: Any) -> Iterator[Any]:
@@ -138,10 +167,16 @@ def reference_schema(db: PostgresDatabase) -> Reference:
 
 
 def _catalog(conn: Any, schema: str) -> Reference:
-    tables = {row[0] for row in conn.execute(
-        "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))}
-    indexes = {row[0]: _ON_SCHEMA.sub(" ON ", row[1], count=1) for row in conn.execute(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,))}
+    tables = {
+        row[0]
+        for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))
+    }
+    indexes = {
+        row[0]: _ON_SCHEMA.sub(" ON ", row[1], count=1)
+        for row in conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)
+        )
+    }
     return Reference(frozenset(tables), indexes)
 
 
@@ -153,6 +188,7 @@ def _live(db: PostgresDatabase) -> Reference:
 
 # ----- the checks ------------------------------------------------------------------------------
 
+
 def examine(db: PostgresDatabase, *, repair: bool = False, full: bool = False) -> list[Check]:
     """Every check of the store's contents; with `repair`, failures repaired and checked again."""
     try:
@@ -160,44 +196,84 @@ def examine(db: PostgresDatabase, *, repair: bool = False, full: bool = False) -
         unbuilt: list[Check] = []
     except StorageError as error:  # no right to create a schema here: check what is there
         reference = _live(db)
-        unbuilt = [Check("schema reference", "warn", f"cannot build the schema the migrations define to compare "
-                         f"with ({first_line(error)}); the indexes found are checked, missing ones cannot be seen")]
+        unbuilt = [
+            Check(
+                "schema reference",
+                "warn",
+                f"cannot build the schema the migrations define to compare "
+                f"with ({first_line(error)}); the indexes found are checked, missing ones cannot be seen",
+            )
+        ]
     found = check_database(db, reference, full=full)
     if not repair or all(check.ok for check in found):
         return unbuilt + found
     done = repair_database(db, reference, found)
-    return [*unbuilt, Check("repair", "ok", "; ".join(done)), *check_database(db, reference, full=full)]
+    return [
+        *unbuilt,
+        Check("repair", "ok", "; ".join(done)),
+        *check_database(db, reference, full=full),
+    ]
 
 
-def check_database(db: PostgresDatabase, reference: Reference, *, full: bool = False) -> list[Check]:
+def check_database(
+    db: PostgresDatabase, reference: Reference, *, full: bool = False
+) -> list[Check]:
     """Every check of the store's contents (the schema is current: `check_server` said so)."""
-    return [check_indexes(db, reference), check_btrees(db, reference, full=full),
-            check_fulltext_vectors(db, full=full), check_fulltext_indexes(db, full=full),
-            check_foreign_keys(db), check_references(db)]
+    return [
+        check_indexes(db, reference),
+        check_btrees(db, reference, full=full),
+        check_fulltext_vectors(db, full=full),
+        check_fulltext_indexes(db, full=full),
+        check_foreign_keys(db),
+        check_references(db),
+    ]
 
 
 def check_indexes(db: PostgresDatabase, reference: Reference) -> Check:
     """Every index the schema defines exists, with its definition, and is valid and ready."""
     missing, changed, invalid = _index_problems(db, reference)
     if not (missing or changed or invalid):
-        return Check("indexes present", "ok", f"all {len(reference.indexes)} indexes of the schema, valid")
-    found = [f"{label}: {', '.join(names)}" for label, names in
-             (("missing", missing), ("defined differently", changed), ("invalid", invalid)) if names]
-    return Check("indexes present", "fail", "; ".join(found) + "; --repair creates the missing ones from the "
-                 "schema's definitions and rebuilds the invalid ones (REINDEX); one defined differently it only "
-                 "reports (drop it, and --repair creates it as the schema defines it)")
+        return Check(
+            "indexes present", "ok", f"all {len(reference.indexes)} indexes of the schema, valid"
+        )
+    found = [
+        f"{label}: {', '.join(names)}"
+        for label, names in (
+            ("missing", missing),
+            ("defined differently", changed),
+            ("invalid", invalid),
+        )
+        if names
+    ]
+    return Check(
+        "indexes present",
+        "fail",
+        "; ".join(found) + "; --repair creates the missing ones from the "
+        "schema's definitions and rebuilds the invalid ones (REINDEX); one defined differently it only "
+        "reports (drop it, and --repair creates it as the schema defines it)",
+    )
 
 
-def _index_problems(db: PostgresDatabase, reference: Reference) -> tuple[list[str], list[str], list[str]]:
+def _index_problems(
+    db: PostgresDatabase, reference: Reference
+) -> tuple[list[str], list[str], list[str]]:
     live = _live(db).indexes
     missing = sorted(name for name in reference.indexes if name not in live)
-    changed = sorted(name for name, definition in reference.indexes.items()
-                     if name in live and live[name] != definition)
+    changed = sorted(
+        name
+        for name, definition in reference.indexes.items()
+        if name in live and live[name] != definition
+    )
     with db.reading() as conn:
-        invalid = sorted(row[0] for row in conn.execute(
-            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-            " WHERE c.relnamespace = current_schema()::regnamespace"
-            " AND NOT (i.indisvalid AND i.indisready AND i.indislive)") if row[0] in reference.indexes)
+        invalid = sorted(
+            row[0]
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " WHERE c.relnamespace = current_schema()::regnamespace"
+                " AND NOT (i.indisvalid AND i.indisready AND i.indislive)"
+            )
+            if row[0] in reference.indexes
+        )
     return missing, changed, invalid
 
 
@@ -214,28 +290,47 @@ def check_btrees(db: PostgresDatabase, reference: Reference, *, full: bool = Fal
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
         except psycopg.Error as error:
-            return Check("b-tree indexes (amcheck)", "warn", f"not checked: amcheck cannot be used here "
-                         f"({first_line(error)}); a superuser can run CREATE EXTENSION amcheck in this database")
-        indexes = [row[0] for row in conn.execute(
-            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-            " JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'btree' AND i.indisvalid"
-            " AND c.relnamespace = current_schema()::regnamespace ORDER BY c.relname")
-            if row[0] in reference.indexes]
+            return Check(
+                "b-tree indexes (amcheck)",
+                "warn",
+                f"not checked: amcheck cannot be used here "
+                f"({first_line(error)}); a superuser can run CREATE EXTENSION amcheck in this database",
+            )
+        indexes = [
+            row[0]
+            for row in conn.execute(
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'btree' AND i.indisvalid"
+                " AND c.relnamespace = current_schema()::regnamespace ORDER BY c.relname"
+            )
+            if row[0] in reference.indexes
+        ]
         failed: list[str] = []
         for index in indexes:
             try:
                 with conn.transaction():
                     conn.execute(f"SELECT {function}(%s::regclass, true)", (index,))
             except psycopg.errors.InsufficientPrivilege as error:
-                return Check("b-tree indexes (amcheck)", "warn", f"not checked: {first_line(error)}; a superuser "
-                             f"can GRANT EXECUTE ON FUNCTION {function}(regclass, boolean) to this user")
+                return Check(
+                    "b-tree indexes (amcheck)",
+                    "warn",
+                    f"not checked: {first_line(error)}; a superuser "
+                    f"can GRANT EXECUTE ON FUNCTION {function}(regclass, boolean) to this user",
+                )
             except psycopg.Error as error:
                 failed.append(f"{index} ({first_line(error)})")
     if failed:
-        return Check("b-tree indexes (amcheck)", "fail", "; ".join(failed[:3]) + "; --repair rebuilds the "
-                     "indexes of their tables (REINDEX TABLE)")
-    return Check("b-tree indexes (amcheck)", "ok", f"{len(indexes)} indexes agree with their tables ({function}, "
-                 "every row indexed)")
+        return Check(
+            "b-tree indexes (amcheck)",
+            "fail",
+            "; ".join(failed[:3]) + "; --repair rebuilds the "
+            "indexes of their tables (REINDEX TABLE)",
+        )
+    return Check(
+        "b-tree indexes (amcheck)",
+        "ok",
+        f"{len(indexes)} indexes agree with their tables ({function}, every row indexed)",
+    )
 
 
 def _sample(table: str, key: str, full: bool) -> str:
@@ -243,8 +338,10 @@ def _sample(table: str, key: str, full: bool) -> str:
     if full:
         return table
     half = SAMPLE_ROWS // 2
-    return (f"(SELECT * FROM (SELECT * FROM {table} ORDER BY {key} DESC LIMIT {half}) AS newest_rows"
-            f" UNION SELECT * FROM (SELECT * FROM {table} ORDER BY random() LIMIT {half}) AS random_rows) AS sampled")
+    return (
+        f"(SELECT * FROM (SELECT * FROM {table} ORDER BY {key} DESC LIMIT {half}) AS newest_rows"
+        f" UNION SELECT * FROM (SELECT * FROM {table} ORDER BY random() LIMIT {half}) AS random_rows) AS sampled"
+    )
 
 
 def check_fulltext_vectors(db: PostgresDatabase, *, full: bool = False) -> Check:
@@ -259,15 +356,20 @@ def check_fulltext_vectors(db: PostgresDatabase, *, full: bool = False) -> Check
             expression = _generation_expression(conn, table, vector)
             row: Any = conn.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE {vector} IS DISTINCT FROM {expression})"
-                f" FROM {_sample(table, key, full)}").fetchone()
+                f" FROM {_sample(table, key, full)}"
+            ).fetchone()
             seen += int(row[0])
             if row[1]:
                 stale.append(f"{row[1]} row(s) of {table}")
     which = "every row" if full else f"{seen} sampled rows"
     if stale:
-        return Check("full-text vectors", "fail", f"{', '.join(stale)} hold a tsvector that is not what "
-                     f"their column's expression ('{TEXT_SEARCH_CONFIG}' text search) gives for their text today (the "
-                     "configuration changed since they were written?); --repair recomputes every row's vector")
+        return Check(
+            "full-text vectors",
+            "fail",
+            f"{', '.join(stale)} hold a tsvector that is not what "
+            f"their column's expression ('{TEXT_SEARCH_CONFIG}' text search) gives for their text today (the "
+            "configuration changed since they were written?); --repair recomputes every row's vector",
+        )
     return Check("full-text vectors", "ok", f"{which}: the stored vectors match their text")
 
 
@@ -276,10 +378,14 @@ def _generation_expression(conn: Any, table: str, column: str) -> str:
     row: Any = conn.execute(
         "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a"
         " ON a.attrelid = d.adrelid AND a.attnum = d.adnum"
-        " WHERE d.adrelid = ?::regclass AND a.attname = ?", (table, column)).fetchone()
+        " WHERE d.adrelid = ?::regclass AND a.attname = ?",
+        (table, column),
+    ).fetchone()
     if row is None:
-        raise StorageError(f"{table}.{column} is not a generated column; run `memory-agent doctor --repair` "
-                           "to bring the schema up to date")
+        raise StorageError(
+            f"{table}.{column} is not a generated column; run `memory-agent doctor --repair` "
+            "to bring the schema up to date"
+        )
     return str(row[0])
 
 
@@ -293,23 +399,46 @@ def check_fulltext_indexes(db: PostgresDatabase, *, full: bool = False) -> Check
     asked = 0
     with db.reading() as conn:
         for table, key, _, vector in FULLTEXT_COLUMNS:
-            terms = sorted({row[0] for row in conn.execute(
-                f"SELECT DISTINCT ON ({key}) word FROM {_sample(table, key, full)},"
-                f" unnest(tsvector_to_array({vector})) AS word ORDER BY {key}, length(word) DESC, word")})
+            terms = sorted(
+                {
+                    row[0]
+                    for row in conn.execute(
+                        f"SELECT DISTINCT ON ({key}) word FROM {_sample(table, key, full)},"
+                        f" unnest(tsvector_to_array({vector})) AS word ORDER BY {key}, length(word) DESC, word"
+                    )
+                }
+            )
             asked += len(terms)
-            scanned: dict[str, int] = {row[0]: int(row[1]) for row in conn.execute(
-                f"SELECT word, count(*) FROM {table}, unnest(tsvector_to_array({vector})) AS word"
-                " WHERE word = ANY(?) GROUP BY word", (terms,))} if terms else {}
+            scanned: dict[str, int] = (
+                {
+                    row[0]: int(row[1])
+                    for row in conn.execute(
+                        f"SELECT word, count(*) FROM {table}, unnest(tsvector_to_array({vector})) AS word"
+                        " WHERE word = ANY(?) GROUP BY word",
+                        (terms,),
+                    )
+                }
+                if terms
+                else {}
+            )
             indexed = _index_counts(conn.raw, table, vector, terms)
             wrong = [term for term in terms if indexed.get(term, 0) != scanned.get(term, 0)]
             if wrong:
                 term = wrong[0]
-                problems.append(f"the index on {table}.{vector} disagrees with its table for {len(wrong)} of "
-                                f"{len(terms)} words (e.g. {term!r}: {indexed.get(term, 0)} rows by the index, "
-                                f"{scanned.get(term, 0)} by a scan)")
+                problems.append(
+                    f"the index on {table}.{vector} disagrees with its table for {len(wrong)} of "
+                    f"{len(terms)} words (e.g. {term!r}: {indexed.get(term, 0)} rows by the index, "
+                    f"{scanned.get(term, 0)} by a scan)"
+                )
     if problems:
-        return Check("full-text indexes", "fail", "; ".join(problems) + "; --repair rebuilds the index (REINDEX)")
-    return Check("full-text indexes", "ok", f"the GIN indexes answer as a table scan does for {asked} words")
+        return Check(
+            "full-text indexes",
+            "fail",
+            "; ".join(problems) + "; --repair rebuilds the index (REINDEX)",
+        )
+    return Check(
+        "full-text indexes", "ok", f"the GIN indexes answer as a table scan does for {asked} words"
+    )
 
 
 def _index_counts(conn: Any, table: str, vector: str, terms: Sequence[str]) -> dict[str, int]:
@@ -319,12 +448,18 @@ def _index_counts(conn: Any, table: str, vector: str, terms: Sequence[str]) -> d
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_indexscan = off")
         for first in range(0, len(terms), TERMS_PER_QUERY):
-            batch = list(terms[first:first + TERMS_PER_QUERY])
-            query = " | ".join("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in batch)
-            counts.update((row[0], int(row[1])) for row in conn.execute(
-                f"SELECT word, count(*) FROM (SELECT {vector} AS found FROM {table} WHERE {vector} @@ %s::tsquery)"
-                " AS hits, unnest(tsvector_to_array(hits.found)) AS word WHERE word = ANY(%s) GROUP BY word",
-                (query, batch)))
+            batch = list(terms[first : first + TERMS_PER_QUERY])
+            query = " | ".join(
+                "'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in batch
+            )
+            counts.update(
+                (row[0], int(row[1]))
+                for row in conn.execute(
+                    f"SELECT word, count(*) FROM (SELECT {vector} AS found FROM {table} WHERE {vector} @@ %s::tsquery)"
+                    " AS hits, unnest(tsvector_to_array(hits.found)) AS word WHERE word = ANY(%s) GROUP BY word",
+                    (query, batch),
+                )
+            )
     return counts
 
 
@@ -335,14 +470,21 @@ def check_foreign_keys(db: PostgresDatabase) -> Check:
         for name, child, parent, pairs in _foreign_keys(conn):
             joined = " AND ".join(f"p.{b} = c.{a}" for a, b in pairs)
             present = " AND ".join(f"c.{a} IS NOT NULL" for a, _ in pairs)
-            count = _count(conn, f"SELECT count(*) FROM {child} c WHERE {present}"
-                                 f" AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {joined})")
+            count = _count(
+                conn,
+                f"SELECT count(*) FROM {child} c WHERE {present}"
+                f" AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {joined})",
+            )
             if count:
                 orphans.append(f"{count} row(s) of {child} reference missing {parent} ({name})")
     if orphans:
-        return Check("foreign keys", "fail", "; ".join(orphans) + ": the server's checks were bypassed (triggers "
-                     "disabled, or session_replication_role = replica); --repair leaves them, since it cannot know "
-                     "what they should point to: restore from a backup, or delete those rows")
+        return Check(
+            "foreign keys",
+            "fail",
+            "; ".join(orphans) + ": the server's checks were bypassed (triggers "
+            "disabled, or session_replication_role = replica); --repair leaves them, since it cannot know "
+            "what they should point to: restore from a backup, or delete those rows",
+        )
     return Check("foreign keys", "ok", "every reference resolves")
 
 
@@ -353,7 +495,8 @@ def _foreign_keys(conn: Any) -> list[tuple[str, str, str, list[tuple[str, str]]]
         " FROM pg_constraint k, unnest(k.conkey, k.confkey) WITH ORDINALITY AS u(child, parent, n)"
         " JOIN pg_attribute a ON a.attnum = u.child JOIN pg_attribute b ON b.attnum = u.parent"
         " WHERE k.contype = 'f' AND k.connamespace = current_schema()::regnamespace"
-        " AND a.attrelid = k.conrelid AND b.attrelid = k.confrelid ORDER BY k.conname, u.n").fetchall()
+        " AND a.attrelid = k.conrelid AND b.attrelid = k.confrelid ORDER BY k.conname, u.n"
+    ).fetchall()
     keys: dict[str, tuple[str, str, list[tuple[str, str]]]] = {}
     for name, child, parent, column, target in rows:
         keys.setdefault(name, (child, parent, []))[2].append((column, target))
@@ -361,15 +504,21 @@ def _foreign_keys(conn: Any) -> list[tuple[str, str, str, list[tuple[str, str]]]
 
 
 _UNENFORCED = (
-    ("summaries covering messages that are not their agent's",
-     "SELECT count(*) FROM summaries s WHERE EXISTS (SELECT 1 FROM (VALUES (s.first_message_id),"
-     " (s.last_message_id)) AS ends(id) WHERE ends.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m"
-     " WHERE m.message_id = ends.id AND m.agent_id = s.agent_id))"),
-    ("attachments whose label is not their block's",
-     "SELECT count(*) FROM agent_blocks a JOIN blocks b ON b.block_id = a.block_id WHERE a.label <> b.label"),
-    ("passages whose tag rows differ from their tags",
-     "SELECT count(*) FROM passages p WHERE ARRAY(SELECT DISTINCT json_array_elements_text(p.tags::json) ORDER BY 1)"
-     " IS DISTINCT FROM ARRAY(SELECT t.tag FROM passage_tags t WHERE t.passage_rowid = p.passage_rowid ORDER BY 1)"),
+    (
+        "summaries covering messages that are not their agent's",
+        "SELECT count(*) FROM summaries s WHERE EXISTS (SELECT 1 FROM (VALUES (s.first_message_id),"
+        " (s.last_message_id)) AS ends(id) WHERE ends.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m"
+        " WHERE m.message_id = ends.id AND m.agent_id = s.agent_id))",
+    ),
+    (
+        "attachments whose label is not their block's",
+        "SELECT count(*) FROM agent_blocks a JOIN blocks b ON b.block_id = a.block_id WHERE a.label <> b.label",
+    ),
+    (
+        "passages whose tag rows differ from their tags",
+        "SELECT count(*) FROM passages p WHERE ARRAY(SELECT DISTINCT json_array_elements_text(p.tags::json) ORDER BY 1)"
+        " IS DISTINCT FROM ARRAY(SELECT t.tag FROM passage_tags t WHERE t.passage_rowid = p.passage_rowid ORDER BY 1)",
+    ),
 )
 """The references no constraint of the schema states, and a query counting the rows that break each."""
 
@@ -380,22 +529,33 @@ def check_references(db: PostgresDatabase) -> Check:
         broken = [(what, _count(conn, query)) for what, query in _UNENFORCED]
     found = [f"{count} {what}" for what, count in broken if count]
     if found:
-        return Check("references", "fail", "; ".join(found) + "; --repair rebuilds tag rows from the passages' tags "
-                     "and attachment labels from their blocks; a summary's message range it leaves (restore from a "
-                     "backup, or export and re-import without that summary)")
-    return Check("references", "ok", "summaries, attachments and tag rows agree with the rows they name")
+        return Check(
+            "references",
+            "fail",
+            "; ".join(found) + "; --repair rebuilds tag rows from the passages' tags "
+            "and attachment labels from their blocks; a summary's message range it leaves (restore from a "
+            "backup, or export and re-import without that summary)",
+        )
+    return Check(
+        "references", "ok", "summaries, attachments and tag rows agree with the rows they name"
+    )
 
 
 # ----- repairs ---------------------------------------------------------------------------------
 
-def repair_database(db: PostgresDatabase, reference: Reference, checks: Sequence[Check]) -> list[str]:
+
+def repair_database(
+    db: PostgresDatabase, reference: Reference, checks: Sequence[Check]
+) -> list[str]:
     """Repair what the failed checks found, in one write transaction; returns what was done."""
     failed = {check.name for check in checks if not check.ok}
     done: list[str] = []
     with db.transaction() as conn:
         if "full-text vectors" in failed:
             for table, _, text, _ in FULLTEXT_COLUMNS:
-                conn.execute(f"UPDATE {table} SET {text} = {text}")  # a stored generated column is recomputed
+                conn.execute(
+                    f"UPDATE {table} SET {text} = {text}"
+                )  # a stored generated column is recomputed
             done.append("recomputed every full-text vector")
         if "indexes present" in failed:
             missing = _index_problems(db, reference)[0]
@@ -403,7 +563,12 @@ def repair_database(db: PostgresDatabase, reference: Reference, checks: Sequence
                 conn.execute(reference.indexes[name])
             if missing:
                 done.append(f"created {', '.join(missing)} from the schema")
-        if failed & {"indexes present", "b-tree indexes (amcheck)", "full-text indexes", "full-text vectors"}:
+        if failed & {
+            "indexes present",
+            "b-tree indexes (amcheck)",
+            "full-text indexes",
+            "full-text vectors",
+        }:
             tables = sorted(reference.tables)
             for table in tables:
                 conn.execute(f"REINDEX TABLE {table}")
@@ -414,11 +579,15 @@ def repair_database(db: PostgresDatabase, reference: Reference, checks: Sequence
 
 
 def _repair_references(conn: Any) -> str:
-    conn.execute("UPDATE agent_blocks a SET label = b.label FROM blocks b WHERE b.block_id = a.block_id"
-                 " AND a.label <> b.label")
+    conn.execute(
+        "UPDATE agent_blocks a SET label = b.label FROM blocks b WHERE b.block_id = a.block_id"
+        " AND a.label <> b.label"
+    )
     conn.execute("DELETE FROM passage_tags")
-    conn.execute("INSERT INTO passage_tags (passage_rowid, tag) SELECT DISTINCT p.passage_rowid, t.tag"
-                 " FROM passages p, json_array_elements_text(p.tags::json) AS t(tag)")
+    conn.execute(
+        "INSERT INTO passage_tags (passage_rowid, tag) SELECT DISTINCT p.passage_rowid, t.tag"
+        " FROM passages p, json_array_elements_text(p.tags::json) AS t(tag)"
+    )
     return "rebuilt attachment labels and tag rows"
 
 

@@ -80,7 +80,9 @@ def content_text(content: MessageContent) -> str:
         if kind == "text":
             parts.append(str(block.get("text", "")))
         elif kind == "tool_use":
-            parts.append(f"{block.get('name', '')} {json.dumps(block.get('input', {}), ensure_ascii=False)}")
+            parts.append(
+                f"{block.get('name', '')} {json.dumps(block.get('input', {}), ensure_ascii=False)}"
+            )
         elif kind == "tool_result":
             inner = block.get("content", "")
             parts.append(inner if isinstance(inner, str) else content_text(inner))
@@ -130,7 +132,9 @@ class RecallMemory:
     both write here, and a value SQLite cannot hold must be refused before the transaction.
     """
 
-    def __init__(self, db: Database, *, author: Callable[[], Author | None] = acting_author) -> None:
+    def __init__(
+        self, db: Database, *, author: Callable[[], Author | None] = acting_author
+    ) -> None:
         """`author` says who acts for each journalled write (the manager's current author)."""
         self._db = db
         self._author = author
@@ -155,27 +159,52 @@ class RecallMemory:
         SDK's result and system messages): kept and searchable, never sent back to the model.
         """
         if not isinstance(content, (str, list)):
-            raise ConfigurationError("A message's content must be a string or a list of content blocks.")
+            raise ConfigurationError(
+                "A message's content must be a string or a list of content blocks."
+            )
         text = content_text(content)
         now = utc_now()
         meta = metadata or {}
         with self._db.transaction() as conn:
-            message_id = insert_message_row(conn, agent_id, role, message_type or role, content,
-                                            session_id=session_id, turn_id=turn_id, sdk_uuid=sdk_uuid,
-                                            token_count=token_count, metadata=meta, in_context=in_context,
-                                            created_at=now)
+            message_id = insert_message_row(
+                conn,
+                agent_id,
+                role,
+                message_type or role,
+                content,
+                session_id=session_id,
+                turn_id=turn_id,
+                sdk_uuid=sdk_uuid,
+                token_count=token_count,
+                metadata=meta,
+                in_context=in_context,
+                created_at=now,
+            )
             if message_id is None:
                 return None
         return StoredMessage(
-            message_id=message_id, agent_id=agent_id, role=role, message_type=message_type or role,
-            content=content, text=text, created_at=now, session_id=session_id, turn_id=turn_id,
-            token_count=token_count, in_context=in_context, metadata=dict(meta),
+            message_id=message_id,
+            agent_id=agent_id,
+            role=role,
+            message_type=message_type or role,
+            content=content,
+            text=text,
+            created_at=now,
+            session_id=session_id,
+            turn_id=turn_id,
+            token_count=token_count,
+            in_context=in_context,
+            metadata=dict(meta),
         )
 
-    def in_context(self, agent_id: str, *, after_id: int = 0, up_to_id: int | None = None) -> list[StoredMessage]:
+    def in_context(
+        self, agent_id: str, *, after_id: int = 0, up_to_id: int | None = None
+    ) -> list[StoredMessage]:
         """Messages still in the context window, oldest first, optionally only ids in (after, up_to]."""
         bound = "" if up_to_id is None else "AND message_id <= ?"
-        params: tuple[object, ...] = (agent_id, after_id) if up_to_id is None else (agent_id, after_id, up_to_id)
+        params: tuple[object, ...] = (
+            (agent_id, after_id) if up_to_id is None else (agent_id, after_id, up_to_id)
+        )
         with self._db.reading() as conn:
             rows = conn.execute(
                 "SELECT * FROM messages WHERE agent_id = ? AND in_context = 1 AND message_id > ?"
@@ -184,7 +213,9 @@ class RecallMemory:
             ).fetchall()
         return [_message_from_row(row) for row in rows]
 
-    def recent(self, agent_id: str, limit: int, *, in_context_only: bool = True) -> list[StoredMessage]:
+    def recent(
+        self, agent_id: str, limit: int, *, in_context_only: bool = True
+    ) -> list[StoredMessage]:
         """The newest `limit` messages, returned oldest first."""
         if limit <= 0:
             return []
@@ -200,8 +231,10 @@ class RecallMemory:
     def get(self, agent_id: str, message_id: int) -> StoredMessage | None:
         """One of the agent's messages by id (None when the agent has no message with it)."""
         with self._db.reading() as conn:
-            row = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
-                               (agent_id, message_id)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
+                (agent_id, message_id),
+            ).fetchone()
         return None if row is None else _message_from_row(row)
 
     def all_messages(self, agent_id: str) -> list[StoredMessage]:
@@ -214,9 +247,11 @@ class RecallMemory:
     def count(self, agent_id: str, *, in_context_only: bool = False) -> int:
         condition = "AND in_context = 1" if in_context_only else ""
         with self._db.reading() as conn:
-            return int(conn.execute(
-                f"SELECT COUNT(*) FROM messages WHERE agent_id = ? {condition}", (agent_id,)
-            ).fetchone()[0])
+            return int(
+                conn.execute(
+                    f"SELECT COUNT(*) FROM messages WHERE agent_id = ? {condition}", (agent_id,)
+                ).fetchone()[0]
+            )
 
     def search(
         self,
@@ -248,7 +283,8 @@ class RecallMemory:
         where = " AND ".join(clauses)
         with self._db.reading() as conn:
             to_match: Callable[[str], str | None] = by_engine(
-                conn, sqlite=fts.fts_query, postgresql=pg_fulltext.tsquery_text)
+                conn, sqlite=fts.fts_query, postgresql=pg_fulltext.tsquery_text
+            )
             match = to_match(query)
             if match is None:
                 rows = conn.execute(
@@ -257,7 +293,8 @@ class RecallMemory:
                 ).fetchall()
             else:
                 search: Callable[[Any, str, str, list[Any], int, int], list[Any]] = by_engine(
-                    conn, sqlite=fts.messages_search, postgresql=pg_fulltext.messages_search)
+                    conn, sqlite=fts.messages_search, postgresql=pg_fulltext.messages_search
+                )
                 rows = search(conn, match, where, params, limit, offset)
         return [_message_from_row(row) for row in rows]
 
@@ -276,29 +313,52 @@ class RecallMemory:
         """Record a summary and evict the messages it covers, in one transaction."""
         now = utc_now()
         with self._db.transaction() as conn:
-            summary_id = insert_summary_row(conn, agent_id, summary, first_message_id=first_message_id,
-                                            last_message_id=last_message_id, model=model,
-                                            tokens_before=tokens_before, tokens_after=tokens_after,
-                                            is_fallback=is_fallback, created_at=now)
+            summary_id = insert_summary_row(
+                conn,
+                agent_id,
+                summary,
+                first_message_id=first_message_id,
+                last_message_id=last_message_id,
+                model=model,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                is_fallback=is_fallback,
+                created_at=now,
+            )
             if last_message_id is not None:
                 conn.execute(
                     "UPDATE messages SET in_context = 0 WHERE agent_id = ? AND in_context = 1"
                     " AND message_id <= ?",
                     (agent_id, last_message_id),
                 )
-            journal.record(conn, author=self._author(), agent_id=agent_id, action="compact", target_type="summary",
-                           target_id=str(summary_id), new_value=summary, created_at=now,
-                           detail={"first_message_id": first_message_id,
-                                   "last_message_id": last_message_id, "model": model,
-                                   "tokens_before": tokens_before, "tokens_after": tokens_after,
-                                   "is_fallback": is_fallback})
-            row = conn.execute("SELECT * FROM summaries WHERE summary_id = ?", (summary_id,)).fetchone()
+            journal.record(
+                conn,
+                author=self._author(),
+                agent_id=agent_id,
+                action="compact",
+                target_type="summary",
+                target_id=str(summary_id),
+                new_value=summary,
+                created_at=now,
+                detail={
+                    "first_message_id": first_message_id,
+                    "last_message_id": last_message_id,
+                    "model": model,
+                    "tokens_before": tokens_before,
+                    "tokens_after": tokens_after,
+                    "is_fallback": is_fallback,
+                },
+            )
+            row = conn.execute(
+                "SELECT * FROM summaries WHERE summary_id = ?", (summary_id,)
+            ).fetchone()
             return _summary_from_row(row)
 
     def latest_summary(self, agent_id: str) -> StoredSummary | None:
         with self._db.reading() as conn:
             row = conn.execute(
-                "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id DESC LIMIT 1", (agent_id,)
+                "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id DESC LIMIT 1",
+                (agent_id,),
             ).fetchone()
         return None if row is None else _summary_from_row(row)
 
@@ -313,33 +373,74 @@ class RecallMemory:
 # ----- row writers (the live paths above and imports share them) -----------------------------
 
 
-def insert_message_row(conn: sqlite3.Connection, agent_id: str, role: str, message_type: str,
-                       content: MessageContent, *, session_id: str | None, turn_id: str | None,
-                       sdk_uuid: str | None, token_count: int | None, metadata: Mapping[str, Any],
-                       in_context: bool, created_at: str) -> int | None:
+def insert_message_row(
+    conn: sqlite3.Connection,
+    agent_id: str,
+    role: str,
+    message_type: str,
+    content: MessageContent,
+    *,
+    session_id: str | None,
+    turn_id: str | None,
+    sdk_uuid: str | None,
+    token_count: int | None,
+    metadata: Mapping[str, Any],
+    in_context: bool,
+    created_at: str,
+) -> int | None:
     """The one writer of a message row; returns its id, or None when the agent already has a
     message with this sdk_uuid (nothing is written)."""
     cursor = conn.execute(
         "INSERT OR IGNORE INTO messages (agent_id, role, message_type, content, text,"
         " session_id, turn_id, sdk_uuid, token_count, metadata, in_context, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (agent_id, role, message_type, json.dumps(content, ensure_ascii=False), content_text(content),
-         session_id, turn_id, sdk_uuid, token_count, json.dumps(dict(metadata), ensure_ascii=False, default=str),
-         int(in_context), created_at),
+        (
+            agent_id,
+            role,
+            message_type,
+            json.dumps(content, ensure_ascii=False),
+            content_text(content),
+            session_id,
+            turn_id,
+            sdk_uuid,
+            token_count,
+            json.dumps(dict(metadata), ensure_ascii=False, default=str),
+            int(in_context),
+            created_at,
+        ),
     )
     return int(cursor.lastrowid or 0) if cursor.rowcount else None
 
 
-def insert_summary_row(conn: sqlite3.Connection, agent_id: str, summary: str, *, first_message_id: int | None,
-                       last_message_id: int | None, model: str | None, tokens_before: int | None,
-                       tokens_after: int | None, is_fallback: bool, created_at: str) -> int:
+def insert_summary_row(
+    conn: sqlite3.Connection,
+    agent_id: str,
+    summary: str,
+    *,
+    first_message_id: int | None,
+    last_message_id: int | None,
+    model: str | None,
+    tokens_before: int | None,
+    tokens_after: int | None,
+    is_fallback: bool,
+    created_at: str,
+) -> int:
     """The one writer of a summary row; returns its id."""
     cursor = conn.execute(
         "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, model,"
         " tokens_before, tokens_after, is_fallback, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (agent_id, summary, first_message_id, last_message_id, model, tokens_before,
-         tokens_after, int(is_fallback), created_at),
+        (
+            agent_id,
+            summary,
+            first_message_id,
+            last_message_id,
+            model,
+            tokens_before,
+            tokens_after,
+            int(is_fallback),
+            created_at,
+        ),
     )
     return int(cursor.lastrowid or 0)
 
@@ -347,13 +448,16 @@ def insert_summary_row(conn: sqlite3.Connection, agent_id: str, summary: str, *,
 # ----- forgetting (see memory_agent.forgetting): deletes and rewrites, never inserts --------------
 
 
-def purge_message_rows(conn: sqlite3.Connection, agent_id: str, message_ids: Sequence[int]) -> list[StoredMessage]:
+def purge_message_rows(
+    conn: sqlite3.Connection, agent_id: str, message_ids: Sequence[int]
+) -> list[StoredMessage]:
     """Delete these messages of the agent outright (their keyword-index rows follow by trigger);
     returns what was deleted. Unjournalled: the caller records only that it forgot."""
     gone = []
     for message_id in message_ids:
-        row = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
-                           (agent_id, message_id)).fetchone()
+        row = conn.execute(
+            "SELECT * FROM messages WHERE agent_id = ? AND message_id = ?", (agent_id, message_id)
+        ).fetchone()
         if row is not None:
             gone.append(_message_from_row(row))
             conn.execute("DELETE FROM messages WHERE message_id = ?", (message_id,))
@@ -363,9 +467,13 @@ def purge_message_rows(conn: sqlite3.Connection, agent_id: str, message_ids: Seq
 def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_id: str | None = None) -> int:
     """Replace copies of these texts in messages (text and JSON content) and summaries by the mark."""
     where, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
-    return (replace_text(conn, "messages", "text", texts, where=where, params=params)
-            + replace_text(conn, "messages", "content", texts, json_column=True, where=where, params=params)
-            + replace_text(conn, "summaries", "summary", texts, where=where, params=params))
+    return (
+        replace_text(conn, "messages", "text", texts, where=where, params=params)
+        + replace_text(
+            conn, "messages", "content", texts, json_column=True, where=where, params=params
+        )
+        + replace_text(conn, "summaries", "summary", texts, where=where, params=params)
+    )
 
 
 def summaries_from(conn: sqlite3.Connection, agent_id: str, message_id: int) -> list[StoredSummary]:
@@ -373,32 +481,43 @@ def summaries_from(conn: sqlite3.Connection, agent_id: str, message_id: int) -> 
     summary is written from the one before, so the message may be repeated in all of them)."""
     first = conn.execute(
         "SELECT MIN(summary_id) FROM summaries WHERE agent_id = ? AND first_message_id <= ? AND last_message_id >= ?",
-        (agent_id, message_id, message_id)).fetchone()[0]
+        (agent_id, message_id, message_id),
+    ).fetchone()[0]
     if first is None:
         return []
-    rows = conn.execute("SELECT * FROM summaries WHERE agent_id = ? AND summary_id >= ? ORDER BY summary_id",
-                        (agent_id, first)).fetchall()
+    rows = conn.execute(
+        "SELECT * FROM summaries WHERE agent_id = ? AND summary_id >= ? ORDER BY summary_id",
+        (agent_id, first),
+    ).fetchall()
     return [_summary_from_row(row) for row in rows]
 
 
-def messages_between(conn: sqlite3.Connection, agent_id: str, first_id: int | None,
-                     last_id: int | None) -> list[StoredMessage]:
+def messages_between(
+    conn: sqlite3.Connection, agent_id: str, first_id: int | None, last_id: int | None
+) -> list[StoredMessage]:
     """The agent's messages with ids in [first_id, last_id], in order (a summary's range)."""
     if first_id is None or last_id is None:
         return []
-    rows = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id BETWEEN ? AND ? ORDER BY message_id",
-                        (agent_id, first_id, last_id)).fetchall()
+    rows = conn.execute(
+        "SELECT * FROM messages WHERE agent_id = ? AND message_id BETWEEN ? AND ? ORDER BY message_id",
+        (agent_id, first_id, last_id),
+    ).fetchall()
     return [_message_from_row(row) for row in rows]
 
 
 def summary_rows(conn: sqlite3.Connection, agent_id: str) -> list[StoredSummary]:
     """Every summary of the agent, oldest first."""
-    rows = conn.execute("SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id", (agent_id,)).fetchall()
+    rows = conn.execute(
+        "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id", (agent_id,)
+    ).fetchall()
     return [_summary_from_row(row) for row in rows]
 
 
-def rewrite_summary_row(conn: sqlite3.Connection, summary_id: int, summary: str, *, model: str | None,
-                        is_fallback: bool) -> None:
+def rewrite_summary_row(
+    conn: sqlite3.Connection, summary_id: int, summary: str, *, model: str | None, is_fallback: bool
+) -> None:
     """Replace a summary's text in place (forgetting re-summarises without the forgotten message)."""
-    conn.execute("UPDATE summaries SET summary = ?, model = ?, is_fallback = ? WHERE summary_id = ?",
-                 (summary, model, int(is_fallback), summary_id))
+    conn.execute(
+        "UPDATE summaries SET summary = ?, model = ?, is_fallback = ? WHERE summary_id = ?",
+        (summary, model, int(is_fallback), summary_id),
+    )

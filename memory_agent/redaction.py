@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MASK", "describe_value", "is_url", "redact_env_line", "redact_url", "scrub", "secret_parts"]
+__all__ = [
+    "MASK",
+    "describe_value",
+    "is_url",
+    "redact_env_line",
+    "redact_url",
+    "scrub",
+    "secret_parts",
+]
 
 MASK = "***"
 
@@ -23,17 +31,52 @@ _SCHEME = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*://")
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
 _USER = re.compile(r"[^:@]*")
 _DELIMITERS = re.compile(r"[\s#?/@:&=%'\"\\\[\]]+")
-SHOWN_KEYS = frozenset({
-    "host", "hostaddr", "port", "dbname", "database", "user", "username", "sslmode", "connect_timeout",
-    "application_name", "target_session_attrs", "gssencmode", "channel_binding", "load_balance_hosts",
-    "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-    "sslcompression", "sslrootcert", "sslcert", "sslcrl", "requiressl", "krbsrvname", "service",
-    "client_encoding", "replication",
-})
+SHOWN_KEYS = frozenset(
+    {
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "database",
+        "user",
+        "username",
+        "sslmode",
+        "connect_timeout",
+        "application_name",
+        "target_session_attrs",
+        "gssencmode",
+        "channel_binding",
+        "load_balance_hosts",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "sslcompression",
+        "sslrootcert",
+        "sslcert",
+        "sslcrl",
+        "requiressl",
+        "krbsrvname",
+        "service",
+        "client_encoding",
+        "replication",
+    }
+)
 """Keywords whose values are shown; every other keyword's value (password, sslpassword, options,
 a misspelt `pasword`, ...) is masked."""
-NAMED_KEYS = SHOWN_KEYS | {"password", "sslpassword", "passfile", "options", "sslkey", "sslcertmode",
-                           "sslnegotiation", "require_auth", "gsslib", "min_protocol_version"}
+NAMED_KEYS = SHOWN_KEYS | {
+    "password",
+    "sslpassword",
+    "passfile",
+    "options",
+    "sslkey",
+    "sslcertmode",
+    "sslnegotiation",
+    "require_auth",
+    "gsslib",
+    "min_protocol_version",
+}
 """Keywords whose names are shown (their values masked); a word that looks like `key=value` but
 names no keyword libpq knows may be half of a password, and is masked whole."""
 
@@ -80,12 +123,14 @@ def _redact_uri(text: str) -> str:
     scheme, rest = text[:scheme_end].strip(), text[scheme_end:]
     at = rest.rfind("@")
     if at >= 0:
-        userinfo, rest = rest[:at], rest[at + 1:]
+        userinfo, rest = rest[:at], rest[at + 1 :]
         user = _USER.match(userinfo).group()  # type: ignore[union-attr]  # matches the empty string at least
         shown_user = user + (":" + MASK if user != userinfo else "") + "@"
     else:
         shown_user = ""
-    cut = min((index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest))
+    cut = min(
+        (index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest)
+    )
     location, query = rest[:cut], rest[cut:]
     if not shown_user:
         location = _mask_odd_port(location)
@@ -164,7 +209,7 @@ def secret_parts(value: str) -> list[str]:
     text = str(value)
     parts: set[str] = set()
     if is_url(text):
-        rest = text[_SCHEME.match(text).end():]  # type: ignore[union-attr]  # is_url() checked it
+        rest = text[_SCHEME.match(text).end() :]  # type: ignore[union-attr]  # is_url() checked it
         # Credentials end at the last '@' (a password may hold '/', '?' or '#'), unless that '@' is
         # in a query's value (`?password=a@b`): when a '?' and an '=' come before it, the URL is
         # read both ways and what either reading holds secret is masked.
@@ -192,18 +237,24 @@ def _uri_parts(rest: str, at: int, *, fragment: bool = True) -> set[str]:
     if at >= 0:
         userinfo = rest[:at]
         user = _USER.match(userinfo).group()  # type: ignore[union-attr]  # matches "" at least
-        parts.add(userinfo[len(user) + 1:])
-        rest = rest[at + 1:]
-    cut = min((index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest))
-    if rest[cut:cut + 1] == "#" and not fragment:
+        parts.add(userinfo[len(user) + 1 :])
+        rest = rest[at + 1 :]
+    cut = min(
+        (index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest)
+    )
+    if rest[cut : cut + 1] == "#" and not fragment:
         return parts
-    items = rest[cut + 1:].split("&") if rest[cut:cut + 1] == "?" else [rest[cut + 1:]]
+    items = rest[cut + 1 :].split("&") if rest[cut : cut + 1] == "?" else [rest[cut + 1 :]]
     for number, item in enumerate(items):
         name, sep, _ = item.partition("=")
         if not (sep and name.strip().lower() in SHOWN_KEYS and "#" not in item):
             # as in the redacted form: from here on, every name and value but libpq's own names
-            parts.update(piece for other in items[number:] for piece in other.split("=")
-                         if piece.strip().lower() not in NAMED_KEYS)
+            parts.update(
+                piece
+                for other in items[number:]
+                for piece in other.split("=")
+                if piece.strip().lower() not in NAMED_KEYS
+            )
             break
     port = rest[:cut].partition("/")[0].partition(":")[2]
     if at < 0 and not all(piece.isdigit() for piece in port.split(",") if piece):

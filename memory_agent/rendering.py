@@ -95,10 +95,14 @@ def render_memory(
 def _file_lines(on_demand: Sequence[Block]) -> list[str]:
     """`size<TAB>path` lines of the on-demand blocks, sorted by path, capped."""
     ordered = sorted(on_demand, key=lambda block: block.label)
-    lines = [f"{format_size(len(b.value.encode('utf-8')))}\t{memory_path(b.label)}"
-             for b in ordered[:MAX_LISTED_FILES]]
+    lines = [
+        f"{format_size(len(b.value.encode('utf-8')))}\t{memory_path(b.label)}"
+        for b in ordered[:MAX_LISTED_FILES]
+    ]
     if len(ordered) > MAX_LISTED_FILES:
-        lines.append(f"... and {len(ordered) - MAX_LISTED_FILES} more (view {MEMORY_ROOT} lists them all)")
+        lines.append(
+            f"... and {len(ordered) - MAX_LISTED_FILES} more (view {MEMORY_ROOT} lists them all)"
+        )
     return lines
 
 
@@ -126,13 +130,19 @@ def escape_markdown(value: str) -> str:
     """Backslash-escape every line that would start a markdown heading, whatever line break
     precedes it and whatever blanks precede its marker; nothing else is changed."""
     parts = _LINE_BREAK.split(value)
-    return "".join(f"\\{part}" if index % 2 == 0 and opens_heading(part) else part
-                   for index, part in enumerate(parts))
+    return "".join(
+        f"\\{part}" if index % 2 == 0 and opens_heading(part) else part
+        for index, part in enumerate(parts)
+    )
 
 
 def block_tags(label: str) -> tuple[str, str]:
     """The opening and closing tag a block with this label is rendered in (see the module doc)."""
-    if _XML_NAME.fullmatch(label) and not reads_as_reserved(label) and not label.lower().startswith("xml"):
+    if (
+        _XML_NAME.fullmatch(label)
+        and not reads_as_reserved(label)
+        and not label.lower().startswith("xml")
+    ):
         return f"<{label}>", f"</{label}>"
     return f'<block label="{escape(label, quote=True)}">', "</block>"
 
@@ -167,7 +177,12 @@ def _render_xml(blocks: Sequence[Block], files: list[str], metadata: MemoryMetad
         parts += ["", f"<{MEMORY_FILES}>", _FILES_INTRO, *files, f"</{MEMORY_FILES}>"]
     parts += ["", f"<{MEMORY_METADATA}>", *_metadata_lines(metadata), f"</{MEMORY_METADATA}>"]
     if metadata.summary:
-        parts += ["", f"<{CONVERSATION_SUMMARY}>", _text(metadata.summary), f"</{CONVERSATION_SUMMARY}>"]
+        parts += [
+            "",
+            f"<{CONVERSATION_SUMMARY}>",
+            _text(metadata.summary),
+            f"</{CONVERSATION_SUMMARY}>",
+        ]
     return "\n".join(parts)
 
 
@@ -175,7 +190,9 @@ def _render_markdown(blocks: Sequence[Block], files: list[str], metadata: Memory
     parts: list[str] = []
     for block in blocks:
         flags = ", read-only" if block.read_only else ""
-        parts += [f"## [{markdown_heading(block.label)}] ({block.chars_current}/{block.limit} chars{flags})"]
+        parts += [
+            f"## [{markdown_heading(block.label)}] ({block.chars_current}/{block.limit} chars{flags})"
+        ]
         if block.description:
             parts += [f"_{escape_markdown(block.description)}_"]
         parts += [escape_markdown(block.value), ""]

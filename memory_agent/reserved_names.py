@@ -64,10 +64,23 @@ ELEMENT_NAMES: frozenset[str] = frozenset({"block", "description", "metadata", "
 """The elements inside a rendered block (`rendering`): `block` wraps a block whose label cannot be
 its tag, the others hold its description, size and flags, and text."""
 
-ROLE_NAMES: frozenset[str] = frozenset({
-    "system", "user", "assistant", "thinking", "redacted_thinking", "tool_use", "tool_result",
-    "server_tool_use", "function_calls", "function_results", "invoke", "parameter", "system_reminder",
-})
+ROLE_NAMES: frozenset[str] = frozenset(
+    {
+        "system",
+        "user",
+        "assistant",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "function_calls",
+        "function_results",
+        "invoke",
+        "parameter",
+        "system_reminder",
+    }
+)
 """Role and content-block names the model reads as the conversation's own structure."""
 
 RESERVED_NAMES: frozenset[str] = frozenset(SECTION_NAMES) | ELEMENT_NAMES | ROLE_NAMES

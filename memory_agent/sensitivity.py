@@ -55,7 +55,9 @@ def parse_level(value: object, what: str = "sensitivity") -> Sensitivity:
     if isinstance(value, str) and value in LEVELS:
         return value
     shown = repr(value[:40]) if isinstance(value, str) else preview(repr(value), 40)
-    raise SensitivityError(f"{what} must be one of {', '.join(LEVELS)}, got {shown}; nothing was changed.")
+    raise SensitivityError(
+        f"{what} must be one of {', '.join(LEVELS)}, got {shown}; nothing was changed."
+    )
 
 
 def allowed(level: object, clearance: Sensitivity) -> bool:
@@ -75,11 +77,15 @@ def clearance_of(allow_secret: bool | None = None, max_sensitivity: object = Non
     included), else the innermost `with_clearance`, else `private`. Asking for both
     `allow_secret=True` and a lower `max_sensitivity` is refused as a contradiction."""
     if allow_secret is not None and not isinstance(allow_secret, bool):
-        raise SensitivityError(f"allow_secret must be true or false, got {allow_secret!r}; nothing was changed.")
+        raise SensitivityError(
+            f"allow_secret must be true or false, got {allow_secret!r}; nothing was changed."
+        )
     if max_sensitivity is not None:
         level = parse_level(max_sensitivity, "max_sensitivity")
         if allow_secret and level != "secret":
-            raise SensitivityError(f"allow_secret=True contradicts max_sensitivity={level!r}; give one of them.")
+            raise SensitivityError(
+                f"allow_secret=True contradicts max_sensitivity={level!r}; give one of them."
+            )
         return level
     if allow_secret is not None:
         return "secret" if allow_secret else DEFAULT_CLEARANCE
@@ -105,8 +111,13 @@ def _scoped(clearance: Sensitivity) -> Iterator[Sensitivity]:
         _CLEARANCE.reset(token)
 
 
-def journal_values_allowed(action: str, old_value: str | None, new_value: str | None, detail: Mapping[str, Any],
-                           clearance: Sensitivity) -> bool:
+def journal_values_allowed(
+    action: str,
+    old_value: str | None,
+    new_value: str | None,
+    detail: Mapping[str, Any],
+    clearance: Sensitivity,
+) -> bool:
     """Whether a journal entry's own record of a level lets a caller of `clearance` see its values:
     a level in its detail (a create or delete records the item's), or both sides of a level change.
     The level of a live item the entry is about is the caller's to check as well."""

@@ -77,8 +77,13 @@ class SQLiteSessionStore(SessionStore):
         self._owns_db = False
 
     @classmethod
-    def open(cls, storage_dir: str | Path, database_url: str | None = None, *,
-             encryption_key: EncryptionKey | None = None) -> SQLiteSessionStore:
+    def open(
+        cls,
+        storage_dir: str | Path,
+        database_url: str | None = None,
+        *,
+        encryption_key: EncryptionKey | None = None,
+    ) -> SQLiteSessionStore:
         """Open (creating and migrating if needed) `memory.db` in `storage_dir`, or the
         PostgreSQL server at `database_url` (then transcripts are shared by every host using it).
 
@@ -157,10 +162,13 @@ class SQLiteSessionStore(SessionStore):
     def has_session(self, project_key: str, session_id: str) -> bool:
         """Whether the main transcript of a session is stored (cheap: no entries are read)."""
         with self.db.reading() as conn:
-            return conn.execute(
-                "SELECT 1 FROM session_transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?",
-                (project_key, session_id, MAIN_SUBPATH),
-            ).fetchone() is not None
+            return (
+                conn.execute(
+                    "SELECT 1 FROM session_transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?",
+                    (project_key, session_id, MAIN_SUBPATH),
+                ).fetchone()
+                is not None
+            )
 
     async def _read(self, function: Callable[..., _T], *args: Any) -> _T:
         # abandon_on_cancel: a timed-out load returns at once; the read finishes unobserved.

@@ -93,8 +93,10 @@ class Settings:
         key = repr(MASK) if self.anthropic_api_key else "None"
         url = repr(redact_url(self.database_url)) if self.database_url else "None"
         encryption = repr(MASK) if self.encryption_key else "None"
-        return (f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key}, "
-                f"encryption_key={encryption})")
+        return (
+            f"{type(self).__name__}({shown}, database_url={url}, anthropic_api_key={key}, "
+            f"encryption_key={encryption})"
+        )
 
     def block_limit_for(self, label: str) -> int:
         """The limit a new block with this label gets when the caller names none."""
@@ -158,10 +160,13 @@ def _compaction_settings(env: Mapping[str, str]) -> CompactionSettings:
     (the compaction package does not know this project's error hierarchy)."""
     try:
         return CompactionSettings.from_env(env)
-    except CompactionSettingsError as error:  # its text echoes the value: say it by its shape instead
+    except (
+        CompactionSettingsError
+    ) as error:  # its text echoes the value: say it by its shape instead
         source = error.variable or f"CompactionSettings.{error.field}"
-        raise ConfigurationError(f"{source} cannot be {describe_value(error.value)}: it must be "
-                                 f"{error.allowed}.") from None
+        raise ConfigurationError(
+            f"{source} cannot be {describe_value(error.value)}: it must be {error.allowed}."
+        ) from None
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -176,8 +181,10 @@ def read_env_file(path: Path) -> dict[str, str]:
             line = line[len("export ") :]
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            raise ConfigurationError(f"{path}:{number}: expected KEY=VALUE, got {redact_env_line(raw)}; nothing was "
-                                     "read. Put the variable's name and '=' in front of its value.")
+            raise ConfigurationError(
+                f"{path}:{number}: expected KEY=VALUE, got {redact_env_line(raw)}; nothing was "
+                "read. Put the variable's name and '=' in front of its value."
+            )
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
@@ -189,8 +196,9 @@ def _parse_int(name: str, value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ConfigurationError(f"{name} must be a whole number, got {describe_value(value)} that is not "
-                                 "one.") from None
+        raise ConfigurationError(
+            f"{name} must be a whole number, got {describe_value(value)} that is not one."
+        ) from None
 
 
 def _parse_bool(name: str, value: str) -> bool:
@@ -199,8 +207,9 @@ def _parse_bool(name: str, value: str) -> bool:
         return True
     if lowered in {"0", "false", "no", "off"}:
         return False
-    raise ConfigurationError(f"{name} must be true or false (or 1/0, yes/no, on/off), got "
-                             f"{describe_value(value)}.")
+    raise ConfigurationError(
+        f"{name} must be true or false (or 1/0, yes/no, on/off), got {describe_value(value)}."
+    )
 
 
 def _parse_list(value: str | None) -> tuple[str, ...]:
@@ -218,5 +227,7 @@ def _parse_limits(value: str | None) -> dict[str, int]:
             raise ConfigurationError(
                 f"MEMORY_CHARACTER_LIMITS entries look like label=limit, got {describe_value(item)} without '='."
             )
-        limits[label.strip()] = _parse_int(f"MEMORY_CHARACTER_LIMITS entry {len(limits) + 1}", number)
+        limits[label.strip()] = _parse_int(
+            f"MEMORY_CHARACTER_LIMITS entry {len(limits) + 1}", number
+        )
     return limits

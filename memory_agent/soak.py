@@ -87,11 +87,13 @@ def pasted_log(rng: random.Random, size: int) -> str:
     lines: list[str] = []
     total = 0
     while total < size:
-        line = (f"2026-11-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
-                f"{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z {rng.choice(levels)} "
-                f"worker-{rng.randint(1, 16)} req={rng.getrandbits(48):012x} "
-                f"{rng.choice(paths)}/{rng.randint(1, 99999)} status={rng.choice((200, 200, 201, 404, 500))} "
-                f"took={rng.randint(1, 2500)}ms")
+        line = (
+            f"2026-11-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
+            f"{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z {rng.choice(levels)} "
+            f"worker-{rng.randint(1, 16)} req={rng.getrandbits(48):012x} "
+            f"{rng.choice(paths)}/{rng.randint(1, 99999)} status={rng.choice((200, 200, 201, 404, 500))} "
+            f"took={rng.randint(1, 2500)}ms"
+        )
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines)[:size]
@@ -138,10 +140,15 @@ class SoakConfig:
     import_database_url: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if self.database_url and "import" in self.restarts.values() and not self.import_database_url:
+        if (
+            self.database_url
+            and "import" in self.restarts.values()
+            and not self.import_database_url
+        ):
             raise ConfigurationError(
                 "An 'import' restart on PostgreSQL imports into another database: set "
-                "import_database_url (bench: --import-database-url), or leave that restart out.")
+                "import_database_url (bench: --import-database-url), or leave that restart out."
+            )
 
 
 @dataclass(frozen=True)
@@ -200,7 +207,11 @@ class SoakResult:
         firsts: dict[int, int] = {}
         for turn, tokens in zip(self.request_turns, self.request_tokens):
             firsts.setdefault(turn, tokens)
-        return [(t.number, firsts[t.number], t.compacted) for t in self.turns if t.restarted and t.number in firsts]
+        return [
+            (t.number, firsts[t.number], t.compacted)
+            for t in self.turns
+            if t.restarted and t.number in firsts
+        ]
 
     def latencies(self) -> list[float]:
         """Seconds per turn, leaving out turns that compacted or reopened the agent."""
@@ -228,9 +239,13 @@ def stable_prefix_share(previous: dict[str, Any], current: dict[str, Any]) -> fl
 def _request_parts(body: dict[str, Any]) -> list[str]:
     def canonical(value: Any) -> str:
         return json.dumps(without_cache_control(value), sort_keys=True, ensure_ascii=False)
+
     # The prompt cache's own order: tools, then system, then messages.
-    return [canonical(body.get("tools")), canonical(body.get("system")),
-            *(canonical(message) for message in body.get("messages") or [])]
+    return [
+        canonical(body.get("tools")),
+        canonical(body.get("system")),
+        *(canonical(message) for message in body.get("messages") or []),
+    ]
 
 
 def _rss_kb() -> int:
@@ -292,20 +307,31 @@ class _Conversation:
 
     def script(self, server: ScriptedMessagesServer, number: int, kind: TurnKind) -> None:
         if kind == "recall":
-            server.enqueue(tool_use_response("mcp__memory__conversation_search",
-                                             {"query": f"Petrel-{self.config.seed}"}),
-                           model=MAIN_MODEL)
+            server.enqueue(
+                tool_use_response(
+                    "mcp__memory__conversation_search", {"query": f"Petrel-{self.config.seed}"}
+                ),
+                model=MAIN_MODEL,
+            )
         if kind == "edit":
-            server.enqueue(tool_use_response("mcp__memory__core_memory_append",
-                                             {"label": "human", "content": f"Deploy {number}: Tuesday."}),
-                           model=MAIN_MODEL)
+            server.enqueue(
+                tool_use_response(
+                    "mcp__memory__core_memory_append",
+                    {"label": "human", "content": f"Deploy {number}: Tuesday."},
+                ),
+                model=MAIN_MODEL,
+            )
         if kind == "tool":
-            server.enqueue(tool_use_response(LOG_TOOL, {"chars": self.rng.randint(8_000, 16_000)}),
-                           model=MAIN_MODEL)
+            server.enqueue(
+                tool_use_response(LOG_TOOL, {"chars": self.rng.randint(8_000, 16_000)}),
+                model=MAIN_MODEL,
+            )
         server.enqueue(text_response(f"Answer {number}: understood."), model=MAIN_MODEL)
 
 
-async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progress: Any = None) -> SoakResult:
+async def run_soak(
+    server: ScriptedMessagesServer, config: SoakConfig, *, progress: Any = None
+) -> SoakResult:
     """Run the conversation; `progress(turn_record)` is called after every turn if given.
 
     The last turn asks the model to search the conversation for the first turn's text (with
@@ -332,13 +358,17 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                         cwd = config.other_dir if cwd == config.project_dir else config.project_dir
                     elif config.restarts[number] == "import":
                         storage, database_url = _export_and_import(
-                            storage, database_url, config.import_database_url, result.agent_id)
-                memory, agent = await _open_agent(server, config, conversation, storage, database_url, cwd,
-                                                  result)
+                            storage, database_url, config.import_database_url, result.agent_id
+                        )
+                memory, agent = await _open_agent(
+                    server, config, conversation, storage, database_url, cwd, result
+                )
             assert memory is not None and agent is not None
             if config.shared_edit_every and number and number % config.shared_edit_every == 0:
                 _colleague_edit(memory.settings, number)
-            kind: TurnKind = "recall" if number == config.turns - 1 and number > 0 else conversation.kind(number)
+            kind: TurnKind = (
+                "recall" if number == config.turns - 1 and number > 0 else conversation.kind(number)
+            )
             prompt = conversation.prompt(number, kind)
             conversation.script(server, number, kind)
             summaries_before = len(memory.list_summaries(agent_id=result.agent_id))
@@ -347,11 +377,15 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
             seconds = time.perf_counter() - began
             summaries = memory.list_summaries(agent_id=result.agent_id)
             compacted = len(summaries) > summaries_before
-            requests = [r for r in server.take_requests()
-                        if r.kind in ("turn", "auxiliary") and MAIN_MODEL in r.model]
+            requests = [
+                r
+                for r in server.take_requests()
+                if r.kind in ("turn", "auxiliary") and MAIN_MODEL in r.model
+            ]
             if compacted and requests:
                 result.compactions.append(
-                    _check_compaction(memory, result.agent_id, number, requests[0], summaries[-1]))
+                    _check_compaction(memory, result.agent_id, number, requests[0], summaries[-1])
+                )
             breaks_session = compacted or (restarted and number > 0)
             for index, request in enumerate(requests):
                 if request.cache_usage is not None:
@@ -361,14 +395,20 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
                 result.carried_chars.append(carried_chars(request))
                 if previous is not None and not (index == 0 and breaks_session):
                     share = stable_prefix_share(previous.body, request.body)
-                    changed = (without_cache_control(previous.body.get("system"))
-                               != without_cache_control(request.body.get("system")))
-                    (result.prefix_shares_after_edit if changed else result.prefix_shares).append(share)
+                    changed = without_cache_control(
+                        previous.body.get("system")
+                    ) != without_cache_control(request.body.get("system"))
+                    (result.prefix_shares_after_edit if changed else result.prefix_shares).append(
+                        share
+                    )
                 previous = request
             if kind == "recall" and requests:
                 result.first_text_recalled = conversation.first_text in json.dumps(
-                    requests[-1].tool_results, ensure_ascii=False)
-            record = TurnRecord(number, kind, seconds, compacted, restarted and number > 0, turn.text, turn.is_error)
+                    requests[-1].tool_results, ensure_ascii=False
+                )
+            record = TurnRecord(
+                number, kind, seconds, compacted, restarted and number > 0, turn.text, turn.is_error
+            )
             result.turns.append(record)
             if number % 100 == 99:
                 result.rss_kb.append((number + 1, _rss_kb()))
@@ -389,24 +429,34 @@ async def run_soak(server: ScriptedMessagesServer, config: SoakConfig, *, progre
     return result
 
 
-def _check_compaction(memory: MemoryManager, agent_id: str, turn: int, request: RecordedRequest,
-                      summary: Any) -> CompactionCheck:
+def _check_compaction(
+    memory: MemoryManager, agent_id: str, turn: int, request: RecordedRequest, summary: Any
+) -> CompactionCheck:
     """The request right after a compaction carries the kept messages and none of the evicted."""
     kept = memory.in_context_messages(agent_id=agent_id)
     sent = json.dumps(request.messages, ensure_ascii=False)
     first_kept = next((m.text for m in kept if m.message_type == "user" and m.text), "")
-    evicted = [m for m in memory.all_messages(agent_id=agent_id)
-               if m.message_type == "user" and m.text and summary.last_message_id is not None
-               and m.message_id <= summary.last_message_id]
+    evicted = [
+        m
+        for m in memory.all_messages(agent_id=agent_id)
+        if m.message_type == "user"
+        and m.text
+        and summary.last_message_id is not None
+        and m.message_id <= summary.last_message_id
+    ]
     # What the first request of this turn must carry: the kept messages from before the turn,
     # and the turn's prompt (its tool results and answer came after that request).
     prompt = next((m for m in reversed(kept) if m.message_type == "user"), None)
     before = [m for m in kept if prompt is None or m.turn_id != prompt.turn_id]
     floor = (sum(len(m.text) for m in before) + (len(prompt.text) if prompt else 0)) // 4
     return CompactionCheck(
-        turn=turn, request_tokens=request.input_tokens, floor_tokens=floor,
-        kept_first_present=bool(first_kept) and json.dumps(first_kept, ensure_ascii=False)[1:-1] in sent,
-        evicted_last_absent=not evicted or json.dumps(evicted[-1].text, ensure_ascii=False)[1:-1] not in sent,
+        turn=turn,
+        request_tokens=request.input_tokens,
+        floor_tokens=floor,
+        kept_first_present=bool(first_kept)
+        and json.dumps(first_kept, ensure_ascii=False)[1:-1] in sent,
+        evicted_last_absent=not evicted
+        or json.dumps(evicted[-1].text, ensure_ascii=False)[1:-1] not in sent,
     )
 
 
@@ -414,21 +464,40 @@ def _colleague_edit(settings: Settings, number: int) -> None:
     """Another agent of the storage dir appends to the shared block (as another process would)."""
     with MemoryManager(agent_id="colleague", settings=settings) as colleague:
         colleague.join_shared_block(SHARED_LABEL)
-        colleague.core_memory_append(SHARED_LABEL, f"Colleague, before turn {number}: release {number} is staged.")
+        colleague.core_memory_append(
+            SHARED_LABEL, f"Colleague, before turn {number}: release {number} is staged."
+        )
 
 
-def _options(server: ScriptedMessagesServer, conversation: _Conversation, cwd: Path) -> ClaudeAgentOptions:
+def _options(
+    server: ScriptedMessagesServer, conversation: _Conversation, cwd: Path
+) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(
-        env=server.env(), system_prompt="You are a patient site-reliability assistant.", tools=[],
-        cwd=str(cwd), model=MAIN_MODEL, mcp_servers={"logs": conversation.server}, allowed_tools=[LOG_TOOL],
+        env=server.env(),
+        system_prompt="You are a patient site-reliability assistant.",
+        tools=[],
+        cwd=str(cwd),
+        model=MAIN_MODEL,
+        mcp_servers={"logs": conversation.server},
+        allowed_tools=[LOG_TOOL],
     )
 
 
-async def _open_agent(server: ScriptedMessagesServer, config: SoakConfig, conversation: _Conversation,
-                      storage: Path, database_url: str | None, cwd: Path,
-                      result: SoakResult) -> tuple[MemoryManager, MemoryAwareAgent]:
-    environment = {"PERSIST_DIRECTORY": str(storage), "ANTHROPIC_BASE_URL": server.url,
-                   "ANTHROPIC_API_KEY": "test-key", "MODEL_NAME": MAIN_MODEL}
+async def _open_agent(
+    server: ScriptedMessagesServer,
+    config: SoakConfig,
+    conversation: _Conversation,
+    storage: Path,
+    database_url: str | None,
+    cwd: Path,
+    result: SoakResult,
+) -> tuple[MemoryManager, MemoryAwareAgent]:
+    environment = {
+        "PERSIST_DIRECTORY": str(storage),
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "MODEL_NAME": MAIN_MODEL,
+    }
     if database_url:
         environment["MEMORY_DATABASE_URL"] = database_url
     if config.context_window:
@@ -438,7 +507,9 @@ async def _open_agent(server: ScriptedMessagesServer, config: SoakConfig, conver
     if config.shared_edit_every:
         memory.join_shared_block(SHARED_LABEL, value="Release notes shared by the on-call team.")
     policy = PromptRefreshPolicy(config.prompt_refresh, max_stale_turns=config.max_stale_turns)
-    agent = MemoryAwareAgent(_options(server, conversation, cwd), memory=memory, prompt_refresh=policy)
+    agent = MemoryAwareAgent(
+        _options(server, conversation, cwd), memory=memory, prompt_refresh=policy
+    )
     await agent.__aenter__()
     return memory, agent
 
@@ -460,7 +531,11 @@ async def run_plain_soak(server: ScriptedMessagesServer, config: SoakConfig) -> 
             async for message in client.receive_response():
                 if isinstance(message, ResultMessage):
                     answer, is_error = message.result or "", message.is_error
-            result.turns.append(TurnRecord(number, kind, time.perf_counter() - began, False, False, answer, is_error))
+            result.turns.append(
+                TurnRecord(
+                    number, kind, time.perf_counter() - began, False, False, answer, is_error
+                )
+            )
             for request in server.take_requests():
                 if request.kind in ("turn", "auxiliary") and MAIN_MODEL in request.model:
                     result.request_tokens.append(request.input_tokens)
@@ -470,8 +545,9 @@ async def run_plain_soak(server: ScriptedMessagesServer, config: SoakConfig) -> 
     return result
 
 
-def _export_and_import(storage: Path, database_url: str | None, target_database_url: str | None,
-                       agent_id: str) -> tuple[Path, str | None]:
+def _export_and_import(
+    storage: Path, database_url: str | None, target_database_url: str | None, agent_id: str
+) -> tuple[Path, str | None]:
     """`memory-agent export` the agent, then `memory-agent import` it into a new storage dir (on
     PostgreSQL, into `target_database_url`), by the command line itself, in a child process, as a
     user would run it. Returns the new storage dir and database URL."""
@@ -480,13 +556,21 @@ def _export_and_import(storage: Path, database_url: str | None, target_database_
     target_url = target_database_url if database_url else None
     command = [sys.executable, "-c", "from memory_agent.cli import main; main()"]
     # The backend is said on each command line, never inherited from this process's environment.
-    environment = {name: value for name, value in os.environ.items() if name != "MEMORY_DATABASE_URL"}
+    environment = {
+        name: value for name, value in os.environ.items() if name != "MEMORY_DATABASE_URL"
+    }
     for directory, url, arguments in (
-            (storage, database_url, ["--agent", agent_id, "export", "-o", str(exported)]),
-            (target, target_url, ["import", str(exported)])):
+        (storage, database_url, ["--agent", agent_id, "export", "-o", str(exported)]),
+        (target, target_url, ["import", str(exported)]),
+    ):
         backend = ["--database-url", url] if url else []
-        done = subprocess.run([*command, "--storage-dir", str(directory), *backend, *arguments],
-                              capture_output=True, text=True, check=False, env=environment)
+        done = subprocess.run(
+            [*command, "--storage-dir", str(directory), *backend, *arguments],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=environment,
+        )
         if done.returncode:
             raise RuntimeError(f"memory-agent {' '.join(arguments)} failed: {done.stderr.strip()}")
     return target, target_url
@@ -507,31 +591,46 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
 
     largest = max(tokens, default=0)
     return [
-        (f"turns {len(result.turns)} ({sum(t.kind == 'paste' for t in result.turns)} pastes of 10-20 kB, "
-        f"{sum(t.kind == 'tool' for t in result.turns)} tool calls with 8-16 kB results), answered "
-        f"{sum(bool(t.answer) and not t.is_error for t in result.turns)}; restarts {dict(result.config.restarts)}"),
+        (
+            f"turns {len(result.turns)} ({sum(t.kind == 'paste' for t in result.turns)} pastes of 10-20 kB, "
+            f"{sum(t.kind == 'tool' for t in result.turns)} tool calls with 8-16 kB results), answered "
+            f"{sum(bool(t.answer) and not t.is_error for t in result.turns)}; restarts {dict(result.config.restarts)}"
+        ),
         f"compactions {len(result.compactions)} at turns {[c.turn for c in result.compactions]}",
-        (f"max request {largest:,} tokens vs trigger {result.trigger_tokens:,} "
-        f"({largest / max(result.trigger_tokens, 1):.3f}); {len(tokens)} requests; largest conversation "
-        f"carried {max(result.carried_chars, default=0) / 1024:,.0f} KiB"),
+        (
+            f"max request {largest:,} tokens vs trigger {result.trigger_tokens:,} "
+            f"({largest / max(result.trigger_tokens, 1):.3f}); {len(tokens)} requests; largest conversation "
+            f"carried {max(result.carried_chars, default=0) / 1024:,.0f} KiB"
+        ),
         "first request after each compaction: "
-        + ", ".join(f"{c.request_tokens:,} (floor {c.floor_tokens:,})" for c in result.compactions[:8])
+        + ", ".join(
+            f"{c.request_tokens:,} (floor {c.floor_tokens:,})" for c in result.compactions[:8]
+        )
         + (" ..." if len(result.compactions) > 8 else ""),
-        "first request after each reopening: " + (", ".join(
-            f"turn {turn}: {tokens:,} tokens ({'compacted first' if compacted else 'no compaction'})"
-            for turn, tokens, compacted in result.reopen_requests()) or "none")
+        "first request after each reopening: "
+        + (
+            ", ".join(
+                f"turn {turn}: {tokens:,} tokens ({'compacted first' if compacted else 'no compaction'})"
+                for turn, tokens, compacted in result.reopen_requests()
+            )
+            or "none"
+        )
         + f" (trigger {result.trigger_tokens:,})",
-        (f"latency of non-compacting turns (ms): first {len(first)} median {median(first) * 1000:.0f} "
-        f"mean {mean(first) * 1000:.0f}; last {len(last)} median {median(last) * 1000:.0f} "
-        f"mean {mean(last) * 1000:.0f}; last/first means {mean(last) / mean(first):.2f}"),
+        (
+            f"latency of non-compacting turns (ms): first {len(first)} median {median(first) * 1000:.0f} "
+            f"mean {mean(first) * 1000:.0f}; last {len(last)} median {median(last) * 1000:.0f} "
+            f"mean {mean(last) * 1000:.0f}; last/first means {mean(last) / mean(first):.2f}"
+        ),
         f"RSS {result.rss_kb[0][1] / 1024:.0f} MB at start, "
         + ", ".join(f"{kb / 1024:.0f} MB after {turn}" for turn, kb in result.rss_kb[1:]),
         f"open fds {result.fds[0][1]} at start, {result.fds[-1][1]} at end (max {max(f for _, f in result.fds)})",
-        (f"stable-prefix share of consecutive requests (share of the previous request repeated "
-        f"verbatim): median {median(shares):.3f}, mean {mean(shares):.3f}, "
-        f"1.0 in {sum(s >= 0.9999 for s in shares)}/{len(shares)} pairs; after a memory edit (new "
-        f"system prompt): {len(result.prefix_shares_after_edit)} pairs, median "
-        f"{median(result.prefix_shares_after_edit):.3f} (the tool definitions only)"),
+        (
+            f"stable-prefix share of consecutive requests (share of the previous request repeated "
+            f"verbatim): median {median(shares):.3f}, mean {mean(shares):.3f}, "
+            f"1.0 in {sum(s >= 0.9999 for s in shares)}/{len(shares)} pairs; after a memory edit (new "
+            f"system prompt): {len(result.prefix_shares_after_edit)} pairs, median "
+            f"{median(result.prefix_shares_after_edit):.3f} (the tool definitions only)"
+        ),
         f"first turn's text found by conversation_search at the end: {result.first_text_recalled}",
     ]
 
@@ -539,4 +638,3 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
 def carried_chars(request: RecordedRequest) -> int:
     """Characters of the conversation a request carried (its messages, as JSON)."""
     return len(json.dumps(request.messages, ensure_ascii=False))
-

@@ -20,7 +20,13 @@ from .blocks import Block
 from .rendering import block_tags, escape_text
 from .reserved_names import MEMORY_CHANGES, TURN_CONTEXT
 
-__all__ = ["TURN_CONTEXT_TAG", "TurnContext", "render_memory_changes", "render_turn_context", "with_turn_context"]
+__all__ = [
+    "TURN_CONTEXT_TAG",
+    "TurnContext",
+    "render_memory_changes",
+    "render_turn_context",
+    "with_turn_context",
+]
 
 TURN_CONTEXT_TAG = TURN_CONTEXT
 
@@ -37,14 +43,18 @@ class TurnContext:
 def render_turn_context(context: TurnContext) -> str:
     """The `<turn_context>` block: the time in UTC to the second, then the memory sizes."""
     moment = context.now.astimezone(timezone.utc)
-    return "\n".join([
-        f"<{TURN_CONTEXT_TAG}>",
-        f"Current time: {moment:%Y-%m-%d %H:%M:%S} UTC ({moment:%A})",
-        f"{_count(context.recall_messages, 'message')} stored in recall memory (conversation_search finds them)",
-        (f"{_count(context.archival_passages, 'passage')} stored in archival memory"
-         " (archival_memory_search finds them)"),
-        f"</{TURN_CONTEXT_TAG}>",
-    ])
+    return "\n".join(
+        [
+            f"<{TURN_CONTEXT_TAG}>",
+            f"Current time: {moment:%Y-%m-%d %H:%M:%S} UTC ({moment:%A})",
+            f"{_count(context.recall_messages, 'message')} stored in recall memory (conversation_search finds them)",
+            (
+                f"{_count(context.archival_passages, 'passage')} stored in archival memory"
+                " (archival_memory_search finds them)"
+            ),
+            f"</{TURN_CONTEXT_TAG}>",
+        ]
+    )
 
 
 def render_memory_changes(blocks: Sequence[Block]) -> str:
@@ -52,9 +62,11 @@ def render_memory_changes(blocks: Sequence[Block]) -> str:
     such a change reaches the model without rebuilding the system prompt (`announce` policy)."""
     if not blocks:
         return ""
-    parts = [f"<{MEMORY_CHANGES}>",
-             "Changed since your last turn by another agent or the user; your system prompt still shows"
-             " the old value until it is next rebuilt. The current values:"]
+    parts = [
+        f"<{MEMORY_CHANGES}>",
+        "Changed since your last turn by another agent or the user; your system prompt still shows"
+        " the old value until it is next rebuilt. The current values:",
+    ]
     for block in blocks:
         opening, closing = block_tags(block.label)
         parts += [opening, escape_text(block.value), closing]
@@ -73,4 +85,6 @@ def with_turn_context(content: Any, context_text: str) -> list[dict[str, Any]]:
         return [first, {"type": "text", "text": content}]
     if isinstance(content, list):
         return [first, *content]
-    raise TypeError(f"A user message's content is a string or a list of blocks, not {type(content).__name__}.")
+    raise TypeError(
+        f"A user message's content is a string or a list of blocks, not {type(content).__name__}."
+    )

@@ -70,20 +70,32 @@ def check_text(name: str, value: object, *, optional: bool = False) -> str | Non
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise ConfigurationError(f"{name} must be text, got {type(value).__name__} {_describe(value)}.")
+        raise ConfigurationError(
+            f"{name} must be text, got {type(value).__name__} {_describe(value)}."
+        )
     _valid_unicode(name, value)
     return value
 
 
-def check_int(name: str, value: object, *, minimum: int = MIN_INT, maximum: int = MAX_INT,
-              optional: bool = False) -> int | None:
+def check_int(
+    name: str,
+    value: object,
+    *,
+    minimum: int = MIN_INT,
+    maximum: int = MAX_INT,
+    optional: bool = False,
+) -> int | None:
     """`value` if it is a whole number (not a bool) within [minimum, maximum]."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(f"{name} must be a whole number, got {type(value).__name__} {_describe(value)}.")
+        raise ConfigurationError(
+            f"{name} must be a whole number, got {type(value).__name__} {_describe(value)}."
+        )
     if not minimum <= value <= maximum:
-        raise ConfigurationError(f"{name} must be from {minimum} to {maximum}, got {_describe(value)}.")
+        raise ConfigurationError(
+            f"{name} must be from {minimum} to {maximum}, got {_describe(value)}."
+        )
     return value
 
 
@@ -97,15 +109,19 @@ def check_path(name: str, value: object) -> Path:
         raise ConfigurationError(f"{name} must be a path as text, got bytes.")
     _valid_unicode(name, text)
     if "\0" in text:
-        raise ConfigurationError(f"{name} holds a NUL character (at position {text.index(chr(0))}), which no file "
-                                 "system allows in a path; nothing was opened. Give the directory's real path.")
+        raise ConfigurationError(
+            f"{name} holds a NUL character (at position {text.index(chr(0))}), which no file "
+            "system allows in a path; nothing was opened. Give the directory's real path."
+        )
     return Path(text)
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
-def check_json(name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, strict: bool = False) -> Any:
+def check_json(
+    name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, strict: bool = False
+) -> Any:
     """Walk lists, tuples and mappings (without recursion): text must be valid Unicode, ints fit
     SQLite, mapping keys are text, nesting is at most `max_depth`. Other values pass as they are
     (their own checks, if any, happen where they are used), unless `strict`: then the value is
@@ -117,9 +133,12 @@ def check_json(name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, strict
         if strict and not isinstance(item, (*_JSON_SCALARS, list, tuple, Mapping)):
             raise ConfigurationError(
                 f"{where} is a {type(item).__name__}, which cannot be stored as JSON; nothing was changed. "
-                "Use text, numbers, true/false, null, lists and objects with text keys.")
+                "Use text, numbers, true/false, null, lists and objects with text keys."
+            )
         if strict and isinstance(item, float) and not math.isfinite(item):
-            raise ConfigurationError(f"{where} is {item}, which JSON cannot hold; nothing was changed.")
+            raise ConfigurationError(
+                f"{where} is {item}, which JSON cannot hold; nothing was changed."
+            )
         if isinstance(item, str):
             _valid_unicode(where, item)
         elif isinstance(item, int) and not isinstance(item, bool):
@@ -128,19 +147,25 @@ def check_json(name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, strict
             if depth >= max_depth:
                 raise ConfigurationError(
                     f"{where} is nested more than {max_depth} levels deep; nothing was changed. "
-                    "Flatten the value.")
+                    "Flatten the value."
+                )
             if isinstance(item, Mapping):
                 for key, inner in item.items():
                     if not isinstance(key, str):
-                        raise ConfigurationError(f"{where} has a key {_describe(key)}; keys must be text.")
+                        raise ConfigurationError(
+                            f"{where} has a key {_describe(key)}; keys must be text."
+                        )
                     _valid_unicode(f"{where} key {_describe(key)}", key)
                     stack.append((f"{where}[{key!r}]"[:120], inner, depth + 1))
             else:
-                stack.extend((f"{where}[{index}]", inner, depth + 1) for index, inner in enumerate(item))
+                stack.extend(
+                    (f"{where}[{index}]", inner, depth + 1) for index, inner in enumerate(item)
+                )
     return value
 
 
 # ----- checking a function's arguments by its annotations ---------------------------------------
+
 
 def _is_json_type(annotation: Any) -> bool:
     """Whether a value of this annotation is plain JSON: text, numbers, flags, None, Any, and the
@@ -162,8 +187,9 @@ def _shape_matches(annotation: Any, value: Any) -> bool:
         return isinstance(value, Mapping)
     if origin is list:
         inner = (typing.get_args(annotation) or (Any,))[0]
-        return isinstance(value, list) and (typing.get_origin(inner) is not dict
-                                            or all(isinstance(item, Mapping) for item in value))
+        return isinstance(value, list) and (
+            typing.get_origin(inner) is not dict or all(isinstance(item, Mapping) for item in value)
+        )
     if annotation is Any:
         return True
     if annotation is float:
@@ -175,9 +201,12 @@ def _json_checker(members: tuple[Any, ...]) -> Callable[[str, Any], Any]:
     def check(name: str, value: Any) -> Any:
         if not any(_shape_matches(member, value) for member in members):
             wanted = " or ".join(_shape_name(member) for member in members)
-            raise ConfigurationError(f"{name} must be {wanted}, got {type(value).__name__} {_describe(value)}; "
-                                     "nothing was changed.")
+            raise ConfigurationError(
+                f"{name} must be {wanted}, got {type(value).__name__} {_describe(value)}; "
+                "nothing was changed."
+            )
         return check_json(name, value, strict=True)
+
     return check
 
 
@@ -197,22 +226,28 @@ def _checker(annotation: Any) -> Callable[[str, Any], Any]:
     shape and `check_json(strict=True)`; for anything else, `check_json` on whatever JSON-like
     parts it holds."""
     origin = typing.get_origin(annotation)
-    members = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
+    members = (
+        typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
+    )
     optional = type(None) in members
     simple = [m for m in members if m is not type(None)]
-    if any(typing.get_origin(m) in (list, dict) for m in simple) and all(_is_json_type(m) for m in members):
+    if any(typing.get_origin(m) in (list, dict) for m in simple) and all(
+        _is_json_type(m) for m in members
+    ):
         return _json_checker(members)
     if simple == [str]:
         return lambda name, value: check_text(name, value, optional=optional)
     if simple == [int]:
         return lambda name, value: check_int(name, value, optional=optional)
     if simple == [bool]:
+
         def check_flag(name: str, value: Any) -> Any:
             if value is None and optional:
                 return value
             if not isinstance(value, bool):
                 raise ConfigurationError(f"{name} must be true or false, got {_describe(value)}.")
             return value
+
         return check_flag
     return check_json
 
@@ -249,26 +284,31 @@ def checked_arguments(function: F) -> F:
                 checks[name](f"{label}: '{name}'", value)
 
     if inspect.iscoroutinefunction(function):
+
         @functools.wraps(function)
         async def checked_async(*args: Any, **kwargs: Any) -> Any:
             check(args, kwargs)
             return await function(*args, **kwargs)
+
         return typing.cast(F, checked_async)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         check(args, kwargs)
         return function(*args, **kwargs)
+
     return typing.cast(F, checked)
 
 
 def checked_methods(*, exclude: tuple[str, ...] = ()) -> Callable[[type[Any]], type[Any]]:
     """Class decorator: `checked_arguments` on `__init__` and every public method it defines
     (not properties), except those named in `exclude`."""
+
     def decorate(cls: type[Any]) -> type[Any]:
         for name, attribute in list(vars(cls).items()):
             public = name == "__init__" or not name.startswith("_")
             if public and name not in exclude and inspect.isfunction(attribute):
                 setattr(cls, name, checked_arguments(attribute))
         return cls
+
     return decorate

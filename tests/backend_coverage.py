@@ -29,8 +29,15 @@ from pathlib import Path
 import pytest
 
 __all__ = [
-    "BACKEND_FIXTURES", "SERVER_FIXTURES", "STORE_OPENERS", "TESTS", "UNCOVERED", "collected_whole_suite",
-    "problem_of", "pytest_collection_finish", "record",
+    "BACKEND_FIXTURES",
+    "SERVER_FIXTURES",
+    "STORE_OPENERS",
+    "TESTS",
+    "UNCOVERED",
+    "collected_whole_suite",
+    "problem_of",
+    "pytest_collection_finish",
+    "record",
 ]
 
 TESTS = Path(__file__).resolve().parent
@@ -38,7 +45,9 @@ TESTS = Path(__file__).resolve().parent
 BACKEND_FIXTURES = frozenset({"backend"})
 """A test requesting one of these runs on both backends."""
 
-SERVER_FIXTURES = frozenset({"postgres_url", "migrated_postgres_url", "postgres_template", "postgres_cluster"})
+SERVER_FIXTURES = frozenset(
+    {"postgres_url", "migrated_postgres_url", "postgres_template", "postgres_cluster"}
+)
 """A test requesting one of these starts the PostgreSQL server: it must be marked `postgres`."""
 
 STORE_OPENERS = re.compile(
@@ -81,8 +90,10 @@ def problem_of(item: pytest.Item) -> str | None:
         return None
     on_postgres = item.get_closest_marker("postgres") is not None
     if SERVER_FIXTURES & set(item.fixturenames) and not on_postgres:
-        return ("asks for the PostgreSQL server but is not marked postgres, so -m 'not postgres' would still "
-                "start it: add @pytest.mark.postgres")
+        return (
+            "asks for the PostgreSQL server but is not marked postgres, so -m 'not postgres' would still "
+            "start it: add @pytest.mark.postgres"
+        )
     marker = item.get_closest_marker("sqlite_only")
     if marker is not None:
         reason = marker.kwargs.get("reason", marker.args[0] if marker.args else "")
@@ -94,8 +105,10 @@ def problem_of(item: pytest.Item) -> str | None:
     opened = _opens_a_store(item)
     if opened is None:
         return None
-    return (f"opens a store ({opened}) on SQLite only: add pytest.mark.usefixtures('backend'), "
-            "or @pytest.mark.sqlite_only(reason=...) saying why it cannot run on PostgreSQL")
+    return (
+        f"opens a store ({opened}) on SQLite only: add pytest.mark.usefixtures('backend'), "
+        "or @pytest.mark.sqlite_only(reason=...) saying why it cannot run on PostgreSQL"
+    )
 
 
 def _opens_a_store(item: pytest.Function) -> str | None:
@@ -106,7 +119,9 @@ def _opens_a_store(item: pytest.Function) -> str | None:
         if source is not None and STORE_OPENERS.search(source):
             return f"fixture '{name}'"
     own = _definitions(module)
-    test_name = f"{item.cls.__name__}.{item.originalname}" if item.cls is not None else item.originalname
+    test_name = (
+        f"{item.cls.__name__}.{item.originalname}" if item.cls is not None else item.originalname
+    )
     for name in _reached(own, test_name):
         found = STORE_OPENERS.search(own[name].source)
         if found:
@@ -129,7 +144,10 @@ def _reached(definitions: dict[str, _Definition], start: str) -> Iterator[str]:
 
 def _fixture_source(module: Path, root: Path, name: str) -> str | None:
     """The source of fixture `name` as `module` sees it: its own, else the nearest conftest's."""
-    for path in [module, *(folder / "conftest.py" for folder in module.parents if folder.is_relative_to(root))]:
+    for path in [
+        module,
+        *(folder / "conftest.py" for folder in module.parents if folder.is_relative_to(root)),
+    ]:
         definition = _definitions(path).get(name)
         if definition is not None:
             return definition.source
@@ -156,7 +174,12 @@ def _definitions(path: Path) -> dict[str, _Definition]:
         prefix = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
         for function in methods:
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                calls = frozenset(call.func.id for call in ast.walk(function)
-                                  if isinstance(call, ast.Call) and isinstance(call.func, ast.Name))
-                found[prefix + function.name] = _Definition(ast.get_source_segment(text, function) or "", calls)
+                calls = frozenset(
+                    call.func.id
+                    for call in ast.walk(function)
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                )
+                found[prefix + function.name] = _Definition(
+                    ast.get_source_segment(text, function) or "", calls
+                )
     return found

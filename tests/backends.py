@@ -26,6 +26,9 @@ def backend_environ(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 POSTGRES_SLOW = pytest.mark.parametrize(
-    "backend", ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])], indirect=True)
+    "backend",
+    ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow])],
+    indirect=True,
+)
 """Run on both backends, the PostgreSQL run under `slow` (for a test too long to run twice in the
 default suite, whose PostgreSQL run a shorter test stands in for)."""

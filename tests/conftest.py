@@ -18,10 +18,23 @@ from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnava
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 _OUR_VARIABLES = (
-    "PERSIST_DIRECTORY", "AGENT_ID", "AGENT_INSTANCE_ID", "MODEL_NAME", "DEFAULT_BLOCK_LIMIT",
-    "MEMORY_CHARACTER_LIMITS", "MEMORY_SHARED_BLOCKS", "MEMORY_HYBRID_SEARCH", "MEMORY_PERSONA",
-    "MEMORY_HUMAN", "CHROMA_HOST", "CHROMA_PORT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-    "MEMORY_DATABASE_URL", "MEMORY_ENCRYPTION_KEY", "MEMORY_ENCRYPTION_KEY_FILE",
+    "PERSIST_DIRECTORY",
+    "AGENT_ID",
+    "AGENT_INSTANCE_ID",
+    "MODEL_NAME",
+    "DEFAULT_BLOCK_LIMIT",
+    "MEMORY_CHARACTER_LIMITS",
+    "MEMORY_SHARED_BLOCKS",
+    "MEMORY_HYBRID_SEARCH",
+    "MEMORY_PERSONA",
+    "MEMORY_HUMAN",
+    "CHROMA_HOST",
+    "CHROMA_PORT",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "MEMORY_DATABASE_URL",
+    "MEMORY_ENCRYPTION_KEY",
+    "MEMORY_ENCRYPTION_KEY_FILE",
 )
 TEST_ENCRYPTION = "MEMORY_AGENT_TEST_ENCRYPTION"
 """Set to 1 to run every `backend` test's SQLite run on an encrypted store (docs/encryption.md)."""
@@ -38,7 +51,9 @@ def pytest_report_header() -> str:
 
 
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def isolated_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No test reads the developer's HOME, ~/.memory_agent or exported settings."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -56,14 +71,18 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         cluster = PostgresCluster().start()
     except PostgresUnavailable as error:
         if os.environ.get(REQUIRE_POSTGRES):
-            pytest.fail(f"PostgreSQL is required ({REQUIRE_POSTGRES} is set) but cannot start: {error}")
+            pytest.fail(
+                f"PostgreSQL is required ({REQUIRE_POSTGRES} is set) but cannot start: {error}"
+            )
         pytest.skip(f"PostgreSQL backend not tested here: {error}")
     yield cluster
     cluster.stop()
 
 
 @pytest.fixture(scope="session")
-def postgres_template(postgres_cluster: PostgresCluster, tmp_path_factory: pytest.TempPathFactory) -> str:
+def postgres_template(
+    postgres_cluster: PostgresCluster, tmp_path_factory: pytest.TempPathFactory
+) -> str:
     """A database migrated once per run to the current schema and frozen: each `backend` test on
     PostgreSQL gets a copy of it (cheaper than migrating an empty one every time). Only the schema
     is in it, no agent and no row, so a copy is what a store is after its first open."""
@@ -84,7 +103,9 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
 
 
 @pytest.fixture
-def migrated_postgres_url(postgres_cluster: PostgresCluster, postgres_template: str) -> Iterator[str]:
+def migrated_postgres_url(
+    postgres_cluster: PostgresCluster, postgres_template: str
+) -> Iterator[str]:
     """A fresh database of its own at the current schema (a copy of the template), dropped afterwards."""
     url = postgres_cluster.database_url(template=postgres_template)
     yield url
@@ -107,7 +128,9 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.fixture
-def other_store_environ(request: pytest.FixtureRequest) -> Callable[[Mapping[str, str]], dict[str, str]]:
+def other_store_environ(
+    request: pytest.FixtureRequest,
+) -> Callable[[Mapping[str, str]], dict[str, str]]:
     """Settings' environment for a second storage dir of the test: on PostgreSQL another deployment
     is another database (made once per test), on SQLite the directory alone says where."""
     made: list[str] = []
@@ -134,7 +157,9 @@ def chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
+    return Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None
+    )
 
 
 @pytest.fixture

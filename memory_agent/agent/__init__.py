@@ -5,4 +5,9 @@ from .consolidation_schedule import ConsolidationSchedule
 from .model_errors import raise_for_authentication_failure
 from .turn import TurnResult
 
-__all__ = ["ConsolidationSchedule", "MemoryAwareAgent", "TurnResult", "raise_for_authentication_failure"]
+__all__ = [
+    "ConsolidationSchedule",
+    "MemoryAwareAgent",
+    "TurnResult",
+    "raise_for_authentication_failure",
+]

@@ -35,7 +35,9 @@ logger = logging.getLogger(__name__)
 class BackgroundConsolidation:
     """When to consolidate one agent's memory, and the run in progress (at most one at a time)."""
 
-    def __init__(self, memory: MemoryManager, agent_id: str, schedule: ConsolidationSchedule) -> None:
+    def __init__(
+        self, memory: MemoryManager, agent_id: str, schedule: ConsolidationSchedule
+    ) -> None:
         self.schedule = schedule
         self._memory = memory
         self._agent_id = agent_id
@@ -88,7 +90,9 @@ class BackgroundConsolidation:
         """Until the running consolidation (if any) has finished; the event loop stays free."""
         thread = self._thread
         if thread is not None and thread.is_alive():
-            logger.info("waiting for the background consolidation of agent %s to finish", self._agent_id)
+            logger.info(
+                "waiting for the background consolidation of agent %s to finish", self._agent_id
+            )
             await anyio.to_thread.run_sync(thread.join)
 
     async def aclose(self) -> None:
@@ -104,22 +108,37 @@ class BackgroundConsolidation:
             if self._closed:
                 return False
             if self._thread is not None and self._thread.is_alive():
-                self._retry_due = True  # one run at a time; this trigger's turn comes at the next turn's end
+                self._retry_due = (
+                    True  # one run at a time; this trigger's turn comes at the next turn's end
+                )
                 return False
             self._retry_due = False
             self.started += 1
-            self._thread = threading.Thread(target=self._run, args=(reason,), daemon=False,
-                                            name=f"memory-agent-consolidation[{self._agent_id}]")
+            self._thread = threading.Thread(
+                target=self._run,
+                args=(reason,),
+                daemon=False,
+                name=f"memory-agent-consolidation[{self._agent_id}]",
+            )
             self._thread.start()
         return True
 
     def _run(self, reason: str) -> None:
         logger.info("background consolidation of agent %s started (%s)", self._agent_id, reason)
         try:
-            report = self._memory.consolidate(agent_id=self._agent_id, consolidator=self.schedule.consolidator)
-        except Exception as error:  # never into the conversation: logged, counted, and the agent goes on
-            logger.warning("background consolidation of agent %s failed: %s: %s; the conversation goes on, "
-                           "and the next trigger tries again", self._agent_id, type(error).__name__, error)
+            report = self._memory.consolidate(
+                agent_id=self._agent_id, consolidator=self.schedule.consolidator
+            )
+        except (
+            Exception
+        ) as error:  # never into the conversation: logged, counted, and the agent goes on
+            logger.warning(
+                "background consolidation of agent %s failed: %s: %s; the conversation goes on, "
+                "and the next trigger tries again",
+                self._agent_id,
+                type(error).__name__,
+                error,
+            )
             with self._lock:
                 self.failures += 1
                 self.finished += 1
@@ -134,9 +153,16 @@ class BackgroundConsolidation:
                 self.failures += 1
                 self.last_error = report.failure or "failed"
         if not report.ok:
-            logger.warning("background consolidation of agent %s failed (session %s): %s; the conversation "
-                           "goes on, and the next trigger tries again", self._agent_id, report.session_id,
-                           self.last_error)
+            logger.warning(
+                "background consolidation of agent %s failed (session %s): %s; the conversation "
+                "goes on, and the next trigger tries again",
+                self._agent_id,
+                report.session_id,
+                self.last_error,
+            )
         elif report.retry_later:
-            logger.info("background consolidation of agent %s left %d change(s) to retry on fresh text",
-                        self._agent_id, len(report.retry_later))
+            logger.info(
+                "background consolidation of agent %s left %d change(s) to retry on fresh text",
+                self._agent_id,
+                len(report.retry_later),
+            )

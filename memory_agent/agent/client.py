@@ -47,13 +47,24 @@ from ..manager import MemoryManager
 from ..sdk_seams import send_system_prompt
 from ..sdk_seams.transcript import seed_lines
 from ..session_store import SQLiteSessionStore
-from ..tools import MEMORY_SERVER_NAME, build_memory_server, get_tools_definitions, memory_tool_names
+from ..tools import (
+    MEMORY_SERVER_NAME,
+    build_memory_server,
+    get_tools_definitions,
+    memory_tool_names,
+)
 from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
 from ..turn_context import render_turn_context, with_turn_context
 from .background_consolidation import BackgroundConsolidation
 from .consolidation_schedule import DEFAULT_CONSOLIDATION, ConsolidationSetting, schedule_from
 from .model_errors import raise_for_authentication_failure
-from .options import compose_system_text, is_preset, merge_options, user_system_text, with_base_prompt
+from .options import (
+    compose_system_text,
+    is_preset,
+    merge_options,
+    user_system_text,
+    with_base_prompt,
+)
 from .prompt_file import PromptFile
 from .recorder import message_fields
 from .refresh_policy import DEFAULT_PROMPT_REFRESH, PromptRefresh, PromptRefreshPolicy, make_policy
@@ -118,17 +129,23 @@ class MemoryAwareAgent:
         self.memory_tools: ToolSet = check_tool_set(memory_tools)
         schedule = schedule_from(consolidation)
         if refresh_mode not in ("live", "reconnect"):
-            raise ConfigurationError(f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}.")
+            raise ConfigurationError(
+                f"refresh_mode must be 'live' or 'reconnect', got {refresh_mode!r}."
+            )
         self.refresh_mode: RefreshMode = refresh_mode
         self.prompt_refresh = make_policy(prompt_refresh)
         self.prompt_refresh.allow_secret = allow_secret
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self.options = options or ClaudeAgentOptions()
         self._owns_memory = memory is None
-        self.memory = memory or MemoryManager(agent_id=agent_id, compaction_settings=compaction_settings)
+        self.memory = memory or MemoryManager(
+            agent_id=agent_id, compaction_settings=compaction_settings
+        )
         self.agent_id = agent_id or self.memory.agent_id
         self.memory.ensure_agent(self.agent_id)
-        self.options = with_base_prompt(self.options, self.memory.get_base_system_prompt(agent_id=self.agent_id))
+        self.options = with_base_prompt(
+            self.options, self.memory.get_base_system_prompt(agent_id=self.agent_id)
+        )
         self.compactor = (
             self.memory.make_compactor(compaction_settings, counter=self.memory.compactor.counter)
             if compaction_settings is not None and memory is not None
@@ -146,9 +163,16 @@ class MemoryAwareAgent:
         self.live_refreshes = 0
         # The tool definitions are counted here, where the tools are known, and handed to the
         # manager's count of the request's fixed part (the manager knows nothing of tools).
-        self._tools_tokens = self.compactor.count_text(json.dumps(get_tools_definitions(), ensure_ascii=False))
-        self.planner = TurnPlanner(self.memory, self.agent_id, self.compactor, self.prompt_refresh,
-                                   count_fixed=self._request_fixed_tokens)
+        self._tools_tokens = self.compactor.count_text(
+            json.dumps(get_tools_definitions(), ensure_ascii=False)
+        )
+        self.planner = TurnPlanner(
+            self.memory,
+            self.agent_id,
+            self.compactor,
+            self.prompt_refresh,
+            count_fixed=self._request_fixed_tokens,
+        )
         """What happens before and after each turn, and the state it is decided from."""
         stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
         self.state = SessionState.resuming(stored or self.options.resume)
@@ -168,7 +192,9 @@ class MemoryAwareAgent:
         if prompt is not None:
             await self.query(prompt)
 
-    async def query(self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default") -> None:
+    async def query(
+        self, prompt: str | AsyncIterable[dict[str, Any]], session_id: str = "default"
+    ) -> None:
         """Store the prompt and send it, after bringing the session's memory up to date."""
         if not self.state.in_turn:
             await self._settle_session(prompt if isinstance(prompt, str) else None)
@@ -177,8 +203,16 @@ class MemoryAwareAgent:
         self.planner.turn_started()
         if isinstance(prompt, str):
             self._store_prompt(prompt)
-            await client.query(self._with_context({"type": "user", "message": {"role": "user", "content": prompt},
-                                                   "parent_tool_use_id": None}), session_id=session_id)
+            await client.query(
+                self._with_context(
+                    {
+                        "type": "user",
+                        "message": {"role": "user", "content": prompt},
+                        "parent_tool_use_id": None,
+                    }
+                ),
+                session_id=session_id,
+            )
         else:
             await client.query(self._recorded_stream(prompt), session_id=session_id)
 
@@ -258,7 +292,9 @@ class MemoryAwareAgent:
         """
         await self.query(user_message)
         messages = [message async for message in self.receive_response()]
-        raise_for_authentication_failure(messages)  # one clear error, not a stored "Not logged in" answer
+        raise_for_authentication_failure(
+            messages
+        )  # one clear error, not a stored "Not logged in" answer
         return TurnResult.from_messages(messages)
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:
@@ -269,7 +305,9 @@ class MemoryAwareAgent:
     async def _compact(self, *, force: bool) -> CompactionOutcome:
         """Run a compaction and hand its outcome on: the planner, the background consolidation
         and the session (`_after_compaction`)."""
-        outcome = await self.compactor.compact(self.agent_id, self._request_fixed_tokens(), force=force)
+        outcome = await self.compactor.compact(
+            self.agent_id, self._request_fixed_tokens(), force=force
+        )
         self._after_compaction(outcome)
         return outcome
 
@@ -277,20 +315,26 @@ class MemoryAwareAgent:
 
     def _require_client(self) -> ClaudeSDKClient:
         if self._client is None:
-            raise ConfigurationError("The agent is not connected. Call connect() or use 'async with' first.")
+            raise ConfigurationError(
+                "The agent is not connected. Call connect() or use 'async with' first."
+            )
         return self._client
 
     async def _settle_session(self, prompt: str | None = None) -> None:
         """Do what the planner's plan says: compact if due, then reuse the CLI process, give it
         the current memory live, or start a new one with it."""
-        plan = self.planner.before_turn(prompt, connected=self._client is not None,
-                                        can_refresh_live=self.state.can_refresh_live())
+        plan = self.planner.before_turn(
+            prompt,
+            connected=self._client is not None,
+            can_refresh_live=self.state.can_refresh_live(),
+        )
         if plan.compact:
             # Forced: the running budget, calibrated on reported usage, already decided; the
             # engine's own check would re-estimate the messages uncalibrated and could skip.
             await self._compact(force=True)
-            plan = self.planner.replan(connected=self._client is not None,
-                                       can_refresh_live=self.state.can_refresh_live())
+            plan = self.planner.replan(
+                connected=self._client is not None, can_refresh_live=self.state.can_refresh_live()
+            )
         if plan.rebuild:
             await self._build_prompt(plan)
 
@@ -312,7 +356,8 @@ class MemoryAwareAgent:
         The summary is left out: the budget counts it as the summary."""
         own_prompt = user_system_text(self.options.system_prompt) or ""
         return self.compactor.count_text(own_prompt) + self.memory.memory_tokens(
-            agent_id=self.agent_id, tools_tokens=self._tools_tokens)
+            agent_id=self.agent_id, tools_tokens=self._tools_tokens
+        )
 
     async def _stop_process(self) -> None:
         if self._client is not None:
@@ -340,8 +385,10 @@ class MemoryAwareAgent:
             return False
         try:
             sent = await send_system_prompt(
-                self._require_client(), model=self.options.model or self.memory.settings.model_name,
-                system_prompt=compose_system_text(self.options.system_prompt, memory_text))
+                self._require_client(),
+                model=self.options.model or self.memory.settings.model_name,
+                system_prompt=compose_system_text(self.options.system_prompt, memory_text),
+            )
         except Exception as error:  # an older or newer CLI: reconnecting always works
             logger.info("live system prompt refresh refused (%s); reconnecting from now on", error)
             sent = False
@@ -351,14 +398,20 @@ class MemoryAwareAgent:
 
     def _memory_text(self) -> str:
         """Rendered memory: blocks, metadata and the conversation summary."""
-        return self.memory.get_system_prompt_addition(agent_id=self.agent_id, allow_secret=self.allow_secret)
+        return self.memory.get_system_prompt_addition(
+            agent_id=self.agent_id, allow_secret=self.allow_secret
+        )
 
     def _cwd(self) -> Path:
         return Path(self.options.cwd) if self.options.cwd else Path.cwd()
 
     def _store(self) -> Any:
         """The SessionStore the CLI's transcripts go to: the user's, else the one in memory's database."""
-        return self.options.session_store if self.options.session_store is not None else self.session_store
+        return (
+            self.options.session_store
+            if self.options.session_store is not None
+            else self.session_store
+        )
 
     def _resumable(self) -> bool:
         """Whether the current session can be resumed from the store, seen from this cwd.
@@ -387,9 +440,15 @@ class MemoryAwareAgent:
             return None
         session_id = str(uuid.uuid4())
         cwd = self._cwd()
-        lines = seed_lines(messages, session_id=session_id, cwd=str(cwd),
-                           model=self.options.model or self.memory.settings.model_name)
-        await self._store().append({"project_key": project_key_for_directory(cwd), "session_id": session_id}, lines)
+        lines = seed_lines(
+            messages,
+            session_id=session_id,
+            cwd=str(cwd),
+            model=self.options.model or self.memory.settings.model_name,
+        )
+        await self._store().append(
+            {"project_key": project_key_for_directory(cwd), "session_id": session_id}, lines
+        )
         self.state.session_seeded(session_id)
         self.memory.set_agent_state({_SESSION_KEY: session_id}, agent_id=self.agent_id)
         return session_id
@@ -397,13 +456,19 @@ class MemoryAwareAgent:
     def _session_options(self, memory_text: str, resume: str | None) -> ClaudeAgentOptions:
         """Options for a new CLI process: resume `resume`, or start a session with a fresh id."""
         new_id = self.state.process_starting(resume)
-        prompt_path = self._prompt_file.write(compose_system_text(self.options.system_prompt, memory_text))
+        prompt_path = self._prompt_file.write(
+            compose_system_text(self.options.system_prompt, memory_text)
+        )
         return merge_options(
             self.options,
             system_prompt_path=prompt_path,
             memory_server_name=MEMORY_SERVER_NAME,
-            memory_server=build_memory_server(self.memory, self.agent_id, tool_set=self.memory_tools,
-                                              allow_secret=self.allow_secret),
+            memory_server=build_memory_server(
+                self.memory,
+                self.agent_id,
+                tool_set=self.memory_tools,
+                allow_secret=self.allow_secret,
+            ),
             memory_tools=memory_tool_names(self.memory, tool_set=self.memory_tools),
             resume=resume,
             session_id=new_id,
@@ -415,7 +480,9 @@ class MemoryAwareAgent:
         """A new summary means a new SDK session that carries the summary and the kept messages."""
         self.last_compaction = outcome
         self.planner.compacted(outcome)
-        self.consolidation.compaction_finished(outcome.changed)  # the one seam: a run, in the background
+        self.consolidation.compaction_finished(
+            outcome.changed
+        )  # the one seam: a run, in the background
         if not outcome.changed:
             return
         self.memory.set_agent_state({_SESSION_KEY: None}, agent_id=self.agent_id)
@@ -425,14 +492,20 @@ class MemoryAwareAgent:
 
     def _store_prompt(self, content: Any) -> None:
         stored = self.memory.store_message(
-            "user", content, agent_id=self.agent_id, message_type="user", turn_id=self.state.turn_id,
+            "user",
+            content,
+            agent_id=self.agent_id,
+            message_type="user",
+            turn_id=self.state.turn_id,
             session_id=self.state.recording_session_id,
             token_count=self._estimate("user", content),
         )
         if stored is not None:
             self._last_stored_id = stored.message_id
 
-    async def _recorded_stream(self, prompt: AsyncIterable[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    async def _recorded_stream(
+        self, prompt: AsyncIterable[dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
         async for message in prompt:
             inner = message.get("message", {})
             if message.get("type") == "user" and isinstance(inner, dict) and "content" in inner:
@@ -445,11 +518,16 @@ class MemoryAwareAgent:
     async def _with_context(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """The user message with the turn's context (time, memory sizes) as its first block: what
         changes every turn travels with the turn, so the system prompt stays byte-identical."""
-        context = render_turn_context(self.memory.turn_context(self._clock(), agent_id=self.agent_id))
+        context = render_turn_context(
+            self.memory.turn_context(self._clock(), agent_id=self.agent_id)
+        )
         changes = self.planner.announcement()
         context = f"{context}\n{changes}" if changes else context
         inner = message["message"]
-        yield {**message, "message": {**inner, "content": with_turn_context(inner["content"], context)}}
+        yield {
+            **message,
+            "message": {**inner, "content": with_turn_context(inner["content"], context)},
+        }
 
     def _record(self, message: Any) -> None:
         fields = message_fields(message)
@@ -460,9 +538,15 @@ class MemoryAwareAgent:
             self._last_usage = message.usage
             self._last_request_through = self._last_stored_id
         stored = self.memory.store_message(
-            fields.role, fields.content, agent_id=self.agent_id, message_type=fields.message_type,
-            session_id=fields.session_id or self.state.session_id, turn_id=self.state.turn_id,
-            sdk_uuid=fields.sdk_uuid, metadata=fields.metadata, in_context=fields.in_context,
+            fields.role,
+            fields.content,
+            agent_id=self.agent_id,
+            message_type=fields.message_type,
+            session_id=fields.session_id or self.state.session_id,
+            turn_id=self.state.turn_id,
+            sdk_uuid=fields.sdk_uuid,
+            metadata=fields.metadata,
+            in_context=fields.in_context,
             token_count=self._estimate(fields.role, fields.content) if fields.in_context else None,
         )
         if stored is not None and fields.in_context:
@@ -478,5 +562,6 @@ class MemoryAwareAgent:
         self.consolidation.turn_finished()
 
     def _estimate(self, role: str, content: Any) -> int:
-        return message_tokens(MessageRecord(id=0, role=role, content=content), self.compactor.counter)
-
+        return message_tokens(
+            MessageRecord(id=0, role=role, content=content), self.compactor.counter
+        )

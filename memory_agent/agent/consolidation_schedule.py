@@ -12,7 +12,12 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULT_CONSOLIDATION", "ConsolidationSchedule", "ConsolidationSetting", "schedule_from"]
+__all__ = [
+    "DEFAULT_CONSOLIDATION",
+    "ConsolidationSchedule",
+    "ConsolidationSetting",
+    "schedule_from",
+]
 
 DEFAULT_CONSOLIDATION: Literal["after_compaction"] = "after_compaction"
 
@@ -35,22 +40,33 @@ class ConsolidationSchedule:
 
     def __post_init__(self) -> None:
         turns = self.every_turns
-        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
-            raise ConfigurationError(f"ConsolidationSchedule.every_turns must be a whole number of 1 or more "
-                                     f"(or None), got {turns!r}.")
+        if turns is not None and (
+            isinstance(turns, bool) or not isinstance(turns, int) or turns < 1
+        ):
+            raise ConfigurationError(
+                f"ConsolidationSchedule.every_turns must be a whole number of 1 or more "
+                f"(or None), got {turns!r}."
+            )
         if self.after_compaction is not None and not isinstance(self.after_compaction, bool):
-            raise ConfigurationError(f"ConsolidationSchedule.after_compaction must be True, False or None, "
-                                     f"got {self.after_compaction!r}.")
+            raise ConfigurationError(
+                f"ConsolidationSchedule.after_compaction must be True, False or None, "
+                f"got {self.after_compaction!r}."
+            )
         consolidator = self.consolidator
-        if consolidator is not None and not (hasattr(consolidator, "plan") and hasattr(consolidator, "name")):
+        if consolidator is not None and not (
+            hasattr(consolidator, "plan") and hasattr(consolidator, "name")
+        ):
             raise ConfigurationError(
                 f"ConsolidationSchedule.consolidator must be a Consolidator (RulesConsolidator, "
-                f"ModelConsolidator or your own with `name` and `plan`), got {type(consolidator).__name__}.")
+                f"ModelConsolidator or your own with `name` and `plan`), got {type(consolidator).__name__}."
+            )
 
     @property
     def on_compaction(self) -> bool:
         """Whether a compaction that changed the context starts a run."""
-        return self.after_compaction if self.after_compaction is not None else self.every_turns is None
+        return (
+            self.after_compaction if self.after_compaction is not None else self.every_turns is None
+        )
 
     @property
     def enabled(self) -> bool:
@@ -71,4 +87,5 @@ def schedule_from(setting: Any) -> ConsolidationSchedule:
         return ConsolidationSchedule(after_compaction=True)
     raise ConfigurationError(
         f"consolidation must be 'off', 'after_compaction' or a ConsolidationSchedule(every_turns=N, "
-        f"consolidator=...), got {setting!r}.")
+        f"consolidator=...), got {setting!r}."
+    )

@@ -20,7 +20,11 @@ from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock
 
 from ..errors import ModelAuthenticationError
 
-__all__ = ["authentication_failure", "is_authentication_failure", "raise_for_authentication_failure"]
+__all__ = [
+    "authentication_failure",
+    "is_authentication_failure",
+    "raise_for_authentication_failure",
+]
 
 _AUTH_STATUSES = (401, 403)
 _AUTH_WORDING = ("Not logged in", "Please run /login", "Failed to authenticate", "Invalid API key")
@@ -43,15 +47,21 @@ def authentication_failure(message: Any) -> ModelAuthenticationError | None:
     if not is_authentication_failure(message):
         return None
     text = (message.result or "") if isinstance(message, ResultMessage) else _text(message)
-    status = getattr(message, "api_error_status", None) if isinstance(message, ResultMessage) else None
-    return ModelAuthenticationError(status if status is not None else _status_in(text), text.strip())
+    status = (
+        getattr(message, "api_error_status", None) if isinstance(message, ResultMessage) else None
+    )
+    return ModelAuthenticationError(
+        status if status is not None else _status_in(text), text.strip()
+    )
 
 
 def raise_for_authentication_failure(messages: Any) -> None:
     """Raise `ModelAuthenticationError` if this message (or any of these) reports missing or
     refused credentials; the result's HTTP status is preferred to the assistant's text."""
     batch: Iterable[Any] = messages if isinstance(messages, (list, tuple)) else [messages]
-    failures = [error for message in batch if (error := authentication_failure(message)) is not None]
+    failures = [
+        error for message in batch if (error := authentication_failure(message)) is not None
+    ]
     if failures:
         raise max(failures, key=lambda error: error.status is not None)
 

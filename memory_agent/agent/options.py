@@ -63,10 +63,14 @@ def user_system_text(system_prompt: Any) -> str | None:
         try:
             return path.read_text(encoding="utf-8")
         except OSError as error:
-            raise ConfigurationError(f"Cannot read the system prompt file {path}: {error}.") from error
+            raise ConfigurationError(
+                f"Cannot read the system prompt file {path}: {error}."
+            ) from error
     if kind == "preset":
         return system_prompt.get("append")
-    raise ConfigurationError(f"Unknown system prompt type {kind!r}; use a string, a preset, custom or file.")
+    raise ConfigurationError(
+        f"Unknown system prompt type {kind!r}; use a string, a preset, custom or file."
+    )
 
 
 def is_preset(system_prompt: Any) -> bool:
@@ -97,9 +101,15 @@ def _user_servers(mcp_servers: Any) -> dict[str, Any]:
         return dict(mcp_servers)
     path = Path(mcp_servers)
     try:
-        document = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else json.loads(str(mcp_servers))
+        document = (
+            json.loads(path.read_text(encoding="utf-8"))
+            if path.is_file()
+            else json.loads(str(mcp_servers))
+        )
     except (OSError, ValueError) as error:
-        raise ConfigurationError(f"Cannot read the MCP server config {mcp_servers}: {error}.") from error
+        raise ConfigurationError(
+            f"Cannot read the MCP server config {mcp_servers}: {error}."
+        ) from error
     return dict(document.get("mcpServers", document))
 
 
@@ -126,7 +136,9 @@ def merge_options(
             "use that name. Rename your server."
         )
     servers[memory_server_name] = memory_server
-    allowed = list(user.allowed_tools) + [name for name in memory_tools if name not in user.allowed_tools]
+    allowed = list(user.allowed_tools) + [
+        name for name in memory_tools if name not in user.allowed_tools
+    ]
     env = {**CLI_COMPACTION_ENV, **user.env}
     system_prompt, flags = file_system_prompt(user.system_prompt, system_prompt_path)
     return dataclasses.replace(

@@ -51,8 +51,11 @@ def block_to_dict(block: Any) -> dict[str, Any] | None:
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id,
-                                  "content": block.content if block.content is not None else ""}
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content if block.content is not None else "",
+        }
         if block.is_error:
             result["is_error"] = True
         return result
@@ -77,38 +80,63 @@ def message_fields(message: Any) -> MessageFields | None:
         return None
     if isinstance(message, AssistantMessage):
         return MessageFields(
-            role="assistant", content=_blocks(message.content), message_type="assistant",
-            sdk_uuid=message.uuid, session_id=message.session_id,
-            metadata={"model": message.model, "usage": message.usage, "stop_reason": message.stop_reason,
-                      "message_id": message.message_id, "error": message.error,
-                      "parent_tool_use_id": message.parent_tool_use_id},
+            role="assistant",
+            content=_blocks(message.content),
+            message_type="assistant",
+            sdk_uuid=message.uuid,
+            session_id=message.session_id,
+            metadata={
+                "model": message.model,
+                "usage": message.usage,
+                "stop_reason": message.stop_reason,
+                "message_id": message.message_id,
+                "error": message.error,
+                "parent_tool_use_id": message.parent_tool_use_id,
+            },
         )
     if isinstance(message, UserMessage):
         content = _blocks(message.content)
-        is_tool_result = isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+        is_tool_result = isinstance(content, list) and any(
+            b.get("type") == "tool_result" for b in content
+        )
         return MessageFields(
-            role="user", content=content, message_type="tool_result" if is_tool_result else "user",
+            role="user",
+            content=content,
+            message_type="tool_result" if is_tool_result else "user",
             sdk_uuid=message.uuid,
             metadata={"parent_tool_use_id": message.parent_tool_use_id},
         )
     if isinstance(message, ResultMessage):
         return MessageFields(
-            role="result", content=message.result or "", message_type="result",
-            sdk_uuid=message.uuid, session_id=message.session_id, in_context=False,
-            metadata={"subtype": message.subtype, "is_error": message.is_error,
-                      "usage": message.usage, "total_cost_usd": message.total_cost_usd,
-                      "stop_reason": message.stop_reason, "num_turns": message.num_turns,
-                      "duration_ms": message.duration_ms, "errors": message.errors},
+            role="result",
+            content=message.result or "",
+            message_type="result",
+            sdk_uuid=message.uuid,
+            session_id=message.session_id,
+            in_context=False,
+            metadata={
+                "subtype": message.subtype,
+                "is_error": message.is_error,
+                "usage": message.usage,
+                "total_cost_usd": message.total_cost_usd,
+                "stop_reason": message.stop_reason,
+                "num_turns": message.num_turns,
+                "duration_ms": message.duration_ms,
+                "errors": message.errors,
+            },
         )
     if isinstance(message, SystemMessage):
         if message.subtype == "init":
             # Sent at every turn and large (every tool and command of the CLI): not worth a row.
             return None
         return MessageFields(
-            role="system", content="", message_type=f"system:{message.subtype}",
+            role="system",
+            content="",
+            message_type=f"system:{message.subtype}",
             sdk_uuid=message.data.get("uuid") if isinstance(message.data, dict) else None,
             session_id=message.data.get("session_id") if isinstance(message.data, dict) else None,
-            in_context=False, metadata={"data": message.data},
+            in_context=False,
+            metadata={"data": message.data},
         )
     logger.debug("not storing SDK message of type %s", type(message).__name__)
     return None

@@ -40,7 +40,13 @@ from ..errors import ConfigurationError
 from ..manager import MemoryManager
 from ..turn_context import render_memory_changes
 
-__all__ = ["DEFAULT_MAX_STALE_TURNS", "DEFAULT_PROMPT_REFRESH", "PromptRefresh", "PromptRefreshPolicy", "make_policy"]
+__all__ = [
+    "DEFAULT_MAX_STALE_TURNS",
+    "DEFAULT_PROMPT_REFRESH",
+    "PromptRefresh",
+    "PromptRefreshPolicy",
+    "make_policy",
+]
 
 PromptRefresh = Literal["live", "deferred", "announce"]
 
@@ -56,10 +62,16 @@ lower bound keeps the prompt and the conversation from disagreeing for long."""
 class PromptRefreshPolicy:
     """Decides before each turn whether changed memory is rebuilt into the system prompt."""
 
-    def __init__(self, mode: PromptRefresh = DEFAULT_PROMPT_REFRESH, *,
-                 max_stale_turns: int = DEFAULT_MAX_STALE_TURNS) -> None:
+    def __init__(
+        self,
+        mode: PromptRefresh = DEFAULT_PROMPT_REFRESH,
+        *,
+        max_stale_turns: int = DEFAULT_MAX_STALE_TURNS,
+    ) -> None:
         if mode not in ("live", "deferred", "announce"):
-            raise ConfigurationError(f"prompt_refresh must be 'live', 'deferred' or 'announce', got {mode!r}.")
+            raise ConfigurationError(
+                f"prompt_refresh must be 'live', 'deferred' or 'announce', got {mode!r}."
+            )
         if max_stale_turns < 0:
             raise ConfigurationError(f"max_stale_turns must be 0 or more, got {max_stale_turns}.")
         self.mode: PromptRefresh = mode
@@ -78,13 +90,22 @@ class PromptRefreshPolicy:
         announced to the model like the others."""
         self._built_from: str | None = None
 
-    def rebuilt(self, memory: MemoryManager, agent_id: str, *, versions: dict[str, int] | None = None,
-                fingerprint: str | None = None, summary_id: int | None = None) -> None:
+    def rebuilt(
+        self,
+        memory: MemoryManager,
+        agent_id: str,
+        *,
+        versions: dict[str, int] | None = None,
+        fingerprint: str | None = None,
+        summary_id: int | None = None,
+    ) -> None:
         """Remember what the prompt just built shows: `versions`, read before it was built (a
         block changed while it was built then still counts as changed), else the current ones;
         `fingerprint`, the memory it was built from (`is_current`); `summary_id`, the newest
         summary's id as the caller read it (0: none), read here when not given."""
-        self._known = dict(versions) if versions is not None else memory.block_versions(agent_id=agent_id)
+        self._known = (
+            dict(versions) if versions is not None else memory.block_versions(agent_id=agent_id)
+        )
         self._versions_after_turn = dict(self._known)
         self._layout = _layout(memory, agent_id, summary_id)
         self._stale_turns = 0
@@ -106,7 +127,9 @@ class PromptRefreshPolicy:
         model did not do."""
         self._versions_after_turn = memory.block_versions(agent_id=agent_id)
 
-    def must_rebuild(self, memory: MemoryManager, agent_id: str, *, summary_id: int | None = None) -> bool:
+    def must_rebuild(
+        self, memory: MemoryManager, agent_id: str, *, summary_id: int | None = None
+    ) -> bool:
         """Whether memory that changed since the last build must be rebuilt before this turn
         (`summary_id` as in `rebuilt`)."""
         if self.mode == "live" or self._stale_turns >= self.max_stale_turns:
@@ -124,9 +147,14 @@ class PromptRefreshPolicy:
     def _foreign_changes(self, memory: MemoryManager, agent_id: str) -> list[str]:
         """Ids of blocks changed by anything but the model's own edits since it last saw them."""
         current = memory.block_versions(agent_id=agent_id)
-        between_turns = {block_id for block_id, version in current.items()
-                         if self._versions_after_turn.get(block_id) != version}
-        return sorted(between_turns | set(memory.blocks_changed_by_others(self._known, agent_id=agent_id)))
+        between_turns = {
+            block_id
+            for block_id, version in current.items()
+            if self._versions_after_turn.get(block_id) != version
+        }
+        return sorted(
+            between_turns | set(memory.blocks_changed_by_others(self._known, agent_id=agent_id))
+        )
 
     def announcement(self, memory: MemoryManager, agent_id: str) -> str:
         """The `<memory_changes>` text for this turn's message (empty when nothing is pending),
@@ -134,8 +162,11 @@ class PromptRefreshPolicy:
         if not self._to_announce:
             return ""
         wanted = set(self._to_announce)
-        blocks = [block for block in memory.list_blocks(agent_id=agent_id, allow_secret=self.allow_secret)
-                  if block.block_id in wanted and block.in_prompt]
+        blocks = [
+            block
+            for block in memory.list_blocks(agent_id=agent_id, allow_secret=self.allow_secret)
+            if block.block_id in wanted and block.in_prompt
+        ]
         self._to_announce = []
         memory.mark_blocks_seen(blocks, agent_id=agent_id)
         for block in blocks:
@@ -151,8 +182,10 @@ def _layout(memory: MemoryManager, agent_id: str, summary_id: int | None) -> tup
     if summary_id is None:
         summary = memory.get_summary_record(agent_id=agent_id)
         summary_id = summary.summary_id if summary else 0
-    blocks = sorted((b.block_id, b.label, b.in_prompt, b.read_only, b.sensitivity)
-                    for b in memory.list_blocks(agent_id=agent_id, allow_secret=True))
+    blocks = sorted(
+        (b.block_id, b.label, b.in_prompt, b.read_only, b.sensitivity)
+        for b in memory.list_blocks(agent_id=agent_id, allow_secret=True)
+    )
     return (summary_id, *blocks)
 
 

@@ -38,7 +38,9 @@ class TurnResult:
                     elif isinstance(block, ToolUseBlock):
                         tool_calls.append(block)
         result = next((m for m in reversed(messages) if isinstance(m, ResultMessage)), None)
-        final = result.result if result is not None and result.result else (texts[-1] if texts else "")
+        final = (
+            result.result if result is not None and result.result else (texts[-1] if texts else "")
+        )
         return cls(
             text=final,
             messages=list(messages),

@@ -56,8 +56,15 @@ class TurnPlanner:
     memory, tool definitions), the summary left out: the budget adds it.
     """
 
-    def __init__(self, memory: MemoryManager, agent_id: str, compactor: Compactor,
-                 policy: PromptRefreshPolicy, *, count_fixed: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        memory: MemoryManager,
+        agent_id: str,
+        compactor: Compactor,
+        policy: PromptRefreshPolicy,
+        *,
+        count_fixed: Callable[[], int],
+    ) -> None:
         self.memory = memory
         self.agent_id = agent_id
         self.compactor = compactor
@@ -90,7 +97,9 @@ class TurnPlanner:
 
     # ----- before a turn ------------------------------------------------------------------
 
-    def before_turn(self, prompt: str | None, *, connected: bool, can_refresh_live: bool) -> TurnPlan:
+    def before_turn(
+        self, prompt: str | None, *, connected: bool, can_refresh_live: bool
+    ) -> TurnPlan:
         """The plan for the next turn (or for connecting, with no prompt).
 
         Reads the newest summary once and the budget once. A known prompt that would carry the
@@ -105,10 +114,13 @@ class TurnPlanner:
                 self._due = self.compactor.compaction_due(self.agent_id, budget)
             elif prompt is not None:
                 # Kept in context, the prompt is sent after the compaction.
-                estimate = message_tokens(MessageRecord(id=0, role="user", content=prompt), self.compactor.counter)
+                estimate = message_tokens(
+                    MessageRecord(id=0, role="user", content=prompt), self.compactor.counter
+                )
                 prompt_tokens = self.compactor.scaled(self.agent_id, estimate)
                 self._due = self.compactor.compaction_due(
-                    self.agent_id, budget, max(self._growth.headroom, prompt_tokens))
+                    self.agent_id, budget, max(self._growth.headroom, prompt_tokens)
+                )
         if self._due:
             self._due = False  # spent by this plan: a summariser failure is not retried this turn
             return TurnPlan(compact=True)
@@ -129,8 +141,11 @@ class TurnPlanner:
         if connected and self.policy.is_current(fingerprint):
             return TurnPlan(fingerprint=fingerprint)
         versions = self.memory.block_versions(agent_id=self.agent_id)
-        if connected and can_refresh_live and not self.policy.must_rebuild(
-                self.memory, self.agent_id, summary_id=summary_id):
+        if (
+            connected
+            and can_refresh_live
+            and not self.policy.must_rebuild(self.memory, self.agent_id, summary_id=summary_id)
+        ):
             # The tool results showed the model its own edits; the prompt catches up later.
             return TurnPlan(fingerprint=fingerprint, announce=self.policy.pending_announcement)
         return TurnPlan(rebuild=True, fingerprint=fingerprint, versions=versions)
@@ -138,8 +153,13 @@ class TurnPlanner:
     def prompt_built(self, plan: TurnPlan) -> None:
         """The prompt of `plan` now runs: remember what it shows, and count its fixed part."""
         summary_id = self._summary.summary_id if self._summary else 0
-        self.policy.rebuilt(self.memory, self.agent_id, versions=dict(plan.versions or {}),
-                            fingerprint=plan.fingerprint, summary_id=summary_id)
+        self.policy.rebuilt(
+            self.memory,
+            self.agent_id,
+            versions=dict(plan.versions or {}),
+            fingerprint=plan.fingerprint,
+            summary_id=summary_id,
+        )
         self._fixed_tokens = self._count_fixed()
         self._read_budget(self._fixed_tokens)
 
@@ -154,8 +174,11 @@ class TurnPlanner:
 
         Sizes for growth are the budget's scaled estimates throughout, so the first turn after
         opening does not count the calibration's correction as growth."""
-        budget = self._budget if self._budget_fresh and self._budget is not None else self._read_budget(
-            self._fixed_tokens)
+        budget = (
+            self._budget
+            if self._budget_fresh and self._budget is not None
+            else self._read_budget(self._fixed_tokens)
+        )
         self._budget_fresh = False
         self._growth.start(budget.scaled_estimate)
 
@@ -174,10 +197,13 @@ class TurnPlanner:
 
     # ----- helpers ------------------------------------------------------------------------
 
-    def _read_budget(self, fixed_tokens: int, *, summary: StoredSummary | None | Unread = None) -> ContextBudget:
+    def _read_budget(
+        self, fixed_tokens: int, *, summary: StoredSummary | None | Unread = None
+    ) -> ContextBudget:
         """The compactor's budget, on the summary read this turn unless told to read it."""
         self._budget = self.compactor.budget(
-            self.agent_id, fixed_tokens, summary=self._summary if summary is None else summary)
+            self.agent_id, fixed_tokens, summary=self._summary if summary is None else summary
+        )
         self._budget_fresh = True
         return self._budget
 

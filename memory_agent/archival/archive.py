@@ -111,10 +111,27 @@ class ArchivalMemory:
     ) -> str:
         """Store one passage and return its id (the existing id if this agent already has it, whose
         context stays as first stored). `context` is ranking-only: indexed, never shown in hits."""
-        return self.insert_many(agent_id, [NewPassage(content, tags, metadata, created_at, expires_at, ttl_days,
-                                                      importance, provenance, sensitivity, context)])[0]
+        return self.insert_many(
+            agent_id,
+            [
+                NewPassage(
+                    content,
+                    tags,
+                    metadata,
+                    created_at,
+                    expires_at,
+                    ttl_days,
+                    importance,
+                    provenance,
+                    sensitivity,
+                    context,
+                )
+            ],
+        )[0]
 
-    def insert_many(self, agent_id: str, items: Iterable[str | NewPassage | Mapping[str, Any]]) -> builtins.list[str]:
+    def insert_many(
+        self, agent_id: str, items: Iterable[str | NewPassage | Mapping[str, Any]]
+    ) -> builtins.list[str]:
         """Store many passages, embedding them in batches; returns their ids in input order.
 
         Every item is validated before anything is written. Rows are committed in chunks of
@@ -126,7 +143,9 @@ class ArchivalMemory:
             ids.extend(self._insert_chunk(agent_id, passages[start : start + INSERT_CHUNK]))
         return ids
 
-    def _insert_chunk(self, agent_id: str, items: builtins.list[PreparedPassage]) -> builtins.list[str]:
+    def _insert_chunk(
+        self, agent_id: str, items: builtins.list[PreparedPassage]
+    ) -> builtins.list[str]:
         now = utc_now()
         with self._acting(), self.db.transaction() as conn:
             passage_table.require_agent(conn, agent_id)
@@ -134,13 +153,23 @@ class ArchivalMemory:
             for item in items:
                 passage, created = passage_table.insert_or_get(conn, agent_id, item, now)
                 if created:
-                    journal.record(conn, agent_id=agent_id, action="insert_passage",
-                                   target_type="passage", target_id=passage.passage_id,
-                                   new_value=passage.content, created_at=now,
-                                   detail={"tags": list(passage.tags), "metadata": passage.metadata,
-                                           "expires_at": passage.expires_at, "importance": passage.importance,
-                                           "provenance": passage.provenance,
-                                           "sensitivity": passage.sensitivity})
+                    journal.record(
+                        conn,
+                        agent_id=agent_id,
+                        action="insert_passage",
+                        target_type="passage",
+                        target_id=passage.passage_id,
+                        new_value=passage.content,
+                        created_at=now,
+                        detail={
+                            "tags": list(passage.tags),
+                            "metadata": passage.metadata,
+                            "expires_at": passage.expires_at,
+                            "importance": passage.importance,
+                            "provenance": passage.provenance,
+                            "sensitivity": passage.sensitivity,
+                        },
+                    )
                 else:
                     passage = _raise_level(conn, passage, item, now)
                     if passage.is_superseded or passage.is_expired(now):
@@ -169,55 +198,96 @@ class ArchivalMemory:
                 )
             lifecycle.unlink_successor(conn, agent_id, passage, now, None)
             passage_table.delete_row(conn, agent_id, passage_id)
-            journal.record(conn, agent_id=agent_id, action="delete_passage",
-                           target_type="passage", target_id=passage_id, old_value=passage.content, created_at=now,
-                           detail=lifecycle.deleted_detail(passage))
+            journal.record(
+                conn,
+                agent_id=agent_id,
+                action="delete_passage",
+                target_type="passage",
+                target_id=passage_id,
+                old_value=passage.content,
+                created_at=now,
+                detail=lifecycle.deleted_detail(passage),
+            )
         if self.index.is_open or not self._check_on_open:
             self.index.remove_passages(agent_id, [passage])
         # else: the vector store is not open and is checked against SQLite when it opens, which
         # removes this vector then; a delete alone does not import chromadb.
         return passage
 
-    def supersede(self, agent_id: str, old_id: str, new_id: str, *,
-                  detail: Mapping[str, Any] | None = None) -> Passage:
+    def supersede(
+        self, agent_id: str, old_id: str, new_id: str, *, detail: Mapping[str, Any] | None = None
+    ) -> Passage:
         """Mark `old_id` superseded by `new_id` (refuses itself, a missing id, or a cycle)."""
         with self._acting():
             return lifecycle.supersede(self.db, agent_id, old_id, new_id, detail)
 
-    def restore(self, agent_id: str, passage_id: str, *, detail: Mapping[str, Any] | None = None) -> Passage:
+    def restore(
+        self, agent_id: str, passage_id: str, *, detail: Mapping[str, Any] | None = None
+    ) -> Passage:
         """Make a superseded passage current again."""
         with self._acting():
             return lifecycle.restore(self.db, agent_id, passage_id, detail)
 
-    def set_importance(self, agent_id: str, passage_id: str, importance: float, *,
-                       detail: Mapping[str, Any] | None = None) -> Passage:
+    def set_importance(
+        self,
+        agent_id: str,
+        passage_id: str,
+        importance: float,
+        *,
+        detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         with self._acting():
             return lifecycle.set_importance(self.db, agent_id, passage_id, importance, detail)
 
-    def update(self, agent_id: str, passage_id: str, *, tags: Iterable[str] | None = None,
-               metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
-               detail: Mapping[str, Any] | None = None) -> Passage:
+    def update(
+        self,
+        agent_id: str,
+        passage_id: str,
+        *,
+        tags: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Replace a passage's tags, metadata or provenance (those given); its text never changes.
 
         New tags are rewritten into its vector record too (the passage is 'pending' until then).
         """
         with self._acting():
-            passage, tags_changed = lifecycle.update(self.db, agent_id, passage_id, tags=tags, metadata=metadata,
-                                                     provenance=provenance, detail=detail)
+            passage, tags_changed = lifecycle.update(
+                self.db,
+                agent_id,
+                passage_id,
+                tags=tags,
+                metadata=metadata,
+                provenance=provenance,
+                detail=detail,
+            )
         if tags_changed:
             self.index.write([passage])
             passage = self.get(agent_id, passage_id) or passage
         return passage
 
-    def set_sensitivity(self, agent_id: str, passage_id: str, level: str, *, clearance: Sensitivity,
-                        detail: Mapping[str, Any] | None = None) -> Passage:
+    def set_sensitivity(
+        self,
+        agent_id: str,
+        passage_id: str,
+        level: str,
+        *,
+        clearance: Sensitivity,
+        detail: Mapping[str, Any] | None = None,
+    ) -> Passage:
         """Change a passage's sensitivity level (journalled). The caller's clearance must allow both
         the passage's current level and the new one: what a caller cannot read, it cannot relabel."""
         new_level = parse_level(level)
         with self._acting():
-            return lifecycle.set_sensitivity(self.db, agent_id, passage_id, new_level, clearance, detail)
+            return lifecycle.set_sensitivity(
+                self.db, agent_id, passage_id, new_level, clearance, detail
+            )
 
-    def purge_expired(self, agent_id: str | None = None, *, detail: Mapping[str, Any] | None = None) -> int:
+    def purge_expired(
+        self, agent_id: str | None = None, *, detail: Mapping[str, Any] | None = None
+    ) -> int:
         """Delete every expired passage for good (rows, keyword index, vectors); returns how many."""
         with self._acting():
             deleted = lifecycle.purge_expired(self.db, agent_id, detail)
@@ -228,7 +298,9 @@ class ArchivalMemory:
 
     # ----- reading --------------------------------------------------------------------------
 
-    def get(self, agent_id: str, passage_id: str, *, clearance: Sensitivity = DEFAULT_CLEARANCE) -> Passage | None:
+    def get(
+        self, agent_id: str, passage_id: str, *, clearance: Sensitivity = DEFAULT_CLEARANCE
+    ) -> Passage | None:
         """The agent's passage with this id, or None (also when its level is above `clearance`)."""
         with self.db.reading() as conn:
             passage = passage_table.fetch_one(conn, agent_id, passage_id)
@@ -249,7 +321,9 @@ class ArchivalMemory:
         """The agent's passages up to `clearance`, newest first, optionally by tags and time window."""
         if limit < 0 or offset < 0:
             raise ArchivalError("limit and offset must not be negative.")
-        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, clearance=clearance)
+        where = PassageFilter.build(
+            agent_id, tags, tag_mode, start_date, end_date, clearance=clearance
+        )
         with self.db.reading() as conn:
             return passage_table.list_rows(conn, where, limit, offset)
 
@@ -289,10 +363,29 @@ class ArchivalMemory:
         if not isinstance(count_access, bool):
             raise ArchivalError(f"count_access must be true or false, got {count_access!r}.")
         now = utc_now()
-        where = PassageFilter.build(agent_id, tags, tag_mode, start_date, end_date, live_at=now,
-                                    include_superseded=include_superseded, clearance=clearance)
-        hits = search_passages(self.db, self.index, query, where, limit, mode, self.fusion, self._search_executor(),
-                               self.reranker, scoring=self.scoring, explain=explain)
+        where = PassageFilter.build(
+            agent_id,
+            tags,
+            tag_mode,
+            start_date,
+            end_date,
+            live_at=now,
+            include_superseded=include_superseded,
+            clearance=clearance,
+        )
+        hits = search_passages(
+            self.db,
+            self.index,
+            query,
+            where,
+            limit,
+            mode,
+            self.fusion,
+            self._search_executor(),
+            self.reranker,
+            scoring=self.scoring,
+            explain=explain,
+        )
         if count_access:
             self._record_access([hit.passage_id for hit in hits], now)
         return hits
@@ -303,7 +396,9 @@ class ArchivalMemory:
         try:
             with self.db.transaction() as conn:
                 passage_table.record_access(conn, passage_ids, when)
-        except MemoryAgentError as error:  # a read must not fail because its bookkeeping could not be written
+        except (
+            MemoryAgentError
+        ) as error:  # a read must not fail because its bookkeeping could not be written
             log.warning("Access counts of %d passage(s) not recorded: %s", len(passage_ids), error)
 
     def _search_executor(self) -> ThreadPoolExecutor:
@@ -311,13 +406,16 @@ class ArchivalMemory:
         if self._executor is None:
             with self._executor_lock:
                 if self._executor is None:
-                    self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="archival-search")
+                    self._executor = ThreadPoolExecutor(
+                        max_workers=4, thread_name_prefix="archival-search"
+                    )
         return self._executor
 
     # ----- upkeep ---------------------------------------------------------------------------
 
-    def reconcile(self, agent_id: str | None = None, progress: Progress | None = None, *,
-                  full: bool = False) -> ReconcileReport:
+    def reconcile(
+        self, agent_id: str | None = None, progress: Progress | None = None, *, full: bool = False
+    ) -> ReconcileReport:
         """Re-embed pending passages and drop orphan vectors; cheap when nothing is owed."""
         return reconcile(self.db, self.index, agent_id, progress, full=full)
 
@@ -349,33 +447,68 @@ class ArchivalMemory:
             return passage_table.pending_count(conn, agent_id)
 
 
-def _reinsert(conn: Any, author: Author | None, passage: Passage, item: PreparedPassage, now: str) -> Passage:
+def _reinsert(
+    conn: Any, author: Author | None, passage: Passage, item: PreparedPassage, now: str
+) -> Passage:
     """The agent wrote again the text of a live passage: the same id is acknowledged. A write
     with a later expiry (or none) extends the passage's, else the fact would vanish at the older
     note's expiry. Either way the write is journalled, so a rollback sees that a later write
     touched the passage."""
-    if passage.expires_at is not None and (item.expires_at is None or item.expires_at > passage.expires_at):
-        lifecycle.change_columns(conn, passage.agent_id, passage.passage_id, "extend_passage_expiry",
-                                 {"expires_at": item.expires_at}, now, None)
+    if passage.expires_at is not None and (
+        item.expires_at is None or item.expires_at > passage.expires_at
+    ):
+        lifecycle.change_columns(
+            conn,
+            passage.agent_id,
+            passage.passage_id,
+            "extend_passage_expiry",
+            {"expires_at": item.expires_at},
+            now,
+            None,
+        )
         return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage
-    journal.record(conn, author=author, agent_id=passage.agent_id, action="reinsert_passage",
-                   target_type="passage", target_id=passage.passage_id, created_at=now, detail=None)
+    journal.record(
+        conn,
+        author=author,
+        agent_id=passage.agent_id,
+        action="reinsert_passage",
+        target_type="passage",
+        target_id=passage.passage_id,
+        created_at=now,
+        detail=None,
+    )
     return passage
 
 
 def _raise_level(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:
     """The same text written again at a stricter level makes the passage that level (journalled);
     a laxer write never lowers it: only `set_sensitivity` does, on purpose."""
-    if LEVELS.index(item.sensitivity) <= LEVELS.index(parse_level(passage.sensitivity, "stored sensitivity")):
+    if LEVELS.index(item.sensitivity) <= LEVELS.index(
+        parse_level(passage.sensitivity, "stored sensitivity")
+    ):
         return passage
-    lifecycle.change_columns(conn, passage.agent_id, passage.passage_id, "set_passage_sensitivity",
-                             {"sensitivity": item.sensitivity}, now, None)
+    lifecycle.change_columns(
+        conn,
+        passage.agent_id,
+        passage.passage_id,
+        "set_passage_sensitivity",
+        {"sensitivity": item.sensitivity},
+        now,
+        None,
+    )
     return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage
 
 
 def _revive(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:
     """The agent wrote again the text of a superseded or expired passage: the text is current again
     (a write must not vanish into a hidden passage), with the new write's expiry; journalled."""
-    lifecycle.change_columns(conn, passage.agent_id, passage.passage_id, "revive_passage",
-                             {"superseded_by": None, "expires_at": item.expires_at}, now, None)
+    lifecycle.change_columns(
+        conn,
+        passage.agent_id,
+        passage.passage_id,
+        "revive_passage",
+        {"superseded_by": None, "expires_at": item.expires_at},
+        now,
+        None,
+    )
     return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage

@@ -30,7 +30,13 @@ from .config import VectorConfig
 from .filters import PassageFilter
 from .vector_store import VectorMatch, VectorRecord
 
-__all__ = ["ChromaVectorStore", "chroma_where", "collection_name", "release_embedded_store", "scrub_sqlite_file"]
+__all__ = [
+    "ChromaVectorStore",
+    "chroma_where",
+    "collection_name",
+    "release_embedded_store",
+    "scrub_sqlite_file",
+]
 
 DEFAULT_PREFIX = "archival"
 OVERFETCH = 10
@@ -76,7 +82,9 @@ class ChromaVectorStore:
         name = collection_name(self.prefix, agent_id)
         if create:
             collection = client.get_or_create_collection(
-                name, embedding_function=None, metadata={"agent_id": agent_id},
+                name,
+                embedding_function=None,
+                metadata={"agent_id": agent_id},
                 configuration={"hnsw": {"space": "cosine"}},
             )
         else:
@@ -99,7 +107,9 @@ class ChromaVectorStore:
             self._collections.clear()
         return len(names)
 
-    def forget(self, agent_id: str, passage_ids: Sequence[str], *, whole_agent: bool = False) -> list[str]:
+    def forget(
+        self, agent_id: str, passage_ids: Sequence[str], *, whole_agent: bool = False
+    ) -> list[str]:
         """Forgetting: remove these passages' vectors so that no byte of them stays; returns warnings.
 
         A Chroma delete leaves the record in its log (`embeddings_queue`, with its metadata: tags)
@@ -115,22 +125,40 @@ class ChromaVectorStore:
         with self._lock:
             self._collections.pop(agent_id, None)
         if existing is not None:
-            kept = {"ids": [], "embeddings": [], "metadatas": []} if whole_agent else _all_records(existing)
+            kept = (
+                {"ids": [], "embeddings": [], "metadatas": []}
+                if whole_agent
+                else _all_records(existing)
+            )
             gone = set(passage_ids)
             client.delete_collection(name)
-            if self.config.host is None:  # before re-adding: the new rows would reuse the orphans' ids
-                scrub_sqlite_file(self.config.path / "chroma.sqlite3", before=_ORPHAN_ROWS, vacuum=False)
+            if (
+                self.config.host is None
+            ):  # before re-adding: the new rows would reuse the orphans' ids
+                scrub_sqlite_file(
+                    self.config.path / "chroma.sqlite3", before=_ORPHAN_ROWS, vacuum=False
+                )
             if not whole_agent:
-                rows = [(i, e, m) for i, e, m in zip(kept["ids"], kept["embeddings"], kept["metadatas"], strict=True)
-                        if passage_of(i) not in gone]
+                rows = [
+                    (i, e, m)
+                    for i, e, m in zip(
+                        kept["ids"], kept["embeddings"], kept["metadatas"], strict=True
+                    )
+                    if passage_of(i) not in gone
+                ]
                 collection = self._collection(agent_id, create=True)
                 assert collection is not None  # create=True makes the collection
                 for chunk in _chunks(rows, self._batch_size):
-                    collection.add(ids=[r[0] for r in chunk], embeddings=[r[1] for r in chunk],
-                                   metadatas=[r[2] for r in chunk])
+                    collection.add(
+                        ids=[r[0] for r in chunk],
+                        embeddings=[r[1] for r in chunk],
+                        metadatas=[r[2] for r in chunk],
+                    )
         if self.config.host is not None:
-            return [f"the Chroma server at {self.config.host} was asked to delete the vectors; its own disk, "
-                    "write-ahead log and backups are its operator's to clear"]
+            return [
+                f"the Chroma server at {self.config.host} was asked to delete the vectors; its own disk, "
+                "write-ahead log and backups are its operator's to clear"
+            ]
         self._keep_private()
         return scrub_sqlite_file(self.config.path / "chroma.sqlite3")
 
@@ -162,7 +190,9 @@ class ChromaVectorStore:
                 )
         self._keep_private()
 
-    def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
+    def query(
+        self, embedding: Sequence[float], where: PassageFilter, limit: int
+    ) -> list[VectorMatch]:
         """Nearest passages passing the filter.
 
         A Chroma `where` costs time in proportion to the records it lets through (at 100,000
@@ -219,7 +249,8 @@ class ChromaVectorStore:
         return {
             str(collection.metadata["agent_id"])
             for collection in self._connected().list_collections()
-            if collection.name.startswith(mine) and (collection.metadata or {}).get("agent_id") is not None
+            if collection.name.startswith(mine)
+            and (collection.metadata or {}).get("agent_id") is not None
         }
 
     def count(self, agent_id: str) -> int:
@@ -227,10 +258,18 @@ class ChromaVectorStore:
         return 0 if collection is None else int(collection.count())
 
 
-def _nearest(collection: Any, embedding: Sequence[float], limit: int, where: dict[str, Any] | None = None,
-             *, with_metadata: bool = False) -> list[tuple[VectorMatch, dict[str, Any]]]:
+def _nearest(
+    collection: Any,
+    embedding: Sequence[float],
+    limit: int,
+    where: dict[str, Any] | None = None,
+    *,
+    with_metadata: bool = False,
+) -> list[tuple[VectorMatch, dict[str, Any]]]:
     include = ["distances", "metadatas"] if with_metadata else ["distances"]
-    result = collection.query(query_embeddings=[_vector(embedding)], n_results=limit, where=where, include=include)
+    result = collection.query(
+        query_embeddings=[_vector(embedding)], n_results=limit, where=where, include=include
+    )
     metadatas = result["metadatas"][0] if with_metadata else [{}] * len(result["ids"][0])
     return [
         (VectorMatch(str(i), 1.0 - float(d)), dict(m or {}))
@@ -239,8 +278,11 @@ def _nearest(collection: Any, embedding: Sequence[float], limit: int, where: dic
 
 
 def _passes(where: PassageFilter, metadata: dict[str, Any]) -> bool:
-    return where.accepts(str(metadata.get("agent_id", "")), metadata.get("tags") or (),
-                         float(metadata.get("created_at", 0.0)))
+    return where.accepts(
+        str(metadata.get("agent_id", "")),
+        metadata.get("tags") or (),
+        float(metadata.get("created_at", 0.0)),
+    )
 
 
 def collection_name(prefix: str, agent_id: str) -> str:
@@ -274,7 +316,9 @@ def _open_client(config: VectorConfig) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if config.host:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
-    private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it (PostgreSQL)
+    private_dir(
+        config.path.parent
+    )  # the storage dir, when Chroma is the first to need it (PostgreSQL)
     private_dir(config.path)
     return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
 
@@ -305,7 +349,9 @@ def _forget_embedded_system(path: Path, *, force: bool = False) -> None:
     if system is not None:
         try:
             system.stop()
-        except Exception:  # a system that failed to start may fail to stop; it is dropped either way
+        except (
+            Exception
+        ):  # a system that failed to start may fail to stop; it is dropped either way
             pass
 
 
@@ -351,13 +397,17 @@ def scrub_sqlite_file(path: Path, before: Sequence[str] = (), *, vacuum: bool = 
         conn.execute("VACUUM")
         busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     except sqlite3.Error as error:
-        return [f"could not vacuum {path} ({error}); deleted vectors may stay in its free pages until "
-                "Chroma reuses them"]
+        return [
+            f"could not vacuum {path} ({error}); deleted vectors may stay in its free pages until "
+            "Chroma reuses them"
+        ]
     finally:
         conn.close()
     if busy and busy[0]:
-        return [f"{path}'s write-ahead log could not be truncated (another process reads it); run the forget "
-                "again when it is idle"]
+        return [
+            f"{path}'s write-ahead log could not be truncated (another process reads it); run the forget "
+            "again when it is idle"
+        ]
     return []
 
 
@@ -371,7 +421,9 @@ def _metadata(record: VectorRecord) -> dict[str, Any]:
 
 def _vector(embedding: Sequence[float]) -> Any:
     """Numpy rows and lists pass through untouched (Chroma takes both); other sequences become lists."""
-    return embedding if isinstance(embedding, list) or hasattr(embedding, "ndim") else list(embedding)
+    return (
+        embedding if isinstance(embedding, list) or hasattr(embedding, "ndim") else list(embedding)
+    )
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

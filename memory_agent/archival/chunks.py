@@ -23,7 +23,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from .vector_store import VectorMatch
 
-__all__ = ["CHUNK_MARK", "ChunkingEmbedder", "best_per_passage", "chunk_id", "embed_whole", "passage_of", "vector_ids"]
+__all__ = [
+    "CHUNK_MARK",
+    "ChunkingEmbedder",
+    "best_per_passage",
+    "chunk_id",
+    "embed_whole",
+    "passage_of",
+    "vector_ids",
+]
 
 CHUNK_MARK = "#chunk-"
 """Separates a passage id from the number of one of its later chunks. Live passage ids are
@@ -62,7 +70,9 @@ def embed_whole(embedding_function: Any, texts: Sequence[str]) -> list[list[Any]
     return [[vector] for vector in embedding_function(list(texts))]
 
 
-def best_per_passage(fetch: Callable[[int], list[VectorMatch]], limit: int, *, widen: int = 4) -> list[VectorMatch]:
+def best_per_passage(
+    fetch: Callable[[int], list[VectorMatch]], limit: int, *, widen: int = 4
+) -> list[VectorMatch]:
     """The `limit` best passages from a chunk ranking, each at its best chunk's similarity.
 
     `fetch(n)` returns the n nearest chunks. Several chunks of one passage can fill the list, so

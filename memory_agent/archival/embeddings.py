@@ -112,12 +112,21 @@ class MiniLMEmbeddingFunction:
         chunk_tokens, chunk_overlap: the windows of `embed_chunks` (word-pieces).
     """
 
-    def __init__(self, model_path: str | Path | None = None, *, tokenizer_path: str | Path | None = None,
-                 batch_size: int = 64, threads: int | None = None, chunk_tokens: int = CHUNK_TOKENS,
-                 chunk_overlap: int = CHUNK_OVERLAP) -> None:
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        tokenizer_path: str | Path | None = None,
+        batch_size: int = 64,
+        threads: int | None = None,
+        chunk_tokens: int = CHUNK_TOKENS,
+        chunk_overlap: int = CHUNK_OVERLAP,
+    ) -> None:
         if not 1 <= chunk_tokens <= MAX_TOKENS - 2 or not 0 <= chunk_overlap < chunk_tokens:
-            raise ArchivalError(f"chunk_tokens must be 1-{MAX_TOKENS - 2} and chunk_overlap 0 to chunk_tokens - 1; "
-                                f"got {chunk_tokens} and {chunk_overlap}.")
+            raise ArchivalError(
+                f"chunk_tokens must be 1-{MAX_TOKENS - 2} and chunk_overlap 0 to chunk_tokens - 1; "
+                f"got {chunk_tokens} and {chunk_overlap}."
+            )
         self.model_path = Path(model_path) if model_path is not None else None
         self.tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self.batch_size = batch_size
@@ -137,7 +146,7 @@ class MiniLMEmbeddingFunction:
         # Shortest first, so each batch pads to about its own length.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             for index, vector in zip(batch, _embed_batch(model, [encodings[i] for i in batch])):
                 vectors[index] = vector
         return vectors
@@ -151,14 +160,16 @@ class MiniLMEmbeddingFunction:
         owners: list[int] = []
         windows: list[list[int]] = []
         for owner, encoding in enumerate(model.whole_tokenizer.encode_batch(list(texts))):
-            for window in _windows(encoding.ids, encoding.tokens, self.chunk_tokens, self.chunk_overlap):
+            for window in _windows(
+                encoding.ids, encoding.tokens, self.chunk_tokens, self.chunk_overlap
+            ):
                 owners.append(owner)
                 windows.append(window)
         vectors: list[list[np.ndarray]] = [[] for _ in texts]
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         embedded: dict[int, np.ndarray] = {}
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             embedded.update(zip(batch, _embed_ids(model, [windows[i] for i in batch])))
         for index, owner in enumerate(owners):  # windows in text order
             vectors[owner].append(embedded[index])
@@ -212,7 +223,9 @@ class MiniLMEmbeddingFunction:
     def validate_config(config: dict[str, Any]) -> None:
         """Any config `get_config` wrote is valid."""
 
-    def validate_config_update(self, old_config: dict[str, Any], new_config: dict[str, Any]) -> None:
+    def validate_config_update(
+        self, old_config: dict[str, Any], new_config: dict[str, Any]
+    ) -> None:
         """Paths, batch size and threads change speed, never the vectors' meaning."""
 
     def get_config(self) -> dict[str, Any]:
@@ -229,7 +242,8 @@ class MiniLMEmbeddingFunction:
     def build_from_config(config: dict[str, Any]) -> MiniLMEmbeddingFunction:
         threads = config.get("threads")
         return MiniLMEmbeddingFunction(
-            config.get("model_path"), tokenizer_path=config.get("tokenizer_path"),
+            config.get("model_path"),
+            tokenizer_path=config.get("tokenizer_path"),
             batch_size=int(config.get("batch_size", 64)),
             threads=None if threads is None else int(threads),
             chunk_tokens=int(config.get("chunk_tokens", CHUNK_TOKENS)),
@@ -250,7 +264,9 @@ def _load_model(model_path: Path, tokenizer_path: Path, threads: int | None) -> 
     if threads is not None:
         options.intra_op_num_threads = threads
     try:
-        session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            str(model_path), options, providers=["CPUExecutionProvider"]
+        )
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         whole_tokenizer = Tokenizer.from_file(str(tokenizer_path))
     except Exception as exc:  # onnxruntime and tokenizers raise their own untyped errors
@@ -300,8 +316,8 @@ def _embed_ids(model: _Model, rows: list[list[int]]) -> np.ndarray:
     ids = np.zeros((len(rows), width), dtype=np.int64)
     mask = np.zeros((len(rows), width), dtype=np.int64)
     for row, row_ids in enumerate(rows):
-        ids[row, :len(row_ids)] = row_ids
-        mask[row, :len(row_ids)] = 1
+        ids[row, : len(row_ids)] = row_ids
+        mask[row, : len(row_ids)] = 1
     feeds = {"input_ids": ids, "attention_mask": mask}
     if model.wants_token_types:
         feeds["token_type_ids"] = np.zeros_like(ids)

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 __all__ = ["is_damaged_store", "vector_failure_text"]
 
-_DAMAGE_SIGNS = ("not a database", "malformed", "disk image", "RustBindingsAPI", "has no attribute 'bindings'",
-                 "file is encrypted", "(code: 26)", "(code: 11)")
+_DAMAGE_SIGNS = (
+    "not a database",
+    "malformed",
+    "disk image",
+    "RustBindingsAPI",
+    "has no attribute 'bindings'",
+    "file is encrypted",
+    "(code: 26)",
+    "(code: 11)",
+)
 _DETAIL_LIMIT = 200
 
 
@@ -25,9 +33,13 @@ def is_damaged_store(error: BaseException) -> bool:
 def vector_failure_text(error: BaseException) -> str:
     """One line: what failed on the vector side, then what to do about it."""
     if is_damaged_store(error):
-        return ("the vector store is damaged or is not a Chroma store (its chroma.sqlite3 cannot be read); run "
-                "'memory-agent doctor --repair' to move it aside and re-embed every passage from memory.db")
+        return (
+            "the vector store is damaged or is not a Chroma store (its chroma.sqlite3 cannot be read); run "
+            "'memory-agent doctor --repair' to move it aside and re-embed every passage from memory.db"
+        )
     lines = str(error).strip().splitlines()
     detail = (lines[0] if lines else "")[:_DETAIL_LIMIT]
-    return (f"{type(error).__name__}: {detail}; 'memory-agent doctor' retries (it names the cause if the "
-            "failure persists)")
+    return (
+        f"{type(error).__name__}: {detail}; 'memory-agent doctor' retries (it names the cause if the "
+        "failure persists)"
+    )

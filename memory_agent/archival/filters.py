@@ -87,11 +87,23 @@ class PassageFilter:
         start = None if start_date in (None, "") else to_utc_iso(start_date)
         end = None if end_date in (None, "") else to_utc_iso(end_date, end_of_day=True)
         if start and end and start > end:
-            raise ArchivalError(f"start_date ({start}) is after end_date ({end}); nothing can match.")
+            raise ArchivalError(
+                f"start_date ({start}) is after end_date ({end}); nothing can match."
+            )
         if not isinstance(include_superseded, bool):
-            raise ArchivalError(f"include_superseded must be true or false, got {include_superseded!r}.")
-        return cls(agent_id, normalise_tags(tags), tag_mode, start, end, live_at, include_superseded,
-                   parse_level(clearance, "clearance"))
+            raise ArchivalError(
+                f"include_superseded must be true or false, got {include_superseded!r}."
+            )
+        return cls(
+            agent_id,
+            normalise_tags(tags),
+            tag_mode,
+            start,
+            end,
+            live_at,
+            include_superseded,
+            parse_level(clearance, "clearance"),
+        )
 
     @property
     def hides_levels(self) -> bool:
@@ -138,7 +150,11 @@ class PassageFilter:
             params.append(self.end)
         if self.tags:
             marks = ", ".join("?" for _ in self.tags)
-            having = f" GROUP BY passage_rowid HAVING COUNT(*) = {len(self.tags)}" if self.tag_mode == "all" else ""
+            having = (
+                f" GROUP BY passage_rowid HAVING COUNT(*) = {len(self.tags)}"
+                if self.tag_mode == "all"
+                else ""
+            )
             clauses.append(
                 f"{alias}.passage_rowid IN (SELECT passage_rowid FROM passage_tags"
                 f" WHERE tag IN ({marks}){having})"

@@ -56,8 +56,13 @@ class FusionConfig:
 
     def __post_init__(self) -> None:
         if self.method not in ("score", "zscore", "rrf"):
-            raise ConfigurationError(f"Fusion method must be 'score', 'zscore' or 'rrf', got '{self.method}'.")
-        if min(self.keyword_weight, self.vector_weight) < 0 or self.keyword_weight + self.vector_weight <= 0:
+            raise ConfigurationError(
+                f"Fusion method must be 'score', 'zscore' or 'rrf', got '{self.method}'."
+            )
+        if (
+            min(self.keyword_weight, self.vector_weight) < 0
+            or self.keyword_weight + self.vector_weight <= 0
+        ):
             raise ConfigurationError("Fusion weights must be non-negative and not both zero.")
         if min(self.keyword_depth, self.vector_depth) < 1 or self.k < 1:
             raise ConfigurationError("Fusion depths and k must be at least 1.")
@@ -74,7 +79,10 @@ class FusedCandidate:
 def fuse(keyword: Ranking, vector: Ranking, config: FusionConfig) -> list[FusedCandidate]:
     """One ranking from both lists, best first; ties go to the better single-list rank."""
     if config.method == "rrf":
-        keyword_part, vector_part = reciprocal_rank(keyword, config.k), reciprocal_rank(vector, config.k)
+        keyword_part, vector_part = (
+            reciprocal_rank(keyword, config.k),
+            reciprocal_rank(vector, config.k),
+        )
     elif config.method == "zscore":
         keyword_part, vector_part = z_score(keyword), z_score(vector)
     else:
@@ -94,7 +102,12 @@ def fuse(keyword: Ranking, vector: Ranking, config: FusionConfig) -> list[FusedC
         return (-scores[passage_id], best, passage_id)
 
     return [
-        FusedCandidate(passage_id, scores[passage_id], keyword_rank.get(passage_id), vector_rank.get(passage_id))
+        FusedCandidate(
+            passage_id,
+            scores[passage_id],
+            keyword_rank.get(passage_id),
+            vector_rank.get(passage_id),
+        )
         for passage_id in sorted(scores, key=order)
     ]
 
@@ -116,7 +129,9 @@ def z_score(ranking: Ranking) -> Mapping[str, float]:
     values = [score for _, score in ranking]
     mean = sum(values) / len(values)
     spread = (sum((value - mean) ** 2 for value in values) / len(values)) ** 0.5
-    return {passage_id: (score - mean) / spread if spread > 0 else 0.0 for passage_id, score in ranking}
+    return {
+        passage_id: (score - mean) / spread if spread > 0 else 0.0 for passage_id, score in ranking
+    }
 
 
 def reciprocal_rank(ranking: Ranking, k: int) -> Mapping[str, float]:

@@ -39,7 +39,9 @@ class KeywordMatch:
     """-bm25 on SQLite, `pg_fulltext.RANKING`'s score on PostgreSQL: higher is a better match."""
 
 
-def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
+def keyword_search(
+    conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int
+) -> list[KeywordMatch]:
     """The `limit` best bm25 matches for `text` among the filtered passages, best first.
 
     FTS5 scores every row that shares a word with the query, and joining each of those rows to
@@ -51,11 +53,14 @@ def keyword_search(conn: sqlite3.Connection, text: str, where: PassageFilter, li
     the rows of very common words when that provably changes nothing (`store.fts_prune`).
     """
     search: Callable[[sqlite3.Connection, str, PassageFilter, int], list[KeywordMatch]] = by_engine(
-        conn, sqlite=_fts5, postgresql=_postgres)
+        conn, sqlite=_fts5, postgresql=_postgres
+    )
     return search(conn, text, where, limit)
 
 
-def _fts5(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
+def _fts5(
+    conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int
+) -> list[KeywordMatch]:
     """SQLite's FTS5 with bm25, on the agent's own table (see `keyword_search`)."""
     match = fts_query(text, drop_stop_words=True)
     table = agent_fts_table(conn, where.agent_id)
@@ -74,7 +79,9 @@ def _fts5(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int)
     return _joined(conn, table, match, where, limit)
 
 
-def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFilter) -> list[KeywordMatch]:
+def _passing(
+    conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFilter
+) -> list[KeywordMatch]:
     """The head's rows that pass the filter, in the head's order.
 
     Rows are fetched by rowid alone and filtered here: with an `agent_id = ?` condition in the
@@ -91,7 +98,8 @@ def _passing(conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFi
     ).fetchall()
     superseded = _superseded(conn, where, [row[1] for row in rows if row[6] is not None])
     passing = {
-        row[0]: row[1] for row in rows
+        row[0]: row[1]
+        for row in rows
         if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4]))
         and where.admits(row[5], row[1] in superseded, row[7])
     }
@@ -106,8 +114,9 @@ def _superseded(conn: sqlite3.Connection, where: PassageFilter, named: list[str]
     return passage_table.superseded_now(conn, named, where.live_at)
 
 
-def _joined(conn: sqlite3.Connection, table: str, match: str, where: PassageFilter,
-            limit: int) -> list[KeywordMatch]:
+def _joined(
+    conn: sqlite3.Connection, table: str, match: str, where: PassageFilter, limit: int
+) -> list[KeywordMatch]:
     clause, params = where.sql("p")
     rows = conn.execute(
         f"SELECT p.passage_id, bm25({table}) AS rank FROM {table}"
@@ -119,9 +128,13 @@ def _joined(conn: sqlite3.Connection, table: str, match: str, where: PassageFilt
     return [KeywordMatch(row[0], -float(row[1])) for row in rows]
 
 
-def _postgres(conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
+def _postgres(
+    conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int
+) -> list[KeywordMatch]:
     """PostgreSQL's full-text ranking (see `store.pg_fulltext`); the filter is part of the query,
     whose planner has statistics to choose between the GIN index and the agent's rows."""
     clause, params = where.sql("p")
-    return [KeywordMatch(passage_id, rank)
-            for passage_id, rank in pg_fulltext.passage_search(conn, text, clause, list(params), limit)]
+    return [
+        KeywordMatch(passage_id, rank)
+        for passage_id, rank in pg_fulltext.passage_search(conn, text, clause, list(params), limit)
+    ]

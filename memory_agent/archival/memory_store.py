@@ -29,7 +29,9 @@ class InMemoryVectorStore:
             for record in records:
                 self._records[record.passage_id] = (record, _unit(record.embedding))
 
-    def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
+    def query(
+        self, embedding: Sequence[float], where: PassageFilter, limit: int
+    ) -> list[VectorMatch]:
         probe = _unit(embedding)
         with self._lock:
             candidates = [
@@ -51,12 +53,17 @@ class InMemoryVectorStore:
     def embeddings(self, agent_id: str, passage_ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored (unit) vectors of these ids of the agent."""
         with self._lock:
-            return {pid: list(self._records[pid][1]) for pid in passage_ids
-                    if pid in self._records and self._records[pid][0].agent_id == agent_id}
+            return {
+                pid: list(self._records[pid][1])
+                for pid in passage_ids
+                if pid in self._records and self._records[pid][0].agent_id == agent_id
+            }
 
     def ids(self, agent_id: str) -> set[str]:
         with self._lock:
-            return {pid for pid, (record, _) in self._records.items() if record.agent_id == agent_id}
+            return {
+                pid for pid, (record, _) in self._records.items() if record.agent_id == agent_id
+            }
 
     def agents(self) -> set[str]:
         with self._lock:

@@ -51,7 +51,15 @@ __all__ = [
     "vector_count",
 ]
 
-LIFECYCLE_COLUMNS = ("tags", "metadata", "provenance", "importance", "superseded_by", "expires_at", "sensitivity")
+LIFECYCLE_COLUMNS = (
+    "tags",
+    "metadata",
+    "provenance",
+    "importance",
+    "superseded_by",
+    "expires_at",
+    "sensitivity",
+)
 """The columns `update_columns` may change, as the journal records them (raw stored values)."""
 
 
@@ -60,20 +68,27 @@ def require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
         raise AgentNotFoundError(agent_id)
 
 
-def insert_or_get(conn: sqlite3.Connection, agent_id: str, item: PreparedPassage, now: str) -> tuple[Passage, bool]:
+def insert_or_get(
+    conn: sqlite3.Connection, agent_id: str, item: PreparedPassage, now: str
+) -> tuple[Passage, bool]:
     """Insert the passage, or return the agent's existing one with identical content.
 
     Returns the stored passage and whether it was created by this call.
     """
-    created = insert_row(conn, f"passage-{uuid.uuid4()}", agent_id, item, item.created_at or now) is not None
+    created = (
+        insert_row(conn, f"passage-{uuid.uuid4()}", agent_id, item, item.created_at or now)
+        is not None
+    )
     row = conn.execute(
-        "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?", (agent_id, item.content_hash)
+        "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?",
+        (agent_id, item.content_hash),
     ).fetchone()
     return passage_from_row(row), created
 
 
-def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: PreparedPassage,
-               created_at: str) -> int | None:
+def insert_row(
+    conn: sqlite3.Connection, passage_id: str, agent_id: str, item: PreparedPassage, created_at: str
+) -> int | None:
     """The one writer of a passage row with its tag rows and keyword-index entry (live inserts and
     imports alike); the vectors are 'pending' until written. Returns the new row id, or None
     when the agent already has a passage with identical content (nothing is written)."""
@@ -81,10 +96,22 @@ def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: P
         "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
         " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity, index_context)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
-        (passage_id, agent_id, item.content, item.content_hash,
-         json.dumps(list(item.tags), ensure_ascii=False), item.metadata_json, created_at,
-         item.expires_at, item.importance, item.provenance_json, item.access_count, item.last_accessed_at,
-         item.sensitivity, item.context),
+        (
+            passage_id,
+            agent_id,
+            item.content,
+            item.content_hash,
+            json.dumps(list(item.tags), ensure_ascii=False),
+            item.metadata_json,
+            created_at,
+            item.expires_at,
+            item.importance,
+            item.provenance_json,
+            item.access_count,
+            item.last_accessed_at,
+            item.sensitivity,
+            item.context,
+        ),
     )
     if not cursor.rowcount:
         return None
@@ -97,8 +124,10 @@ def insert_row(conn: sqlite3.Connection, passage_id: str, agent_id: str, item: P
 def _write_tags(conn: sqlite3.Connection, rowid: int, tags: Sequence[str]) -> None:
     """The one writer of tag rows (a new passage's, or a passage's new tags)."""
     if tags:
-        conn.executemany("INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
-                         [(rowid, tag) for tag in tags])
+        conn.executemany(
+            "INSERT INTO passage_tags (passage_rowid, tag) VALUES (?, ?)",
+            [(rowid, tag) for tag in tags],
+        )
 
 
 def fetch_one(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
@@ -108,7 +137,9 @@ def fetch_one(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passa
     return None if row is None else passage_from_row(row)
 
 
-def fetch_by_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]) -> dict[str, Passage]:
+def fetch_by_ids(
+    conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]
+) -> dict[str, Passage]:
     """The agent's passages among these ids (others' and missing ids are left out).
 
     Looked up by id alone and checked for the agent afterwards: given both conditions, SQLite's
@@ -118,12 +149,20 @@ def fetch_by_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[
     for start in range(0, len(passage_ids), 500):
         chunk = list(passage_ids[start : start + 500])
         marks = ", ".join("?" for _ in chunk)
-        rows = conn.execute(f"SELECT * FROM passages WHERE passage_id IN ({marks})", chunk).fetchall()
-        found.update((row["passage_id"], passage_from_row(row)) for row in rows if row["agent_id"] == agent_id)
+        rows = conn.execute(
+            f"SELECT * FROM passages WHERE passage_id IN ({marks})", chunk
+        ).fetchall()
+        found.update(
+            (row["passage_id"], passage_from_row(row))
+            for row in rows
+            if row["agent_id"] == agent_id
+        )
     return found
 
 
-def list_rows(conn: sqlite3.Connection, where: PassageFilter, limit: int, offset: int) -> list[Passage]:
+def list_rows(
+    conn: sqlite3.Connection, where: PassageFilter, limit: int, offset: int
+) -> list[Passage]:
     """Newest first."""
     clause, params = where.sql("p")
     rows = conn.execute(
@@ -148,16 +187,22 @@ def purge_rows(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> int:
     superseded that is kept stops pointing at them. Returns how many rows went."""
     gone = 0
     for start in range(0, len(passage_ids), 500):
-        chunk = list(passage_ids[start:start + 500])
+        chunk = list(passage_ids[start : start + 500])
         marks = ", ".join("?" for _ in chunk)
-        conn.execute(f"UPDATE passages SET superseded_by = NULL WHERE superseded_by IN ({marks})", chunk)
-        gone += max(conn.execute(f"DELETE FROM passages WHERE passage_id IN ({marks})", chunk).rowcount, 0)
+        conn.execute(
+            f"UPDATE passages SET superseded_by = NULL WHERE superseded_by IN ({marks})", chunk
+        )
+        gone += max(
+            conn.execute(f"DELETE FROM passages WHERE passage_id IN ({marks})", chunk).rowcount, 0
+        )
     return gone
 
 
 def agent_rows(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
     """Every passage of the agent, superseded and expired ones included, oldest first."""
-    rows = conn.execute("SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_rowid", (agent_id,)).fetchall()
+    rows = conn.execute(
+        "SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_rowid", (agent_id,)
+    ).fetchall()
     return [passage_from_row(row) for row in rows]
 
 
@@ -165,8 +210,11 @@ def rows_holding(conn: sqlite3.Connection, agent_id: str | None, text: str) -> l
     """Passages (of the agent, or of every agent) whose content or ranking-only context contains
     `text` exactly (a context quoting a forgotten turn is a copy of it too)."""
     clause, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
-    rows = conn.execute(f"SELECT * FROM passages WHERE (instr(content, ?) > 0 OR instr(index_context, ?) > 0)"
-                        f" {clause} ORDER BY passage_rowid", (text, text, *params)).fetchall()
+    rows = conn.execute(
+        f"SELECT * FROM passages WHERE (instr(content, ?) > 0 OR instr(index_context, ?) > 0)"
+        f" {clause} ORDER BY passage_rowid",
+        (text, text, *params),
+    ).fetchall()
     return [passage_from_row(row) for row in rows]
 
 
@@ -186,9 +234,11 @@ def pending_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
     """Passages whose embedding is owed (answered from the partial index of pending rows)."""
     agent_clause = "" if agent_id is None else "AND agent_id = ?"
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
-    return int(conn.execute(
-        f"SELECT COUNT(*) FROM passages WHERE vector_state = 'pending' {agent_clause}", params
-    ).fetchone()[0])
+    return int(
+        conn.execute(
+            f"SELECT COUNT(*) FROM passages WHERE vector_state = 'pending' {agent_clause}", params
+        ).fetchone()[0]
+    )
 
 
 def passage_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
@@ -237,15 +287,25 @@ def update_columns(conn: sqlite3.Connection, passage_id: str, values: Mapping[st
     if not values:
         return
     assignments = ", ".join(f"{column} = ?" for column in values)
-    conn.execute(f"UPDATE passages SET {assignments} WHERE passage_id = ?", (*values.values(), passage_id))
+    conn.execute(
+        f"UPDATE passages SET {assignments} WHERE passage_id = ?", (*values.values(), passage_id)
+    )
     if "tags" in values:
-        rowid = conn.execute("SELECT passage_rowid FROM passages WHERE passage_id = ?", (passage_id,)).fetchone()[0]
+        rowid = conn.execute(
+            "SELECT passage_rowid FROM passages WHERE passage_id = ?", (passage_id,)
+        ).fetchone()[0]
         conn.execute("DELETE FROM passage_tags WHERE passage_rowid = ?", (rowid,))
         _write_tags(conn, int(rowid), json.loads(str(values["tags"])))
 
 
-def excluded_ids(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str, *,
-                 include_superseded: bool, clearance: Sensitivity = DEFAULT_CLEARANCE) -> set[str]:
+def excluded_ids(
+    conn: sqlite3.Connection,
+    passage_ids: Sequence[str],
+    now: str,
+    *,
+    include_superseded: bool,
+    clearance: Sensitivity = DEFAULT_CLEARANCE,
+) -> set[str]:
     """Which of these ids search must leave out: above the clearance, expired at `now`, or
     superseded at `now` (unless included; a passage whose successors have all expired is current
     again)."""
@@ -255,14 +315,21 @@ def excluded_ids(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str,
     for start in range(0, len(passage_ids), 500):
         chunk = list(passage_ids[start : start + 500])
         marks = ", ".join("?" for _ in chunk)
-        lifecycle = (f"(p.sensitivity NOT IN ({', '.join('?' for _ in levels)})"
-                     " OR (p.expires_at IS NOT NULL AND p.expires_at <= ?))")
+        lifecycle = (
+            f"(p.sensitivity NOT IN ({', '.join('?' for _ in levels)})"
+            " OR (p.expires_at IS NOT NULL AND p.expires_at <= ?))"
+        )
         params: list[object] = [*chunk, *levels, now]
         if not include_superseded:
             lifecycle = f"({lifecycle} OR {superseded})"
             params.extend(chain_params)
-        found.update(row[0] for row in conn.execute(
-            f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {lifecycle}", params))
+        found.update(
+            row[0]
+            for row in conn.execute(
+                f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {lifecycle}",
+                params,
+            )
+        )
     return found
 
 
@@ -273,9 +340,13 @@ def superseded_now(conn: sqlite3.Connection, passage_ids: Sequence[str], now: st
     for start in range(0, len(passage_ids), 500):
         chunk = list(passage_ids[start : start + 500])
         marks = ", ".join("?" for _ in chunk)
-        found.update(row[0] for row in conn.execute(
-            f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {superseded}",
-            [*chunk, *chain_params]))
+        found.update(
+            row[0]
+            for row in conn.execute(
+                f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {superseded}",
+                [*chunk, *chain_params],
+            )
+        )
     return found
 
 
@@ -299,7 +370,9 @@ def superseded_by_rows(conn: sqlite3.Connection, passage_id: str) -> list[Passag
     return [passage_from_row(row) for row in rows]
 
 
-def successor_chain(conn: sqlite3.Connection, agent_id: str, passage_id: str, limit: int = 10_000) -> list[str]:
+def successor_chain(
+    conn: sqlite3.Connection, agent_id: str, passage_id: str, limit: int = 10_000
+) -> list[str]:
     """The ids reached by following `superseded_by` from this passage (itself first); stops at a
     repeat, so a cycle cannot loop."""
     chain = [passage_id]
@@ -341,7 +414,8 @@ def vector_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
     extra = conn.execute(
         "SELECT COALESCE(SUM(vector_chunks - 1), 0) FROM passages"
-        f" WHERE vector_chunks != 1 AND vector_chunks > 1 AND vector_state = 'indexed' {agent_clause}", params,
+        f" WHERE vector_chunks != 1 AND vector_chunks > 1 AND vector_state = 'indexed' {agent_clause}",
+        params,
     ).fetchone()[0]
     return state_counts(conn, agent_id)["indexed"] + int(extra)
 
@@ -359,17 +433,21 @@ def indexed_chunks(conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
 
 def truncated_count(conn: sqlite3.Connection) -> int:
     """Indexed passages embedded before chunking from their first window only (`vector_chunks` 0)."""
-    return int(conn.execute(
-        "SELECT COUNT(*) FROM passages WHERE vector_chunks != 1 AND vector_chunks = 0 AND vector_state = 'indexed'"
-    ).fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM passages WHERE vector_chunks != 1 AND vector_chunks = 0 AND vector_state = 'indexed'"
+        ).fetchone()[0]
+    )
 
 
 def mark_truncated_pending(conn: sqlite3.Connection) -> int:
     """Owe whole-passage vectors for every passage embedded from its first window only."""
-    return int(conn.execute(
-        "UPDATE passages SET vector_state = 'pending' WHERE vector_chunks != 1 AND vector_chunks = 0"
-        " AND vector_state = 'indexed'"
-    ).rowcount)
+    return int(
+        conn.execute(
+            "UPDATE passages SET vector_state = 'pending' WHERE vector_chunks != 1 AND vector_chunks = 0"
+            " AND vector_state = 'indexed'"
+        ).rowcount
+    )
 
 
 def mark_pending(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:

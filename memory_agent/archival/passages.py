@@ -52,8 +52,20 @@ MAX_TAG_LENGTH = 100
 DEFAULT_IMPORTANCE = 0.5
 MAX_TTL_DAYS = 36_500.0
 """A hundred years: a longer TTL is a mistake more likely than a plan (and would pass year 9999)."""
-NEW_PASSAGE_KEYS = frozenset({"content", "tags", "metadata", "created_at", "expires_at", "ttl_days",
-                              "importance", "provenance", "sensitivity", "context"})
+NEW_PASSAGE_KEYS = frozenset(
+    {
+        "content",
+        "tags",
+        "metadata",
+        "created_at",
+        "expires_at",
+        "ttl_days",
+        "importance",
+        "provenance",
+        "sensitivity",
+        "context",
+    }
+)
 MAX_CONTEXT_CHARS = 20_000
 """Ranking-only context is a few turns, not a document: a longer one is refused, not cut."""
 
@@ -210,9 +222,13 @@ def prepare(item: str | NewPassage | Mapping[str, Any]) -> PreparedPassage:
         metadata_json=encode_metadata(passage.metadata),
         created_at=None if passage.created_at is None else to_utc_iso(passage.created_at),
         expires_at=_expiry(passage.expires_at, passage.ttl_days),
-        importance=DEFAULT_IMPORTANCE if passage.importance is None else check_importance(passage.importance),
+        importance=DEFAULT_IMPORTANCE
+        if passage.importance is None
+        else check_importance(passage.importance),
         provenance_json=encode_provenance(passage.provenance),
-        sensitivity=DEFAULT_LEVEL if passage.sensitivity is None else parse_level(passage.sensitivity),
+        sensitivity=DEFAULT_LEVEL
+        if passage.sensitivity is None
+        else parse_level(passage.sensitivity),
         context=check_context(passage.context),
     )
 
@@ -222,11 +238,15 @@ def check_context(context: object) -> str:
     if context is None:
         return ""
     if not isinstance(context, str):
-        raise ArchivalError(f"Passage context must be text, got {type(context).__name__}; nothing was stored.")
+        raise ArchivalError(
+            f"Passage context must be text, got {type(context).__name__}; nothing was stored."
+        )
     check_text("Passage context", context)
     if len(context) > MAX_CONTEXT_CHARS:
-        raise ArchivalError(f"Passage context is {len(context)} characters, more than {MAX_CONTEXT_CHARS}; "
-                            "give the few turns around the passage, not a document. Nothing was stored.")
+        raise ArchivalError(
+            f"Passage context is {len(context)} characters, more than {MAX_CONTEXT_CHARS}; "
+            "give the few turns around the passage, not a document. Nothing was stored."
+        )
     return context.strip()
 
 
@@ -244,21 +264,37 @@ def _expiry(expires_at: Timestamp | None, ttl_days: object) -> str | None:
         return aware_utc_iso("expires_at", expires_at)
     if ttl_days is None:
         return None
-    if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not math.isfinite(ttl_days):
-        raise ArchivalError(f"ttl_days must be a number of days, got {ttl_days!r}; nothing was stored.")
+    if (
+        isinstance(ttl_days, bool)
+        or not isinstance(ttl_days, (int, float))
+        or not math.isfinite(ttl_days)
+    ):
+        raise ArchivalError(
+            f"ttl_days must be a number of days, got {ttl_days!r}; nothing was stored."
+        )
     if not 0 < ttl_days <= MAX_TTL_DAYS:
-        raise ArchivalError(f"ttl_days must be more than 0 and at most {MAX_TTL_DAYS:g}, got {ttl_days!r}; "
-                            "nothing was stored.")
+        raise ArchivalError(
+            f"ttl_days must be more than 0 and at most {MAX_TTL_DAYS:g}, got {ttl_days!r}; "
+            "nothing was stored."
+        )
     moment = datetime.now(timezone.utc) + timedelta(days=float(ttl_days))
     return moment.isoformat(timespec="microseconds")
 
 
 def check_importance(importance: object) -> float:
     """`importance` as a float in [0, 1]; ArchivalError for anything else (bools, NaN, text)."""
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not math.isfinite(importance):
-        raise ArchivalError(f"importance must be a number from 0 to 1, got {importance!r}; nothing was changed.")
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, (int, float))
+        or not math.isfinite(importance)
+    ):
+        raise ArchivalError(
+            f"importance must be a number from 0 to 1, got {importance!r}; nothing was changed."
+        )
     if not 0.0 <= importance <= 1.0:
-        raise ArchivalError(f"importance must be from 0 to 1, got {importance!r}; nothing was changed.")
+        raise ArchivalError(
+            f"importance must be from 0 to 1, got {importance!r}; nothing was changed."
+        )
     return float(importance)
 
 

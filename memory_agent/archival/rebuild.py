@@ -68,7 +68,9 @@ def rebuild_vectors(archival: ArchivalMemory, progress: Progress | None = None) 
     return RebuildReport(backup, dropped, report)
 
 
-def reembed_truncated(archival: ArchivalMemory, progress: Progress | None = None) -> ReconcileReport:
+def reembed_truncated(
+    archival: ArchivalMemory, progress: Progress | None = None
+) -> ReconcileReport:
     """Re-embed whole every passage embedded from its first window only (see `chunks.py`): they
     are marked pending and written again, as chunks where they are long; the store is kept."""
     with archival.db.transaction() as conn:

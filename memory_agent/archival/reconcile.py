@@ -80,8 +80,13 @@ def reconcile(
     return report
 
 
-def _embed_pending(db: Database, index: VectorIndex, agent_id: str | None,
-                   progress: Progress | None, report: ReconcileReport) -> None:
+def _embed_pending(
+    db: Database,
+    index: VectorIndex,
+    agent_id: str | None,
+    progress: Progress | None,
+    report: ReconcileReport,
+) -> None:
     with db.reading() as conn:
         total = passage_table.pending_count(conn, agent_id)
     done = 0
@@ -120,14 +125,18 @@ def _compare_ids(db: Database, index: VectorIndex, agent_id: str, report: Reconc
     in_store = index.store.ids(agent_id)
     with db.reading() as conn:
         indexed = passage_table.indexed_chunks(conn, agent_id)
-        expected = {vector_id for pid, chunks in indexed.items() for vector_id in vector_ids(pid, chunks)}
+        expected = {
+            vector_id for pid, chunks in indexed.items() for vector_id in vector_ids(pid, chunks)
+        }
         # Pending passages' vectors (rewritten when embedded), orphans of deleted passages, or
         # chunks an indexed passage no longer has.
         unaccounted = sorted(in_store - expected)
         owners = sorted({passage_of(vector_id) for vector_id in unaccounted})
         pending = passage_table.known_ids(conn, agent_id, owners) - indexed.keys()
         orphans = [vector_id for vector_id in unaccounted if passage_of(vector_id) not in pending]
-    missing = sorted(pid for pid, chunks in indexed.items() if not in_store.issuperset(vector_ids(pid, chunks)))
+    missing = sorted(
+        pid for pid, chunks in indexed.items() if not in_store.issuperset(vector_ids(pid, chunks))
+    )
     if missing:
         with db.transaction() as conn:
             passage_table.mark_pending(conn, missing)

@@ -41,8 +41,7 @@ class Reranker(Protocol):
     depth: int
     """How many fused hits are sent to be reordered."""
 
-    def rerank(self, query: str, texts: Sequence[str]) -> list[int]:
-        ...
+    def rerank(self, query: str, texts: Sequence[str]) -> list[int]: ...
 
 
 class AnthropicReranker:
@@ -55,8 +54,15 @@ class AnthropicReranker:
         timeout: Seconds to wait for the answer before keeping the fused order.
     """
 
-    def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 depth: int = DEFAULT_RERANK_DEPTH, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        depth: int = DEFAULT_RERANK_DEPTH,
+        timeout: float = 10.0,
+    ) -> None:
         self.model = model
         self.depth = depth
         self.timeout = timeout
@@ -72,22 +78,29 @@ class AnthropicReranker:
         if self._client is None:
             import anthropic
 
-            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url,
-                                               max_retries=1, timeout=self.timeout)
+            self._client = anthropic.Anthropic(
+                api_key=self._api_key, base_url=self._base_url, max_retries=1, timeout=self.timeout
+            )
         return self._client
 
     def rerank(self, query: str, texts: Sequence[str]) -> list[int]:
-        listing = "\n".join(f"[{number}] {' '.join(text.split())[:_MAX_PASSAGE_CHARS]}"
-                            for number, text in enumerate(texts, start=1))
+        listing = "\n".join(
+            f"[{number}] {' '.join(text.split())[:_MAX_PASSAGE_CHARS]}"
+            for number, text in enumerate(texts, start=1)
+        )
         reply = self.client.messages.create(
-            model=self.model, max_tokens=200, system=_SYSTEM,
+            model=self.model,
+            max_tokens=200,
+            system=_SYSTEM,
             messages=[{"role": "user", "content": f"Query: {query}\n\nPassages:\n{listing}"}],
         )
         answer = "".join(getattr(block, "text", "") for block in reply.content)
         return [number - 1 for number in map(int, re.findall(r"\d+", answer))]
 
 
-def apply_order(reranker: Reranker, query: str, items: Sequence[Any], texts: Sequence[str]) -> list[Any]:
+def apply_order(
+    reranker: Reranker, query: str, items: Sequence[Any], texts: Sequence[str]
+) -> list[Any]:
     """`items` reordered by the reranker's answer about `texts` (the first `depth` of them).
 
     Valid, distinct indices come first in the model's order; the rest keep their order. On any

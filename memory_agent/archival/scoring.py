@@ -75,7 +75,9 @@ against 0 is worth a tenth of the match's range), not a finding."""
 
 def recency(created_at: str, newest: str, half_life_days: float) -> float:
     """0.5 ** (days `created_at` is older than `newest` / half-life); 1.0 when not older."""
-    age = (datetime.fromisoformat(newest) - datetime.fromisoformat(created_at)).total_seconds() / 86400
+    age = (
+        datetime.fromisoformat(newest) - datetime.fromisoformat(created_at)
+    ).total_seconds() / 86400
     return 0.5 ** (max(age, 0.0) / half_life_days)
 
 

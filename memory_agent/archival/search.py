@@ -68,7 +68,9 @@ def search_passages(
     explain: bool = False,
 ) -> list[SearchHit]:
     """The best `limit` passages for `query` in `mode`, best first (explained when `explain`)."""
-    hits, newest_candidate = _search(db, index, query, where, limit, mode, fusion, executor, reranker, scoring)
+    hits, newest_candidate = _search(
+        db, index, query, where, limit, mode, fusion, executor, reranker, scoring
+    )
     if explain:
         return _explained(hits, mode, newest_candidate, scoring)
     return hits
@@ -98,12 +100,20 @@ def _search(
     # Candidates beyond `limit` leave room for vectors whose passage was deleted (dropped on read).
     wanted = limit + ORPHAN_SLACK
     if mode == "keyword":
-        return _with_newest(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit))
+        return _with_newest(
+            _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
+        )
     if mode == "vector":
         vector = _vector_matches(index, query, where, wanted, db)
         if vector is None:
-            return _with_newest(_degraded(_keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)))
-        return _with_newest(_hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit])
+            return _with_newest(
+                _degraded(
+                    _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
+                )
+            )
+        return _with_newest(
+            _hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit]
+        )
     depth = max(wanted, fusion.vector_depth)
     if executor is None:
         vector = _vector_matches(index, query, where, depth, db)
@@ -114,9 +124,19 @@ def _search(
         vector = vector_future.result()
     if vector is None:
         return _with_newest(_degraded(_keyword_only(keyword, db, where, limit)))
-    fused = fuse([(m.passage_id, m.score) for m in keyword], [(m.passage_id, m.similarity) for m in vector], fusion)
+    fused = fuse(
+        [(m.passage_id, m.score) for m in keyword],
+        [(m.passage_id, m.similarity) for m in vector],
+        fusion,
+    )
     if mode == "scored":
-        every = _hydrate(db, where, [(candidate.passage_id, candidate.score) for candidate in fused], keyword, vector)
+        every = _hydrate(
+            db,
+            where,
+            [(candidate.passage_id, candidate.score) for candidate in fused],
+            keyword,
+            vector,
+        )
         return _rescored(every, scoring)[:limit], newest([hit.passage.created_at for hit in every])
     head_size = wanted if reranker is None else max(wanted, reranker.depth + ORPHAN_SLACK)
     head = [(candidate.passage_id, candidate.score) for candidate in fused[:head_size]]
@@ -136,31 +156,53 @@ def _rescored(hits: Sequence[SearchHit], scoring: ScoringConfig) -> list[SearchH
     if reference is None:
         return []
     rescored = [
-        (scored(hit.score, recency(hit.passage.created_at, reference, scoring.half_life_days),
-                hit.passage.importance, scoring), position, hit)
+        (
+            scored(
+                hit.score,
+                recency(hit.passage.created_at, reference, scoring.half_life_days),
+                hit.passage.importance,
+                scoring,
+            ),
+            position,
+            hit,
+        )
         for position, hit in enumerate(hits)
     ]
     rescored.sort(key=lambda item: (-item[0], item[1]))
-    return [dataclasses.replace(hit, score=value, fused_score=hit.score) for value, _, hit in rescored]
+    return [
+        dataclasses.replace(hit, score=value, fused_score=hit.score) for value, _, hit in rescored
+    ]
 
 
-def _explained(hits: Sequence[SearchHit], mode: str, reference: str | None,
-               scoring: ScoringConfig) -> list[SearchHit]:
+def _explained(
+    hits: Sequence[SearchHit], mode: str, reference: str | None, scoring: ScoringConfig
+) -> list[SearchHit]:
     """Each hit with its signals; recency against the newest candidate of the search."""
     explained = []
     for hit in hits:
         passage = hit.passage
         fused = hit.score if hit.fused_score is None else hit.fused_score
         explanation = SearchExplanation(
-            mode="keyword" if hit.degraded else mode, keyword_rank=hit.keyword_rank, keyword_score=hit.keyword_score,
-            vector_rank=hit.vector_rank, vector_similarity=hit.vector_similarity, fused=fused,
-            recency=recency(passage.created_at, reference or passage.created_at, scoring.half_life_days),
-            importance=passage.importance, access_count=passage.access_count, score=hit.score)
+            mode="keyword" if hit.degraded else mode,
+            keyword_rank=hit.keyword_rank,
+            keyword_score=hit.keyword_score,
+            vector_rank=hit.vector_rank,
+            vector_similarity=hit.vector_similarity,
+            fused=fused,
+            recency=recency(
+                passage.created_at, reference or passage.created_at, scoring.half_life_days
+            ),
+            importance=passage.importance,
+            access_count=passage.access_count,
+            score=hit.score,
+        )
         explained.append(dataclasses.replace(hit, explanation=explanation))
     return explained
 
 
-def _keyword_only(keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
+def _keyword_only(
+    keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int
+) -> list[SearchHit]:
     return _hydrate(db, where, [(m.passage_id, m.score) for m in keyword[:limit]], keyword, [])
 
 
@@ -175,16 +217,21 @@ def _check(query: object, limit: object, mode: object) -> None:
     if mode not in MODES:
         raise ArchivalError(f"Unknown search mode '{mode}'; use one of {', '.join(MODES)}.")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_SEARCH_LIMIT:
-        raise ArchivalError(f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}.")
+        raise ArchivalError(
+            f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}."
+        )
 
 
-def _keyword_matches(db: Database, query: str, where: PassageFilter, depth: int) -> list[KeywordMatch]:
+def _keyword_matches(
+    db: Database, query: str, where: PassageFilter, depth: int
+) -> list[KeywordMatch]:
     with db.reading() as conn:
         return keyword_search(conn, query, where, depth)
 
 
-def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth: int,
-                    db: Database | None = None) -> list[VectorMatch] | None:
+def _vector_matches(
+    index: VectorIndex, query: str, where: PassageFilter, depth: int, db: Database | None = None
+) -> list[VectorMatch] | None:
     """Live vector candidates, or None when the vector side failed (the caller falls back)."""
     try:
         asked = depth
@@ -201,7 +248,10 @@ def _vector_matches(index: VectorIndex, query: str, where: PassageFilter, depth:
             # store has no more (expiry and supersession keep their bound, MAX_VECTOR_DEPTH).
             asked = asked * 4 if where.hides_levels else min(asked * 4, MAX_VECTOR_DEPTH)
     except Exception as error:  # any model or store failure: answer from keywords instead
-        log.warning("Vector search failed, answering from keyword search only: %s", vector_failure_text(error))
+        log.warning(
+            "Vector search failed, answering from keyword search only: %s",
+            vector_failure_text(error),
+        )
         return None
 
 
@@ -210,15 +260,21 @@ def _live(db: Database, where: PassageFilter, matches: Sequence[VectorMatch]) ->
     if not matches:
         return []
     with db.reading() as conn:
-        excluded = passage_table.excluded_ids(conn, [m.passage_id for m in matches], where.live_at or "",
-                                              include_superseded=where.include_superseded,
-                                              clearance=where.clearance)
+        excluded = passage_table.excluded_ids(
+            conn,
+            [m.passage_id for m in matches],
+            where.live_at or "",
+            include_superseded=where.include_superseded,
+            clearance=where.clearance,
+        )
     return [match for match in matches if match.passage_id not in excluded]
 
 
 def _newest(db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
     with db.reading() as conn:
-        return [SearchHit(passage, 0.0) for passage in passage_table.list_rows(conn, where, limit, 0)]
+        return [
+            SearchHit(passage, 0.0) for passage in passage_table.list_rows(conn, where, limit, 0)
+        ]
 
 
 def _hydrate(
@@ -232,16 +288,27 @@ def _hydrate(
     keyword_at = {m.passage_id: (rank, m.score) for rank, m in enumerate(keyword, start=1)}
     vector_at = {m.passage_id: (rank, m.similarity) for rank, m in enumerate(vector, start=1)}
     with db.reading() as conn:
-        passages: dict[str, Passage] = passage_table.fetch_by_ids(conn, where.agent_id, [pid for pid, _ in ranked])
+        passages: dict[str, Passage] = passage_table.fetch_by_ids(
+            conn, where.agent_id, [pid for pid, _ in ranked]
+        )
         named = [p.passage_id for p in passages.values() if p.superseded_by is not None]
-        superseded = (passage_table.superseded_now(conn, named, where.live_at)
-                      if named and where.live_at is not None and not where.include_superseded else set(named))
+        superseded = (
+            passage_table.superseded_now(conn, named, where.live_at)
+            if named and where.live_at is not None and not where.include_superseded
+            else set(named)
+        )
     hits = []
     for passage_id, score in ranked:
         passage = passages.get(passage_id)
-        if passage is None or not where.admits(passage.expires_at, passage_id in superseded, passage.sensitivity):
+        if passage is None or not where.admits(
+            passage.expires_at, passage_id in superseded, passage.sensitivity
+        ):
             continue
         keyword_rank, keyword_score = keyword_at.get(passage_id, (None, None))
         vector_rank, similarity = vector_at.get(passage_id, (None, None))
-        hits.append(SearchHit(passages[passage_id], score, keyword_rank, vector_rank, keyword_score, similarity))
+        hits.append(
+            SearchHit(
+                passages[passage_id], score, keyword_rank, vector_rank, keyword_score, similarity
+            )
+        )
     return hits

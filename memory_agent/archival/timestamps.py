@@ -29,11 +29,15 @@ def aware_utc_iso(name: str, value: Timestamp) -> str:
     an expiry is a deadline, and guessing its zone could move it by hours."""
     moment = _parse(value) if isinstance(value, str) else value
     if not isinstance(moment, datetime):
-        raise ArchivalError(f"{name} must be a date and time with a time zone, e.g. '2024-05-01T13:30:00Z'; "
-                            f"got {value!r}. Nothing was changed.")
+        raise ArchivalError(
+            f"{name} must be a date and time with a time zone, e.g. '2024-05-01T13:30:00Z'; "
+            f"got {value!r}. Nothing was changed."
+        )
     if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ArchivalError(f"{name} has no time zone ({value!r}); add one, e.g. 'Z' or '+02:00'. "
-                            "Nothing was changed.")
+        raise ArchivalError(
+            f"{name} has no time zone ({value!r}); add one, e.g. 'Z' or '+02:00'. "
+            "Nothing was changed."
+        )
     return to_utc_iso(moment)
 
 
@@ -64,7 +68,9 @@ def _to_utc(value: Timestamp, end_of_day: bool) -> datetime:
         if end_of_day:
             moment += timedelta(days=1, microseconds=-1)
     else:
-        raise ArchivalError(f"Expected a date, datetime or ISO-8601 string, got {type(value).__name__}.")
+        raise ArchivalError(
+            f"Expected a date, datetime or ISO-8601 string, got {type(value).__name__}."
+        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc)

@@ -101,7 +101,9 @@ class VectorIndex:
                 if self._store is None:
                     from .chroma_store import ChromaVectorStore
 
-                    prefix = self.config.collection_prefix or collection_prefix_for(embedding_function)
+                    prefix = self.config.collection_prefix or collection_prefix_for(
+                        embedding_function
+                    )
                     self._store = ChromaVectorStore(self.config, prefix)
                     opened, self._on_open = self._on_open, []
             for callback in opened:
@@ -140,7 +142,9 @@ class VectorIndex:
     def embed_documents(self, texts: Sequence[str]) -> list[Sequence[float]]:
         return list(self.embedding_function(list(texts)))
 
-    def stored_embeddings(self, agent_id: str, passage_ids: Sequence[str]) -> dict[str, Sequence[float]]:
+    def stored_embeddings(
+        self, agent_id: str, passage_ids: Sequence[str]
+    ) -> dict[str, Sequence[float]]:
         """Vectors already stored for these passages, from stores that can return them (an optional
         `embeddings(agent_id, ids)` method: Chroma and the in-memory store have it); empty when the
         store cannot, or fails (the caller embeds the texts instead)."""
@@ -150,7 +154,9 @@ class VectorIndex:
         try:
             return dict(fetch(agent_id, passage_ids))
         except Exception as error:  # the vector side may fail; embedding again is the way round
-            log.warning("could not read stored vectors of agent %s (%s); embedding instead", agent_id, error)
+            log.warning(
+                "could not read stored vectors of agent %s (%s); embedding instead", agent_id, error
+            )
             return {}
 
     def embed_query(self, text: str) -> Sequence[float]:
@@ -176,8 +182,11 @@ class VectorIndex:
                 self._write_batch(batch)
             except Exception as error:  # any store or model failure: the passages stay pending
                 message = vector_failure_text(error)
-                log.warning("Archival vectors not written for %d passage(s), left pending: %s",
-                            len(passages) - done, message)
+                log.warning(
+                    "Archival vectors not written for %d passage(s), left pending: %s",
+                    len(passages) - done,
+                    message,
+                )
                 return IndexResult(done, message)
             done += len(batch)
             if progress is not None:
@@ -187,11 +196,15 @@ class VectorIndex:
     def passage_vectors(self, batch: Sequence[Passage]) -> list[list[Any]]:
         """Each passage's vectors (its chunks), its context included as `context_vectors` says."""
         if self.context_vectors == "joined":
-            return embed_whole(self.embedding_function, [indexed_text(p.content, p.context) for p in batch])
+            return embed_whole(
+                self.embedding_function, [indexed_text(p.content, p.context) for p in batch]
+            )
         texts = [p.content for p in batch]
         with_context = [i for i, p in enumerate(batch) if p.context]
-        found = embed_whole(self.embedding_function, texts + [indexed_text(batch[i].content, batch[i].context)
-                                                              for i in with_context])
+        found = embed_whole(
+            self.embedding_function,
+            texts + [indexed_text(batch[i].content, batch[i].context) for i in with_context],
+        )
         chunks = [list(vectors) for vectors in found[: len(batch)]]
         for offset, i in enumerate(with_context):
             chunks[i].extend(found[len(batch) + offset])
@@ -200,27 +213,49 @@ class VectorIndex:
     def _write_batch(self, batch: Sequence[Passage]) -> None:
         chunks = self.passage_vectors(batch)
         if len(chunks) != len(batch) or not all(chunks):
-            raise MemoryAgentError(f"The embedding function returned {len(chunks)} vectors for {len(batch)} texts.")
-        self.store.upsert([
-            VectorRecord(chunk_id(p.passage_id, number), p.agent_id, vector, p.tags, to_epoch(p.created_at))
-            for p, vectors in zip(batch, chunks)
-            for number, vector in enumerate(vectors)
-        ])
-        for p, vectors in zip(batch, chunks):  # chunks of an earlier, longer embedding of it (another window)
-            stale = [chunk_id(p.passage_id, number) for number in range(len(vectors), p.vector_chunks)]
+            raise MemoryAgentError(
+                f"The embedding function returned {len(chunks)} vectors for {len(batch)} texts."
+            )
+        self.store.upsert(
+            [
+                VectorRecord(
+                    chunk_id(p.passage_id, number),
+                    p.agent_id,
+                    vector,
+                    p.tags,
+                    to_epoch(p.created_at),
+                )
+                for p, vectors in zip(batch, chunks)
+                for number, vector in enumerate(vectors)
+            ]
+        )
+        for p, vectors in zip(
+            batch, chunks
+        ):  # chunks of an earlier, longer embedding of it (another window)
+            stale = [
+                chunk_id(p.passage_id, number) for number in range(len(vectors), p.vector_chunks)
+            ]
             if stale:
                 self.store.delete(p.agent_id, stale)
         try:
             with self._db.transaction() as conn:
-                passage_table.mark_indexed(conn, [(p.passage_id, len(vectors)) for p, vectors in zip(batch, chunks)])
+                passage_table.mark_indexed(
+                    conn, [(p.passage_id, len(vectors)) for p, vectors in zip(batch, chunks)]
+                )
         except (sqlite3.Error, MemoryAgentError) as error:
             raise MemoryAgentError(f"vectors written but not marked indexed: {error}") from error
 
     def remove_passages(self, agent_id: str, passages: Sequence[Passage]) -> str | None:
         """Delete every vector (chunk) of these passages; see `remove`. Any path that deletes or
         purges passages removes their vectors through this."""
-        return self.remove(agent_id, [vector_id for p in passages for vector_id in vector_ids(p.passage_id,
-                                                                                                 p.vector_chunks)])
+        return self.remove(
+            agent_id,
+            [
+                vector_id
+                for p in passages
+                for vector_id in vector_ids(p.passage_id, p.vector_chunks)
+            ],
+        )
 
     def remove(self, agent_id: str, ids: Sequence[str]) -> str | None:
         """Delete these vectors (see `chunks.vector_ids` for a passage's); returns the error text

@@ -48,7 +48,9 @@ class VectorStore(Protocol):
         """Write (or overwrite) these embeddings; writing the same record twice is harmless."""
         ...
 
-    def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
+    def query(
+        self, embedding: Sequence[float], where: PassageFilter, limit: int
+    ) -> list[VectorMatch]:
         """The `limit` nearest passages that pass `where`, closest first."""
         ...
 

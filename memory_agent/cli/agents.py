@@ -23,8 +23,9 @@ def init(persona: str | None, human: str | None) -> None:
     """
     chosen, settings = state(), load_settings()
     directory = admin.storage_path(chosen.storage_dir, settings)
-    info, created = admin.init_storage(directory, chosen.agent_id, settings=settings,
-                                       persona=persona, human=human)
+    info, created = admin.init_storage(
+        directory, chosen.agent_id, settings=settings, persona=persona, human=human
+    )
 
     def render() -> None:
         verb = "Created" if created else "Already initialised:"
@@ -44,15 +45,31 @@ def list_agents() -> None:
     """List the agents, with how much memory each holds (* marks the default)."""
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
-    with admin.open_database(directory, database_url=settings.database_url,
-                             encryption_key=settings.encryption_key) as db:
+    with admin.open_database(
+        directory, database_url=settings.database_url, encryption_key=settings.encryption_key
+    ) as db:
         infos = admin.list_agent_info(db)
 
     def render() -> None:
-        rows = [("*" if i.is_default else "", i.agent_id, timestamp(i.created_at), i.blocks, i.messages,
-                 i.summaries, i.passages, i.name or "") for i in infos]
-        console().print(make_table(("", "agent", "created", "blocks", "messages", "summaries",
-                                    "passages", "name"), rows))
+        rows = [
+            (
+                "*" if i.is_default else "",
+                i.agent_id,
+                timestamp(i.created_at),
+                i.blocks,
+                i.messages,
+                i.summaries,
+                i.passages,
+                i.name or "",
+            )
+            for i in infos
+        ]
+        console().print(
+            make_table(
+                ("", "agent", "created", "blocks", "messages", "summaries", "passages", "name"),
+                rows,
+            )
+        )
 
     emit(infos, render)
 
@@ -70,10 +87,15 @@ def show_agent(agent_id: str | None) -> None:
         summary = memory.get_summary()
 
     def render() -> None:
-        say(f"Agent {info.agent_id}" + (f" ({info.name})" if info.name else "")
-            + (" [default]" if info.is_default else ""))
-        say(f"created {info.created_at}; {info.messages} messages, {info.summaries} summaries, "
-            f"{info.passages} passages")
+        say(
+            f"Agent {info.agent_id}"
+            + (f" ({info.name})" if info.name else "")
+            + (" [default]" if info.is_default else "")
+        )
+        say(
+            f"created {info.created_at}; {info.messages} messages, {info.summaries} summaries, "
+            f"{info.passages} passages"
+        )
         print_blocks(blocks, title="blocks")
         if summary:
             say(f"summary: {summary}")
@@ -89,8 +111,14 @@ def show_agent(agent_id: str | None) -> None:
 @click.option("--human", help="First value of the human block.")
 def create_agent(agent_id: str, name: str | None, persona: str | None, human: str | None) -> None:
     """Create a new agent with the default blocks (an existing id is refused)."""
-    info = admin.create_agent(state().storage_dir, agent_id, settings=load_settings(), name=name,
-                              persona=persona, human=human)
+    info = admin.create_agent(
+        state().storage_dir,
+        agent_id,
+        settings=load_settings(),
+        name=name,
+        persona=persona,
+        human=human,
+    )
     emit(info, lambda: say(f"Created agent '{info.agent_id}'."))
 
 
@@ -102,11 +130,16 @@ def delete_agent(agent_id: str, yes: bool) -> None:
     """Delete an agent with its messages, summaries, passages and unshared blocks (journalled)."""
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
-    with admin.open_database(directory, database_url=settings.database_url,
-                             encryption_key=settings.encryption_key) as db:
+    with admin.open_database(
+        directory, database_url=settings.database_url, encryption_key=settings.encryption_key
+    ) as db:
         admin.agent_info(db, agent_id)  # an unknown agent is an error before the question
         if not yes:
             click.confirm(f"Delete agent '{agent_id}' and all of its memory?", abort=True, err=True)
         info = admin.delete_agent(db, agent_id)
-    emit(info, lambda: say(f"Deleted agent '{agent_id}' ({info.messages} messages, "
-                           f"{info.passages} passages)."))
+    emit(
+        info,
+        lambda: say(
+            f"Deleted agent '{agent_id}' ({info.messages} messages, {info.passages} passages)."
+        ),
+    )

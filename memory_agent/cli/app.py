@@ -67,6 +67,7 @@ def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
         if value not in (None, False):
             setattr(state(ctx), field, value)
+
     return callback
 
 
@@ -85,6 +86,7 @@ def _author(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
 def _clearance(level: Sensitivity) -> Callable[[click.Context, click.Parameter, bool], None]:
     """--allow-secret and --public-only: every read of this invocation (listing, search, export)
     sees up to this level instead of the default, private (`memory_agent.sensitivity`)."""
+
     def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         if not value:
             return
@@ -93,33 +95,72 @@ def _clearance(level: Sensitivity) -> Callable[[click.Context, click.Parameter, 
             raise click.UsageError("Give --allow-secret or --public-only, not both.")
         chosen.clearance = level
         ctx.with_resource(with_clearance(level))
+
     return callback
 
 
 def shared_options(function: F) -> F:
     """Add --storage-dir, --agent, --author and --json to a command (and to the root group)."""
     options = [
-        click.option("--storage-dir", "chosen_storage_dir", type=click.Path(file_okay=False, path_type=Path),
-                     expose_value=False, callback=_store("storage_dir"),
-                     help="Storage dir holding memory.db (default: PERSIST_DIRECTORY, else ~/.memory_agent)."),
-        click.option("--database-url", "chosen_database_url", metavar="URL", expose_value=False,
-                     callback=_store("database_url"),
-                     help="PostgreSQL server holding the memory, for agents on many hosts "
-                          "(default: MEMORY_DATABASE_URL, else SQLite in the storage dir)."),
-        click.option("--agent", "chosen_agent", metavar="AGENT_ID", expose_value=False, callback=_store("agent_id"),
-                     help="Agent to act as (default: AGENT_ID, else the storage dir's default agent)."),
-        click.option("--author", "chosen_author", metavar="NAME|KIND:NAME", expose_value=False, callback=_author,
-                     help="Who the journal names for your changes: a person's name, or KIND:NAME with KIND one "
-                          "of person, model, import, agent, consolidator (default: you, the OS user)."),
-        click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_store("json"),
-                     help="Print machine-readable JSON instead of tables."),
-        click.option("--allow-secret", "allow_secret", is_flag=True, expose_value=False,
-                     callback=_clearance("secret"),
-                     help="Include secret blocks and passages (left out of listings, searches and exports "
-                          "by default)."),
-        click.option("--public-only", "public_only", is_flag=True, expose_value=False,
-                     callback=_clearance("public"),
-                     help="Only public blocks and passages (e.g. an export to share)."),
+        click.option(
+            "--storage-dir",
+            "chosen_storage_dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            expose_value=False,
+            callback=_store("storage_dir"),
+            help="Storage dir holding memory.db (default: PERSIST_DIRECTORY, else ~/.memory_agent).",
+        ),
+        click.option(
+            "--database-url",
+            "chosen_database_url",
+            metavar="URL",
+            expose_value=False,
+            callback=_store("database_url"),
+            help="PostgreSQL server holding the memory, for agents on many hosts "
+            "(default: MEMORY_DATABASE_URL, else SQLite in the storage dir).",
+        ),
+        click.option(
+            "--agent",
+            "chosen_agent",
+            metavar="AGENT_ID",
+            expose_value=False,
+            callback=_store("agent_id"),
+            help="Agent to act as (default: AGENT_ID, else the storage dir's default agent).",
+        ),
+        click.option(
+            "--author",
+            "chosen_author",
+            metavar="NAME|KIND:NAME",
+            expose_value=False,
+            callback=_author,
+            help="Who the journal names for your changes: a person's name, or KIND:NAME with KIND one "
+            "of person, model, import, agent, consolidator (default: you, the OS user).",
+        ),
+        click.option(
+            "--json",
+            "json_output",
+            is_flag=True,
+            expose_value=False,
+            callback=_store("json"),
+            help="Print machine-readable JSON instead of tables.",
+        ),
+        click.option(
+            "--allow-secret",
+            "allow_secret",
+            is_flag=True,
+            expose_value=False,
+            callback=_clearance("secret"),
+            help="Include secret blocks and passages (left out of listings, searches and exports "
+            "by default).",
+        ),
+        click.option(
+            "--public-only",
+            "public_only",
+            is_flag=True,
+            expose_value=False,
+            callback=_clearance("public"),
+            help="Only public blocks and passages (e.g. an export to share).",
+        ),
     ]
     for option in reversed(options):
         function = option(function)
@@ -135,8 +176,13 @@ def load_settings() -> Settings:
 
 
 @contextmanager
-def open_memory(*, create: bool = False, agent_id: str | None = None, make_default: bool = True,
-                take_back: bool = False) -> Iterator[MemoryManager]:
+def open_memory(
+    *,
+    create: bool = False,
+    agent_id: str | None = None,
+    make_default: bool = True,
+    take_back: bool = False,
+) -> Iterator[MemoryManager]:
     """The chosen agent of the chosen storage dir (see `admin.open_agent`).
 
     Without `create` both must exist: reading, or naming something that must already be there
@@ -157,8 +203,12 @@ def open_memory(*, create: bool = False, agent_id: str | None = None, make_defau
     if create:
         directory = storage_path(chosen.storage_dir, settings)
         fresh = not directory.exists() and not settings.database_url
-        info, created = init_storage(directory, wanted, settings=settings,
-                                     make_default=make_default or chosen.agent_id is not None)
+        info, created = init_storage(
+            directory,
+            wanted,
+            settings=settings,
+            make_default=make_default or chosen.agent_id is not None,
+        )
         if created and not chosen.json:
             announce = f"Created agent '{info.agent_id}' in {directory}"
         made = directory if fresh and take_back else None
@@ -186,7 +236,9 @@ def _take_back(directory: Path | None) -> None:
     """Remove a storage dir this very command created (None: there is none to remove)."""
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
-        click.echo(f"The command was refused, so {directory}, created for it, was removed again.", err=True)
+        click.echo(
+            f"The command was refused, so {directory}, created for it, was removed again.", err=True
+        )
 
 
 def one_line(message: str) -> str:
@@ -213,14 +265,18 @@ class MemoryAgentGroup(click.Group):
         except UnicodeDecodeError as error:
             raise click.ClickException(
                 f"The input is not UTF-8 text ({error.reason} at byte {error.start}); nothing was "
-                "changed. Give a UTF-8 text file.") from None
+                "changed. Give a UTF-8 text file."
+            ) from None
         except RecursionError:
-            raise click.ClickException("The input is nested too deeply to read; nothing was changed.") from None
+            raise click.ClickException(
+                "The input is nested too deeply to read; nothing was changed."
+            ) from None
         except Exception as error:
             logging.getLogger("memory_agent.cli").debug("unexpected failure", exc_info=True)
             raise click.ClickException(
                 f"memory-agent failed unexpectedly ({type(error).__name__}: {one_line(str(error))[:200]}). "
-                "Run again with -v for details.") from None
+                "Run again with -v for details."
+            ) from None
 
 
 def _check_arguments(arguments: list[str]) -> None:
@@ -228,14 +284,17 @@ def _check_arguments(arguments: list[str]) -> None:
     only a caller in-process can pass) would fail deep in `os` as a ValueError."""
     for position, argument in enumerate(arguments, start=1):
         if "\0" in argument:
-            raise click.ClickException(f"Command-line argument {position} holds a NUL character; nothing was "
-                                       "changed. Give it without one.")
+            raise click.ClickException(
+                f"Command-line argument {position} holds a NUL character; nothing was "
+                "changed. Give it without one."
+            )
         try:
             argument.encode("utf-8")
         except UnicodeEncodeError:
             raise click.ClickException(
                 f"Command-line argument {position} ({argument.encode('utf-8', 'backslashreplace').decode()}) "
-                "is not valid UTF-8; nothing was changed. Give it as UTF-8 text.") from None
+                "is not valid UTF-8; nothing was changed. Give it as UTF-8 text."
+            ) from None
 
 
 def configure_logging(verbose: bool) -> None:
@@ -252,8 +311,9 @@ def configure_logging(verbose: bool) -> None:
         if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
             logger.addHandler(logging.NullHandler())
     if verbose:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+        )
 
 
 @click.group(cls=MemoryAgentGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -271,5 +331,7 @@ def cli(verbose: bool) -> None:
     'memory-agent COMMAND --help'.
     """
     configure_logging(verbose)
-    if state().author is None:  # a person made every change of this command unless --author says otherwise
+    if (
+        state().author is None
+    ):  # a person made every change of this command unless --author says otherwise
         click.get_current_context().with_resource(acting_as(Author.person()))

@@ -46,7 +46,9 @@ def blocks() -> None:
     """
 
 
-def _show(memory: MemoryManager, label: str, message: str | None = None, block: Block | None = None) -> None:
+def _show(
+    memory: MemoryManager, label: str, message: str | None = None, block: Block | None = None
+) -> None:
     """Print the block after a change (the block the change returned) or as asked: a panel, or its JSON."""
     block = block or memory.get_block(label)
 
@@ -82,21 +84,45 @@ def show_block(label: str) -> None:
 @click.argument("label")
 @click.argument("value", required=False)
 @click.option("--value", "value_option", help="Its first value (the same as VALUE).")
-@click.option("--limit", type=click.IntRange(min=1), help="Its character limit (default: DEFAULT_BLOCK_LIMIT).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Its character limit (default: DEFAULT_BLOCK_LIMIT).",
+)
 @click.option("--description", help="What the block is for (shown to the model).")
 @click.option("--read-only", is_flag=True, help="Protect it from the agent's memory tools.")
 @click.option("--shared", is_flag=True, help="Mark it as shared (other agents may attach it).")
-@click.option("--sensitivity", metavar="LEVEL", default="private", show_default=True,
-              help="public, private or secret (secret: not listed, shown or rendered into a prompt unless "
-                   "allowed, e.g. --allow-secret).")
-def create_block(label: str, value: str | None, value_option: str | None, limit: int | None,
-                 description: str | None, read_only: bool, shared: bool, sensitivity: str) -> None:
+@click.option(
+    "--sensitivity",
+    metavar="LEVEL",
+    default="private",
+    show_default=True,
+    help="public, private or secret (secret: not listed, shown or rendered into a prompt unless "
+    "allowed, e.g. --allow-secret).",
+)
+def create_block(
+    label: str,
+    value: str | None,
+    value_option: str | None,
+    limit: int | None,
+    description: str | None,
+    read_only: bool,
+    shared: bool,
+    sensitivity: str,
+) -> None:
     """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the agent."""
     if value is not None and value_option is not None:
         raise click.UsageError("Give the value as an argument or with --value, not both.")
     with open_memory(create=True, take_back=True) as memory:
-        block = memory.create_block(label, value or value_option or "", description=description, limit=limit,
-                                    read_only=read_only, is_shared=shared, sensitivity=sensitivity)
+        block = memory.create_block(
+            label,
+            value or value_option or "",
+            description=description,
+            limit=limit,
+            read_only=read_only,
+            is_shared=shared,
+            sensitivity=sensitivity,
+        )
         _show(memory, label, f"Created block '{label}'.", block)
 
 
@@ -104,31 +130,62 @@ def create_block(label: str, value: str | None, value_option: str | None, limit:
 @shared_options
 @click.argument("label")
 @click.argument("value", required=False)
-@click.option("--file", "source", type=click.File("r", encoding="utf-8"),
-              help="Read the value from this file ('-' for stdin).")
+@click.option(
+    "--file",
+    "source",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the value from this file ('-' for stdin).",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="New character limit.")
 @click.option("--description", help="New description.")
-@click.option("--read-only/--writable", "read_only", default=None,
-              help="Protect the block from the agent's tools, or lift that protection.")
-@click.option("--in-prompt/--on-demand", "in_prompt", default=None,
-              help="Render the block in every system prompt, or only list its /memories path and "
-                   "size there (the model reads it with the memory tool).")
-@click.option("--sensitivity", metavar="LEVEL",
-              help="Make it public, private or secret (changing a secret block takes --allow-secret).")
-def set_block(label: str, value: str | None, source: IO[str] | None, limit: int | None,
-              description: str | None, read_only: bool | None, in_prompt: bool | None,
-              sensitivity: str | None) -> None:
+@click.option(
+    "--read-only/--writable",
+    "read_only",
+    default=None,
+    help="Protect the block from the agent's tools, or lift that protection.",
+)
+@click.option(
+    "--in-prompt/--on-demand",
+    "in_prompt",
+    default=None,
+    help="Render the block in every system prompt, or only list its /memories path and "
+    "size there (the model reads it with the memory tool).",
+)
+@click.option(
+    "--sensitivity",
+    metavar="LEVEL",
+    help="Make it public, private or secret (changing a secret block takes --allow-secret).",
+)
+def set_block(
+    label: str,
+    value: str | None,
+    source: IO[str] | None,
+    limit: int | None,
+    description: str | None,
+    read_only: bool | None,
+    in_prompt: bool | None,
+    sensitivity: str | None,
+) -> None:
     """Replace a block's value and/or its limit, description, read-only or on-demand flag (as its owner)."""
     if value is not None and source is not None:
         raise click.UsageError("Give the value as an argument or with --file, not both.")
     if source is not None:
         value = source.read()
     if all(item is None for item in (value, limit, description, read_only, in_prompt, sensitivity)):
-        raise click.UsageError("Nothing to change: give a VALUE, --file, --limit, --description, "
-                               "--read-only/--writable, --in-prompt/--on-demand or --sensitivity.")
+        raise click.UsageError(
+            "Nothing to change: give a VALUE, --file, --limit, --description, "
+            "--read-only/--writable, --in-prompt/--on-demand or --sensitivity."
+        )
     with open_memory(create=True, take_back=True) as memory:
-        block = memory.update_block(label, value=value, limit=limit, description=description,
-                                    read_only=read_only, in_prompt=in_prompt, sensitivity=sensitivity)
+        block = memory.update_block(
+            label,
+            value=value,
+            limit=limit,
+            description=description,
+            read_only=read_only,
+            in_prompt=in_prompt,
+            sensitivity=sensitivity,
+        )
         _show(memory, label, f"Updated block '{label}' (version {block.version}).", block)
 
 
@@ -165,8 +222,9 @@ def edit_block(label: str) -> None:
 
 def _keep(text: str) -> str:
     """Save a refused edit, so the user's typing is not lost."""
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".md", delete=False,
-                                     prefix="memory-agent-edit-") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", suffix=".md", delete=False, prefix="memory-agent-edit-"
+    ) as handle:
         handle.write(text)
         return handle.name
 
@@ -179,11 +237,28 @@ def block_history(label: str) -> None:
     with open_memory() as memory:
         viewer = memory.agent_id
         versions = memory.block_history(label)
-    rows = [(v.version, timestamp(v.created_at), v.agent_id or "",
-             author_text(Author.from_columns(v.author_kind, v.author), viewer), v.action, len(v.value),
-             preview(v.value, 50)) for v in versions]
-    emit(versions, lambda: console().print(
-        make_table(("version", "time", "agent", "author", "action", "chars", "value"), rows, title=label)))
+    rows = [
+        (
+            v.version,
+            timestamp(v.created_at),
+            v.agent_id or "",
+            author_text(Author.from_columns(v.author_kind, v.author), viewer),
+            v.action,
+            len(v.value),
+            preview(v.value, 50),
+        )
+        for v in versions
+    ]
+    emit(
+        versions,
+        lambda: console().print(
+            make_table(
+                ("version", "time", "agent", "author", "action", "chars", "value"),
+                rows,
+                title=label,
+            )
+        ),
+    )
 
 
 @blocks.command("undo")
@@ -199,15 +274,23 @@ def undo_block(label: str) -> None:
 @blocks.command("attach")
 @shared_options
 @click.argument("block")
-@click.option("--from", "from_agent", metavar="AGENT_ID",
-              help="Take BLOCK as a label of this agent's blocks instead of a block id.")
+@click.option(
+    "--from",
+    "from_agent",
+    metavar="AGENT_ID",
+    help="Take BLOCK as a label of this agent's blocks instead of a block id.",
+)
 @click.option("--read-only", is_flag=True, help="Attach it read-only for this agent.")
 def attach_block(block: str, from_agent: str | None, read_only: bool) -> None:
     """Attach an existing block (by id, or by label with --from) to the agent, sharing it."""
     with open_memory() as memory:
         block_id = memory.get_agent_block(from_agent, block).block_id if from_agent else block
         attached = memory.attach_block(memory.agent_id, block_id, read_only=read_only)
-        _show(memory, attached.label, f"Attached block '{attached.label}' to agent '{memory.agent_id}'.")
+        _show(
+            memory,
+            attached.label,
+            f"Attached block '{attached.label}' to agent '{memory.agent_id}'.",
+        )
 
 
 @blocks.command("detach")
@@ -218,8 +301,10 @@ def detach_block(label: str) -> None:
     with open_memory() as memory:
         block = memory.get_block(label)
         memory.detach_block(memory.agent_id, block.block_id)
-    emit({"detached": block.block_id, "label": label},
-         lambda: say(f"Detached block '{label}' ({block.block_id}) from the agent."))
+    emit(
+        {"detached": block.block_id, "label": label},
+        lambda: say(f"Detached block '{label}' ({block.block_id}) from the agent."),
+    )
 
 
 @blocks.command("delete")

@@ -43,9 +43,12 @@ Anything else is sent to the agent."""
 @shared_options
 @click.option("--system-prompt", help="Your own system prompt; the memory is appended to it.")
 @click.option("--model", help="Model for the agent (default: MODEL_NAME, else the SDK's default).")
-@click.option("--offline-demo", is_flag=True,
-              help="No key needed: a scripted local model shows the memory tools at work "
-                   "(agent 'offline-demo' unless --agent is given).")
+@click.option(
+    "--offline-demo",
+    is_flag=True,
+    help="No key needed: a scripted local model shows the memory tools at work "
+    "(agent 'offline-demo' unless --agent is given).",
+)
 def chat(system_prompt: str | None, model: str | None, offline_demo: bool) -> None:
     """Chat with the agent; its memory persists. Type /help for the commands.
 
@@ -56,13 +59,17 @@ def chat(system_prompt: str | None, model: str | None, offline_demo: bool) -> No
     if not offline_demo and not (settings.anthropic_api_key or settings.anthropic_base_url):
         raise click.ClickException(
             "chat needs a model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a compatible "
-            "server), in the environment or in .env; or try 'memory-agent chat --offline-demo'.")
+            "server), in the environment or in .env; or try 'memory-agent chat --offline-demo'."
+        )
     # The SDK loads in about a second; only this command needs it.
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKError
 
     from ..agent import MemoryAwareAgent
 
-    with _open_or_create(settings, offline_demo) as memory, _model_env(settings, memory, offline_demo) as env:
+    with (
+        _open_or_create(settings, offline_demo) as memory,
+        _model_env(settings, memory, offline_demo) as env,
+    ):
         options = ClaudeAgentOptions(system_prompt=system_prompt, model=model, tools=[], env=env)
         try:
             asyncio.run(_main_loop(MemoryAwareAgent(options, memory=memory)))
@@ -85,7 +92,9 @@ def _open_or_create(settings: Settings, offline_demo: bool) -> Iterator[MemoryMa
 
 
 @contextmanager
-def _model_env(settings: Settings, memory: MemoryManager, offline_demo: bool) -> Iterator[dict[str, str]]:
+def _model_env(
+    settings: Settings, memory: MemoryManager, offline_demo: bool
+) -> Iterator[dict[str, str]]:
     """Where the agent's CLI finds its model: the scripted demo model, or the configured API
     (credentials read from .env reach the SDK's CLI too: it only inherits the environment)."""
     if offline_demo:
@@ -94,13 +103,21 @@ def _model_env(settings: Settings, memory: MemoryManager, offline_demo: bool) ->
         with scripted_model(memory) as env:
             yield env
         return
-    pairs = (("ANTHROPIC_API_KEY", settings.anthropic_api_key), ("ANTHROPIC_BASE_URL", settings.anthropic_base_url))
+    pairs = (
+        ("ANTHROPIC_API_KEY", settings.anthropic_api_key),
+        ("ANTHROPIC_BASE_URL", settings.anthropic_base_url),
+    )
     yield {name: value for name, value in pairs if value}
 
 
 async def _main_loop(agent: MemoryAwareAgent) -> None:
     out = console()
-    out.print(Text(f"Chatting as agent '{agent.agent_id}'. /help for commands, /quit to leave.", style="dim"))
+    out.print(
+        Text(
+            f"Chatting as agent '{agent.agent_id}'. /help for commands, /quit to leave.",
+            style="dim",
+        )
+    )
     async with agent:
         while (line := _read_line()) is not None:
             text = line.strip()
@@ -111,7 +128,9 @@ async def _main_loop(agent: MemoryAwareAgent) -> None:
             elif text == "/memory":
                 _show_memory(agent.memory, agent.agent_id)
             elif text.startswith("/"):
-                out.print(Text(f"Unknown command {text}; /help lists the commands.", style="yellow"))
+                out.print(
+                    Text(f"Unknown command {text}; /help lists the commands.", style="yellow")
+                )
             elif text:
                 _print_turn(await agent.process_turn(text))
 
@@ -126,7 +145,9 @@ def _read_line() -> str | None:
     with _interruptible():
         try:
             descriptor = _stdin_descriptor()
-            if descriptor is None:  # not a real file (a test runner's stream): no signal can be missed
+            if (
+                descriptor is None
+            ):  # not a real file (a test runner's stream): no signal can be missed
                 return str(click.prompt("you", prompt_suffix="> ", default="", show_default=False))
             click.echo("you> ", nl=False)
             _wait_for_input(descriptor)
@@ -151,7 +172,11 @@ def _interruptible() -> Iterator[None]:
 def _stdin_descriptor() -> int | None:
     try:
         return sys.stdin.fileno()
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+    except (
+        AttributeError,
+        OSError,
+        ValueError,
+    ):  # io.UnsupportedOperation is an OSError and a ValueError
         return None
 
 
@@ -172,7 +197,9 @@ def _wait_for_input(descriptor: int) -> None:
         while True:
             ready = {fd for fd, _ in poller.poll()}
             if wake_read in ready:
-                os.read(wake_read, 64)  # a signal arrived; its handler runs before the next line here
+                os.read(
+                    wake_read, 64
+                )  # a signal arrived; its handler runs before the next line here
             if descriptor in ready:
                 return
     finally:
@@ -190,4 +217,8 @@ def _print_turn(result: TurnResult) -> None:
     out = console()
     for call in result.tool_calls:
         out.print(Text(f"  (memory: {call.name.rsplit('__', 1)[-1]})", style="dim"))
-    out.print(Text.assemble(Text("agent> ", style="bold"), Text(result.text, style="red" if result.is_error else "")))
+    out.print(
+        Text.assemble(
+            Text("agent> ", style="bold"), Text(result.text, style="red" if result.is_error else "")
+        )
+    )

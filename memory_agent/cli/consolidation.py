@@ -13,9 +13,14 @@ __all__ = ["consolidate", "consolidations"]
 
 @click.command()
 @shared_options
-@click.option("--dry-run", is_flag=True, help="Plan and report, write nothing (no session is recorded).")
-@click.option("--rules-only", is_flag=True,
-              help="Use the rules consolidator (no model) even when a model is configured.")
+@click.option(
+    "--dry-run", is_flag=True, help="Plan and report, write nothing (no session is recorded)."
+)
+@click.option(
+    "--rules-only",
+    is_flag=True,
+    help="Use the rules consolidator (no model) even when a model is configured.",
+)
 def consolidate(dry_run: bool, rules_only: bool) -> None:
     """Tidy the agent's memory now: merge duplicate passages, supersede contradicted ones, count
     expired ones, move over-full blocks' overflow into archival memory.
@@ -29,7 +34,9 @@ def consolidate(dry_run: bool, rules_only: bool) -> None:
         report = memory.consolidate(consolidator="rules" if rules_only else "auto", dry_run=dry_run)
     emit(report.as_dict(), lambda: _print_report(report))
     if report.status == "failed":
-        raise click.ClickException(f"Consolidation failed (recorded as {report.session_id}): {report.failure}")
+        raise click.ClickException(
+            f"Consolidation failed (recorded as {report.session_id}): {report.failure}"
+        )
 
 
 def _print_report(report: ConsolidationReport) -> None:
@@ -50,15 +57,31 @@ def consolidations() -> None:
 
 @consolidations.command("list")
 @shared_options
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many, newest first.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many, newest first.",
+)
 def list_sessions(limit: int) -> None:
     """The agent's consolidation sessions, newest first (the last success and failure included)."""
     with open_memory() as memory:
         sessions = memory.list_consolidations(limit=limit)
-    rows = [(s.session_id, timestamp(s.started_at), s.status, s.consolidator, s.summary) for s in sessions]
-    emit([s.as_dict() for s in sessions], lambda: console().print(
-        make_table(("session", "started", "status", "consolidator", "summary"), rows))
-        if sessions else say("No consolidation sessions yet."))
+    rows = [
+        (s.session_id, timestamp(s.started_at), s.status, s.consolidator, s.summary)
+        for s in sessions
+    ]
+    emit(
+        [s.as_dict() for s in sessions],
+        lambda: (
+            console().print(
+                make_table(("session", "started", "status", "consolidator", "summary"), rows)
+            )
+            if sessions
+            else say("No consolidation sessions yet.")
+        ),
+    )
 
 
 @consolidations.command("show")
@@ -72,11 +95,18 @@ def show_session(session_id: str) -> None:
 
 
 def _print_session(session: ConsolidationSession) -> None:
-    say(f"Session {session.session_id} of agent {session.agent_id}: {session.status} ({session.consolidator})")
-    say(f"  started {timestamp(session.started_at)}, finished "
+    say(
+        f"Session {session.session_id} of agent {session.agent_id}: {session.status} ({session.consolidator})"
+    )
+    say(
+        f"  started {timestamp(session.started_at)}, finished "
         f"{timestamp(session.finished_at) if session.finished_at else '-'}"
-        + (f", rolled back {timestamp(session.rolled_back_at)}" if session.rolled_back_at else ""))
-    say("  " + ", ".join(f"{name.replace('_', ' ')} {count}" for name, count in session.counts.items()))
+        + (f", rolled back {timestamp(session.rolled_back_at)}" if session.rolled_back_at else "")
+    )
+    say(
+        "  "
+        + ", ".join(f"{name.replace('_', ' ')} {count}" for name, count in session.counts.items())
+    )
     if session.input_tokens is not None:
         say(f"  model tokens: {session.input_tokens} in, {session.output_tokens} out")
     say(f"  summary: {session.summary}")

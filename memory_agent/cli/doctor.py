@@ -29,13 +29,19 @@ _MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 
 @click.command()
 @shared_options
-@click.option("--repair", is_flag=True,
-              help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL also "
-                   "missing or drifted indexes, stale tsvectors, tag rows), and a damaged vector store (moved "
-                   "aside to a backup, every passage re-embedded), and loose file modes (made owner-only).")
-@click.option("--full", is_flag=True,
-              help="Compare every vector id with the database, not only the counts; on PostgreSQL check every "
-                   "row's full-text vector and words, and run amcheck's parent check (it blocks writes meanwhile).")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL also "
+    "missing or drifted indexes, stale tsvectors, tag rows), and a damaged vector store (moved "
+    "aside to a backup, every passage re-embedded), and loose file modes (made owner-only).",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Compare every vector id with the database, not only the counts; on PostgreSQL check every "
+    "row's full-text vector and words, and run amcheck's parent check (it blocks writes meanwhile).",
+)
 def doctor(repair: bool, full: bool) -> None:
     """Check the storage dir: SQLite or the PostgreSQL server, indexes, and the vector store (reconciled).
 
@@ -43,7 +49,9 @@ def doctor(repair: bool, full: bool) -> None:
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)
-    modes = health.check_file_modes(directory, repair)  # first: opening Chroma below tightens its files
+    modes = health.check_file_modes(
+        directory, repair
+    )  # first: opening Chroma below tightens its files
     chain: list[ChainReport] = []
     if settings.database_url:
         checks = _postgres_checks(directory, settings, repair, full, chain) + modes
@@ -64,7 +72,9 @@ def doctor(repair: bool, full: bool) -> None:
             checks += _chain_check(db, chain)
             checks += health.check_consolidations(db)
             if admin.list_agent_info(db):
-                checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
+                checks += _archival_checks(
+                    db, VectorConfig.from_settings(settings, directory), repair, full
+                )
     checks += modes
     _report(directory, checks, chain)
     if not all(check.ok for check in checks):
@@ -77,8 +87,9 @@ def _chain_check(db: object, chain: list[ChainReport]) -> list[health.Check]:
     return [check]
 
 
-def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bool,
-                     chain: list[ChainReport]) -> list[health.Check]:
+def _postgres_checks(
+    directory: Path, settings: Settings, repair: bool, full: bool, chain: list[ChainReport]
+) -> list[health.Check]:
     """The server, its schema, indexes and references (see `pg_health`), then the vector store."""
     url = str(settings.database_url)
     checks, version = pg_health.check_server(url)
@@ -88,12 +99,16 @@ def _postgres_checks(directory: Path, settings: Settings, repair: bool, full: bo
     with admin.open_database(directory, database_url=url) as db:  # migrates an older schema forward
         store = cast(PostgresDatabase, db)
         if version is not None and version < PG_SCHEMA_VERSION:
-            checks[-1] = health.Check("schema version", "ok", f"migrated from version {version} to {PG_SCHEMA_VERSION}")
+            checks[-1] = health.Check(
+                "schema version", "ok", f"migrated from version {version} to {PG_SCHEMA_VERSION}"
+            )
         checks += pg_health.examine(store, repair=repair, full=full)
         checks += _chain_check(db, chain)
         checks += health.check_consolidations(db)
         if admin.list_agent_info(db):
-            checks += _archival_checks(db, VectorConfig.from_settings(settings, directory), repair, full)
+            checks += _archival_checks(
+                db, VectorConfig.from_settings(settings, directory), repair, full
+            )
     return checks
 
 
@@ -106,7 +121,9 @@ def _start_empty_database(path: Path, settings: Settings) -> None:
     say(f"Moved the vectors of the lost database to {backup}; started an empty database at {path}.")
 
 
-def _archival_checks(db: Database, config: VectorConfig, repair: bool, full: bool) -> list[health.Check]:
+def _archival_checks(
+    db: Database, config: VectorConfig, repair: bool, full: bool
+) -> list[health.Check]:
     # Its own ArchivalMemory, not the manager's: that one reconciles silently when opened,
     # and the doctor is to report what it found, then repair it in view.
     archival = ArchivalMemory(db, config)
@@ -116,22 +133,34 @@ def _archival_checks(db: Database, config: VectorConfig, repair: bool, full: boo
         if repair and all(check.ok for check in checks) and checks[-1].status == "warn":
             with _progress_bar() as progress:
                 whole = reembed_truncated(archival, progress)
-            detail = f"re-embedded {whole.embedded} passages whole; {whole.still_pending} still pending"
+            detail = (
+                f"re-embedded {whole.embedded} passages whole; {whole.still_pending} still pending"
+            )
             if whole.errors:
                 detail += "; errors: " + "; ".join(whole.errors[:2])
-            return [*checks[:-1], health.Check("whole passages embedded", "ok" if whole.ok else "fail", detail)]
+            return [
+                *checks[:-1],
+                health.Check("whole passages embedded", "ok" if whole.ok else "fail", detail),
+            ]
         if not repair or all(check.ok for check in checks):
             return checks
         with _progress_bar() as progress:
             rebuilt = rebuild_vectors(archival, progress)
-        kept = f"the old store is kept at {rebuilt.backup}" if rebuilt.backup else (
-            f"dropped {rebuilt.dropped_collections} collection(s) on the server")
+        kept = (
+            f"the old store is kept at {rebuilt.backup}"
+            if rebuilt.backup
+            else (f"dropped {rebuilt.dropped_collections} collection(s) on the server")
+        )
         status: health.CheckStatus = "ok" if rebuilt.reconcile.ok else "fail"
-        detail = (f"re-embedded {rebuilt.reconcile.embedded} passages into a new store; {kept}; "
-                  f"{rebuilt.reconcile.still_pending} still pending")
+        detail = (
+            f"re-embedded {rebuilt.reconcile.embedded} passages into a new store; {kept}; "
+            f"{rebuilt.reconcile.still_pending} still pending"
+        )
         if rebuilt.reconcile.errors:
             detail += "; errors: " + "; ".join(rebuilt.reconcile.errors[:2])
-        kept_checks = (c for c in checks if c.ok and c.name != "whole passages embedded")  # the rebuild embeds whole
+        kept_checks = (
+            c for c in checks if c.ok and c.name != "whole passages embedded"
+        )  # the rebuild embeds whole
         return [*kept_checks, health.Check("vector store rebuild", status, detail)]
     finally:
         archival.close()
@@ -139,7 +168,9 @@ def _archival_checks(db: Database, config: VectorConfig, repair: bool, full: boo
 
 def _fts_checks(db: Database, repair: bool) -> list[health.Check]:
     checks = health.check_fts(db)
-    broken = tuple(table for table, check in zip(health.FTS_TABLES, checks, strict=True) if not check.ok)
+    broken = tuple(
+        table for table, check in zip(health.FTS_TABLES, checks, strict=True) if not check.ok
+    )
     if not (repair and broken):
         return checks
     return [c for c in checks if c.ok] + health.rebuild_fts(db, broken) + health.check_fts(db)
@@ -148,8 +179,14 @@ def _fts_checks(db: Database, repair: bool) -> list[health.Check]:
 @contextmanager
 def _progress_bar() -> Iterator[ProgressCallback]:
     """A rich progress bar (on stderr) fed by reconcile's (done, total) callback."""
-    with Progress(TextColumn("writing vectors"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("writing vectors"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task("vectors", total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
@@ -160,11 +197,18 @@ def _report(directory: Path, checks: list[health.Check], chain: list[ChainReport
     def render() -> None:
         rows = [(_MARKS[c.status], c.name, c.detail) for c in checks]
         console().print(make_table(("", "check", "detail"), rows, title=f"doctor: {directory}"))
-        say("All checks passed." if not failed else f"{len(failed)} check(s) failed.",
-            style="green" if not failed else "red")
+        say(
+            "All checks passed." if not failed else f"{len(failed)} check(s) failed.",
+            style="green" if not failed else "red",
+        )
 
     found: dict[str, object] = {"storage_dir": directory, "ok": not failed, "checks": checks}
     if chain:
-        found["journal_chain"] = {"ok": chain[0].ok, "entries": chain[0].entries, "forgotten": chain[0].forgotten,
-                                  "first_broken_entry": chain[0].first_broken, "reason": chain[0].reason or None}
+        found["journal_chain"] = {
+            "ok": chain[0].ok,
+            "entries": chain[0].entries,
+            "forgotten": chain[0].forgotten,
+            "first_broken_entry": chain[0].first_broken,
+            "reason": chain[0].reason or None,
+        }
     emit(found, render)

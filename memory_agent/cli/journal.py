@@ -15,11 +15,21 @@ __all__ = ["journal"]
 
 @click.command("journal")
 @shared_options
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100_000),
-              help="How many of the newest entries to show.")
-@click.option("--author-kind", type=click.Choice(AUTHOR_KINDS),
-              help="Only changes by this kind of author (e.g. 'model' for the agent's own edits).")
-@click.option("--all-agents", is_flag=True, help="Every agent's entries, not only the chosen agent's.")
+@click.option(
+    "--limit",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="How many of the newest entries to show.",
+)
+@click.option(
+    "--author-kind",
+    type=click.Choice(AUTHOR_KINDS),
+    help="Only changes by this kind of author (e.g. 'model' for the agent's own edits).",
+)
+@click.option(
+    "--all-agents", is_flag=True, help="Every agent's entries, not only the chosen agent's."
+)
 def journal(limit: int, author_kind: str | None, all_agents: bool) -> None:
     """List the newest journal entries, newest first: what changed, and who changed it.
 
@@ -29,10 +39,21 @@ def journal(limit: int, author_kind: str | None, all_agents: bool) -> None:
     """
     with open_memory() as memory:
         viewer = memory.agent_id
-        entries = memory.journal(agent_id=None if all_agents else viewer, limit=limit, author_kind=author_kind)
-    rows = [(e.entry_id, timestamp(e.created_at), *([e.agent_id or ""] if all_agents else []),
-             author_text(e.acted_by, viewer), e.action, e.label or e.target_id or "",
-             preview(e.new_value or e.old_value or "", 40)) for e in entries]
+        entries = memory.journal(
+            agent_id=None if all_agents else viewer, limit=limit, author_kind=author_kind
+        )
+    rows = [
+        (
+            e.entry_id,
+            timestamp(e.created_at),
+            *([e.agent_id or ""] if all_agents else []),
+            author_text(e.acted_by, viewer),
+            e.action,
+            e.label or e.target_id or "",
+            preview(e.new_value or e.old_value or "", 40),
+        )
+        for e in entries
+    ]
     title = "journal" if all_agents else f"journal of {viewer}"
     emit(entries, lambda: console().print(_table(rows, title, all_agents=all_agents)))
 

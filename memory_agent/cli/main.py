@@ -17,9 +17,28 @@ from .ui import ui
 
 __all__ = ["cli", "main"]
 
-for command in (init, agents, blocks, remember, recall, forget, passages, passage_sensitivity, messages, summary,
-                compact, export, import_, journal, doctor, chat, consolidate, consolidations, rekey,
-                ui):
+for command in (
+    init,
+    agents,
+    blocks,
+    remember,
+    recall,
+    forget,
+    passages,
+    passage_sensitivity,
+    messages,
+    summary,
+    compact,
+    export,
+    import_,
+    journal,
+    doctor,
+    chat,
+    consolidate,
+    consolidations,
+    rekey,
+    ui,
+):
     cli.add_command(command)
 
 

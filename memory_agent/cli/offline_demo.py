@@ -19,7 +19,9 @@ __all__ = ["DEMO_AGENT_ID", "DEMO_FACT", "demo_script", "scripted_model"]
 
 DEMO_AGENT_ID = "offline-demo"
 DEMO_FACT = "Tried memory-agent with the offline demo."
-_DEMO_PASSAGE = "The user tried the offline demo of memory-agent: a scripted model exercised the memory tools."
+_DEMO_PASSAGE = (
+    "The user tried the offline demo of memory-agent: a scripted model exercised the memory tools."
+)
 _TOOL = "mcp__memory__{}"
 
 
@@ -30,20 +32,36 @@ def demo_script(already_noted: bool) -> list[ScriptedResponse]:
     so (the demo never appends the same line twice).
     """
     first: list[ScriptedResponse] = (
-        [text_response("(demo model) I already remember that you tried this demo: type /memory to see it.")]
-        if already_noted else
-        [tool_use_response(_TOOL.format("core_memory_append"), {"label": "human", "content": DEMO_FACT}),
-         text_response("(demo model) I saved a line to my 'human' memory block with core_memory_append. "
-                       "Type /memory to see it, then send another message.")]
+        [
+            text_response(
+                "(demo model) I already remember that you tried this demo: type /memory to see it."
+            )
+        ]
+        if already_noted
+        else [
+            tool_use_response(
+                _TOOL.format("core_memory_append"), {"label": "human", "content": DEMO_FACT}
+            ),
+            text_response(
+                "(demo model) I saved a line to my 'human' memory block with core_memory_append. "
+                "Type /memory to see it, then send another message."
+            ),
+        ]
     )
     return [
         *first,
-        tool_use_response(_TOOL.format("archival_memory_insert"), {"content": _DEMO_PASSAGE, "tags": ["demo"]}),
-        text_response("(demo model) I stored a passage in archival memory; after the chat, "
-                      "'memory-agent --agent offline-demo recall demo' finds it. Send one more message."),
+        tool_use_response(
+            _TOOL.format("archival_memory_insert"), {"content": _DEMO_PASSAGE, "tags": ["demo"]}
+        ),
+        text_response(
+            "(demo model) I stored a passage in archival memory; after the chat, "
+            "'memory-agent --agent offline-demo recall demo' finds it. Send one more message."
+        ),
         tool_use_response(_TOOL.format("archival_memory_search"), {"query": "offline demo"}),
-        text_response("(demo model) I searched archival memory and found that passage. That is the end of "
-                      "my script: from now on I answer 'OK'. Set ANTHROPIC_API_KEY to chat with Claude."),
+        text_response(
+            "(demo model) I searched archival memory and found that passage. That is the end of "
+            "my script: from now on I answer 'OK'. Set ANTHROPIC_API_KEY to chat with Claude."
+        ),
     ]
 
 

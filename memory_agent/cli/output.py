@@ -102,7 +102,9 @@ def author_text(author: Author | None, viewer: str | None) -> str:
     return preview(str(author.seen_by(viewer)), 60)
 
 
-def make_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None) -> Table:
+def make_table(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None
+) -> Table:
     """A table whose columns never wrap (ids stay whole), except the last, which holds free text."""
     table = Table(title=title, title_justify="left")
     for index, column in enumerate(columns):
@@ -129,8 +131,15 @@ def print_blocks(blocks: Sequence[Block], *, title: str | None = None) -> None:
             if directory not in shown:
                 shown.add(directory)
                 rows.append(("  " * depth + parents[depth] + "/", "", "", "", ""))
-        rows.append(("  " * len(parents) + name, f"{block.chars_current}/{block.limit}", _flags(block),
-                     block.version, preview(block.value, 50)))
+        rows.append(
+            (
+                "  " * len(parents) + name,
+                f"{block.chars_current}/{block.limit}",
+                _flags(block),
+                block.version,
+                preview(block.value, 50),
+            )
+        )
     console().print(make_table(("label", "chars", "flags", "version", "value"), rows, title=title))
 
 
@@ -152,11 +161,22 @@ def print_block(block: Block) -> None:
     body = Text(block.value) if block.value else Text("(empty)", style="dim")
     if block.description:
         body = Text.assemble(Text(block.description + "\n\n", style="italic"), body)
-    console().print(Panel(body, title=Text(block.label, style="bold"), subtitle=subtitle,
-                          title_align="left", subtitle_align="left"))
+    console().print(
+        Panel(
+            body,
+            title=Text(block.label, style="bold"),
+            subtitle=subtitle,
+            title_align="left",
+            subtitle_align="left",
+        )
+    )
 
 
 def _flags(block: Block) -> str:
-    flags = (("on demand", not block.in_prompt), ("read-only", block.read_only), ("shared", block.is_shared),
-             (block.sensitivity, block.sensitivity != "private"))
+    flags = (
+        ("on demand", not block.in_prompt),
+        ("read-only", block.read_only),
+        ("shared", block.is_shared),
+        (block.sensitivity, block.sensitivity != "private"),
+    )
     return ", ".join(flag for flag, on in flags if on)

@@ -27,7 +27,9 @@ def _new_key(new_key_file: Path | None, prompt: bool) -> EncryptionKey | None:
     """The new key from --new-key-file, else MEMORY_NEW_ENCRYPTION_KEY, else a hidden prompt."""
     from_env = os.environ.get(NEW_KEY_ENV, "")
     if new_key_file is not None and from_env:
-        raise ConfigurationError(f"Both --new-key-file and {NEW_KEY_ENV} are set; give the new key one way.")
+        raise ConfigurationError(
+            f"Both --new-key-file and {NEW_KEY_ENV} are set; give the new key one way."
+        )
     if new_key_file is not None:
         return key_from_file(new_key_file, "--new-key-file")
     if from_env:
@@ -40,12 +42,23 @@ def _new_key(new_key_file: Path | None, prompt: bool) -> EncryptionKey | None:
 
 @click.command()
 @shared_options
-@click.option("--new-key-file", type=click.Path(dir_okay=False, path_type=Path),
-              help=f"File holding the new key (else {NEW_KEY_ENV}, else a hidden prompt).")
-@click.option("--encrypt", "mode", flag_value="encrypt",
-              help="Encrypt a plain store: with the new key, or, if none is given, with MEMORY_ENCRYPTION_KEY.")
-@click.option("--decrypt", "mode", flag_value="decrypt",
-              help="Write the store back as a plain SQLite file (with the current key set).")
+@click.option(
+    "--new-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"File holding the new key (else {NEW_KEY_ENV}, else a hidden prompt).",
+)
+@click.option(
+    "--encrypt",
+    "mode",
+    flag_value="encrypt",
+    help="Encrypt a plain store: with the new key, or, if none is given, with MEMORY_ENCRYPTION_KEY.",
+)
+@click.option(
+    "--decrypt",
+    "mode",
+    flag_value="decrypt",
+    help="Write the store back as a plain SQLite file (with the current key set).",
+)
 def rekey(new_key_file: Path | None, mode: str | None) -> None:
     """Re-encrypt the SQLite store under a new key (or encrypt or decrypt it).
 
@@ -59,19 +72,31 @@ def rekey(new_key_file: Path | None, mode: str | None) -> None:
             raise ConfigurationError("--decrypt takes no new key.")
         old, new = settings.encryption_key, None
         if old is None:
-            raise ConfigurationError("--decrypt needs the store's key in MEMORY_ENCRYPTION_KEY or "
-                                     "MEMORY_ENCRYPTION_KEY_FILE.")
+            raise ConfigurationError(
+                "--decrypt needs the store's key in MEMORY_ENCRYPTION_KEY or "
+                "MEMORY_ENCRYPTION_KEY_FILE."
+            )
     elif mode == "encrypt":
         old = None
-        new = _new_key(new_key_file, prompt=settings.encryption_key is None) or settings.encryption_key
+        new = (
+            _new_key(new_key_file, prompt=settings.encryption_key is None)
+            or settings.encryption_key
+        )
     else:
         old = settings.encryption_key
         if old is None:
-            raise ConfigurationError("No current key is set (MEMORY_ENCRYPTION_KEY or MEMORY_ENCRYPTION_KEY_FILE). "
-                                     "To encrypt a plain store, run 'memory-agent rekey --encrypt'.")
+            raise ConfigurationError(
+                "No current key is set (MEMORY_ENCRYPTION_KEY or MEMORY_ENCRYPTION_KEY_FILE). "
+                "To encrypt a plain store, run 'memory-agent rekey --encrypt'."
+            )
         new = _new_key(new_key_file, prompt=True)
     done = admin.reencrypt_storage(directory, old, new, database_url=settings.database_url)
-    following = ("Unset MEMORY_ENCRYPTION_KEY and MEMORY_ENCRYPTION_KEY_FILE to open it." if new is None else
-                 "Set MEMORY_ENCRYPTION_KEY (or MEMORY_ENCRYPTION_KEY_FILE) to the new key to open it.")
-    emit({"storage_dir": directory, "done": done},
-         lambda: say(f"The store at {directory} was {done}. {following}"))
+    following = (
+        "Unset MEMORY_ENCRYPTION_KEY and MEMORY_ENCRYPTION_KEY_FILE to open it."
+        if new is None
+        else "Set MEMORY_ENCRYPTION_KEY (or MEMORY_ENCRYPTION_KEY_FILE) to the new key to open it."
+    )
+    emit(
+        {"storage_dir": directory, "done": done},
+        lambda: say(f"The store at {directory} was {done}. {following}"),
+    )

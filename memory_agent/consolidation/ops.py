@@ -38,32 +38,79 @@ class MemoryOps(Protocol):
 
     def block_history(self, label: str, *, agent_id: str | None = None) -> list[BlockVersion]: ...
 
-    def search_messages(self, query: str, *, agent_id: str | None = None, roles: Sequence[str] | None = None,
-                        start_date: str | None = None, end_date: str | None = None, limit: int = 10,
-                        offset: int = 0) -> list[StoredMessage]: ...
+    def search_messages(
+        self,
+        query: str,
+        *,
+        agent_id: str | None = None,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[StoredMessage]: ...
 
-    def edit_block(self, label: str, compute: Callable[[Block], str], *, action: str, check_stale: bool = True,
-                   expected_version: int | None = None, agent_id: str | None = None) -> Block: ...
+    def edit_block(
+        self,
+        label: str,
+        compute: Callable[[Block], str],
+        *,
+        action: str,
+        check_stale: bool = True,
+        expected_version: int | None = None,
+        agent_id: str | None = None,
+    ) -> Block: ...
 
-    def archival_memory_get(self, passage_id: str, *, agent_id: str | None = None) -> Passage | None: ...
+    def archival_memory_get(
+        self, passage_id: str, *, agent_id: str | None = None
+    ) -> Passage | None: ...
 
-    def archival_memory_insert(self, content: str, tags: Sequence[str] | None = None,
-                               metadata: Mapping[str, Any] | None = None, *, agent_id: str | None = None,
-                               expires_at: Any = None, ttl_days: float | None = None,
-                               importance: float | None = None,
-                               provenance: Mapping[str, Any] | None = None) -> str: ...
+    def archival_memory_insert(
+        self,
+        content: str,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        agent_id: str | None = None,
+        expires_at: Any = None,
+        ttl_days: float | None = None,
+        importance: float | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> str: ...
 
-    def archival_memory_delete(self, passage_id: str, *, agent_id: str | None = None) -> Passage: ...
+    def archival_memory_delete(
+        self, passage_id: str, *, agent_id: str | None = None
+    ) -> Passage: ...
 
-    def supersede_passage(self, old_id: str, new_id: str, *, agent_id: str | None = None,
-                          journal_detail: Detail = None) -> Passage: ...
+    def supersede_passage(
+        self,
+        old_id: str,
+        new_id: str,
+        *,
+        agent_id: str | None = None,
+        journal_detail: Detail = None,
+    ) -> Passage: ...
 
-    def restore_passage(self, passage_id: str, *, agent_id: str | None = None,
-                        journal_detail: Detail = None) -> Passage: ...
+    def restore_passage(
+        self, passage_id: str, *, agent_id: str | None = None, journal_detail: Detail = None
+    ) -> Passage: ...
 
-    def set_passage_importance(self, passage_id: str, importance: float, *, agent_id: str | None = None,
-                               journal_detail: Detail = None) -> Passage: ...
+    def set_passage_importance(
+        self,
+        passage_id: str,
+        importance: float,
+        *,
+        agent_id: str | None = None,
+        journal_detail: Detail = None,
+    ) -> Passage: ...
 
-    def update_passage(self, passage_id: str, *, tags: Sequence[str] | None = None,
-                       metadata: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None,
-                       agent_id: str | None = None, journal_detail: Detail = None) -> Passage: ...
+    def update_passage(
+        self,
+        passage_id: str,
+        *,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        journal_detail: Detail = None,
+    ) -> Passage: ...

@@ -39,8 +39,18 @@ class ConsolidationReport:
         return self.status != "failed"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "agent_id": self.agent_id, "consolidator": self.consolidator,
-                "status": self.status, "dry_run": self.dry_run, "counts": dict(self.counts),
-                "summary": self.summary, "changes": list(self.changes), "retry_later": list(self.retry_later),
-                "warnings": list(self.warnings), "failure": self.failure, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens}
+        return {
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "consolidator": self.consolidator,
+            "status": self.status,
+            "dry_run": self.dry_run,
+            "counts": dict(self.counts),
+            "summary": self.summary,
+            "changes": list(self.changes),
+            "retry_later": list(self.retry_later),
+            "warnings": list(self.warnings),
+            "failure": self.failure,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }

@@ -30,7 +30,15 @@ from .ops import MemoryOps
 __all__ = ["ROLLBACK_ACTION", "rollback_session"]
 
 ROLLBACK_ACTION = "rollback_consolidation"
-_RESTORABLE = {"superseded_by", "tags", "metadata", "provenance", "importance", "expires_at", "sensitivity"}
+_RESTORABLE = {
+    "superseded_by",
+    "tags",
+    "metadata",
+    "provenance",
+    "importance",
+    "expires_at",
+    "sensitivity",
+}
 
 
 @dataclass
@@ -76,14 +84,20 @@ def rollback_session(ops: MemoryOps, session_id: str) -> ConsolidationSession:
 def _finished_session(conn: Any, session_id: str) -> ConsolidationSession:
     session = consolidation_log.read_row(conn, session_id)
     if session is None:
-        raise ConsolidationError(f"No consolidation session '{session_id}'; nothing was changed. "
-                                 "List them with 'memory-agent consolidations list'.")
+        raise ConsolidationError(
+            f"No consolidation session '{session_id}'; nothing was changed. "
+            "List them with 'memory-agent consolidations list'."
+        )
     if session.status == "rolled_back":
-        raise ConsolidationError(f"Consolidation {session_id} was already rolled back at "
-                                 f"{session.rolled_back_at}; nothing was changed.")
+        raise ConsolidationError(
+            f"Consolidation {session_id} was already rolled back at "
+            f"{session.rolled_back_at}; nothing was changed."
+        )
     if session.status == "running":
-        raise ConsolidationError(f"Consolidation {session_id} is still running (or its process died before "
-                                 "it finished); nothing was changed. Try again when it has finished.")
+        raise ConsolidationError(
+            f"Consolidation {session_id} is still running (or its process died before "
+            "it finished); nothing was changed. Try again when it has finished."
+        )
     return session
 
 
@@ -91,14 +105,23 @@ def _refuse_if_edited_later(conn: Any, session_id: str, item: _Item) -> None:
     later = conn.execute(
         "SELECT action, author_kind, author, created_at FROM journal WHERE target_type = ? AND target_id = ?"
         " AND entry_id > ? ORDER BY entry_id LIMIT 1",
-        (item.target_type, item.target_id, item.last_entry)).fetchone()
+        (item.target_type, item.target_id, item.last_entry),
+    ).fetchone()
     if later is not None:
-        who = f"{later['author_kind']} {later['author']}" if later["author_kind"] else "an unknown author"
-        raise RollbackRefusedError(session_id, _name(item), f"{later['action']} by {who} at {later['created_at']}")
+        who = (
+            f"{later['author_kind']} {later['author']}"
+            if later["author_kind"]
+            else "an unknown author"
+        )
+        raise RollbackRefusedError(
+            session_id, _name(item), f"{later['action']} by {who} at {later['created_at']}"
+        )
     unknown = set(item.old_columns) - _RESTORABLE
     if unknown:
-        raise ConsolidationError(f"Consolidation {session_id} changed {', '.join(sorted(unknown))} of "
-                                 f"{_name(item)}, which a rollback cannot restore; nothing was changed.")
+        raise ConsolidationError(
+            f"Consolidation {session_id} changed {', '.join(sorted(unknown))} of "
+            f"{_name(item)}, which a rollback cannot restore; nothing was changed."
+        )
 
 
 def _name(item: _Item) -> str:
@@ -112,9 +135,11 @@ def _own_entries(conn: Any, session_id: str) -> tuple[int, int]:
     them): an entry outside them that names the session as author (imported, say) is not its own."""
     bounds = consolidation_log.session_entry_range(conn, session_id)
     if bounds is None or bounds[1] is None:
-        raise ConsolidationError(f"Consolidation {session_id} has no journal markers of its start and finish, so "
-                                 "its own changes cannot be told from entries that only claim its name; nothing "
-                                 "was changed. Undo its changes by hand ('memory-agent journal').")
+        raise ConsolidationError(
+            f"Consolidation {session_id} has no journal markers of its start and finish, so "
+            "its own changes cannot be told from entries that only claim its name; nothing "
+            "was changed. Undo its changes by hand ('memory-agent journal')."
+        )
     return bounds[0], bounds[1]
 
 
@@ -124,18 +149,30 @@ def _items(conn: Any, session_id: str, bounds: tuple[int, int]) -> list[_Item]:
     rows = conn.execute(
         "SELECT entry_id, action, target_type, target_id, label, old_value FROM journal"
         " WHERE author_kind = 'consolidator' AND author = ? AND entry_id > ? AND entry_id < ?"
-        " ORDER BY entry_id", (session_id, *bounds)).fetchall()
+        " ORDER BY entry_id",
+        (session_id, *bounds),
+    ).fetchall()
     for row in rows:
         if row["target_type"] not in ("block", "passage") or row["target_id"] is None:
             continue
         key = (row["target_type"], row["target_id"])
         item = items.get(key)
         if item is None:
-            item = items[key] = _Item(row["target_type"], row["target_id"], row["label"], row["old_value"],
-                                      row["entry_id"], created=row["action"] == "insert_passage")
+            item = items[key] = _Item(
+                row["target_type"],
+                row["target_id"],
+                row["label"],
+                row["old_value"],
+                row["entry_id"],
+                created=row["action"] == "insert_passage",
+            )
         item.last_entry = row["entry_id"]
         item.label = row["label"] or item.label
-        if row["target_type"] == "passage" and row["action"] != "insert_passage" and row["old_value"]:
+        if (
+            row["target_type"] == "passage"
+            and row["action"] != "insert_passage"
+            and row["old_value"]
+        ):
             for column, value in json.loads(row["old_value"]).items():
                 item.old_columns.setdefault(column, value)
     return list(items.values())
@@ -145,11 +182,18 @@ def _restore_block(ops: MemoryOps, agent_id: str, item: _Item) -> None:
     assert item.label is not None
     block = ops.get_block(item.label, agent_id=agent_id)
     if block.block_id != item.target_id:
-        raise ConsolidationError(f"Block '{item.label}' of agent '{agent_id}' is no longer the block the session "
-                                 "changed; nothing was changed.")
+        raise ConsolidationError(
+            f"Block '{item.label}' of agent '{agent_id}' is no longer the block the session "
+            "changed; nothing was changed."
+        )
     old = item.first_old_value or ""
-    ops.edit_block(item.label, lambda _block: old, action=ROLLBACK_ACTION, expected_version=block.version,
-                   agent_id=agent_id)
+    ops.edit_block(
+        item.label,
+        lambda _block: old,
+        action=ROLLBACK_ACTION,
+        expected_version=block.version,
+        agent_id=agent_id,
+    )
 
 
 def _restore_passage(ops: MemoryOps, agent_id: str, session_id: str, item: _Item) -> None:
@@ -171,15 +215,31 @@ def _restore_passage(ops: MemoryOps, agent_id: str, session_id: str, item: _Item
     if fields:
         ops.update_passage(item.target_id, agent_id=agent_id, journal_detail=detail, **fields)
     if "importance" in columns:
-        ops.set_passage_importance(item.target_id, columns["importance"], agent_id=agent_id, journal_detail=detail)
+        ops.set_passage_importance(
+            item.target_id, columns["importance"], agent_id=agent_id, journal_detail=detail
+        )
     if "expires_at" in columns:
         with ops.database.transaction() as conn:
-            lifecycle.change_columns(conn, agent_id, item.target_id, "restore_passage_expiry",
-                                     {"expires_at": columns["expires_at"]}, utc_now(), detail)
+            lifecycle.change_columns(
+                conn,
+                agent_id,
+                item.target_id,
+                "restore_passage_expiry",
+                {"expires_at": columns["expires_at"]},
+                utc_now(),
+                detail,
+            )
     if "sensitivity" in columns:  # a merge made the survivor as strict as its strictest part
         with ops.database.transaction() as conn:
-            lifecycle.change_columns(conn, agent_id, item.target_id, "restore_passage_sensitivity",
-                                     {"sensitivity": columns["sensitivity"]}, utc_now(), detail)
+            lifecycle.change_columns(
+                conn,
+                agent_id,
+                item.target_id,
+                "restore_passage_sensitivity",
+                {"sensitivity": columns["sensitivity"]},
+                utc_now(),
+                detail,
+            )
 
 
 def _mapping(text: str | None) -> Mapping[str, Any]:

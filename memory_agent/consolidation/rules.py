@@ -30,8 +30,15 @@ from .plan import ArchivedLine, BlockRewrite, MemoryView, PassageMerge, Plan
 from .protocol import Embed
 from .textguard import same_particulars
 
-__all__ = ["DEFAULT_BLOCK_TARGET", "DEFAULT_BLOCK_THRESHOLD", "NEAR_DUPLICATE_THRESHOLD", "RulesConsolidator",
-           "normalised_text", "similar_pairs", "similarity_matrix"]
+__all__ = [
+    "DEFAULT_BLOCK_TARGET",
+    "DEFAULT_BLOCK_THRESHOLD",
+    "NEAR_DUPLICATE_THRESHOLD",
+    "RulesConsolidator",
+    "normalised_text",
+    "similar_pairs",
+    "similarity_matrix",
+]
 
 NEAR_DUPLICATE_THRESHOLD = 0.93
 """Cosine similarity (all-MiniLM-L6-v2) from which two passages may be one fact; measured by
@@ -53,8 +60,9 @@ def similarity_matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     return np.asarray(unit @ unit.T, dtype=np.float64)
 
 
-def similar_pairs(vectors: Sequence[Sequence[float]], threshold: float, *,
-                  chunk: int = 512) -> list[tuple[int, int, float]]:
+def similar_pairs(
+    vectors: Sequence[Sequence[float]], threshold: float, *, chunk: int = 512
+) -> list[tuple[int, int, float]]:
     """Every pair (i, j), i < j, with cosine similarity at or above `threshold`, in order of i then j.
 
     Computed a block of rows at a time in float32, so thousands of passages never need the whole
@@ -83,8 +91,13 @@ def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
 class RulesConsolidator:
     """Consolidation without a model (see the module docstring for what it does)."""
 
-    def __init__(self, *, near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
-                 block_threshold: float = DEFAULT_BLOCK_THRESHOLD, block_target: float = DEFAULT_BLOCK_TARGET) -> None:
+    def __init__(
+        self,
+        *,
+        near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
+        block_threshold: float = DEFAULT_BLOCK_THRESHOLD,
+        block_target: float = DEFAULT_BLOCK_TARGET,
+    ) -> None:
         if not 0 < block_target <= block_threshold <= 1:
             raise ValueError("need 0 < block_target <= block_threshold <= 1")
         self.near_duplicate_threshold = near_duplicate_threshold
@@ -104,8 +117,10 @@ class RulesConsolidator:
         plan.expired = [passage.passage_id for passage in view.expired]
         for block in view.blocks:
             if block.is_shared and self.is_over_full(block):
-                plan.warnings.append(f"block '{block.label}' skipped: it is shared with other agents, and its lines "
-                                     "would move into this agent's archival memory, out of their reach")
+                plan.warnings.append(
+                    f"block '{block.label}' skipped: it is shared with other agents, and its lines "
+                    "would move into this agent's archival memory, out of their reach"
+                )
                 continue
             rewrite = self.overflow_rewrite(block, view.now)
             if rewrite is not None:
@@ -126,8 +141,13 @@ class RulesConsolidator:
         while lines and len("\n".join(lines)) > target:
             moved.append(lines.pop(0))
         kept = "\n".join(lines)
-        provenance = {"block": block.label, "block_id": block.block_id, "block_version": block.version,
-                      "messages": [], "moved_at": now}
+        provenance = {
+            "block": block.label,
+            "block_id": block.block_id,
+            "block_version": block.version,
+            "messages": [],
+            "moved_at": now,
+        }
         archived = tuple(ArchivedLine(line.strip(), provenance) for line in moved if line.strip())
         return BlockRewrite(block.label, block.block_id, block.version, kept, archived)
 
@@ -141,8 +161,11 @@ class RulesConsolidator:
         for group in groups.values():
             remaining.append(group[0])
             if len(group) > 1:
-                merges.append(PassageMerge(group[0].passage_id, tuple(p.passage_id for p in group[1:]),
-                                           "the same text"))
+                merges.append(
+                    PassageMerge(
+                        group[0].passage_id, tuple(p.passage_id for p in group[1:]), "the same text"
+                    )
+                )
         remaining.sort(key=lambda p: (p.created_at, p.passage_id))
         if len(remaining) > 1:
             merges.extend(self.near_duplicates(remaining, embed))
@@ -151,19 +174,29 @@ class RulesConsolidator:
     def near_duplicates(self, passages: Sequence[Passage], embed: Embed) -> list[PassageMerge]:
         """Oldest first, each passage not yet taken gathers the later ones close enough to it."""
         close: dict[int, list[tuple[int, float]]] = {}
-        for first, other, score in similar_pairs(embed([p.content for p in passages]), self.near_duplicate_threshold):
+        for first, other, score in similar_pairs(
+            embed([p.content for p in passages]), self.near_duplicate_threshold
+        ):
             close.setdefault(first, []).append((other, score))
         taken: set[int] = set()
         merges: list[PassageMerge] = []
         for first in sorted(close):
             if first in taken:
                 continue
-            group = [(other, score) for other, score in close[first] if other not in taken
-                     and same_particulars(passages[first].content, passages[other].content) is None]
+            group = [
+                (other, score)
+                for other, score in close[first]
+                if other not in taken
+                and same_particulars(passages[first].content, passages[other].content) is None
+            ]
             if group:
                 taken.update(index for index, _ in group)
                 lowest = min(score for _, score in group)
-                merges.append(PassageMerge(passages[first].passage_id,
-                                           tuple(passages[index].passage_id for index, _ in group),
-                                           f"near duplicate (similarity >= {lowest:.3f})"))
+                merges.append(
+                    PassageMerge(
+                        passages[first].passage_id,
+                        tuple(passages[index].passage_id for index, _ in group),
+                        f"near duplicate (similarity >= {lowest:.3f})",
+                    )
+                )
         return merges

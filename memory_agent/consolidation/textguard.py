@@ -30,26 +30,84 @@ __all__ = ["Particulars", "particulars", "same_particulars"]
 
 _NUMBER = re.compile(r"(?<![\w.-])(-?)(\d+(?:[.,:/-]\d+)*)([^\W\d_]*)")
 _WORD = re.compile(r"(?<![\w'’-])[^\W\d_][\w'’-]*")
-_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without",
-                        "cannot", "isn't", "aren't", "wasn't", "weren't", "doesn't", "don't", "didn't",
-                        "won't", "can't", "hasn't", "haven't", "hadn't", "shouldn't", "wouldn't", "couldn't"})
-_STOPWORDS = frozenset("""a an the this that these those there here it its he she they we you i me him us them
+_NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "none",
+        "nobody",
+        "nothing",
+        "neither",
+        "nor",
+        "without",
+        "cannot",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "doesn't",
+        "don't",
+        "didn't",
+        "won't",
+        "can't",
+        "hasn't",
+        "haven't",
+        "hadn't",
+        "shouldn't",
+        "wouldn't",
+        "couldn't",
+    }
+)
+_STOPWORDS = (
+    frozenset(
+        """a an the this that these those there here it its he she they we you i me him us them
 his her hers their theirs our ours my mine your yours who whom whose which what
 is are was were be been being am has have had having do does did will would shall should can could may might must
 of to for at in on by with as about than over via per
 and or but so also then too just very really
 called named name known
-""".split()) | _NEGATIONS
+""".split()
+    )
+    | _NEGATIONS
+)
 """Words that carry no fact of their own: a text may add or drop them and still say the same.
 Relational words (before, after, from, under, left...) and quantifiers (all, some, most) are
 deliberately not here: they change what a sentence states."""
-_VARIANTS = {"depart": "leave", "departs": "leave", "departed": "leave", "leaves": "leave", "left": "left",
-             "begins": "start", "begin": "start", "began": "start", "starts": "start", "started": "start"}
+_VARIANTS = {
+    "depart": "leave",
+    "departs": "leave",
+    "departed": "leave",
+    "leaves": "leave",
+    "left": "left",
+    "begins": "start",
+    "begin": "start",
+    "began": "start",
+    "starts": "start",
+    "started": "start",
+}
 """Known paraphrase variants, folded onto one spelling ('left' stays a direction, not 'leave')."""
-_NUMBER_WORDS = {word: str(value) for value, words in enumerate((
-    ("zero",), ("one", "first", "once"), ("two", "second", "twice"), ("three", "third"), ("four", "fourth"),
-    ("five", "fifth"), ("six", "sixth"), ("seven", "seventh"), ("eight", "eighth"), ("nine", "ninth"),
-    ("ten", "tenth"), ("eleven", "eleventh"), ("twelve", "twelfth"))) for word in words}
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, words in enumerate(
+        (
+            ("zero",),
+            ("one", "first", "once"),
+            ("two", "second", "twice"),
+            ("three", "third"),
+            ("four", "fourth"),
+            ("five", "fifth"),
+            ("six", "sixth"),
+            ("seven", "seventh"),
+            ("eight", "eighth"),
+            ("nine", "ninth"),
+            ("ten", "tenth"),
+            ("eleven", "eleventh"),
+            ("twelve", "twelfth"),
+        )
+    )
+    for word in words
+}
 """Numbers and ordinals written out count as numbers ("the third floor" is not "the fourth")."""
 _ORDINAL_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
 
@@ -98,7 +156,9 @@ def particulars(text: str) -> Particulars:
         words.add(folded)
         if word[0].isupper():
             names.add(folded)
-    return Particulars(frozenset(numbers), frozenset(codes), frozenset(words), frozenset(names), negated)
+    return Particulars(
+        frozenset(numbers), frozenset(codes), frozenset(words), frozenset(names), negated
+    )
 
 
 def _normalise_number(sign: str, digits: str, suffix: str) -> str:
@@ -124,7 +184,9 @@ def _inflections(first: str, second: str) -> bool:
 
 
 def _unmatched(words: frozenset[str], others: frozenset[str]) -> set[str]:
-    return {word for word in words - others if not any(_inflections(word, other) for other in others)}
+    return {
+        word for word in words - others if not any(_inflections(word, other) for other in others)
+    }
 
 
 def same_particulars(first: str, second: str) -> str | None:

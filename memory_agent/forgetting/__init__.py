@@ -8,4 +8,11 @@ reached; `session_mirror` clears the SDK session store's copy of the conversatio
 from .purge import MIN_COPY_CHARS, ForgetReport, Forgetting
 from .resummarize import PENDING_SUMMARY, Resummarizer, RewriteOutcome
 
-__all__ = ["MIN_COPY_CHARS", "PENDING_SUMMARY", "ForgetReport", "Forgetting", "Resummarizer", "RewriteOutcome"]
+__all__ = [
+    "MIN_COPY_CHARS",
+    "PENDING_SUMMARY",
+    "ForgetReport",
+    "Forgetting",
+    "Resummarizer",
+    "RewriteOutcome",
+]

@@ -80,8 +80,14 @@ class _Found:
 class Forgetting:
     """Forgetting over one store: the database, a way to remove vectors, the summariser to use."""
 
-    def __init__(self, db: Any, *, author: Callable[[], Author | None], vectors: Callable[[], VectorForget | None],
-                 rewrite: SummaryRewrite) -> None:
+    def __init__(
+        self,
+        db: Any,
+        *,
+        author: Callable[[], Author | None],
+        vectors: Callable[[], VectorForget | None],
+        rewrite: SummaryRewrite,
+    ) -> None:
         self._db = db
         self._author = author
         self._vectors = vectors
@@ -95,8 +101,10 @@ class Forgetting:
         with self._db.transaction() as conn:
             passage = passage_table.fetch_one(conn, agent_id, passage_id)
             if passage is None:
-                raise ArchivalError(f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was "
-                                    "forgotten. Search or list archival memory for the exact id.")
+                raise ArchivalError(
+                    f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was "
+                    "forgotten. Search or list archival memory for the exact id."
+                )
             _collect_passages(conn, agent_id, [passage], found)
             self._forget_found(conn, agent_id, found, targets=[])
             self._record(conn, agent_id, "passage", passage_id, found)
@@ -106,8 +114,10 @@ class Forgetting:
         started = time.perf_counter()
         found = _Found()
         with self._db.transaction() as conn:
-            row = conn.execute("SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
-                               (agent_id, message_id)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM messages WHERE agent_id = ? AND message_id = ?",
+                (agent_id, message_id),
+            ).fetchone()
             if row is None:
                 raise MessageNotFoundError(message_id)
             affected = recall.summaries_from(conn, agent_id, message_id)
@@ -116,32 +126,49 @@ class Forgetting:
             found.texts += [m.text for m in gone]
             if row["sdk_uuid"]:
                 found.add("session_rows", session_mirror.purge_entries(conn, [row["sdk_uuid"]]))
-            derived = [p for p in _agent_passages(conn, agent_id) if message_id in _provenance_messages(p)]
-            for text in found.texts:  # a passage indexed with this turn as its context is a copy of it
+            derived = [
+                p for p in _agent_passages(conn, agent_id) if message_id in _provenance_messages(p)
+            ]
+            for (
+                text
+            ) in found.texts:  # a passage indexed with this turn as its context is a copy of it
                 if len(text.strip()) >= MIN_COPY_CHARS:
                     derived += passage_table.rows_holding(conn, agent_id, text)
             _collect_passages(conn, agent_id, derived, found)
             for summary in affected:
-                recall.rewrite_summary_row(conn, summary.summary_id, PENDING_SUMMARY, model=None, is_fallback=True)
-            targets = [("message", str(message_id))] + [("summary", str(s.summary_id)) for s in affected]
+                recall.rewrite_summary_row(
+                    conn, summary.summary_id, PENDING_SUMMARY, model=None, is_fallback=True
+                )
+            targets = [("message", str(message_id))] + [
+                ("summary", str(s.summary_id)) for s in affected
+            ]
             self._forget_found(conn, agent_id, found, targets=targets)
             self._record(conn, agent_id, "message", str(message_id), found)
         report = self._finish("message", str(message_id), agent_id, found, started, set())
         if not affected:
             return report
         outcome = self._rewrite(agent_id, [s.summary_id for s in affected])
-        return _replace(report, summaries_rewritten=outcome.rewritten, summariser=outcome.summariser,
-                        warnings=report.warnings + outcome.warnings)
+        return _replace(
+            report,
+            summaries_rewritten=outcome.rewritten,
+            summariser=outcome.summariser,
+            warnings=report.warnings + outcome.warnings,
+        )
 
     def block(self, agent_id: str, label: str) -> ForgetReport:
         started = time.perf_counter()
         label = validate_label(label)
         found = _Found()
         with self._db.transaction() as conn:
-            row = conn.execute("SELECT block_id FROM agent_blocks WHERE agent_id = ? AND label = ?",
-                               (agent_id, label)).fetchone()
+            row = conn.execute(
+                "SELECT block_id FROM agent_blocks WHERE agent_id = ? AND label = ?",
+                (agent_id, label),
+            ).fetchone()
             if row is None:
-                if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
+                if (
+                    conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
+                    is None
+                ):
                     raise AgentNotFoundError(agent_id)
                 block_ids = _deleted_blocks(conn, agent_id, label)
                 if not block_ids:
@@ -150,18 +177,29 @@ class Forgetting:
                 block_ids = [row[0]]
             holders: set[str] = set()
             for block_id in block_ids:
-                found.texts += core_memory.block_texts(conn, block_id) + _journalled_values(conn, block_id)
+                found.texts += core_memory.block_texts(conn, block_id) + _journalled_values(
+                    conn, block_id
+                )
                 agents, versions = core_memory.purge_block_rows(conn, block_id)
                 holders.update(agents)
                 found.add("blocks", 1)
                 found.add("block_versions", versions)
                 for holder in agents or [agent_id]:
-                    moved = [p for p in _agent_passages(conn, holder) if _from_block(p, block_id, label)]
+                    moved = [
+                        p for p in _agent_passages(conn, holder) if _from_block(p, block_id, label)
+                    ]
                     _collect_passages(conn, holder, moved, found)
-            self._forget_found(conn, agent_id, found, targets=[("block", block_id) for block_id in block_ids],
-                               holders=holders)
+            self._forget_found(
+                conn,
+                agent_id,
+                found,
+                targets=[("block", block_id) for block_id in block_ids],
+                holders=holders,
+            )
             self._record(conn, agent_id, "block", block_ids[0], found)
-        return self._finish("block", label, agent_id, found, started, {p.agent_id for p in found.passages})
+        return self._finish(
+            "block", label, agent_id, found, started, {p.agent_id for p in found.passages}
+        )
 
     def agent(self, agent_id: str) -> ForgetReport:
         """Everything held under the agent's id. A block other agents still hold is only detached
@@ -169,24 +207,42 @@ class Forgetting:
         started = time.perf_counter()
         found = _Found()
         with self._db.transaction() as conn:
-            if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
+            if (
+                conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
+                is None
+            ):
                 raise AgentNotFoundError(agent_id)
             targets: list[tuple[str, str]] = [("agent", agent_id)]
-            for (block_id,) in conn.execute("SELECT block_id FROM agent_blocks WHERE agent_id = ? ORDER BY block_id",
-                                            (agent_id,)).fetchall():
-                shared = conn.execute("SELECT 1 FROM agent_blocks WHERE block_id = ? AND agent_id != ? LIMIT 1",
-                                      (block_id, agent_id)).fetchone()
+            for (block_id,) in conn.execute(
+                "SELECT block_id FROM agent_blocks WHERE agent_id = ? ORDER BY block_id",
+                (agent_id,),
+            ).fetchall():
+                shared = conn.execute(
+                    "SELECT 1 FROM agent_blocks WHERE block_id = ? AND agent_id != ? LIMIT 1",
+                    (block_id, agent_id),
+                ).fetchone()
                 if shared is None:
                     _, versions = core_memory.purge_block_rows(conn, block_id)
                     found.add("blocks", 1)
                     found.add("block_versions", versions)
                     targets.append(("block", block_id))
-            sessions = [r[0] for r in conn.execute(
-                "SELECT DISTINCT session_id FROM messages WHERE agent_id = ? AND session_id IS NOT NULL"
-                " ORDER BY session_id", (agent_id,)).fetchall()]
+            sessions = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT session_id FROM messages WHERE agent_id = ? AND session_id IS NOT NULL"
+                    " ORDER BY session_id",
+                    (agent_id,),
+                ).fetchall()
+            ]
             found.add("session_rows", session_mirror.purge_sessions(conn, sessions))
-            found.add("messages", int(conn.execute("SELECT COUNT(*) FROM messages WHERE agent_id = ?",
-                                                   (agent_id,)).fetchone()[0]))
+            found.add(
+                "messages",
+                int(
+                    conn.execute(
+                        "SELECT COUNT(*) FROM messages WHERE agent_id = ?", (agent_id,)
+                    ).fetchone()[0]
+                ),
+            )
             passages = _agent_passages(conn, agent_id)
             found.passages += passages
             found.add("passages", len(passages))
@@ -198,15 +254,23 @@ class Forgetting:
             default = read_meta(conn, "default_agent_id")
         report = self._finish("agent", agent_id, agent_id, found, started, set(), whole_agent=True)
         if default == agent_id:
-            warning = ("the storage dir's default agent was this one; the next open without an agent id "
-                       "creates it again, empty")
+            warning = (
+                "the storage dir's default agent was this one; the next open without an agent id "
+                "creates it again, empty"
+            )
             report = _replace(report, warnings=(*report.warnings, warning))
         return report
 
     # ----- shared steps --------------------------------------------------------------------
 
-    def _forget_found(self, conn: sqlite3.Connection, agent_id: str, found: _Found,
-                      targets: list[tuple[str, str]], holders: Iterable[str] = ()) -> None:
+    def _forget_found(
+        self,
+        conn: sqlite3.Connection,
+        agent_id: str,
+        found: _Found,
+        targets: list[tuple[str, str]],
+        holders: Iterable[str] = (),
+    ) -> None:
         """Delete the collected passages, redact copies of every collected text and the journal, in
         the memory of the agents that held them (the agent, a shared block's `holders`), never in
         another agent's: an agent must not erase what it knows someone else holds by forgetting it."""
@@ -217,16 +281,39 @@ class Forgetting:
         copies = sum(recall.redact_text(conn, texts, agent) for agent in agents)
         found.add("copies_redacted", copies + core_memory.redact_text(conn, texts, agents))
         found.add("session_rows", session_mirror.redact_text(conn, texts, agents))
-        entries = journal.entries_about(conn, targets=[*targets, *(("passage", i) for i in ids)], texts=texts,
-                                        text_agents=agents)
+        entries = journal.entries_about(
+            conn,
+            targets=[*targets, *(("passage", i) for i in ids)],
+            texts=texts,
+            text_agents=agents,
+        )
         found.add("journal_entries_redacted", journal.redact(conn, sorted(entries)))
 
-    def _record(self, conn: sqlite3.Connection, agent_id: str, kind: str, target: str, found: _Found) -> None:
-        journal.record(conn, agent_id=agent_id, action="forget", target_type=kind, target_id=target,
-                       created_at=utc_now(), detail=dict(sorted(found.counts.items())), author=self._author())
+    def _record(
+        self, conn: sqlite3.Connection, agent_id: str, kind: str, target: str, found: _Found
+    ) -> None:
+        journal.record(
+            conn,
+            agent_id=agent_id,
+            action="forget",
+            target_type=kind,
+            target_id=target,
+            created_at=utc_now(),
+            detail=dict(sorted(found.counts.items())),
+            author=self._author(),
+        )
 
-    def _finish(self, kind: str, target: str, agent_id: str, found: _Found, started: float,
-                vector_agents: set[str], *, whole_agent: bool = False) -> ForgetReport:
+    def _finish(
+        self,
+        kind: str,
+        target: str,
+        agent_id: str,
+        found: _Found,
+        started: float,
+        vector_agents: set[str],
+        *,
+        whole_agent: bool = False,
+    ) -> ForgetReport:
         """After the commit: vectors (Chroma's files too), then the database's freed bytes."""
         warnings: list[str] = []
         by_agent: dict[str, list[str]] = {}
@@ -235,21 +322,32 @@ class Forgetting:
         if whole_agent or by_agent:
             forget_vectors = self._vectors()
             if forget_vectors is not None:
-                for owner in sorted(vector_agents | set(by_agent) | ({agent_id} if whole_agent else set())):
+                for owner in sorted(
+                    vector_agents | set(by_agent) | ({agent_id} if whole_agent else set())
+                ):
                     try:
                         warnings += forget_vectors(owner, by_agent.get(owner, []), whole_agent)
                     except Exception as error:  # noqa: BLE001 - the rows are gone; say what is left
-                        warnings.append(f"the vectors of agent '{owner}' could not be removed ({error}); run "
-                                        "'memory-agent forget --purge' again or 'memory-agent doctor --repair'")
+                        warnings.append(
+                            f"the vectors of agent '{owner}' could not be removed ({error}); run "
+                            "'memory-agent forget --purge' again or 'memory-agent doctor --repair'"
+                        )
         warnings += scrub.scrub(self._db)
         counts = found.counts
-        return ForgetReport(kind=kind, target=target, agent_id=agent_id, passages=counts.get("passages", 0),
-                            messages=counts.get("messages", 0), blocks=counts.get("blocks", 0),
-                            block_versions=counts.get("block_versions", 0),
-                            journal_entries_redacted=counts.get("journal_entries_redacted", 0),
-                            copies_redacted=counts.get("copies_redacted", 0),
-                            session_rows=counts.get("session_rows", 0),
-                            seconds=time.perf_counter() - started, warnings=tuple(warnings))
+        return ForgetReport(
+            kind=kind,
+            target=target,
+            agent_id=agent_id,
+            passages=counts.get("passages", 0),
+            messages=counts.get("messages", 0),
+            blocks=counts.get("blocks", 0),
+            block_versions=counts.get("block_versions", 0),
+            journal_entries_redacted=counts.get("journal_entries_redacted", 0),
+            copies_redacted=counts.get("copies_redacted", 0),
+            session_rows=counts.get("session_rows", 0),
+            seconds=time.perf_counter() - started,
+            warnings=tuple(warnings),
+        )
 
 
 def _replace(report: ForgetReport, **changes: Any) -> ForgetReport:
@@ -268,23 +366,37 @@ def _agent_passages(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
 def _deleted_blocks(conn: sqlite3.Connection, agent_id: str, label: str) -> list[str]:
     """The blocks this agent deleted under `label` that no agent holds any more: the journal keeps
     their values (for undo), so they are still there to forget."""
-    rows = conn.execute("SELECT DISTINCT target_id FROM journal WHERE forgotten = 0 AND agent_id = ?"
-                        " AND action = 'delete_block' AND label = ? ORDER BY target_id", (agent_id, label)).fetchall()
-    return [row[0] for row in rows if conn.execute("SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1",
-                                                   (row[0],)).fetchone() is None]
+    rows = conn.execute(
+        "SELECT DISTINCT target_id FROM journal WHERE forgotten = 0 AND agent_id = ?"
+        " AND action = 'delete_block' AND label = ? ORDER BY target_id",
+        (agent_id, label),
+    ).fetchall()
+    return [
+        row[0]
+        for row in rows
+        if conn.execute(
+            "SELECT 1 FROM agent_blocks WHERE block_id = ? LIMIT 1", (row[0],)
+        ).fetchone()
+        is None
+    ]
 
 
 def _journalled_values(conn: sqlite3.Connection, block_id: str) -> list[str]:
     """The values the journal holds about the block (a deleted block's last value lives only there)."""
-    rows = conn.execute("SELECT old_value, new_value FROM journal WHERE forgotten = 0 AND target_type = 'block'"
-                        " AND target_id = ?", (block_id,)).fetchall()
+    rows = conn.execute(
+        "SELECT old_value, new_value FROM journal WHERE forgotten = 0 AND target_type = 'block'"
+        " AND target_id = ?",
+        (block_id,),
+    ).fetchall()
     return [value for row in rows for value in row if isinstance(value, str)]
 
 
 def _from_block(passage: Passage, block_id: str, label: str) -> bool:
     """Whether the passage came out of the block (consolidation, memory_rethink's reasoning): by its
     id, which survives a rename, or by the label older passages carry."""
-    return passage.provenance.get("block_id") == block_id or passage.provenance.get("block") == label
+    return (
+        passage.provenance.get("block_id") == block_id or passage.provenance.get("block") == label
+    )
 
 
 def _provenance_messages(passage: Passage) -> set[int]:
@@ -292,7 +404,9 @@ def _provenance_messages(passage: Passage) -> set[int]:
     return {m for m in messages if isinstance(m, int)} if isinstance(messages, list) else set()
 
 
-def _collect_passages(conn: sqlite3.Connection, agent_id: str, start: list[Passage], found: _Found) -> None:
+def _collect_passages(
+    conn: sqlite3.Connection, agent_id: str, start: list[Passage], found: _Found
+) -> None:
     """The passages and their chain: what each superseded (transitively) and the agent's passages
     holding its text."""
     seen = {p.passage_id for p in found.passages}

@@ -52,26 +52,41 @@ class Resummarizer:
         wanted = set(summary_ids)
         with self._db.reading() as conn:
             summaries = recall.summary_rows(conn, agent_id)
-            ranges = {s.summary_id: [to_record(m) for m in recall.messages_between(
-                conn, agent_id, s.first_message_id, s.last_message_id)] for s in summaries if s.summary_id in wanted}
+            ranges = {
+                s.summary_id: [
+                    to_record(m)
+                    for m in recall.messages_between(
+                        conn, agent_id, s.first_message_id, s.last_message_id
+                    )
+                ]
+                for s in summaries
+                if s.summary_id in wanted
+            }
         before = [s for s in summaries if s.summary_id < min(wanted, default=0)]
         previous = before[-1].summary if before else None
         todo = [s for s in summaries if s.summary_id in wanted]
-        texts, used, warnings = _run(self._write_all(previous, [(s.summary_id, ranges[s.summary_id]) for s in todo]))
+        texts, used, warnings = _run(
+            self._write_all(previous, [(s.summary_id, ranges[s.summary_id]) for s in todo])
+        )
         with self._db.transaction() as conn:
             for summary_id, (text, model, fallback) in texts.items():
-                recall.rewrite_summary_row(conn, summary_id, text, model=model, is_fallback=fallback)
+                recall.rewrite_summary_row(
+                    conn, summary_id, text, model=model, is_fallback=fallback
+                )
         for warning in warnings:
             logger.warning("forget: %s", warning)
         return RewriteOutcome(len(texts), used, tuple(warnings))
 
-    async def _write_all(self, previous: str | None, todo: Sequence[tuple[int, list[MessageRecord]]]
-                         ) -> tuple[dict[int, tuple[str, str | None, bool]], str, list[str]]:
+    async def _write_all(
+        self, previous: str | None, todo: Sequence[tuple[int, list[MessageRecord]]]
+    ) -> tuple[dict[int, tuple[str, str | None, bool]], str, list[str]]:
         summarizer = self._summarizer
         warnings: list[str] = []
         if summarizer is None and todo:
-            warnings.append("no model is configured, so the summaries that held the forgotten message were "
-                            "written again by the rules (a truncation stand-in, marked as a fallback summary)")
+            warnings.append(
+                "no model is configured, so the summaries that held the forgotten message were "
+                "written again by the rules (a truncation stand-in, marked as a fallback summary)"
+            )
         texts: dict[int, tuple[str, str | None, bool]] = {}
         try:
             for summary_id, records in todo:
@@ -81,8 +96,10 @@ class Resummarizer:
                         text = await summarizer.summarize(previous, records)
                         texts[summary_id] = (text, summarizer.model, False)
                     except Exception as error:  # noqa: BLE001 - any model failure falls back, and says so
-                        warnings.append(f"the summariser failed ({str(error).splitlines()[0][:200]}); the "
-                                        "summaries were written again by the rules (marked as fallback summaries)")
+                        warnings.append(
+                            f"the summariser failed ({str(error).splitlines()[0][:200]}); the "
+                            "summaries were written again by the rules (marked as fallback summaries)"
+                        )
                         summarizer, text = None, None
                 if text is None:
                     text = truncation_summary(previous, records, self._clip)

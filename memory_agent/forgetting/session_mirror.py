@@ -23,12 +23,20 @@ def purge_entries(conn: sqlite3.Connection, uuids: Sequence[str]) -> int:
     gone = 0
     transcripts: set[int] = set()
     for uuid in uuids:
-        transcripts.update(int(r[0]) for r in conn.execute(
-            "SELECT transcript_id FROM session_entries WHERE uuid = ?", (uuid,)).fetchall())
+        transcripts.update(
+            int(r[0])
+            for r in conn.execute(
+                "SELECT transcript_id FROM session_entries WHERE uuid = ?", (uuid,)
+            ).fetchall()
+        )
         gone += max(conn.execute("DELETE FROM session_entries WHERE uuid = ?", (uuid,)).rowcount, 0)
     for transcript_id in sorted(transcripts):
-        gone += max(conn.execute("DELETE FROM session_summaries WHERE transcript_id = ?",
-                                 (transcript_id,)).rowcount, 0)
+        gone += max(
+            conn.execute(
+                "DELETE FROM session_summaries WHERE transcript_id = ?", (transcript_id,)
+            ).rowcount,
+            0,
+        )
     return gone
 
 
@@ -36,7 +44,12 @@ def purge_sessions(conn: sqlite3.Connection, session_ids: Sequence[str]) -> int:
     """Delete whole transcripts of these sessions (their lines and summaries follow by cascade)."""
     gone = 0
     for session_id in session_ids:
-        gone += max(conn.execute("DELETE FROM session_transcripts WHERE session_id = ?", (session_id,)).rowcount, 0)
+        gone += max(
+            conn.execute(
+                "DELETE FROM session_transcripts WHERE session_id = ?", (session_id,)
+            ).rowcount,
+            0,
+        )
     return gone
 
 
@@ -44,10 +57,15 @@ def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_ids: Seque
     """Replace copies of these texts in transcript lines and summary sidecars by the mark, leaving
     the transcripts of sessions that only other agents' messages name."""
     marks = ", ".join("?" for _ in agent_ids)
-    where = ("AND transcript_id NOT IN (SELECT transcript_id FROM session_transcripts WHERE session_id IN"
-             f" (SELECT session_id FROM messages WHERE session_id IS NOT NULL AND agent_id NOT IN ({marks}))"
-             " AND session_id NOT IN (SELECT session_id FROM messages WHERE session_id IS NOT NULL"
-             f" AND agent_id IN ({marks})))")
+    where = (
+        "AND transcript_id NOT IN (SELECT transcript_id FROM session_transcripts WHERE session_id IN"
+        f" (SELECT session_id FROM messages WHERE session_id IS NOT NULL AND agent_id NOT IN ({marks}))"
+        " AND session_id NOT IN (SELECT session_id FROM messages WHERE session_id IS NOT NULL"
+        f" AND agent_id IN ({marks})))"
+    )
     params = [*agent_ids, *agent_ids]
-    return (replace_text(conn, "session_entries", "entry", texts, json_column=True, where=where, params=params)
-            + replace_text(conn, "session_summaries", "data", texts, json_column=True, where=where, params=params))
+    return replace_text(
+        conn, "session_entries", "entry", texts, json_column=True, where=where, params=params
+    ) + replace_text(
+        conn, "session_summaries", "data", texts, json_column=True, where=where, params=params
+    )

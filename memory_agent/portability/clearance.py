@@ -24,7 +24,9 @@ __all__ = ["within_clearance"]
 def within_clearance(snapshot: Snapshot, clearance: Sensitivity) -> Snapshot:
     """The snapshot without the blocks and passages above `clearance` and what copies them."""
     hidden_blocks = {b.block_id for b in snapshot.blocks if not allowed(b.sensitivity, clearance)}
-    hidden_passages = {p.passage_id for p in snapshot.passages if not allowed(p.sensitivity, clearance)}
+    hidden_passages = {
+        p.passage_id for p in snapshot.passages if not allowed(p.sensitivity, clearance)
+    }
     # A deleted item's level lives only in the journal: an item it ever records above the clearance
     # keeps its whole history out (a live item now allowed stays in the export, only its past goes).
     unsaid_blocks, unsaid_passages = set(hidden_blocks), set(hidden_passages)
@@ -38,7 +40,8 @@ def within_clearance(snapshot: Snapshot, clearance: Sensitivity) -> Snapshot:
         return snapshot
     passages = [
         p if p.superseded_by not in hidden_passages else dataclasses.replace(p, superseded_by=None)
-        for p in snapshot.passages if p.passage_id not in hidden_passages
+        for p in snapshot.passages
+        if p.passage_id not in hidden_passages
     ]
     return dataclasses.replace(
         snapshot,
@@ -46,13 +49,17 @@ def within_clearance(snapshot: Snapshot, clearance: Sensitivity) -> Snapshot:
         block_history=[v for v in snapshot.block_history if v.block_id not in hidden_blocks],
         attachments=[a for a in snapshot.attachments if a.block_id not in hidden_blocks],
         passages=passages,
-        journal=[entry for entry in snapshot.journal
-                 if _journal_allowed(entry, unsaid_blocks, unsaid_passages, clearance)],
+        journal=[
+            entry
+            for entry in snapshot.journal
+            if _journal_allowed(entry, unsaid_blocks, unsaid_passages, clearance)
+        ],
     )
 
 
-def _journal_allowed(entry: JournalRecord, hidden_blocks: set[str], hidden_passages: set[str],
-                     clearance: Sensitivity) -> bool:
+def _journal_allowed(
+    entry: JournalRecord, hidden_blocks: set[str], hidden_passages: set[str], clearance: Sensitivity
+) -> bool:
     """An entry about a hidden item is left out; so is one recording a level above the clearance
     (the delete of a secret block or passage no longer in the snapshot keeps its level in `detail`)."""
     if entry.target_type == "block" and entry.target_id in hidden_blocks:

@@ -56,9 +56,14 @@ ExportFormat = Literal["json", "af"]
 FORMATS: tuple[str, ...] = ("json", "af")
 
 
-def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = None,
-                  format: ExportFormat = "json", allow_secret: bool | None = None,
-                  max_sensitivity: str | None = None) -> dict[str, Any]:
+def export_memory(
+    memory: MemoryManager,
+    *,
+    agent_ids: Sequence[str] | None = None,
+    format: ExportFormat = "json",
+    allow_secret: bool | None = None,
+    max_sensitivity: str | None = None,
+) -> dict[str, Any]:
     """The agents' memory (default: the manager's agent) as a document of the given format.
 
     The manager's agent comes first: an import makes the first agent the default of a storage
@@ -68,16 +73,24 @@ def export_memory(memory: MemoryManager, *, agent_ids: Sequence[str] | None = No
     """
     clearance = clearance_of(allow_secret, max_sensitivity)
     if format not in FORMATS:
-        raise ConfigurationError(f"Unknown export format '{format}'; use one of: {', '.join(FORMATS)}.")
+        raise ConfigurationError(
+            f"Unknown export format '{format}'; use one of: {', '.join(FORMATS)}."
+        )
     wanted = list(dict.fromkeys(agent_ids or [memory.agent_id]))
     if memory.agent_id in wanted:  # first, so that it is the default again after an import
         wanted.remove(memory.agent_id)
         wanted.insert(0, memory.agent_id)
     snapshot = within_clearance(read_snapshot(memory.database, wanted), clearance)
-    return to_project(snapshot) if format == "json" else to_letta(snapshot, model=memory.settings.model_name)
+    return (
+        to_project(snapshot)
+        if format == "json"
+        else to_letta(snapshot, model=memory.settings.model_name)
+    )
 
 
-def write_export(document: dict[str, Any], path: str | Path, *, encrypt_with: EncryptionKey | None = None) -> Path:
+def write_export(
+    document: dict[str, Any], path: str | Path, *, encrypt_with: EncryptionKey | None = None
+) -> Path:
     """Write the document as JSON to `path` atomically; returns the path written. With
     `encrypt_with` the file is sealed under that key (see `portability.sealed`)."""
     target = Path(path).expanduser()
@@ -86,14 +99,18 @@ def write_export(document: dict[str, Any], path: str | Path, *, encrypt_with: En
         data = seal(data, encrypt_with)
     temporary: str | None = None
     try:
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.replace(temporary, target)
     except OSError as error:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
-        raise ConfigurationError(f"Cannot write the export to {target}: {error.strerror or error}.") from error
+        raise ConfigurationError(
+            f"Cannot write the export to {target}: {error.strerror or error}."
+        ) from error
     return target
 
 
@@ -113,20 +130,25 @@ def load_document(path: str | Path, key: EncryptionKey | None = None) -> Any:
     found = os.fstat(descriptor)
     if not stat.S_ISREG(found.st_mode):
         os.close(descriptor)
-        raise ImportFormatError(f"{source} is not a regular file (a directory, a device, a FIFO or a socket); "
-                                "nothing was imported. Import an export file written by memory-agent or Letta.")
+        raise ImportFormatError(
+            f"{source} is not a regular file (a directory, a device, a FIFO or a socket); "
+            "nothing was imported. Import an export file written by memory-agent or Letta."
+        )
     with os.fdopen(descriptor, "rb") as stream:
         data = b"" if found.st_size > MAX_IMPORT_BYTES else stream.read(MAX_IMPORT_BYTES + 1)
     if found.st_size > MAX_IMPORT_BYTES or len(data) > MAX_IMPORT_BYTES:
-        raise ImportFormatError(f"{source} is larger than {MAX_IMPORT_BYTES // 2**20} MiB, the most an import reads; "
-                                "nothing was imported. Split the export (export agents one by one).")
+        raise ImportFormatError(
+            f"{source} is larger than {MAX_IMPORT_BYTES // 2**20} MiB, the most an import reads; "
+            "nothing was imported. Split the export (export agents one by one)."
+        )
     if is_sealed(data):
         data = unseal(data, key, str(source))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ImportFormatError(f"Cannot read {source}: it is not UTF-8 text ({error.reason} at byte "
-                                f"{error.start}).") from error
+        raise ImportFormatError(
+            f"Cannot read {source}: it is not UTF-8 text ({error.reason} at byte {error.start})."
+        ) from error
     return decode_document(text, str(source))
 
 
@@ -139,8 +161,9 @@ def decode_document(text: str, name: str = "the document") -> Any:
     except ValueError as error:
         raise ImportFormatError(f"{name} is not valid JSON: {error}.") from None
     except RecursionError:
-        raise ImportFormatError(f"{name} is nested too deeply to read (over {MAX_JSON_DEPTH} levels "
-                                "is refused).") from None
+        raise ImportFormatError(
+            f"{name} is nested too deeply to read (over {MAX_JSON_DEPTH} levels is refused)."
+        ) from None
     return document
 
 
@@ -160,12 +183,19 @@ def parse_document(document: Any, *, default_limit: int) -> Snapshot:
         return parse_letta(document, default_limit=default_limit)
     raise ImportFormatError(
         "Not an export this memory-agent reads: expected a memory-agent JSON export "
-        "(with \"format\": \"memory-agent\") or a Letta agent file (with an \"agents\" list).")
+        '(with "format": "memory-agent") or a Letta agent file (with an "agents" list).'
+    )
 
 
-def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *,
-                    agent_id: str | None = None, settings: Settings | None = None,
-                    embedding_function: Any = None, author: Author | None = None) -> ImportReport:
+def import_snapshot(
+    snapshot: Snapshot,
+    storage_dir: str | Path | None = None,
+    *,
+    agent_id: str | None = None,
+    settings: Settings | None = None,
+    embedding_function: Any = None,
+    author: Author | None = None,
+) -> ImportReport:
     """Write a snapshot into a storage dir (created if needed) as new agents; see the module doc.
 
     `embedding_function` is the one the storage dir's agents use (default: offline MiniLM).
@@ -173,24 +203,47 @@ def import_snapshot(snapshot: Snapshot, storage_dir: str | Path | None = None, *
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
-    validate_snapshot(snapshot)  # before the store is opened: a refused file creates no store either
-    with open_database(directory, create=True, database_url=settings.database_url,
-                       encryption_key=settings.encryption_key) as db:
+    validate_snapshot(
+        snapshot
+    )  # before the store is opened: a refused file creates no store either
+    with open_database(
+        directory,
+        create=True,
+        database_url=settings.database_url,
+        encryption_key=settings.encryption_key,
+    ) as db:
         report = write_snapshot(db, snapshot, agent_id=agent_id, author=author)
         if default_agent_id(db) is None:
             set_default_agent(db, report.agent_ids[0])
         if report.passages:
-            archival = ArchivalMemory(db, VectorConfig.from_settings(settings, directory), embedding_function)
-            report.vectors_pending = sum(archival.reconcile(imported).still_pending
-                                         for imported in report.agent_ids)
+            archival = ArchivalMemory(
+                db, VectorConfig.from_settings(settings, directory), embedding_function
+            )
+            report.vectors_pending = sum(
+                archival.reconcile(imported).still_pending for imported in report.agent_ids
+            )
     return report
 
 
-def import_file(path: str | Path, storage_dir: str | Path | None = None, *, agent_id: str | None = None,
-                settings: Settings | None = None, embedding_function: Any = None) -> ImportReport:
+def import_file(
+    path: str | Path,
+    storage_dir: str | Path | None = None,
+    *,
+    agent_id: str | None = None,
+    settings: Settings | None = None,
+    embedding_function: Any = None,
+) -> ImportReport:
     """Import a memory-agent JSON export or a Letta `.af` file into a storage dir (journalled as
     `Author.importer(<file name>)` where the file names no author)."""
     settings = settings or Settings.from_env()
-    snapshot = parse_document(load_document(path, settings.encryption_key), default_limit=settings.default_block_limit)
-    return import_snapshot(snapshot, storage_dir, agent_id=agent_id, settings=settings,
-                           embedding_function=embedding_function, author=Author.importer(Path(path).name))
+    snapshot = parse_document(
+        load_document(path, settings.encryption_key), default_limit=settings.default_block_limit
+    )
+    return import_snapshot(
+        snapshot,
+        storage_dir,
+        agent_id=agent_id,
+        settings=settings,
+        embedding_function=embedding_function,
+        author=Author.importer(Path(path).name),
+    )

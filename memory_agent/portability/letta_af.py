@@ -63,13 +63,16 @@ def is_letta_document(document: Any) -> bool:
 
 # ----- reading ------------------------------------------------------------------------------
 
+
 def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
     """Every agent, block and message of an `.af` document, as a snapshot to import.
 
     What has no counterpart here is listed in `snapshot.notes` (see `letta_parts`).
     """
     if not is_letta_document(document) or not document["agents"]:
-        raise ImportFormatError("Not a Letta agent file: it has no 'agents' list, or the list is empty.")
+        raise ImportFormatError(
+            "Not a Letta agent file: it has no 'agents' list, or the list is empty."
+        )
     created = _timestamp(document.get("created_at"), utc_now(), "the file's created_at")
     letta_blocks = _letta_blocks(document.get("blocks"))
     snapshot = Snapshot()
@@ -81,32 +84,54 @@ def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
         agent_id = _agent_id(raw, index, {a.agent_id for a in snapshot.agents})
         agent_ids[str(raw.get("id", f"agents[{index}]"))] = agent_id
         system = raw.get("system") if isinstance(raw.get("system"), str) else None
-        born = _timestamp(_metadata(raw).get(OUR_CREATED_AT_KEY), created, f"agents[{index}].metadata")
-        snapshot.agents.append(AgentRecord(agent_id, _text(raw.get("name")) or None, born,
-                                           system or None, agent_details(raw)))
+        born = _timestamp(
+            _metadata(raw).get(OUR_CREATED_AT_KEY), created, f"agents[{index}].metadata"
+        )
+        snapshot.agents.append(
+            AgentRecord(
+                agent_id, _text(raw.get("name")) or None, born, system or None, agent_details(raw)
+            )
+        )
         for block in _agent_blocks(raw, letta_blocks, index):
             _attach(snapshot, block_ids, agent_id, block, default_limit, created)
         in_context = raw.get("in_context_message_ids")
         records = _records(raw, agent_id, index, created)
         snapshot.messages.extend(records.pop(None, []))
         for position, message in enumerate(_list(raw.get("messages"), f"agents[{index}].messages")):
-            if not _is_base_prompt(message, system):  # else the agent's `system`, kept as its base prompt
-                snapshot.messages.extend(_messages(message, agent_id, f"agents[{index}].messages[{position}]",
-                                                   in_context, created))
+            if not _is_base_prompt(
+                message, system
+            ):  # else the agent's `system`, kept as its base prompt
+                snapshot.messages.extend(
+                    _messages(
+                        message,
+                        agent_id,
+                        f"agents[{index}].messages[{position}]",
+                        in_context,
+                        created,
+                    )
+                )
             if isinstance(message, Mapping):
                 snapshot.messages.extend(records.pop(str(message.get("id")), []))
         if records:
-            raise ImportFormatError(f"agents[{index}].metadata.{RECORDS_KEY} places rows after message(s) "
-                                    f"{', '.join(map(str, records))}, which the agent does not hold.")
+            raise ImportFormatError(
+                f"agents[{index}].metadata.{RECORDS_KEY} places rows after message(s) "
+                f"{', '.join(map(str, records))}, which the agent does not hold."
+            )
         snapshot.passages.extend(_passages(raw, agent_id, index, created))
     for letta_id, block in letta_blocks.items():
         if letta_id not in block_ids:
-            _add_block(snapshot, block_ids, snapshot.agents[0].agent_id, block, default_limit, created)
+            _add_block(
+                snapshot, block_ids, snapshot.agents[0].agent_id, block, default_limit, created
+            )
     add_groups(snapshot, document.get("groups"), agent_ids, block_ids, created)
     in_file = {block_ids[letta_id]: position for position, letta_id in enumerate(letta_blocks)}
-    snapshot.blocks.sort(key=lambda b: in_file.get(b.block_id, len(in_file)))  # the file's order, then inline
+    snapshot.blocks.sort(
+        key=lambda b: in_file.get(b.block_id, len(in_file))
+    )  # the file's order, then inline
     attached = {link.block_id for link in snapshot.attachments}
-    snapshot.notes.unattached_blocks = [b.label for b in snapshot.blocks if b.block_id not in attached]
+    snapshot.notes.unattached_blocks = [
+        b.label for b in snapshot.blocks if b.block_id not in attached
+    ]
     note_not_imported(snapshot.notes, document)
     return snapshot
 
@@ -114,26 +139,42 @@ def parse_letta(document: Mapping[str, Any], *, default_limit: int) -> Snapshot:
 def _is_base_prompt(message: Any, system: str | None) -> bool:
     if not isinstance(message, Mapping) or message.get("role") != "system":
         return False
-    return "\n".join(p.get("text", "") for p in _parts(message) if p["type"] == "text") == (system or "")
+    return "\n".join(p.get("text", "") for p in _parts(message) if p["type"] == "text") == (
+        system or ""
+    )
 
 
-def _passages(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -> list[PassageRecord]:
+def _passages(
+    raw: Mapping[str, Any], agent_id: str, index: int, created: str
+) -> list[PassageRecord]:
     """Archival passages an export of ours carried in the agent's metadata (`letta_export`)."""
     items = _metadata(raw).get(PASSAGES_KEY)
     if items is None:
         return []
     if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
-        raise ImportFormatError(f"agents[{index}].metadata.{PASSAGES_KEY} must be a list of objects.")
-    return [PassageRecord(_passage_id(item.get("id")), agent_id, _text(item.get("content")),
-                          item.get("tags") or [], item.get("metadata") or {},
-                          _timestamp(item.get("created_at"), created, f"agents[{index}] passage {position}"),
-                          # Our lifecycle fields (absent from older exports); checked like any insert.
-                          expires_at=item.get("expires_at"), superseded_by=item.get("superseded_by"),
-                          importance=item.get("importance", DEFAULT_IMPORTANCE),
-                          access_count=item.get("access_count", 0), last_accessed_at=item.get("last_accessed_at"),
-                          provenance=item.get("provenance") or {},
-                          sensitivity=item.get("sensitivity", DEFAULT_LEVEL), context=item.get("context") or "")
-            for position, item in enumerate(items)]
+        raise ImportFormatError(
+            f"agents[{index}].metadata.{PASSAGES_KEY} must be a list of objects."
+        )
+    return [
+        PassageRecord(
+            _passage_id(item.get("id")),
+            agent_id,
+            _text(item.get("content")),
+            item.get("tags") or [],
+            item.get("metadata") or {},
+            _timestamp(item.get("created_at"), created, f"agents[{index}] passage {position}"),
+            # Our lifecycle fields (absent from older exports); checked like any insert.
+            expires_at=item.get("expires_at"),
+            superseded_by=item.get("superseded_by"),
+            importance=item.get("importance", DEFAULT_IMPORTANCE),
+            access_count=item.get("access_count", 0),
+            last_accessed_at=item.get("last_accessed_at"),
+            provenance=item.get("provenance") or {},
+            sensitivity=item.get("sensitivity", DEFAULT_LEVEL),
+            context=item.get("context") or "",
+        )
+        for position, item in enumerate(items)
+    ]
 
 
 def _passage_id(value: Any) -> str:
@@ -142,12 +183,20 @@ def _passage_id(value: Any) -> str:
 
 
 _RECORD_FIELDS: dict[str, tuple[type, ...]] = {
-    "role": (str,), "message_type": (str,), "content": (str, list), "session_id": (str, type(None)),
-    "turn_id": (str, type(None)), "sdk_uuid": (str, type(None)), "token_count": (int, type(None)),
-    "metadata": (dict,)}
+    "role": (str,),
+    "message_type": (str,),
+    "content": (str, list),
+    "session_id": (str, type(None)),
+    "turn_id": (str, type(None)),
+    "sdk_uuid": (str, type(None)),
+    "token_count": (int, type(None)),
+    "metadata": (dict,),
+}
 
 
-def _records(raw: Mapping[str, Any], agent_id: str, index: int, created: str) -> dict[str | None, list[MessageRecord]]:
+def _records(
+    raw: Mapping[str, Any], agent_id: str, index: int, created: str
+) -> dict[str | None, list[MessageRecord]]:
     """The rows an export of ours kept in `RECORDS_KEY`, by the id of the message each followed."""
     items = _metadata(raw).get(RECORDS_KEY)
     if items is None:
@@ -161,15 +210,27 @@ def _records(raw: Mapping[str, Any], agent_id: str, index: int, created: str) ->
         for name, kinds in _RECORD_FIELDS.items():
             value = item.get(name, {} if name == "metadata" else None)
             if not isinstance(value, kinds) or (name == "token_count" and isinstance(value, bool)):
-                raise ImportFormatError(f"{here} field '{name}' is {_preview(repr(value))}; expected "
-                                        f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}.")
+                raise ImportFormatError(
+                    f"{here} field '{name}' is {_preview(repr(value))}; expected "
+                    f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}."
+                )
         after = item.get("after")
-        placed.setdefault(None if after is None else str(after), []).append(MessageRecord(
-            message_id=f"{here}", agent_id=agent_id, role=item["role"], message_type=item["message_type"],
-            content=item["content"], created_at=_timestamp(item.get("created_at"), created, here),
-            in_context=_boolean(item.get("in_context"), True, f"{here} field 'in_context'"),
-            session_id=item.get("session_id"), turn_id=item.get("turn_id"), sdk_uuid=item.get("sdk_uuid"),
-            token_count=item.get("token_count"), metadata=dict(item.get("metadata") or {})))
+        placed.setdefault(None if after is None else str(after), []).append(
+            MessageRecord(
+                message_id=f"{here}",
+                agent_id=agent_id,
+                role=item["role"],
+                message_type=item["message_type"],
+                content=item["content"],
+                created_at=_timestamp(item.get("created_at"), created, here),
+                in_context=_boolean(item.get("in_context"), True, f"{here} field 'in_context'"),
+                session_id=item.get("session_id"),
+                turn_id=item.get("turn_id"),
+                sdk_uuid=item.get("sdk_uuid"),
+                token_count=item.get("token_count"),
+                metadata=dict(item.get("metadata") or {}),
+            )
+        )
     return placed
 
 
@@ -184,9 +245,11 @@ def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:
     for index, block in enumerate(blocks):
         block_id = str(block.get("id"))
         if block_id in found:
-            raise ImportFormatError(f"blocks[{index}] has id '{_preview(block_id)}', like "
-                                    f"blocks[{positions[block_id]}]; block ids must be unique in a file. "
-                                    "Give each block its own id.")
+            raise ImportFormatError(
+                f"blocks[{index}] has id '{_preview(block_id)}', like "
+                f"blocks[{positions[block_id]}]; block ids must be unique in a file. "
+                "Give each block its own id."
+            )
         found[block_id], positions[block_id] = block, index
     return found
 
@@ -194,8 +257,12 @@ def _letta_blocks(blocks: Any) -> dict[str, Mapping[str, Any]]:
 def _agent_id(raw: Mapping[str, Any], index: int, taken: set[str]) -> str:
     """Our id of an exported agent of ours (kept in its metadata), else its name or Letta id."""
     ours = _metadata(raw).get(OUR_AGENT_ID_KEY)
-    base = (_text(ours).strip() if isinstance(ours, str) else "") or _text(raw.get("name")).strip() \
-        or _text(raw.get("id")).strip() or f"letta-agent-{index}"
+    base = (
+        (_text(ours).strip() if isinstance(ours, str) else "")
+        or _text(raw.get("name")).strip()
+        or _text(raw.get("id")).strip()
+        or f"letta-agent-{index}"
+    )
     candidate, suffix = base, 2
     while candidate in taken:
         candidate, suffix = f"{base}-{suffix}", suffix + 1
@@ -208,27 +275,40 @@ def _metadata(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return metadata if isinstance(metadata, Mapping) else {}
 
 
-def _agent_blocks(raw: Mapping[str, Any], letta_blocks: Mapping[str, Mapping[str, Any]],
-                  index: int) -> list[Mapping[str, Any]]:
+def _agent_blocks(
+    raw: Mapping[str, Any], letta_blocks: Mapping[str, Mapping[str, Any]], index: int
+) -> list[Mapping[str, Any]]:
     """The blocks an agent names by id, then any written inline (`memory_blocks`)."""
     found: list[Mapping[str, Any]] = []
     for block_id in _list(raw.get("block_ids"), f"agents[{index}].block_ids"):
         if str(block_id) not in letta_blocks:
-            raise ImportFormatError(f"agents[{index}] names block '{block_id}', which the file does not hold.")
+            raise ImportFormatError(
+                f"agents[{index}] names block '{block_id}', which the file does not hold."
+            )
         found.append(letta_blocks[str(block_id)])
-    for position, inline in enumerate(_list(raw.get("memory_blocks"), f"agents[{index}].memory_blocks")):
+    for position, inline in enumerate(
+        _list(raw.get("memory_blocks"), f"agents[{index}].memory_blocks")
+    ):
         if not isinstance(inline, Mapping):
             raise ImportFormatError(f"agents[{index}].memory_blocks must hold objects.")
         if inline.get("id") is not None and str(inline["id"]) in letta_blocks:
-            raise ImportFormatError(f"agents[{index}].memory_blocks[{position}] has id "
-                                    f"'{_preview(str(inline['id']))}', which a block of the file's 'blocks' has "
-                                    "too; block ids must be unique in a file.")
+            raise ImportFormatError(
+                f"agents[{index}].memory_blocks[{position}] has id "
+                f"'{_preview(str(inline['id']))}', which a block of the file's 'blocks' has "
+                "too; block ids must be unique in a file."
+            )
         found.append(inline)
     return found
 
 
-def _attach(snapshot: Snapshot, block_ids: dict[str, str], agent_id: str, block: Mapping[str, Any],
-            default_limit: int, created: str) -> None:
+def _attach(
+    snapshot: Snapshot,
+    block_ids: dict[str, str],
+    agent_id: str,
+    block: Mapping[str, Any],
+    default_limit: int,
+    created: str,
+) -> None:
     """Add the block (once, however many agents name it) and attach it to the agent."""
     letta_id = str(block.get("id") or uuid.uuid4())
     if letta_id not in block_ids:
@@ -236,8 +316,15 @@ def _attach(snapshot: Snapshot, block_ids: dict[str, str], agent_id: str, block:
     attach_block(snapshot, agent_id, block_ids[letta_id], created)
 
 
-def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block: Mapping[str, Any],
-               default_limit: int, created: str, letta_id: str | None = None) -> None:
+def _add_block(
+    snapshot: Snapshot,
+    block_ids: dict[str, str],
+    owner: str,
+    block: Mapping[str, Any],
+    default_limit: int,
+    created: str,
+    letta_id: str | None = None,
+) -> None:
     """The block as ours: its label in normal form, its limit raised (and noted) if its value is
     longer, so that nothing of it is cut."""
     letta_id = letta_id or str(block.get("id"))
@@ -249,28 +336,46 @@ def _add_block(snapshot: Snapshot, block_ids: dict[str, str], owner: str, block:
     value = _text(block.get("value"))
     limit = _limit(block.get("limit"), default_limit, label)
     if len(value) > limit:
-        snapshot.notes.limits_raised.append({"label": label, "limit": limit, "raised_to": len(value)})
+        snapshot.notes.limits_raised.append(
+            {"label": label, "limit": limit, "raised_to": len(value)}
+        )
         limit = len(value)
     metadata = block.get("metadata")
     ours: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
     block_ids[letta_id] = f"block-{uuid.uuid4().hex}"
-    snapshot.blocks.append(BlockRecord(
-        block_id=block_ids[letta_id], label=label, value=value, limit=limit,
-        description=None if block.get("description") is None else _text(block.get("description")),
-        read_only=_boolean(block.get("read_only"), False, f"Block '{label}' field 'read_only'"),
-        is_shared=False, owner_agent_id=owner,
-        version=_version(ours.get(VERSION_KEY), f"Block '{label}' field 'metadata.{VERSION_KEY}'"),
-        created_at=created, updated_at=created,
-        in_prompt=_boolean(ours.get(IN_PROMPT_KEY), True, f"Block '{label}' field 'metadata.{IN_PROMPT_KEY}'"),
-        sensitivity=ours.get(SENSITIVITY_KEY, DEFAULT_LEVEL)))
+    snapshot.blocks.append(
+        BlockRecord(
+            block_id=block_ids[letta_id],
+            label=label,
+            value=value,
+            limit=limit,
+            description=None
+            if block.get("description") is None
+            else _text(block.get("description")),
+            read_only=_boolean(block.get("read_only"), False, f"Block '{label}' field 'read_only'"),
+            is_shared=False,
+            owner_agent_id=owner,
+            version=_version(
+                ours.get(VERSION_KEY), f"Block '{label}' field 'metadata.{VERSION_KEY}'"
+            ),
+            created_at=created,
+            updated_at=created,
+            in_prompt=_boolean(
+                ours.get(IN_PROMPT_KEY), True, f"Block '{label}' field 'metadata.{IN_PROMPT_KEY}'"
+            ),
+            sensitivity=ours.get(SENSITIVITY_KEY, DEFAULT_LEVEL),
+        )
+    )
 
 
 def _limit(value: Any, default_limit: int, label: str) -> int:
     if value is None:
         return default_limit
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ImportFormatError(f"Block '{label}' field 'limit' is {_preview(repr(value))}; a limit is a positive "
-                                "whole number of characters. Fix the file before importing it.")
+        raise ImportFormatError(
+            f"Block '{label}' field 'limit' is {_preview(repr(value))}; a limit is a positive "
+            "whole number of characters. Fix the file before importing it."
+        )
     return value
 
 
@@ -280,8 +385,10 @@ def _boolean(value: Any, default: bool, where: str) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise ImportFormatError(f"{where} is {_preview(repr(value))}; it must be true or false (a JSON boolean, "
-                                "without quotes). Fix the file before importing it.")
+        raise ImportFormatError(
+            f"{where} is {_preview(repr(value))}; it must be true or false (a JSON boolean, "
+            "without quotes). Fix the file before importing it."
+        )
     return value
 
 
@@ -289,7 +396,9 @@ def _version(value: Any, where: str) -> int:
     if value is None:
         return 1
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ImportFormatError(f"{where} is {_preview(repr(value))}; a block version is a whole number from 1.")
+        raise ImportFormatError(
+            f"{where} is {_preview(repr(value))}; a block version is a whole number from 1."
+        )
     return value
 
 
@@ -297,18 +406,30 @@ def _preview(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _messages(raw: Any, agent_id: str, where: str, in_context_ids: Any, default_time: str) -> list[MessageRecord]:
+def _messages(
+    raw: Any, agent_id: str, where: str, in_context_ids: Any, default_time: str
+) -> list[MessageRecord]:
     if not isinstance(raw, Mapping):
         raise ImportFormatError(f"{where} must be an object.")
     role = _text(raw.get("role"))
     message_id = str(raw.get("id") or where)
     created = _timestamp(raw.get("created_at"), default_time, where)
-    in_context = role != "system" and (not isinstance(in_context_ids, list) or message_id in in_context_ids)
+    in_context = role != "system" and (
+        not isinstance(in_context_ids, list) or message_id in in_context_ids
+    )
     metadata = {"letta": {k: raw[k] for k in ("id", "name", "model") if raw.get(k) is not None}}
 
     def record(our_role: str, kind: str, content: str | list[dict[str, Any]]) -> MessageRecord:
-        return MessageRecord(message_id=message_id, agent_id=agent_id, role=our_role, message_type=kind,
-                             content=content, created_at=created, in_context=in_context, metadata=metadata)
+        return MessageRecord(
+            message_id=message_id,
+            agent_id=agent_id,
+            role=our_role,
+            message_type=kind,
+            content=content,
+            created_at=created,
+            in_context=in_context,
+            metadata=metadata,
+        )
 
     parts = _parts(raw)
     if role == "assistant":
@@ -349,24 +470,42 @@ def _tool_uses(calls: Any, where: str) -> list[dict[str, Any]]:
             continue
         function = call.get("function") or {}
         if not isinstance(function, Mapping):
-            raise ImportFormatError(f"{where}: a tool call's 'function' must be an object with 'name' and "
-                                    f"'arguments', got {type(function).__name__}.")
+            raise ImportFormatError(
+                f"{where}: a tool call's 'function' must be an object with 'name' and "
+                f"'arguments', got {type(function).__name__}."
+            )
         arguments = function.get("arguments") or "{}"
         try:
             parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
         except ValueError:
             parsed = {"arguments": arguments}
-        uses.append({"type": "tool_use", "id": _text(call.get("id")), "name": _text(function.get("name")),
-                     "input": parsed if isinstance(parsed, dict) else {"arguments": parsed}})
+        uses.append(
+            {
+                "type": "tool_use",
+                "id": _text(call.get("id")),
+                "name": _text(function.get("name")),
+                "input": parsed if isinstance(parsed, dict) else {"arguments": parsed},
+            }
+        )
     return uses
 
 
 def _tool_results(raw: Mapping[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    returns = [r for r in _list(raw.get("tool_returns"), "a tool message's tool_returns") if isinstance(r, Mapping)]
+    returns = [
+        r
+        for r in _list(raw.get("tool_returns"), "a tool message's tool_returns")
+        if isinstance(r, Mapping)
+    ]
     if returns:
-        return [{"type": "tool_result", "tool_use_id": _text(r.get("tool_call_id") or raw.get("tool_call_id")),
-                 "content": _text(r.get("func_response")), **({"is_error": True} if r.get("status") == "error" else {})}
-                for r in returns]
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": _text(r.get("tool_call_id") or raw.get("tool_call_id")),
+                "content": _text(r.get("func_response")),
+                **({"is_error": True} if r.get("status") == "error" else {}),
+            }
+            for r in returns
+        ]
     text = "\n".join(p.get("text", "") for p in parts if p["type"] == "text")
     return [{"type": "tool_result", "tool_use_id": _text(raw.get("tool_call_id")), "content": text}]
 

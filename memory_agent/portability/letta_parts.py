@@ -20,7 +20,14 @@ from typing import Any
 from ..tools import ARCHIVAL_TOOLS, CORE_MEMORY_TOOLS
 from .records import AttachmentRecord, ImportNotes, Snapshot
 
-__all__ = ["OUR_AGENT_ID_KEY", "OUR_CREATED_AT_KEY", "add_groups", "agent_details", "attach_block", "note_not_imported"]
+__all__ = [
+    "OUR_AGENT_ID_KEY",
+    "OUR_CREATED_AT_KEY",
+    "add_groups",
+    "agent_details",
+    "attach_block",
+    "note_not_imported",
+]
 
 OUR_AGENT_ID_KEY = "memory_agent_id"
 """Key of an exported agent's `metadata` holding its id here (so a re-import keeps it)."""
@@ -33,7 +40,9 @@ _OUR_TOOLS = frozenset(spec.name for spec in CORE_MEMORY_TOOLS + ARCHIVAL_TOOLS)
 
 def agent_details(raw: Mapping[str, Any]) -> dict[str, Any]:
     """What a Letta export of this agent needs again: type, model configs, description."""
-    details: dict[str, Any] = {key: dict(raw[key]) for key in _KEPT_CONFIGS if isinstance(raw.get(key), Mapping)}
+    details: dict[str, Any] = {
+        key: dict(raw[key]) for key in _KEPT_CONFIGS if isinstance(raw.get(key), Mapping)
+    }
     for key in ("agent_type", "description", "model", "embedding"):
         if isinstance(raw.get(key), str) and raw[key]:
             details[key] = raw[key]
@@ -48,23 +57,39 @@ def attach_block(snapshot: Snapshot, agent_id: str, block_id: str, attached_at: 
     block = snapshot.blocks[position]
     if any(a.block_id == block_id for a in snapshot.attachments) and not block.is_shared:
         snapshot.blocks[position] = block = dataclasses.replace(block, is_shared=True)
-    snapshot.attachments.append(AttachmentRecord(agent_id, block_id, block.label, False, attached_at))
+    snapshot.attachments.append(
+        AttachmentRecord(agent_id, block_id, block.label, False, attached_at)
+    )
 
 
-def add_groups(snapshot: Snapshot, groups: Any, agent_ids: Mapping[str, str], block_ids: Mapping[str, str],
-               created: str) -> None:
+def add_groups(
+    snapshot: Snapshot,
+    groups: Any,
+    agent_ids: Mapping[str, str],
+    block_ids: Mapping[str, str],
+    created: str,
+) -> None:
     """Each group: its shared blocks attached to all its agents, the group kept by each of them."""
     for raw in groups if isinstance(groups, list) else []:
         if not isinstance(raw, Mapping):
             continue
-        config = dict(raw["manager_config"]) if isinstance(raw.get("manager_config"), Mapping) else {}
+        config = (
+            dict(raw["manager_config"]) if isinstance(raw.get("manager_config"), Mapping) else {}
+        )
         manager = agent_ids.get(str(config.get("manager_agent_id")))
         if "manager_agent_id" in config:
             config["manager_agent_id"] = manager
         members = [agent_ids[str(a)] for a in raw.get("agent_ids") or [] if str(a) in agent_ids]
-        shared = [block_ids[str(b)] for b in raw.get("shared_block_ids") or [] if str(b) in block_ids]
-        group = {"key": f"group-{uuid.uuid4().hex}", "description": str(raw.get("description") or ""),
-                 "manager_config": config, "agent_ids": members, "shared_block_ids": shared}
+        shared = [
+            block_ids[str(b)] for b in raw.get("shared_block_ids") or [] if str(b) in block_ids
+        ]
+        group = {
+            "key": f"group-{uuid.uuid4().hex}",
+            "description": str(raw.get("description") or ""),
+            "manager_config": config,
+            "agent_ids": members,
+            "shared_block_ids": shared,
+        }
         participants = list(dict.fromkeys([*([manager] if manager else []), *members]))
         for agent in snapshot.agents:
             if agent.agent_id in participants:
@@ -82,8 +107,10 @@ def add_groups(snapshot: Snapshot, groups: Any, agent_ids: Mapping[str, str], bl
 def _holds_other_block_labelled(snapshot: Snapshot, agent_id: str, block_id: str) -> bool:
     """Whether the agent already has another block under this block's label (it keeps its own)."""
     label = next(b.label for b in snapshot.blocks if b.block_id == block_id)
-    return any(a.agent_id == agent_id and a.label == label and a.block_id != block_id
-               for a in snapshot.attachments)
+    return any(
+        a.agent_id == agent_id and a.label == label and a.block_id != block_id
+        for a in snapshot.attachments
+    )
 
 
 def note_not_imported(notes: ImportNotes, document: Mapping[str, Any]) -> None:
@@ -100,10 +127,16 @@ def note_not_imported(notes: ImportNotes, document: Mapping[str, Any]) -> None:
             continue
         who = str(raw.get("name") or raw.get("id") or "agent")
         rules = [r for r in raw.get("tool_rules") or [] if isinstance(r, Mapping)]
-        notes.skip("tool_rules", [f"{who}: {r.get('type', 'rule')} on {r.get('tool_name', '?')}" for r in rules])
+        notes.skip(
+            "tool_rules",
+            [f"{who}: {r.get('type', 'rule')} on {r.get('tool_name', '?')}" for r in rules],
+        )
 
 
 def _names(items: Any, key: str) -> list[str]:
     if not isinstance(items, list):
         return []
-    return [str(item.get(key) or item.get("id") or "?") if isinstance(item, Mapping) else "?" for item in items]
+    return [
+        str(item.get(key) or item.get("id") or "?") if isinstance(item, Mapping) else "?"
+        for item in items
+    ]

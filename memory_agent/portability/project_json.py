@@ -41,7 +41,14 @@ from .records import (
     SummaryRecord,
 )
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "is_project_document", "parse_project", "stable_form", "to_project"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "is_project_document",
+    "parse_project",
+    "stable_form",
+    "to_project",
+]
 
 FORMAT_NAME = "memory-agent"
 FORMAT_VERSION = 1
@@ -67,9 +74,12 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "list[str]": lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
     "dict[str, Any]": lambda v: isinstance(v, dict),
     "int | str": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool),
-    "int | str | None": lambda v: v is None or (isinstance(v, (int, str)) and not isinstance(v, bool)),
-    "str | list[dict[str, Any]]": lambda v: isinstance(v, str) or (
-        isinstance(v, list) and all(isinstance(i, dict) for i in v)),
+    "int | str | None": lambda v: (
+        v is None or (isinstance(v, (int, str)) and not isinstance(v, bool))
+    ),
+    "str | list[dict[str, Any]]": lambda v: (
+        isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, dict) for i in v))
+    ),
 }
 
 R = TypeVar("R")
@@ -81,7 +91,11 @@ def is_project_document(document: Any) -> bool:
 
 def to_project(snapshot: Snapshot) -> dict[str, Any]:
     """The snapshot as a JSON-ready document."""
-    document: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": utc_now()}
+    document: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "exported_at": utc_now(),
+    }
     for section in _SECTIONS:
         document[section] = [dataclasses.asdict(record) for record in getattr(snapshot, section)]
     return document
@@ -90,18 +104,23 @@ def to_project(snapshot: Snapshot) -> dict[str, Any]:
 def parse_project(document: Mapping[str, Any]) -> Snapshot:
     """The snapshot a project document holds; refuses what it cannot read, saying where."""
     if not is_project_document(document):
-        raise ImportFormatError(f"Not a {FORMAT_NAME} export: its 'format' field is missing or different.")
+        raise ImportFormatError(
+            f"Not a {FORMAT_NAME} export: its 'format' field is missing or different."
+        )
     version = document.get("version")
     if version != FORMAT_VERSION:
         raise ImportFormatError(
             f"This export is format version {version!r}; this memory-agent reads version "
-            f"{FORMAT_VERSION}. Upgrade memory-agent, or export again with this version.")
+            f"{FORMAT_VERSION}. Upgrade memory-agent, or export again with this version."
+        )
     sections: dict[str, Any] = {}
     for name, record_type in _SECTIONS.items():
         items = document.get(name, [])
         if not isinstance(items, list):
             raise ImportFormatError(f"Section '{name}' must be a list, got {type(items).__name__}.")
-        sections[name] = [_record(record_type, item, f"{name}[{index}]") for index, item in enumerate(items)]
+        sections[name] = [
+            _record(record_type, item, f"{name}[{index}]") for index, item in enumerate(items)
+        ]
     return Snapshot(**sections)
 
 
@@ -117,7 +136,9 @@ def _record(record_type: Callable[..., R], item: Any, where: str) -> R:
         value = item[spec.name]
         check = _CHECKS.get(str(spec.type))
         if check is not None and not check(value):
-            raise ImportFormatError(f"{where}.{spec.name} must be {spec.type}, got {type(value).__name__}.")
+            raise ImportFormatError(
+                f"{where}.{spec.name} must be {spec.type}, got {type(value).__name__}."
+            )
         values[spec.name] = value
     return record_type(**values)
 
@@ -128,8 +149,12 @@ def stable_form(document: Mapping[str, Any]) -> dict[str, Any]:
     document order with every reference to them renumbered alike."""
     stable = copy.deepcopy(dict(document))
     stable.pop("exported_at", None)
-    messages = {str(m["message_id"]): index for index, m in enumerate(stable.get("messages", []), 1)}
-    summaries = {str(s["summary_id"]): index for index, s in enumerate(stable.get("summaries", []), 1)}
+    messages = {
+        str(m["message_id"]): index for index, m in enumerate(stable.get("messages", []), 1)
+    }
+    summaries = {
+        str(s["summary_id"]): index for index, s in enumerate(stable.get("summaries", []), 1)
+    }
     for message in stable.get("messages", []):
         message["message_id"] = messages[str(message["message_id"])]
     for summary in stable.get("summaries", []):
@@ -137,7 +162,9 @@ def stable_form(document: Mapping[str, Any]) -> dict[str, Any]:
         for end in ("first_message_id", "last_message_id"):
             if summary[end] is not None:
                 summary[end] = messages.get(str(summary[end]), summary[end])
-    stable["journal"] = [entry for entry in stable.get("journal", []) if entry["action"] != "import_agent"]
+    stable["journal"] = [
+        entry for entry in stable.get("journal", []) if entry["action"] != "import_agent"
+    ]
     for entry in stable["journal"]:
         if entry["target_type"] == "summary" and entry["target_id"] is not None:
             entry["target_id"] = str(summaries.get(str(entry["target_id"]), entry["target_id"]))

@@ -55,7 +55,9 @@ def is_sealed(data: bytes) -> bool:
 
 def _derive(key: EncryptionKey, salt: bytes, log2_n: int, r: int, p: int) -> bytes:
     _, scrypt = _primitives()
-    derived: bytes = scrypt(salt=salt, length=32, n=2**log2_n, r=r, p=p).derive(key.reveal().encode("utf-8"))
+    derived: bytes = scrypt(salt=salt, length=32, n=2**log2_n, r=r, p=p).derive(
+        key.reveal().encode("utf-8")
+    )
     return derived
 
 
@@ -74,28 +76,35 @@ def unseal(data: bytes, key: EncryptionKey | None, name: str = "the file") -> by
     if not is_sealed(data):
         raise ImportFormatError(f"{name} is not an encrypted memory-agent export.")
     if len(data) < HEADER_BYTES + TAG_BYTES:
-        raise ImportFormatError(f"{name} is an encrypted export cut short ({len(data)} bytes); nothing was "
-                                "imported. Export it again.")
+        raise ImportFormatError(
+            f"{name} is an encrypted export cut short ({len(data)} bytes); nothing was "
+            "imported. Export it again."
+        )
     log2_n, r, p = data[len(MAGIC)], data[len(MAGIC) + 1], data[len(MAGIC) + 2]
     if not (10 <= log2_n <= MAX_LOG2_N and 1 <= r <= MAX_R and 1 <= p <= MAX_P):
-        raise ImportFormatError(f"{name} asks for key-derivation settings this version does not accept; nothing "
-                                "was imported. Export it again with this version.")
+        raise ImportFormatError(
+            f"{name} asks for key-derivation settings this version does not accept; nothing "
+            "was imported. Export it again with this version."
+        )
     if key is None:
         raise EncryptionKeyError(
             f"{name} is an encrypted export and no key is set; nothing was imported. Set {KEY_ENV} or "
-            f"{KEY_FILE_ENV} to the key it was exported with.")
+            f"{KEY_FILE_ENV} to the key it was exported with."
+        )
     start = len(MAGIC) + 3
-    salt = data[start:start + SALT_BYTES]
-    nonce = data[start + SALT_BYTES:HEADER_BYTES]
+    salt = data[start : start + SALT_BYTES]
+    nonce = data[start + SALT_BYTES : HEADER_BYTES]
     aesgcm, _ = _primitives()
     from cryptography.exceptions import InvalidTag
 
     try:
-        plain: bytes = aesgcm(_derive(key, salt, log2_n, r, p)).decrypt(nonce, data[HEADER_BYTES:],
-                                                                        data[:HEADER_BYTES])
+        plain: bytes = aesgcm(_derive(key, salt, log2_n, r, p)).decrypt(
+            nonce, data[HEADER_BYTES:], data[:HEADER_BYTES]
+        )
     except InvalidTag:
         raise EncryptionKeyError(
             f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {name}: it is the wrong key, or the "
             "file was changed or damaged after export. Nothing was imported. Set the key it was exported "
-            "with.") from None
+            "with."
+        ) from None
     return plain

@@ -67,7 +67,9 @@ def can_send_system_prompt(client: ClaudeSDKClient) -> bool:
     return _control_sender(client) is not None
 
 
-async def send_system_prompt(client: ClaudeSDKClient, *, model: str | None, system_prompt: str) -> bool:
+async def send_system_prompt(
+    client: ClaudeSDKClient, *, model: str | None, system_prompt: str
+) -> bool:
     """Give the connected CLI process a new system prompt, keeping process and session.
 
     A session whose prompt is rebuilt per request (`SNAPSHOT_OFF`) uses it from its next request

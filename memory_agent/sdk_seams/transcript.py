@@ -45,10 +45,20 @@ _Message = dict[str, Any]
 def seed_messages(messages: Sequence[StoredMessage]) -> list[_Message]:
     """The in-context messages as a valid Messages API conversation (role + content)."""
     raw = _merge_split_replies(messages)
-    used = {block["id"] for message in raw if message["role"] == "assistant"
-            for block in _blocks(message) if block.get("type") == "tool_use"}
-    answered = {block.get("tool_use_id") for message in raw if message["role"] == "user"
-                for block in _blocks(message) if block.get("type") == "tool_result"}
+    used = {
+        block["id"]
+        for message in raw
+        if message["role"] == "assistant"
+        for block in _blocks(message)
+        if block.get("type") == "tool_use"
+    }
+    answered = {
+        block.get("tool_use_id")
+        for message in raw
+        if message["role"] == "user"
+        for block in _blocks(message)
+        if block.get("type") == "tool_result"
+    }
     paired = used & answered
     cleaned = [_unpair_orphans(message, paired) for message in raw]
     cleaned = [message for message in cleaned if message["content"]]
@@ -67,14 +77,24 @@ def seed_lines(
     for message in seed_messages(messages):
         line_uuid = str(uuid.uuid4())
         line: dict[str, Any] = {
-            "parentUuid": parent, "isSidechain": False, "type": message["role"], "uuid": line_uuid,
-            "timestamp": stamp, "sessionId": session_id, "cwd": cwd, "userType": "external",
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": message["role"],
+            "uuid": line_uuid,
+            "timestamp": stamp,
+            "sessionId": session_id,
+            "cwd": cwd,
+            "userType": "external",
         }
         if message["role"] == "assistant":
             line["message"] = {
-                "id": f"msg_seed_{line_uuid.replace('-', '')}", "type": "message", "role": "assistant",
-                "model": model or "unknown", "content": message["content"],
-                "stop_reason": _stop_reason(message), "stop_sequence": None,
+                "id": f"msg_seed_{line_uuid.replace('-', '')}",
+                "type": "message",
+                "role": "assistant",
+                "model": model or "unknown",
+                "content": message["content"],
+                "stop_reason": _stop_reason(message),
+                "stop_sequence": None,
                 "usage": {"input_tokens": 0, "output_tokens": 0},
             }
         else:
@@ -93,7 +113,12 @@ def _merge_split_replies(messages: Sequence[StoredMessage]) -> list[_Message]:
         if converted is None:
             continue
         reply = message.metadata.get("message_id") if message.role == "assistant" else None
-        if reply is not None and reply == previous_reply and merged and merged[-1]["role"] == "assistant":
+        if (
+            reply is not None
+            and reply == previous_reply
+            and merged
+            and merged[-1]["role"] == "assistant"
+        ):
             merged[-1]["content"] = [*merged[-1]["content"], *converted["content"]]
         else:
             merged.append(converted)
@@ -108,7 +133,9 @@ def _as_api_message(message: StoredMessage) -> _Message | None:
     if message.role == "user":
         return {"role": "user", "content": content if content else message.text}
     # tool / system / anything else an import brought in: keep its words, as user text.
-    text = message.text or (content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
+    text = message.text or (
+        content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    )
     return {"role": "user", "content": f"[{message.role}] {text}"} if text else None
 
 
@@ -120,7 +147,9 @@ def _assistant_content(content: Any) -> Any:
 
 def _blocks(message: _Message) -> list[dict[str, Any]]:
     content = message["content"]
-    return [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+    return (
+        [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+    )
 
 
 def _unpair_orphans(message: _Message, paired: set[Any]) -> _Message:
@@ -132,10 +161,17 @@ def _unpair_orphans(message: _Message, paired: set[Any]) -> _Message:
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "tool_use" and block.get("id") not in paired:
-            fixed.append({"type": "text", "text": f"[called {block.get('name')}: "
-                                                  f"{json.dumps(block.get('input'), ensure_ascii=False)}]"})
+            fixed.append(
+                {
+                    "type": "text",
+                    "text": f"[called {block.get('name')}: "
+                    f"{json.dumps(block.get('input'), ensure_ascii=False)}]",
+                }
+            )
         elif kind == "tool_result" and block.get("tool_use_id") not in paired:
-            fixed.append({"type": "text", "text": f"[tool result: {_result_text(block.get('content'))}]"})
+            fixed.append(
+                {"type": "text", "text": f"[tool result: {_result_text(block.get('content'))}]"}
+            )
         else:
             fixed.append(block)
     return {**message, "content": fixed}
@@ -150,4 +186,8 @@ def _result_text(content: Any) -> str:
 
 
 def _stop_reason(message: _Message) -> str:
-    return "tool_use" if any(block.get("type") == "tool_use" for block in _blocks(message)) else "end_turn"
+    return (
+        "tool_use"
+        if any(block.get("type") == "tool_use" for block in _blocks(message))
+        else "end_turn"
+    )

@@ -20,8 +20,13 @@ from .postgres import PostgresDatabase, is_postgres_url
 __all__ = ["open_store"]
 
 
-def open_store(storage_dir: Path, database_url: str | None = None, *, create: bool = True,
-               encryption_key: EncryptionKey | None = None) -> Database:
+def open_store(
+    storage_dir: Path,
+    database_url: str | None = None,
+    *,
+    create: bool = True,
+    encryption_key: EncryptionKey | None = None,
+) -> Database:
     """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file.
 
     Without `create`, a PostgreSQL database where memory-agent never ran is an error (SQLite's

@@ -47,8 +47,18 @@ __all__ = [
 
 EXTRA = "memory-agent[encryption]"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-_NAMES = ("Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
-          "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError")
+_NAMES = (
+    "Warning",
+    "Error",
+    "InterfaceError",
+    "DatabaseError",
+    "DataError",
+    "OperationalError",
+    "IntegrityError",
+    "InternalError",
+    "ProgrammingError",
+    "NotSupportedError",
+)
 
 BUSY_WAIT_S = 2.0
 """How long re-encryption waits for other connections to finish with the log before refusing."""
@@ -230,12 +240,16 @@ def _keyed(raw: Any, key: EncryptionKey) -> None:
     raw.execute(f"PRAGMA key = {_quoted(key)}")
 
 
-def connect(path: Path | str, key: EncryptionKey, *, timeout: float, uri: bool = False) -> sqlite3.Connection:
+def connect(
+    path: Path | str, key: EncryptionKey, *, timeout: float, uri: bool = False
+) -> sqlite3.Connection:
     """An open, keyed connection to the encrypted database at `path` (a file URI when `uri`), typed as
     the sqlite3.Connection it behaves as."""
     module = sqlcipher()
     try:
-        raw = module.connect(str(path), isolation_level=None, check_same_thread=False, timeout=timeout, uri=uri)
+        raw = module.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=timeout, uri=uri
+        )
         _keyed(raw, key)
         _check_key(raw, path)
     except EncryptionKeyError:
@@ -256,11 +270,13 @@ def verify_key(path: Path, key: EncryptionKey | None) -> None:
         raise EncryptionKeyError(
             f"{path} is not encrypted, but {KEY_ENV} (or {KEY_FILE_ENV}) is set; nothing was opened or "
             "changed. Unset the key to use the store as it is, or encrypt it first with "
-            "'memory-agent rekey --encrypt' (see docs/encryption.md).")
+            "'memory-agent rekey --encrypt' (see docs/encryption.md)."
+        )
     if kind == "encrypted" and key is None and _looks_encrypted(path):
         raise EncryptionKeyError(
             f"{path} is encrypted (or is not a SQLite file at all), and no key is set; nothing was opened "
-            f"or changed. Set {KEY_ENV} or {KEY_FILE_ENV} to the store's key.")
+            f"or changed. Set {KEY_ENV} or {KEY_FILE_ENV} to the store's key."
+        )
     # A file that is not page-sized is damage, which SQLite's own open reports in its usual words.
     if kind == "encrypted" and key is not None and _sidecars(Path(path))[0].exists():
         _probe_immutable(Path(path), key)
@@ -271,7 +287,9 @@ def _probe_immutable(path: Path, key: EncryptionKey) -> None:
     and marks its read in the -shm before page 1 fails to decrypt, so with a -wal beside the file
     the key is first tried on a connection that reads the main file alone (`immutable=1`: no
     locks, no log). It costs one more key derivation, only when a -wal exists."""
-    raw = sqlcipher().connect(f"{path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False)
+    raw = sqlcipher().connect(
+        f"{path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False
+    )
     try:
         _keyed(raw, key)
         _check_key(raw, path)
@@ -291,7 +309,8 @@ def _check_key(raw: Any, path: Path | str) -> None:
             raise EncryptionKeyError(
                 f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {path}: it is the wrong key, or "
                 "the file is damaged. Nothing was opened or changed. Set the key this store was encrypted "
-                "with.") from None
+                "with."
+            ) from None
         raise
 
 
@@ -304,7 +323,7 @@ def _looks_encrypted(path: Path) -> bool:
     if size < 1024 or size % 1024:
         return False
     with open(path, "rb") as handle:
-        first = handle.read(4096)[len(SQLITE_MAGIC):]
+        first = handle.read(4096)[len(SQLITE_MAGIC) :]
     return len(set(first)) >= min(200, len(first) // 8)
 
 
@@ -329,8 +348,10 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
     try:
         busy = holder.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy is not None and busy[0]:
-            raise StorageError(f"{path} is in use by another process (its log could not be emptied); nothing "
-                               "was changed. Stop every agent and command using this storage dir, then try again.")
+            raise StorageError(
+                f"{path} is in use by another process (its log could not be emptied); nothing "
+                "was changed. Stop every agent and command using this storage dir, then try again."
+            )
         holder.execute("BEGIN IMMEDIATE")  # no writer can change the store while it is copied
         private_file(target)
         copier = _raw_connection(path, old)
@@ -352,8 +373,10 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
         if isinstance(error, (StorageError, EncryptionKeyError, ConfigurationError)):
             raise
         translated = _as_sqlite3(error)
-        raise StorageError(f"Re-encrypting {path} failed ({type(translated).__name__}: {translated}); the "
-                           "store was left as it was.") from None
+        raise StorageError(
+            f"Re-encrypting {path} failed ({type(translated).__name__}: {translated}); the "
+            "store was left as it was."
+        ) from None
     finally:
         if copier is not None:
             copier.close()
@@ -365,7 +388,9 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
 def _raw_connection(path: Path, key: EncryptionKey | None, timeout: float = 10.0) -> Any:
     """A bare sqlcipher3 connection (keyed when `key` is given): re-encryption needs its
     `sqlcipher_export`, which the stdlib's SQLite does not have, for plain stores too."""
-    raw = sqlcipher().connect(str(path), isolation_level=None, check_same_thread=False, timeout=timeout)
+    raw = sqlcipher().connect(
+        str(path), isolation_level=None, check_same_thread=False, timeout=timeout
+    )
     if key is not None:
         _keyed(raw, key)
         _check_key(raw, path)

@@ -30,8 +30,14 @@ __all__ = [
 ]
 
 STATUSES = ("running", "completed", "failed", "rolled_back")
-COUNT_FIELDS = ("blocks_analysed", "blocks_changed", "passages_merged", "passages_superseded",
-                "passages_expired", "passages_archived")
+COUNT_FIELDS = (
+    "blocks_analysed",
+    "blocks_changed",
+    "passages_merged",
+    "passages_superseded",
+    "passages_expired",
+    "passages_archived",
+)
 
 
 @dataclass(frozen=True)
@@ -57,11 +63,21 @@ class ConsolidationSession:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values for JSON output."""
-        return {"session_id": self.session_id, "agent_id": self.agent_id, "consolidator": self.consolidator,
-                "started_at": self.started_at, "finished_at": self.finished_at, "status": self.status,
-                "counts": dict(self.counts), "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "summary": self.summary, "failure": self.failure,
-                "warnings": list(self.warnings), "rolled_back_at": self.rolled_back_at}
+        return {
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "consolidator": self.consolidator,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "status": self.status,
+            "counts": dict(self.counts),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "summary": self.summary,
+            "failure": self.failure,
+            "warnings": list(self.warnings),
+            "rolled_back_at": self.rolled_back_at,
+        }
 
 
 SESSION_TARGET = "consolidation"
@@ -79,25 +95,30 @@ def session_entry_range(conn: sqlite3.Connection, session_id: str) -> tuple[int,
     row = conn.execute(
         "SELECT MIN(entry_id) AS first FROM journal WHERE target_type = ? AND target_id = ? AND action = ?"
         " AND author_kind = 'consolidator' AND author = ?",
-        (SESSION_TARGET, session_id, SESSION_STARTED, session_id)).fetchone()
+        (SESSION_TARGET, session_id, SESSION_STARTED, session_id),
+    ).fetchone()
     if row is None or row["first"] is None:
         return None
     first = int(row["first"])
     end = conn.execute(
         "SELECT MIN(entry_id) AS last FROM journal WHERE target_type = ? AND target_id = ? AND action = ?"
         " AND author_kind = 'consolidator' AND author = ? AND entry_id > ?",
-        (SESSION_TARGET, session_id, SESSION_FINISHED, session_id, first)).fetchone()
+        (SESSION_TARGET, session_id, SESSION_FINISHED, session_id, first),
+    ).fetchone()
     return first, (None if end is None or end["last"] is None else int(end["last"]))
 
 
 def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
     """Whether this storage has a session with this id (an import must not write as it)."""
-    row = conn.execute("SELECT 1 FROM consolidation_sessions WHERE session_id = ?", (session_id,)).fetchone()
+    row = conn.execute(
+        "SELECT 1 FROM consolidation_sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
     return row is not None
 
 
-def insert_session_row(conn: sqlite3.Connection, session_id: str, agent_id: str, consolidator: str,
-                       started_at: str) -> None:
+def insert_session_row(
+    conn: sqlite3.Connection, session_id: str, agent_id: str, consolidator: str, started_at: str
+) -> None:
     """The one writer of a consolidation_sessions row: a run starting."""
     conn.execute(
         "INSERT INTO consolidation_sessions (session_id, agent_id, consolidator, started_at, status)"
@@ -106,9 +127,19 @@ def insert_session_row(conn: sqlite3.Connection, session_id: str, agent_id: str,
     )
 
 
-def finish_row(conn: sqlite3.Connection, session_id: str, *, status: str, finished_at: str,
-               counts: dict[str, int], input_tokens: int | None, output_tokens: int | None, summary: str,
-               failure: str | None, warnings: list[str]) -> None:
+def finish_row(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    status: str,
+    finished_at: str,
+    counts: dict[str, int],
+    input_tokens: int | None,
+    output_tokens: int | None,
+    summary: str,
+    failure: str | None,
+    warnings: list[str],
+) -> None:
     """Record how a running session ended (completed or failed) and what it did."""
     if status not in ("completed", "failed"):
         raise ValueError(f"a session finishes as completed or failed, not {status!r}")
@@ -117,8 +148,17 @@ def finish_row(conn: sqlite3.Connection, session_id: str, *, status: str, finish
         " passages_merged = ?, passages_superseded = ?, passages_expired = ?, passages_archived = ?,"
         " input_tokens = ?, output_tokens = ?, summary = ?, failure = ?, warnings = ?"
         " WHERE session_id = ? AND status = 'running'",
-        (status, finished_at, *(int(counts.get(name, 0)) for name in COUNT_FIELDS), input_tokens, output_tokens,
-         summary, failure, json.dumps(warnings, ensure_ascii=False), session_id),
+        (
+            status,
+            finished_at,
+            *(int(counts.get(name, 0)) for name in COUNT_FIELDS),
+            input_tokens,
+            output_tokens,
+            summary,
+            failure,
+            json.dumps(warnings, ensure_ascii=False),
+            session_id,
+        ),
     )
 
 
@@ -126,30 +166,47 @@ def mark_rolled_back(conn: sqlite3.Connection, session_id: str, at: str) -> bool
     """Set a finished session's status to rolled_back; False when it was not completed or failed."""
     cursor = conn.execute(
         "UPDATE consolidation_sessions SET status = 'rolled_back', rolled_back_at = ?"
-        " WHERE session_id = ? AND status IN ('completed', 'failed')", (at, session_id))
+        " WHERE session_id = ? AND status IN ('completed', 'failed')",
+        (at, session_id),
+    )
     return bool(cursor.rowcount)
 
 
 def _from_row(row: Any) -> ConsolidationSession:
     return ConsolidationSession(
-        session_id=row["session_id"], agent_id=row["agent_id"], consolidator=row["consolidator"],
-        started_at=row["started_at"], finished_at=row["finished_at"], status=row["status"],
+        session_id=row["session_id"],
+        agent_id=row["agent_id"],
+        consolidator=row["consolidator"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        status=row["status"],
         counts={name: int(row[name]) for name in COUNT_FIELDS},
-        input_tokens=row["input_tokens"], output_tokens=row["output_tokens"], summary=row["summary"],
-        failure=row["failure"], warnings=tuple(json.loads(row["warnings"])), rolled_back_at=row["rolled_back_at"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        summary=row["summary"],
+        failure=row["failure"],
+        warnings=tuple(json.loads(row["warnings"])),
+        rolled_back_at=row["rolled_back_at"],
     )
 
 
 def read_row(conn: sqlite3.Connection, session_id: str) -> ConsolidationSession | None:
-    row = conn.execute("SELECT * FROM consolidation_sessions WHERE session_id = ?", (session_id,)).fetchone()
+    row = conn.execute(
+        "SELECT * FROM consolidation_sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
     return None if row is None else _from_row(row)
 
 
-def list_rows(conn: sqlite3.Connection, agent_id: str | None, limit: int) -> list[ConsolidationSession]:
+def list_rows(
+    conn: sqlite3.Connection, agent_id: str | None, limit: int
+) -> list[ConsolidationSession]:
     """Newest first; every agent's when `agent_id` is None."""
     where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
-    rows = conn.execute(f"SELECT * FROM consolidation_sessions {where} ORDER BY started_at DESC, session_id DESC"
-                        " LIMIT ?", (*params, limit)).fetchall()
+    rows = conn.execute(
+        f"SELECT * FROM consolidation_sessions {where} ORDER BY started_at DESC, session_id DESC"
+        " LIMIT ?",
+        (*params, limit),
+    ).fetchall()
     return [_from_row(row) for row in rows]
 
 
@@ -158,5 +215,7 @@ def latest_by_status(conn: sqlite3.Connection, status: str) -> dict[str, Consoli
     rows = conn.execute(
         "SELECT * FROM consolidation_sessions s WHERE status = ? AND started_at = (SELECT MAX(started_at)"
         " FROM consolidation_sessions o WHERE o.agent_id = s.agent_id AND o.status = s.status)"
-        " ORDER BY agent_id", (status,)).fetchall()
+        " ORDER BY agent_id",
+        (status,),
+    ).fetchall()
     return {row["agent_id"]: _from_row(row) for row in rows}

@@ -68,24 +68,34 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
     text = str(error)
     code = getattr(error, "sqlite_errorcode", None)
     if code == SQLITE_FULL or "disk is full" in text:
-        message = (f"The disk holding {path} is full (disk full); nothing was written. Free some space "
-                   "and try again: memory-agent recovers by itself once there is room.")
+        message = (
+            f"The disk holding {path} is full (disk full); nothing was written. Free some space "
+            "and try again: memory-agent recovers by itself once there is room."
+        )
     elif code == SQLITE_READONLY or "readonly" in text:
-        message = (f"{path} is read-only ({text}); nothing was written. Make the file, its -wal and -shm "
-                   "files and the storage dir writable by this user.")
+        message = (
+            f"{path} is read-only ({text}); nothing was written. Make the file, its -wal and -shm "
+            "files and the storage dir writable by this user."
+        )
     elif is_damage(error):
-        message = (f"{path} is damaged or is not a memory-agent database ({text}). Nothing was changed. "
-                   "Run 'memory-agent doctor' for a report; restore the file from a backup or an export, "
-                   "or move it aside to start an empty store.")
+        message = (
+            f"{path} is damaged or is not a memory-agent database ({text}). Nothing was changed. "
+            "Run 'memory-agent doctor' for a report; restore the file from a backup or an export, "
+            "or move it aside to start an empty store."
+        )
     elif (code == SQLITE_CANTOPEN or "unable to open" in text) and not _writable(path.parent):
-        message = (f"Cannot open {path} ({text}): its directory is read-only (a read-only file system, "
-                   "or no write permission). SQLite needs to write beside the database even to read it "
-                   "in WAL mode; make the storage dir writable by this user.")
+        message = (
+            f"Cannot open {path} ({text}): its directory is read-only (a read-only file system, "
+            "or no write permission). SQLite needs to write beside the database even to read it "
+            "in WAL mode; make the storage dir writable by this user."
+        )
     elif code == SQLITE_CANTOPEN or "unable to open" in text:
         message = f"Cannot open {path} ({text}). Check that the storage dir exists and is writable."
     elif code == SQLITE_IOERR or "disk I/O error" in text:
-        message = (f"Reading or writing {path} failed ({text}); nothing was written. Check the disk "
-                   "and the file system, then run 'memory-agent doctor'.")
+        message = (
+            f"Reading or writing {path} failed ({text}); nothing was written. Check the disk "
+            "and the file system, then run 'memory-agent doctor'."
+        )
     else:
         message = f"The database {path} refused the operation ({type(error).__name__}: {text}); nothing was written."
     storage = StorageError(message)
@@ -101,7 +111,8 @@ def is_damage(error: sqlite3.Error) -> bool:
     """Whether SQLite says the file itself is corrupt or not a database (not merely unusable)."""
     code = getattr(error, "sqlite_errorcode", None)
     return code in (SQLITE_NOTADB, SQLITE_CORRUPT) or any(
-        phrase in str(error) for phrase in ("malformed", "not a database"))
+        phrase in str(error) for phrase in ("malformed", "not a database")
+    )
 
 
 def _translated(path: Path, error: BaseException) -> BaseException:
@@ -109,17 +120,23 @@ def _translated(path: Path, error: BaseException) -> BaseException:
     SQLite could not encode (a lone surrogate that slipped past the checks) a ConfigurationError."""
     if isinstance(error, (sqlite3.ProgrammingError, sqlite3.InterfaceError)):
         if "binding parameter" in str(error) or "unsupported type" in str(error):
-            return ConfigurationError(f"A value sent to {path} has a type SQLite cannot store ({error}); "
-                                      "nothing was written.")
+            return ConfigurationError(
+                f"A value sent to {path} has a type SQLite cannot store ({error}); "
+                "nothing was written."
+            )
         return error  # misuse of the connection (e.g. used after close): a defect to see as it is
     if isinstance(error, sqlite3.Error):
         return storage_error(path, error)
     if isinstance(error, UnicodeEncodeError):
-        return ConfigurationError(f"Text sent to {path} is not valid Unicode ({error.reason}); nothing "
-                                  "was written. Send valid UTF-8 text.")
+        return ConfigurationError(
+            f"Text sent to {path} is not valid Unicode ({error.reason}); nothing "
+            "was written. Send valid UTF-8 text."
+        )
     if isinstance(error, OverflowError):
-        return ConfigurationError(f"A number sent to {path} is too large ({error}); SQLite holds whole "
-                                  f"numbers up to {2**63 - 1}. Nothing was written.")
+        return ConfigurationError(
+            f"A number sent to {path} is too large ({error}); SQLite holds whole "
+            f"numbers up to {2**63 - 1}. Nothing was written."
+        )
     return error
 
 
@@ -157,10 +174,17 @@ class Database:
     (calls are serialised by a lock). Open one instance per process.
     """
 
-    def __init__(self, path: Path, *, allow_orphaned: bool = False,
-                 encryption_key: EncryptionKey | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        allow_orphaned: bool = False,
+        encryption_key: EncryptionKey | None = None,
+    ) -> None:
         self.path = check_path("The database path", path)
-        cipher.verify_key(self.path, encryption_key)  # before anything is created: a mismatch changes nothing
+        cipher.verify_key(
+            self.path, encryption_key
+        )  # before anything is created: a mismatch changes nothing
         try:
             private_dir(self.path.parent)
         except OSError as error:
@@ -171,15 +195,22 @@ class Database:
         if not allow_orphaned:
             check_not_orphaned(self.path)
         try:
-            private_file(self.path)  # 0600 before SQLite creates it (its -wal and -shm take its mode)
+            private_file(
+                self.path
+            )  # 0600 before SQLite creates it (its -wal and -shm take its mode)
         except OSError:
             pass  # SQLite's own open names the problem (a directory in its place, no permission, ...)
         try:
             if encryption_key is not None:
-                self._conn = cipher.connect(self.path, encryption_key, timeout=BUSY_TIMEOUT_MS / 1000)
+                self._conn = cipher.connect(
+                    self.path, encryption_key, timeout=BUSY_TIMEOUT_MS / 1000
+                )
             else:
                 self._conn = sqlite3.connect(
-                    self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                    self.path,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
                 )
         except sqlite3.Error as error:
             raise storage_error(self.path, error) from error
@@ -278,12 +309,16 @@ class Database:
         now = self._file_identity()
         if now is not None and now == self._identity:
             return
-        happened = "is gone (the file or the storage dir was removed)" if now is None else \
-            "was replaced by another file"
+        happened = (
+            "is gone (the file or the storage dir was removed)"
+            if now is None
+            else "was replaced by another file"
+        )
         raise StorageError(
             f"{self.path} {happened} while this process had it open; nothing was written. Restore the "
             "storage dir (or put the right memory.db back) and open it again: writes to the old file "
-            "would be lost.")
+            "would be lost."
+        )
 
     def _rollback(self) -> None:
         """Roll back if a transaction is open (a failed COMMIT, e.g. disk full, may leave one)."""

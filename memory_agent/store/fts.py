@@ -55,7 +55,9 @@ def fts_query(text: str, *, drop_stop_words: bool = False) -> str | None:
     return " OR ".join(f'"{token}"' for token in tokens)
 
 
-def messages_search(conn: Any, match: str, where: str, params: list[Any], limit: int, offset: int) -> list[Any]:
+def messages_search(
+    conn: Any, match: str, where: str, params: list[Any], limit: int, offset: int
+) -> list[Any]:
     """Message rows of `where` (alias `m`) matching the FTS5 expression `match`, best bm25 first
     (`pg_fulltext.messages_search` is PostgreSQL's)."""
     return conn.execute(

@@ -41,8 +41,9 @@ _STEMS = "temp.memory_agent_stems"
 _STEM_TERMS = "temp.memory_agent_stem_terms"
 
 
-def pruned_head(conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Sequence[str],
-                depth: int) -> list[sqlite3.Row] | None:
+def pruned_head(
+    conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Sequence[str], depth: int
+) -> list[sqlite3.Row] | None:
     """The best `depth` (rowid, bm25) rows of the OR query of `tokens`, or None when the caller
     must run that query itself (no common word, no rare one, or exactness not shown)."""
     frequencies = _row_counts(conn, table, tokenizer, tokens)
@@ -97,11 +98,15 @@ def _rows_at_most(conn: sqlite3.Connection, table: str) -> int:
     return int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}_docsize").fetchone()[0])
 
 
-def _row_counts(conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Sequence[str]) -> dict[str, int]:
+def _row_counts(
+    conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Sequence[str]
+) -> dict[str, int]:
     """How many rows of the index hold each token (by its stem); tokens the tokenizer does not
     turn into exactly one term are left out (the caller treats them as rare)."""
     vocab = f"temp.{table}_vocab"
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, 'row')")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, 'row')"
+    )
     counts: dict[str, int] = {}
     for token, stem in _stems(conn, tokenizer, tokens).items():
         row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (stem,)).fetchone()
@@ -111,14 +116,24 @@ def _row_counts(conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Se
 
 def _stems(conn: sqlite3.Connection, tokenizer: str, tokens: Sequence[str]) -> dict[str, str]:
     """Each token's term as the index's tokenizer makes it (a TEMP FTS5 table does the work)."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEMS} USING fts5(word, tokenize='{tokenizer}')")
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEM_TERMS} USING fts5vocab(temp, memory_agent_stems,"
-                 " 'instance')")
-    conn.executemany(f"INSERT INTO {_STEMS} (rowid, word) VALUES (?, ?)", list(enumerate(tokens, start=1)))
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEMS} USING fts5(word, tokenize='{tokenizer}')"
+    )
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEM_TERMS} USING fts5vocab(temp, memory_agent_stems,"
+        " 'instance')"
+    )
+    conn.executemany(
+        f"INSERT INTO {_STEMS} (rowid, word) VALUES (?, ?)", list(enumerate(tokens, start=1))
+    )
     try:
         terms: dict[int, list[str]] = {}
         for doc, term in conn.execute(f"SELECT doc, term FROM {_STEM_TERMS}"):
             terms.setdefault(int(doc), []).append(str(term))
     finally:
         conn.execute(f"DELETE FROM {_STEMS}")
-    return {token: terms[number][0] for number, token in enumerate(tokens, start=1) if len(terms.get(number, [])) == 1}
+    return {
+        token: terms[number][0]
+        for number, token in enumerate(tokens, start=1)
+        if len(terms.get(number, [])) == 1
+    }

@@ -71,13 +71,31 @@ def record(
     entry_id, previous = _next_link(conn)
     salt = new_salt()
     digest = content_digest(salt, label, old_value, new_value, detail_text)
-    own = chain_hash(previous, entry_id, agent_id, action, target_type, target_id, kind, name, created_at, digest)
+    own = chain_hash(
+        previous, entry_id, agent_id, action, target_type, target_id, kind, name, created_at, digest
+    )
     conn.execute(
         "INSERT INTO journal (entry_id, agent_id, action, target_type, target_id, label, old_value,"
         " new_value, detail, created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail_text,
-         created_at, kind, name, salt, digest, previous, own),
+        (
+            entry_id,
+            agent_id,
+            action,
+            target_type,
+            target_id,
+            label,
+            old_value,
+            new_value,
+            detail_text,
+            created_at,
+            kind,
+            name,
+            salt,
+            digest,
+            previous,
+            own,
+        ),
     )
 
 
@@ -90,7 +108,11 @@ def _next_link(conn: sqlite3.Connection) -> tuple[int, str | None]:
     covers the id."""
     if is_postgres(conn):
         conn.execute("SELECT pg_advisory_xact_lock(?)", (CHAIN_LOCK_KEY,))
-        entry_id = int(conn.execute("SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))").fetchone()[0])
+        entry_id = int(
+            conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))"
+            ).fetchone()[0]
+        )
     else:
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
         highest = conn.execute("SELECT COALESCE(MAX(entry_id), 0) FROM journal").fetchone()[0]
@@ -109,14 +131,21 @@ def redact(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> int:
         marks = ", ".join("?" for _ in chunk)
         cursor = conn.execute(
             "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = ?, salt = NULL,"
-            f" forgotten = 1 WHERE forgotten = 0 AND entry_id IN ({marks})", (REDACTED_DETAIL, *chunk))
+            f" forgotten = 1 WHERE forgotten = 0 AND entry_id IN ({marks})",
+            (REDACTED_DETAIL, *chunk),
+        )
         done += max(cursor.rowcount, 0)
     return done
 
 
-def entries_about(conn: sqlite3.Connection, *, targets: Sequence[tuple[str, str]] = (),
-                  agent_id: str | None = None, texts: Sequence[str] = (),
-                  text_agents: Sequence[str] = ()) -> set[int]:
+def entries_about(
+    conn: sqlite3.Connection,
+    *,
+    targets: Sequence[tuple[str, str]] = (),
+    agent_id: str | None = None,
+    texts: Sequence[str] = (),
+    text_agents: Sequence[str] = (),
+) -> set[int]:
     """Ids of entries not yet forgotten that are about any (target_type, target_id), belong to
     `agent_id`, or hold any of `texts` in their label, values or detail (the detail as stored JSON,
     so a text is also looked for in its JSON-escaped form; only in the entries of `text_agents`, or
@@ -124,22 +153,36 @@ def entries_about(conn: sqlite3.Connection, *, targets: Sequence[tuple[str, str]
     among them: they hold no content, and their counts are what shows a forgotten mark is genuine."""
     found: set[int] = set()
     for target_type, target_id in targets:
-        found.update(int(r[0]) for r in conn.execute(
-            "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND target_type = ?"
-            " AND target_id = ?",
-            (target_type, target_id)))
+        found.update(
+            int(r[0])
+            for r in conn.execute(
+                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND target_type = ?"
+                " AND target_id = ?",
+                (target_type, target_id),
+            )
+        )
     if agent_id is not None:
-        found.update(int(r[0]) for r in conn.execute(
-            "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND agent_id = ?", (agent_id,)))
+        found.update(
+            int(r[0])
+            for r in conn.execute(
+                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND agent_id = ?",
+                (agent_id,),
+            )
+        )
     scope = ""
     if text_agents:
         scope = f" AND (agent_id IS NULL OR agent_id IN ({', '.join('?' for _ in text_agents)}))"
     for text in texts:
         for form in {text, json.dumps(text, ensure_ascii=False)[1:-1]}:
-            found.update(int(r[0]) for r in conn.execute(
-                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND (instr(old_value, ?) > 0"
-                f" OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0){scope}",
-                (form, form, form, form, *text_agents)))
+            found.update(
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget'"
+                    " AND (instr(old_value, ?) > 0"
+                    f" OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0){scope}",
+                    (form, form, form, form, *text_agents),
+                )
+            )
     return found
 
 
@@ -148,7 +191,8 @@ def verify_chain(conn: sqlite3.Connection) -> ChainReport:
     rows = conn.execute(
         "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
         " created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash, forgotten"
-        " FROM journal ORDER BY entry_id")
+        " FROM journal ORDER BY entry_id"
+    )
     report = verify(rows)
     return report if not report.ok else _check_tail(conn, report)
 
@@ -164,12 +208,16 @@ def _check_tail(conn: sqlite3.Connection, report: ChainReport) -> ChainReport:
     last = conn.execute("SELECT MAX(entry_id) FROM journal").fetchone()[0] or 0
     if row is None or int(row[0]) <= int(last):
         return report
-    return ChainReport(report.entries, report.forgotten, int(last) + 1,
-                       f"entries {int(last) + 1} to {int(row[0])} were removed from the end of the journal")
+    return ChainReport(
+        report.entries,
+        report.forgotten,
+        int(last) + 1,
+        f"entries {int(last) + 1} to {int(row[0])} were removed from the end of the journal",
+    )
 
 
 def _chunks(items: Sequence[int], size: int) -> list[Sequence[int]]:
-    return [items[start:start + size] for start in range(0, len(items), size)]
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def list_entries(
@@ -183,7 +231,9 @@ def list_entries(
 ) -> list[JournalEntry]:
     """Newest first, filtered by whichever of agent, target type, target id and author kind are given."""
     if author_kind is not None and author_kind not in AUTHOR_KINDS:
-        raise ConfigurationError(f"An author kind is one of {', '.join(AUTHOR_KINDS)}; got {author_kind!r}.")
+        raise ConfigurationError(
+            f"An author kind is one of {', '.join(AUTHOR_KINDS)}; got {author_kind!r}."
+        )
     clauses, params = [], []
     for column, value in (
         ("agent_id", agent_id),

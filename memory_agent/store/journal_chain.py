@@ -40,19 +40,47 @@ def new_salt() -> str:
     return secrets.token_hex(16)
 
 
-def content_digest(salt: str, label: str | None, old_value: str | None, new_value: str | None,
-                   detail: str) -> str:
+def content_digest(
+    salt: str, label: str | None, old_value: str | None, new_value: str | None, detail: str
+) -> str:
     """sha256(salt || canonical JSON of the values), hex; `detail` is the stored JSON text."""
-    canonical = json.dumps([label, old_value, new_value, detail], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(bytes.fromhex(salt) + canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    canonical = json.dumps(
+        [label, old_value, new_value, detail], ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(
+        bytes.fromhex(salt) + canonical.encode("utf-8", "surrogatepass")
+    ).hexdigest()
 
 
-def chain_hash(prev_hash: str | None, entry_id: int, agent_id: str | None, action: str, target_type: str,
-               target_id: str | None, author_kind: str | None, author: str | None, created_at: str,
-               digest: str) -> str:
+def chain_hash(
+    prev_hash: str | None,
+    entry_id: int,
+    agent_id: str | None,
+    action: str,
+    target_type: str,
+    target_id: str | None,
+    author_kind: str | None,
+    author: str | None,
+    created_at: str,
+    digest: str,
+) -> str:
     """The entry's own hash: what it says happened (not its values) and the hash before it."""
-    canonical = json.dumps([prev_hash or "", int(entry_id), agent_id, action, target_type, target_id,
-                            author_kind, author, created_at, digest], ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        [
+            prev_hash or "",
+            int(entry_id),
+            agent_id,
+            action,
+            target_type,
+            target_id,
+            author_kind,
+            author,
+            created_at,
+            digest,
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -76,7 +104,9 @@ def _digest_of(row: Mapping[str, Any]) -> str | None:
         return None
     if row["salt"] is None:
         return ""
-    return content_digest(row["salt"], row["label"], row["old_value"], row["new_value"], row["detail"])
+    return content_digest(
+        row["salt"], row["label"], row["old_value"], row["new_value"], row["detail"]
+    )
 
 
 def verify(rows: Iterable[Mapping[str, Any]]) -> ChainReport:
@@ -96,26 +126,56 @@ def verify(rows: Iterable[Mapping[str, Any]]) -> ChainReport:
         if row["forgotten"]:
             newest_forgotten = entry
         if row["entry_hash"] is None or row["content_digest"] is None:
-            return ChainReport(count, forgotten, entry, "it has no hash (written outside the journal's writer)")
+            return ChainReport(
+                count, forgotten, entry, "it has no hash (written outside the journal's writer)"
+            )
         if row["forgotten"]:
             forgotten += 1
-            if any(row[c] is not None for c in ("salt", "label", "old_value", "new_value")) or row["detail"] != "{}":
-                return ChainReport(count, forgotten, entry, "it is marked forgotten but still holds values")
+            if (
+                any(row[c] is not None for c in ("salt", "label", "old_value", "new_value"))
+                or row["detail"] != "{}"
+            ):
+                return ChainReport(
+                    count, forgotten, entry, "it is marked forgotten but still holds values"
+                )
         else:
             if _digest_of(row) != row["content_digest"]:
-                return ChainReport(count, forgotten, entry, "its values do not match its digest (edited)")
+                return ChainReport(
+                    count, forgotten, entry, "its values do not match its digest (edited)"
+                )
         if (row["prev_hash"] or None) != previous:
-            return ChainReport(count, forgotten, entry, "it does not link to the entry before it "
-                                                        "(an entry was removed, inserted or reordered)")
-        expected = chain_hash(previous, entry, row["agent_id"], row["action"], row["target_type"], row["target_id"],
-                              row["author_kind"], row["author"], row["created_at"], row["content_digest"])
+            return ChainReport(
+                count,
+                forgotten,
+                entry,
+                "it does not link to the entry before it "
+                "(an entry was removed, inserted or reordered)",
+            )
+        expected = chain_hash(
+            previous,
+            entry,
+            row["agent_id"],
+            row["action"],
+            row["target_type"],
+            row["target_id"],
+            row["author_kind"],
+            row["author"],
+            row["created_at"],
+            row["content_digest"],
+        )
         if expected != row["entry_hash"]:
-            return ChainReport(count, forgotten, entry, "its hash does not match what it says happened (edited)")
+            return ChainReport(
+                count, forgotten, entry, "its hash does not match what it says happened (edited)"
+            )
         previous = row["entry_hash"]
     if forgotten > accounted:
-        return ChainReport(count, forgotten, newest_forgotten,
-                           f"{forgotten} entries are marked forgotten but the forget records account for {accounted} "
-                           "(values erased outside forgetting)")
+        return ChainReport(
+            count,
+            forgotten,
+            newest_forgotten,
+            f"{forgotten} entries are marked forgotten but the forget records account for {accounted} "
+            "(values erased outside forgetting)",
+        )
     return ChainReport(count, forgotten)
 
 

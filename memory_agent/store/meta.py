@@ -17,5 +17,7 @@ def read_meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 def write_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     """Set `key` to `value`, replacing any value it had."""
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                 (key, value))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

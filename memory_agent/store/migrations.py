@@ -143,7 +143,7 @@ def m001_core_memory(conn: sqlite3.Connection) -> None:
         CREATE TRIGGER journal_no_delete BEFORE DELETE ON journal BEGIN
             SELECT RAISE(ABORT, 'the journal is append-only');
         END;
-        """
+        """,
     )
 
 
@@ -190,7 +190,7 @@ def m002_archival(conn: sqlite3.Connection) -> None:
             VALUES ('delete', old.passage_rowid, old.content);
             INSERT INTO passages_fts(rowid, content) VALUES (new.passage_rowid, new.content);
         END;
-        """
+        """,
     )
 
 
@@ -231,7 +231,7 @@ def m003_session_store(conn: sqlite3.Connection) -> None:
             mtime INTEGER NOT NULL,
             data TEXT NOT NULL
         );
-        """
+        """,
     )
 
 
@@ -247,8 +247,10 @@ def m004_issue16_on_demand_blocks(conn: sqlite3.Connection) -> None:
     """
     columns = {row[1] for row in conn.execute("PRAGMA table_info(blocks)")}
     if "in_prompt" not in columns:
-        conn.execute("ALTER TABLE blocks ADD COLUMN in_prompt INTEGER NOT NULL DEFAULT 1"
-                     " CHECK (in_prompt IN (0, 1))")
+        conn.execute(
+            "ALTER TABLE blocks ADD COLUMN in_prompt INTEGER NOT NULL DEFAULT 1"
+            " CHECK (in_prompt IN (0, 1))"
+        )
 
 
 @_migration
@@ -270,9 +272,11 @@ def m005_issue14_per_agent_passage_fts(conn: sqlite3.Connection) -> None:
         DROP TRIGGER passages_fts_delete;
         DROP TRIGGER passages_fts_update;
         DROP TABLE passages_fts;
-        """
+        """,
     )
-    agents = [row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM passages ORDER BY agent_id")]
+    agents = [
+        row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM passages ORDER BY agent_id")
+    ]
     for agent_id in agents:
         table = passage_fts.ensure_agent_index(conn, agent_id)
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
@@ -299,7 +303,7 @@ def m006_issue22_passage_lifecycle(conn: sqlite3.Connection) -> None:
         ALTER TABLE passages ADD COLUMN provenance TEXT NOT NULL DEFAULT '{}';
         CREATE INDEX passages_expiring ON passages(agent_id, expires_at) WHERE expires_at IS NOT NULL;
         CREATE INDEX passages_superseded ON passages(superseded_by) WHERE superseded_by IS NOT NULL;
-        """
+        """,
     )
 
 
@@ -316,7 +320,7 @@ def m007_issue28_journal_authors(conn: sqlite3.Connection) -> None:
         CREATE INDEX journal_by_author ON journal(author_kind, entry_id);
         ALTER TABLE block_history ADD COLUMN author_kind TEXT;
         ALTER TABLE block_history ADD COLUMN author TEXT;
-        """
+        """,
     )
 
 
@@ -351,7 +355,7 @@ def m008_issue22_consolidation_sessions(conn: sqlite3.Connection) -> None:
             rolled_back_at TEXT
         );
         CREATE INDEX consolidation_sessions_by_agent ON consolidation_sessions(agent_id, started_at);
-        """
+        """,
     )
 
 
@@ -370,8 +374,9 @@ def m009_issue25_whole_passage_vectors(conn: sqlite3.Connection) -> None:
     if "vector_chunks" not in columns:
         conn.execute("ALTER TABLE passages ADD COLUMN vector_chunks INTEGER NOT NULL DEFAULT 1")
         conn.execute("UPDATE passages SET vector_chunks = 0 WHERE length(content) > 254")
-    conn.execute("CREATE INDEX IF NOT EXISTS passages_chunked ON passages(vector_chunks) WHERE vector_chunks != 1")
-
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS passages_chunked ON passages(vector_chunks) WHERE vector_chunks != 1"
+    )
 
 
 @_migration
@@ -383,8 +388,12 @@ def m010_issue26_sensitivity(conn: sqlite3.Connection) -> None:
     for table in ("blocks", "passages"):
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         if "sensitivity" not in columns:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN sensitivity TEXT NOT NULL DEFAULT 'private'"
-                         " CHECK (sensitivity IN ('public', 'private', 'secret'))")
+            conn.execute(
+                f"ALTER TABLE {table} ADD COLUMN sensitivity TEXT NOT NULL DEFAULT 'private'"
+                " CHECK (sensitivity IN ('public', 'private', 'secret'))"
+            )
+
+
 _JOURNAL_ONLY_REDACTION = """
         CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
         WHEN NOT (old.forgotten = 0 AND new.forgotten = 1 AND new.label IS NULL AND new.old_value IS NULL
@@ -416,18 +425,24 @@ def m011_issue26_journal_chain(conn: sqlite3.Connection) -> None:
         ALTER TABLE journal ADD COLUMN entry_hash TEXT;
         ALTER TABLE journal ADD COLUMN forgotten INTEGER NOT NULL DEFAULT 0 CHECK (forgotten IN (0, 1));
         DROP TRIGGER journal_no_update;
-        """
+        """,
     )
     previous: str | None = None
     rows = conn.execute(
         "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
-        " created_at, author_kind, author FROM journal ORDER BY entry_id").fetchall()
+        " created_at, author_kind, author FROM journal ORDER BY entry_id"
+    ).fetchall()
     for row in rows:
         salt = new_salt()
         digest = content_digest(salt, row[5], row[6], row[7], row[8])
-        own = chain_hash(previous, row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[9], digest)
-        conn.execute("UPDATE journal SET salt = ?, content_digest = ?, prev_hash = ?, entry_hash = ?"
-                     " WHERE entry_id = ?", (salt, digest, previous, own, row[0]))
+        own = chain_hash(
+            previous, row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[9], digest
+        )
+        conn.execute(
+            "UPDATE journal SET salt = ?, content_digest = ?, prev_hash = ?, entry_hash = ?"
+            " WHERE entry_id = ?",
+            (salt, digest, previous, own, row[0]),
+        )
         previous = own
     run_script(conn, _JOURNAL_ONLY_REDACTION)
 
@@ -443,18 +458,30 @@ def m012_issue25_index_context(conn: sqlite3.Connection) -> None:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
     if "index_context" not in columns:
         conn.execute("ALTER TABLE passages ADD COLUMN index_context TEXT NOT NULL DEFAULT ''")
-    indexed = ("CASE WHEN {row}.index_context = '' THEN {row}.content"
-               " ELSE {row}.content || ' ' || {row}.index_context END")
-    for agent_id, fts_id in conn.execute("SELECT agent_id, fts_id FROM passage_fts_tables").fetchall():
+    indexed = (
+        "CASE WHEN {row}.index_context = '' THEN {row}.content"
+        " ELSE {row}.content || ' ' || {row}.index_context END"
+    )
+    for agent_id, fts_id in conn.execute(
+        "SELECT agent_id, fts_id FROM passage_fts_tables"
+    ).fetchall():
         agent = "'" + str(agent_id).replace("'", "''") + "'"
-        table, view, trigger = f"passages_fts_{fts_id}", f"agent_passages_{fts_id}", f"passages_fts_{fts_id}_on_delete"
+        table, view, trigger = (
+            f"passages_fts_{fts_id}",
+            f"agent_passages_{fts_id}",
+            f"passages_fts_{fts_id}_on_delete",
+        )
         conn.execute(f"DROP VIEW IF EXISTS {view}")
-        conn.execute(f"CREATE VIEW {view} AS SELECT p.passage_rowid, {indexed.format(row='p')} AS content"
-                     f" FROM passages p WHERE p.agent_id = {agent}")
+        conn.execute(
+            f"CREATE VIEW {view} AS SELECT p.passage_rowid, {indexed.format(row='p')} AS content"
+            f" FROM passages p WHERE p.agent_id = {agent}"
+        )
         conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-        conn.execute(f"CREATE TRIGGER {trigger} AFTER DELETE ON passages WHEN old.agent_id = {agent} BEGIN"
-                     f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid,"
-                     f" {indexed.format(row='old')}); END")
+        conn.execute(
+            f"CREATE TRIGGER {trigger} AFTER DELETE ON passages WHEN old.agent_id = {agent} BEGIN"
+            f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid,"
+            f" {indexed.format(row='old')}); END"
+        )
 
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -464,7 +491,9 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def migrate(conn: sqlite3.Connection, begin: Callable[[], None], where: object = "The database") -> int:
+def migrate(
+    conn: sqlite3.Connection, begin: Callable[[], None], where: object = "The database"
+) -> int:
     """Apply every migration the database has not seen; returns the final version.
 
     `begin` opens a write transaction (BEGIN IMMEDIATE with retries) so that two processes
@@ -493,12 +522,16 @@ def migrate(conn: sqlite3.Connection, begin: Callable[[], None], where: object =
             raise
 
 
-def _run_in_transaction(conn: sqlite3.Connection, migration: Migration, version: int, where: object) -> None:
+def _run_in_transaction(
+    conn: sqlite3.Connection, migration: Migration, version: int, where: object
+) -> None:
     try:
         migration(conn)
     except sqlite3.Error as error:
-        raise StorageError(f"Migration {migration.__name__} of {where} failed: {error}; nothing was "
-                           "changed. Run 'memory-agent doctor' for a report.") from error
+        raise StorageError(
+            f"Migration {migration.__name__} of {where} failed: {error}; nothing was "
+            "changed. Run 'memory-agent doctor' for a report."
+        ) from error
     conn.execute(f"PRAGMA user_version = {version}")
 
 

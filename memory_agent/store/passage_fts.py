@@ -69,7 +69,9 @@ def agent_fts_table(conn: sqlite3.Connection, agent_id: str) -> str | None:
     """The name of the agent's FTS5 table, or None when the agent has never had passages."""
     if is_postgres(conn):
         return None  # PostgreSQL's index is a generated column of `passages` (see pg_fulltext)
-    row = conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)).fetchone()
+    row = conn.execute(
+        f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)
+    ).fetchone()
     return None if row is None else _names(int(row[0]))[0]
 
 
@@ -77,7 +79,10 @@ def all_fts_tables(conn: sqlite3.Connection) -> list[str]:
     """Every agent's FTS5 table, in registry order (for health checks and repairs)."""
     if is_postgres(conn):
         return []
-    return [_names(int(row[0]))[0] for row in conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} ORDER BY fts_id")]
+    return [
+        _names(int(row[0]))[0]
+        for row in conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} ORDER BY fts_id")
+    ]
 
 
 def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
@@ -85,12 +90,16 @@ def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
     existing = agent_fts_table(conn, agent_id)
     if existing is not None:
         return existing
-    fts_id = int(conn.execute(f"SELECT COALESCE(MAX(fts_id), 0) + 1 FROM {REGISTRY_TABLE}").fetchone()[0])
+    fts_id = int(
+        conn.execute(f"SELECT COALESCE(MAX(fts_id), 0) + 1 FROM {REGISTRY_TABLE}").fetchone()[0]
+    )
     table, view, trigger = _names(fts_id)
     _drop(conn, fts_id)  # what an agent deleted outside `drop_agent_index` left behind
     agent = _sql_text(agent_id)
-    conn.execute(f"CREATE VIEW {view} AS SELECT p.passage_rowid, {_indexed_expression(conn, 'p')} AS content"
-                 f" FROM passages p WHERE p.agent_id = {agent}")
+    conn.execute(
+        f"CREATE VIEW {view} AS SELECT p.passage_rowid, {_indexed_expression(conn, 'p')} AS content"
+        f" FROM passages p WHERE p.agent_id = {agent}"
+    )
     conn.execute(
         f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{view}', content_rowid='passage_rowid',"
         f" tokenize='{TOKENIZER}')"
@@ -100,7 +109,9 @@ def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
         f" INSERT INTO {table} ({table}, rowid, content) VALUES ('delete', old.passage_rowid,"
         f" {_indexed_expression(conn, 'old')}); END"
     )
-    conn.execute(f"INSERT INTO {REGISTRY_TABLE} (agent_id, fts_id) VALUES (?, ?)", (agent_id, fts_id))
+    conn.execute(
+        f"INSERT INTO {REGISTRY_TABLE} (agent_id, fts_id) VALUES (?, ?)", (agent_id, fts_id)
+    )
     return table
 
 
@@ -118,7 +129,9 @@ def drop_agent_index(conn: sqlite3.Connection, agent_id: str) -> None:
     """Drop the agent's index, view, trigger and registry row (before the agent is deleted)."""
     if is_postgres(conn):
         return
-    row = conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)).fetchone()
+    row = conn.execute(
+        f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)
+    ).fetchone()
     if row is not None:
         _drop(conn, int(row[0]))
         conn.execute(f"DELETE FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,))

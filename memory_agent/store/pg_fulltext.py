@@ -38,7 +38,14 @@ from typing import Any, Literal
 
 from .fts import query_tokens
 
-__all__ = ["RANKING", "TEXT_SEARCH_CONFIG", "PgRanking", "messages_search", "passage_search", "tsquery_text"]
+__all__ = [
+    "RANKING",
+    "TEXT_SEARCH_CONFIG",
+    "PgRanking",
+    "messages_search",
+    "passage_search",
+    "tsquery_text",
+]
 
 TEXT_SEARCH_CONFIG = "english"
 
@@ -65,8 +72,15 @@ class PgRanking:
     @property
     def label(self) -> str:
         parts = [f"{self.function}/{self.normalisation}"]
-        parts += [name for name, on in (("all-first", self.all_words_first), ("prefix", self.prefix),
-                                        ("idf", self.idf)) if on]
+        parts += [
+            name
+            for name, on in (
+                ("all-first", self.all_words_first),
+                ("prefix", self.prefix),
+                ("idf", self.idf),
+            )
+            if on
+        ]
         return " ".join(parts)
 
 
@@ -86,14 +100,20 @@ def tsquery_text(text: str, *, drop_stop_words: bool = False, prefix: bool = Fal
 def _matching(conn: Any, query: str, alias: str, column: str, text: str) -> tuple[str, str]:
     """The tsvector expression and the tsquery config for `query` on `alias`: the stored,
     indexed english vector, or for a query of stop words only an on-the-fly 'simple' one."""
-    lexemes = conn.execute(f"SELECT numnode(to_tsquery('{TEXT_SEARCH_CONFIG}', ?))", (query,)).fetchone()[0]
+    lexemes = conn.execute(
+        f"SELECT numnode(to_tsquery('{TEXT_SEARCH_CONFIG}', ?))", (query,)
+    ).fetchone()[0]
     if lexemes:
         return f"{alias}.{column}", TEXT_SEARCH_CONFIG
-    return f"memory_agent_tsvector('simple', {alias}.{text})", "simple"  # any length: see pg_schema p003
+    return (
+        f"memory_agent_tsvector('simple', {alias}.{text})",
+        "simple",
+    )  # any length: see pg_schema p003
 
 
-def passage_search(conn: Any, text: str, clause: str, params: list[Any], limit: int,
-                   ranking: PgRanking = RANKING) -> list[tuple[str, float]]:
+def passage_search(
+    conn: Any, text: str, clause: str, params: list[Any], limit: int, ranking: PgRanking = RANKING
+) -> list[tuple[str, float]]:
     """(passage_id, score) of the `limit` best matches for `text` among rows passing `clause`
     (alias `p`), best first; scores only grow with rank, so fusion can normalise them."""
     tokens = query_tokens(text, drop_stop_words=True)
@@ -112,25 +132,34 @@ def passage_search(conn: Any, text: str, clause: str, params: list[Any], limit: 
         terms = " + ".join(
             f"ln(1 + (n.total - d.d{i} + 0.5) / (d.d{i} + 0.5))"
             f" * {ranking.function}(m.v, q.w{i}, {ranking.normalisation})"
-            for i in range(len(lexemes)))
-        counts = ", ".join(f"count(*) FILTER (WHERE m.v @@ q.w{i}) AS d{i}" for i in range(len(lexemes)))
-        sql = (f"WITH q AS MATERIALIZED (SELECT to_tsquery('{config}', ?) AS every_word, {words}),"
-               f" m AS (SELECT p.passage_id, p.passage_rowid, {vector} AS v FROM passages p"
-               f" WHERE {vector} @@ to_tsquery('{config}', ?) AND {clause}),"
-               f" n AS MATERIALIZED (SELECT count(*)::float8 AS total FROM passages p WHERE {clause}),"
-               f" d AS MATERIALIZED (SELECT {counts} FROM m, q)"
-               f" SELECT m.passage_id, {terms} AS rank, m.v @@ q.every_word AS every,"
-               " m.passage_rowid FROM m, n, d, q")
+            for i in range(len(lexemes))
+        )
+        counts = ", ".join(
+            f"count(*) FILTER (WHERE m.v @@ q.w{i}) AS d{i}" for i in range(len(lexemes))
+        )
+        sql = (
+            f"WITH q AS MATERIALIZED (SELECT to_tsquery('{config}', ?) AS every_word, {words}),"
+            f" m AS (SELECT p.passage_id, p.passage_rowid, {vector} AS v FROM passages p"
+            f" WHERE {vector} @@ to_tsquery('{config}', ?) AND {clause}),"
+            f" n AS MATERIALIZED (SELECT count(*)::float8 AS total FROM passages p WHERE {clause}),"
+            f" d AS MATERIALIZED (SELECT {counts} FROM m, q)"
+            f" SELECT m.passage_id, {terms} AS rank, m.v @@ q.every_word AS every,"
+            " m.passage_rowid FROM m, n, d, q"
+        )
         values = [" & ".join(lexemes), *lexemes, query, *params, *params]
     else:
-        sql = (f"SELECT p.passage_id, {ranking.function}({vector}, q.query, {ranking.normalisation}) AS rank,"
-               f" {vector} @@ to_tsquery('{config}', ?) AS every, p.passage_rowid"
-               f" FROM passages p, to_tsquery('{config}', ?) AS q(query)"
-               f" WHERE {vector} @@ q.query AND {clause}")
+        sql = (
+            f"SELECT p.passage_id, {ranking.function}({vector}, q.query, {ranking.normalisation}) AS rank,"
+            f" {vector} @@ to_tsquery('{config}', ?) AS every, p.passage_rowid"
+            f" FROM passages p, to_tsquery('{config}', ?) AS q(query)"
+            f" WHERE {vector} @@ q.query AND {clause}"
+        )
         values = [" & ".join(lexemes), query, *params]
     first = "s.every DESC, " if ranking.all_words_first else ""
-    rows = conn.execute(f"SELECT * FROM ({sql}) AS s ORDER BY {first}s.rank DESC, s.passage_rowid LIMIT ?",
-                        (*values, limit)).fetchall()
+    rows = conn.execute(
+        f"SELECT * FROM ({sql}) AS s ORDER BY {first}s.rank DESC, s.passage_rowid LIMIT ?",
+        (*values, limit),
+    ).fetchall()
     return _scored(rows, ranking.all_words_first)
 
 
@@ -143,7 +172,9 @@ def _scored(rows: list[Any], all_words_first: bool) -> list[tuple[str, float]]:
     return [(row[0], float(row[1]) + (lift if row[2] else 0.0)) for row in rows]
 
 
-def messages_search(conn: Any, query: str, where: str, params: list[Any], limit: int, offset: int) -> list[Any]:
+def messages_search(
+    conn: Any, query: str, where: str, params: list[Any], limit: int, offset: int
+) -> list[Any]:
     """Message rows of `where` (alias `m`) matching `query`, best first, by plain `ts_rank` (the
     LoCoMo harness that chose `RANKING` measures passages, not messages)."""
     vector, config = _matching(conn, query, "m", "text_tsv", "text")

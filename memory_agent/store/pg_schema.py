@@ -340,7 +340,6 @@ def p007_whole_passage_vectors(cursor: Any) -> None:
     )
 
 
-
 @_migration
 def p008_sensitivity(cursor: Any) -> None:
     """SQLite's m010: a sensitivity level on every block and passage, private for existing rows."""
@@ -352,6 +351,7 @@ def p008_sensitivity(cursor: Any) -> None:
             CHECK (sensitivity IN ('public', 'private', 'secret'));
         """
     )
+
 
 @_migration
 def p009_issue26_journal_chain(cursor: Any) -> None:
@@ -370,15 +370,21 @@ def p009_issue26_journal_chain(cursor: Any) -> None:
     )
     cursor.execute(
         "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
-        " created_at, author_kind, author FROM journal ORDER BY entry_id")
+        " created_at, author_kind, author FROM journal ORDER BY entry_id"
+    )
     rows = [tuple(row) for row in cursor.fetchall()]
     previous: str | None = None
     for row in rows:
         salt = new_salt()
         digest = content_digest(salt, row[5], row[6], row[7], row[8])
-        own = chain_hash(previous, row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[9], digest)
-        cursor.execute("UPDATE journal SET salt = %s, content_digest = %s, prev_hash = %s, entry_hash = %s"
-                       " WHERE entry_id = %s", (salt, digest, previous, own, row[0]))
+        own = chain_hash(
+            previous, row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[9], digest
+        )
+        cursor.execute(
+            "UPDATE journal SET salt = %s, content_digest = %s, prev_hash = %s, entry_hash = %s"
+            " WHERE entry_id = %s",
+            (salt, digest, previous, own, row[0]),
+        )
         previous = own
     cursor.execute(
         """

@@ -200,7 +200,8 @@ class PostgresDatabase:
             if not create and not self._has_schema():
                 raise StorageError(
                     f"No memory-agent storage in the database at {self.display} yet. Run 'memory-agent init' "
-                    "first, or point MEMORY_DATABASE_URL (--database-url) at the database that holds it.")
+                    "first, or point MEMORY_DATABASE_URL (--database-url) at the database that holds it."
+                )
             self._migrate()
         except BaseException:
             self._conn.raw.close()
@@ -214,8 +215,12 @@ class PostgresDatabase:
     def _connect(self) -> Any:
         psycopg = _psycopg()
         try:
-            return psycopg.connect(self.url, autocommit=True, row_factory=_row_factory,
-                                   connect_timeout=CONNECT_TIMEOUT_S)
+            return psycopg.connect(
+                self.url,
+                autocommit=True,
+                row_factory=_row_factory,
+                connect_timeout=CONNECT_TIMEOUT_S,
+            )
         except psycopg.Error as error:
             raise connect_error(self.url, self.target, error) from None
 
@@ -226,8 +231,10 @@ class PostgresDatabase:
             raise StorageError(f"The store at {self.display} was closed; open it again to use it.")
         if self._conn.raw.broken or self._conn.raw.closed:
             if self._depth:
-                raise StorageError(f"The connection to {self.display} was lost inside a transaction; "
-                                   "nothing of it was written. Try again.")
+                raise StorageError(
+                    f"The connection to {self.display} was lost inside a transaction; "
+                    "nothing of it was written. Try again."
+                )
             self._conn = PostgresConnection(self._connect(), self._connect)
         return self._conn
 
@@ -254,20 +261,29 @@ class PostgresDatabase:
             conn.raw.execute(BEGIN_WRITE)
             try:
                 conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
-                conn.raw.execute(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)")
+                conn.raw.execute(
+                    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)"
+                )
                 row = conn.raw.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
                 current = 0 if row is None else int(row[0])
                 if current > PG_SCHEMA_VERSION:
                     raise StorageError(
                         f"The database at {self.display} is at schema version {current}, newer than this "
-                        f"memory-agent understands ({PG_SCHEMA_VERSION}). Upgrade memory-agent.")
+                        f"memory-agent understands ({PG_SCHEMA_VERSION}). Upgrade memory-agent."
+                    )
                 for migration in PG_MIGRATIONS[current:]:
                     with conn.raw.cursor() as cursor:
                         migration(cursor)
                 if row is None:
-                    conn.raw.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (PG_SCHEMA_VERSION,))
-                elif current < PG_SCHEMA_VERSION:  # a current schema is left as it is: opening writes nothing
-                    conn.raw.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (PG_SCHEMA_VERSION,))
+                    conn.raw.execute(
+                        f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (PG_SCHEMA_VERSION,)
+                    )
+                elif (
+                    current < PG_SCHEMA_VERSION
+                ):  # a current schema is left as it is: opening writes nothing
+                    conn.raw.execute(
+                        f"UPDATE {VERSION_TABLE} SET version = %s", (PG_SCHEMA_VERSION,)
+                    )
                 conn.raw.execute("COMMIT")
             except BaseException as error:
                 self._rollback(conn)
@@ -295,8 +311,10 @@ class PostgresDatabase:
                 return
             try:
                 conn.execute(BEGIN_WRITE)
-                xid = conn.raw.execute("SELECT pg_current_xact_id()::text, pg_advisory_xact_lock(%s)",
-                                       (WRITE_LOCK_KEY,)).fetchone()[0]
+                xid = conn.raw.execute(
+                    "SELECT pg_current_xact_id()::text, pg_advisory_xact_lock(%s)",
+                    (WRITE_LOCK_KEY,),
+                ).fetchone()[0]
             except BaseException as error:
                 self._rollback(conn)
                 raise self._translated(error) from error
@@ -327,15 +345,21 @@ class PostgresDatabase:
             lost = error
         status = self._settled_status(xid)
         if status == "committed":
-            logger.info("The connection to %s was lost during COMMIT; the server had committed it", self.display)
+            logger.info(
+                "The connection to %s was lost during COMMIT; the server had committed it",
+                self.display,
+            )
             return
         if status == "aborted":
-            raise StorageError(f"The connection to {self.display} was lost while committing ({_first_line(lost)}); "
-                               "the server rolled the write back, so nothing was written. Try again.") from lost
+            raise StorageError(
+                f"The connection to {self.display} was lost while committing ({_first_line(lost)}); "
+                "the server rolled the write back, so nothing was written. Try again."
+            ) from lost
         raise WriteOutcomeUnknownError(
             f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and whether "
             "the server saved the write cannot be known now. Check (for example view the block or list the "
-            "passages) before repeating it.") from lost
+            "passages) before repeating it."
+        ) from lost
 
     def _settled_status(self, xid: str) -> str | None:
         """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if unknown.
@@ -347,14 +371,18 @@ class PostgresDatabase:
             try:
                 self._conn = PostgresConnection(self._connect(), self._connect)
                 while True:
-                    row = self._conn.raw.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                    row = self._conn.raw.execute(
+                        "SELECT pg_xact_status(%s::xid8)", (xid,)
+                    ).fetchone()
                     status = None if row is None else row[0]
                     if status != "in progress" or time.monotonic() > deadline:
                         return status if status in ("committed", "aborted") else None
                     time.sleep(0.05)
             except Exception as error:  # noqa: BLE001 - unreachable for now: ask again until the deadline
                 if time.monotonic() > deadline:
-                    logger.warning("Cannot ask %s whether a lost COMMIT was applied: %s", self.display, error)
+                    logger.warning(
+                        "Cannot ask %s whether a lost COMMIT was applied: %s", self.display, error
+                    )
                     return None
                 time.sleep(0.2)
 
@@ -364,7 +392,9 @@ class PostgresDatabase:
         try:
             conn.raw.execute("ROLLBACK")
         except Exception as error:  # noqa: BLE001 - the original error is what matters
-            logger.debug("ROLLBACK after a failed transaction on %s failed too: %s", self.display, error)
+            logger.debug(
+                "ROLLBACK after a failed transaction on %s failed too: %s", self.display, error
+            )
 
     @contextmanager
     def reading(self) -> Iterator[PostgresConnection]:
@@ -384,29 +414,47 @@ class PostgresDatabase:
         psycopg = _psycopg()
         if not isinstance(error, psycopg.Error):
             if isinstance(error, OverflowError):
-                return ConfigurationError(f"A number sent to {self.display} is too large ({error}); "
-                                          "nothing was written.")
+                return ConfigurationError(
+                    f"A number sent to {self.display} is too large ({error}); nothing was written."
+                )
             return error
         condition = server_condition(self.display, error)
         if condition is not None:
             return condition
         errors = psycopg.errors
-        if isinstance(error, (errors.NumericValueOutOfRange, errors.UntranslatableCharacter,
-                              errors.CharacterNotInRepertoire)) or "NUL (0x00)" in str(error):
-            return ConfigurationError(f"PostgreSQL at {self.display} cannot store a value sent to it "
-                                      f"({_first_line(error)}); nothing was written.")
+        if isinstance(
+            error,
+            (
+                errors.NumericValueOutOfRange,
+                errors.UntranslatableCharacter,
+                errors.CharacterNotInRepertoire,
+            ),
+        ) or "NUL (0x00)" in str(error):
+            return ConfigurationError(
+                f"PostgreSQL at {self.display} cannot store a value sent to it "
+                f"({_first_line(error)}); nothing was written."
+            )
         if isinstance(error, psycopg.DataError) and "out of range" in str(error):
-            return ConfigurationError(f"A number sent to {self.display} is out of range "
-                                      f"({_first_line(error)}); nothing was written.")
+            return ConfigurationError(
+                f"A number sent to {self.display} is out of range "
+                f"({_first_line(error)}); nothing was written."
+            )
         if isinstance(error, psycopg.OperationalError):
-            return StorageError(f"The PostgreSQL server at {self.display} failed: {_first_line(error)}. "
-                                "Nothing was written; check the server and try again.")
-        if isinstance(error, psycopg.ProgrammingError) and ("cannot adapt" in str(error)
-                                                            or "not all arguments" in str(error)):
-            return ConfigurationError(f"A value sent to {self.display} has a type PostgreSQL cannot "
-                                          f"store ({_first_line(error)}); nothing was written.")
-        return StorageError(f"The database {self.display} refused the operation "
-                            f"({type(error).__name__}: {_first_line(error)}); nothing was written.")
+            return StorageError(
+                f"The PostgreSQL server at {self.display} failed: {_first_line(error)}. "
+                "Nothing was written; check the server and try again."
+            )
+        if isinstance(error, psycopg.ProgrammingError) and (
+            "cannot adapt" in str(error) or "not all arguments" in str(error)
+        ):
+            return ConfigurationError(
+                f"A value sent to {self.display} has a type PostgreSQL cannot "
+                f"store ({_first_line(error)}); nothing was written."
+            )
+        return StorageError(
+            f"The database {self.display} refused the operation "
+            f"({type(error).__name__}: {_first_line(error)}); nothing was written."
+        )
 
     def close(self) -> None:
         with self._lock:

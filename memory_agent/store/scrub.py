@@ -17,9 +17,22 @@ from .passage_fts import optimize_all
 
 __all__ = ["FORGET_TABLES", "scrub", "secure_delete"]
 
-FORGET_TABLES = ("journal", "passages", "passage_tags", "messages", "summaries", "blocks", "block_history",
-                 "agent_blocks", "agents", "session_entries", "session_summaries", "session_transcripts",
-                 "consolidation_sessions", "meta")
+FORGET_TABLES = (
+    "journal",
+    "passages",
+    "passage_tags",
+    "messages",
+    "summaries",
+    "blocks",
+    "block_history",
+    "agent_blocks",
+    "agents",
+    "session_entries",
+    "session_summaries",
+    "session_transcripts",
+    "consolidation_sessions",
+    "meta",
+)
 """The tables a forget can touch (rewritten on PostgreSQL)."""
 
 
@@ -40,13 +53,17 @@ def scrub(db: Any) -> list[str]:
             try:
                 conn.execute("VACUUM FULL pg_statistic")  # ANALYZE's samples of the old rows
             except Exception as error:  # noqa: BLE001 - a role that may not vacuum the catalog
-                warnings.append(f"pg_statistic was not rewritten ({str(error).splitlines()[0]}); its old "
-                                "samples of column values stay until autovacuum reclaims them")
+                warnings.append(
+                    f"pg_statistic was not rewritten ({str(error).splitlines()[0]}); its old "
+                    "samples of column values stay until autovacuum reclaims them"
+                )
             return warnings
         optimize_all(conn)
         conn.execute("VACUUM")
         busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy and busy[0]:
-            warnings.append("memory.db's write-ahead log could not be truncated (another process is reading); "
-                            "deleted pages stay in memory.db-wal until the next checkpoint")
+            warnings.append(
+                "memory.db's write-ahead log could not be truncated (another process is reading); "
+                "deleted pages stay in memory.db-wal until the next checkpoint"
+            )
     return warnings

@@ -33,8 +33,10 @@ class Readable(Protocol):
 def table_names(conn: Any) -> list[str]:
     """The store's tables, by name, on either backend."""
     if is_postgres(conn):
-        sql = ("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-               " AND table_type = 'BASE TABLE' ORDER BY table_name")
+        sql = (
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            " AND table_type = 'BASE TABLE' ORDER BY table_name"
+        )
     else:
         sql = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
     return [str(row[0]) for row in conn.execute(sql)]
@@ -43,6 +45,9 @@ def table_names(conn: Any) -> list[str]:
 def store_snapshot(db: Readable) -> Snapshot:
     """Each table's rows as tuples, sorted (by their repr: columns may mix None, numbers and text)."""
     with db.reading() as conn:
-        return {table: sorted((tuple(row) for row in conn.execute(f'SELECT * FROM "{table}"')), key=repr)
-                for table in table_names(conn)}
-
+        return {
+            table: sorted(
+                (tuple(row) for row in conn.execute(f'SELECT * FROM "{table}"')), key=repr
+            )
+            for table in table_names(conn)
+        }

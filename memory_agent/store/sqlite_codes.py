@@ -6,7 +6,14 @@ numbers are part of SQLite's stable C API (https://sqlite.org/rescode.html).
 
 from __future__ import annotations
 
-__all__ = ["SQLITE_CANTOPEN", "SQLITE_CORRUPT", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_NOTADB", "SQLITE_READONLY"]
+__all__ = [
+    "SQLITE_CANTOPEN",
+    "SQLITE_CORRUPT",
+    "SQLITE_FULL",
+    "SQLITE_IOERR",
+    "SQLITE_NOTADB",
+    "SQLITE_READONLY",
+]
 
 SQLITE_READONLY = 8
 SQLITE_IOERR = 10

@@ -20,20 +20,33 @@ FORGOTTEN_MARK = "[forgotten]"
 
 def json_forms(text: str) -> tuple[str, ...]:
     """The ways `text` appears inside a JSON string value, the plain text first."""
-    forms = [text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text, ensure_ascii=True)[1:-1]]
+    forms = [
+        text,
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        json.dumps(text, ensure_ascii=True)[1:-1],
+    ]
     return tuple(dict.fromkeys(forms))
 
 
-def replace_text(conn: sqlite3.Connection, table: str, column: str, texts: Sequence[str], *,
-                 json_column: bool = False, where: str = "", params: Sequence[object] = ()) -> int:
+def replace_text(
+    conn: sqlite3.Connection,
+    table: str,
+    column: str,
+    texts: Sequence[str],
+    *,
+    json_column: bool = False,
+    where: str = "",
+    params: Sequence[object] = (),
+) -> int:
     """Replace every occurrence of each text in `table.column` (rows also matching `where`, an
     `AND ...` clause) by the mark; returns how many row updates were made. `table`, `column` and
     `where` are the caller's own SQL, never user input."""
     changed = 0
     for text in texts:
-        for form in (json_forms(text) if json_column else (text,)):
+        for form in json_forms(text) if json_column else (text,):
             cursor = conn.execute(
                 f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?) > 0 {where}",
-                (form, FORGOTTEN_MARK, form, *params))
+                (form, FORGOTTEN_MARK, form, *params),
+            )
             changed += max(cursor.rowcount, 0)
     return changed

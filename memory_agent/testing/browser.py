@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["CHROMIUM_VARIABLE", "REQUIRE_BROWSER", "BrowserUnavailable", "chromium_path", "launch_chromium"]
+__all__ = [
+    "CHROMIUM_VARIABLE",
+    "REQUIRE_BROWSER",
+    "BrowserUnavailable",
+    "chromium_path",
+    "launch_chromium",
+]
 
 CHROMIUM_VARIABLE = "MEMORY_AGENT_CHROMIUM"
 """Environment variable naming the Chromium executable, when it is not /usr/bin/chromium."""
@@ -33,14 +39,18 @@ def chromium_path() -> str:
     named = os.environ.get(CHROMIUM_VARIABLE)
     if named:
         if not os.access(named, os.X_OK):
-            raise BrowserUnavailable(f"{CHROMIUM_VARIABLE} names {named}, which is not an executable file")
+            raise BrowserUnavailable(
+                f"{CHROMIUM_VARIABLE} names {named}, which is not an executable file"
+            )
         return named
     for candidate in CANDIDATES:
         if os.access(candidate, os.X_OK):
             return candidate
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        raise BrowserUnavailable("no Chromium found (apt-get install chromium, or set MEMORY_AGENT_CHROMIUM)")
+        raise BrowserUnavailable(
+            "no Chromium found (apt-get install chromium, or set MEMORY_AGENT_CHROMIUM)"
+        )
     return found
 
 
@@ -51,14 +61,20 @@ def launch_chromium() -> Iterator[Any]:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError as error:
-        raise BrowserUnavailable(f"Playwright is not installed (pip install -e '.[browser]'): {error}") from None
+        raise BrowserUnavailable(
+            f"Playwright is not installed (pip install -e '.[browser]'): {error}"
+        ) from None
     executable = chromium_path()
     with sync_playwright() as playwright:
         try:
             browser = playwright.chromium.launch(executable_path=executable, headless=True)
         except PlaywrightError as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise BrowserUnavailable(f"{executable} did not start under Playwright: {first}") from None
+            first = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+            raise BrowserUnavailable(
+                f"{executable} did not start under Playwright: {first}"
+            ) from None
         try:
             yield browser
         finally:

@@ -56,8 +56,18 @@ class ChromaServer:
 
     def start(self) -> ChromaServer:
         self._process = subprocess.Popen(
-            [chroma_executable(), "run", "--path", str(self.path), "--host", self.host, "--port", str(self.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                chroma_executable(),
+                "run",
+                "--path",
+                str(self.path),
+                "--host",
+                self.host,
+                "--port",
+                str(self.port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
         )
         try:
@@ -78,7 +88,9 @@ class ChromaServer:
                         return
             except OSError:
                 time.sleep(0.2)
-        raise ChromaUnavailable(f"chroma run did not answer on port {self.port} within {STARTUP_SECONDS}s")
+        raise ChromaUnavailable(
+            f"chroma run did not answer on port {self.port} within {STARTUP_SECONDS}s"
+        )
 
     def stop(self) -> None:
         process, self._process = self._process, None

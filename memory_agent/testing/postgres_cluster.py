@@ -40,10 +40,15 @@ def find_server_binaries() -> Path:
     if on_path:
         candidates.append(Path(on_path).parent)
     for directory in [*candidates, *SEARCH_DIRS]:
-        if all((directory / program).is_file() for program in ("initdb", "pg_ctl", "createdb", "dropdb")):
+        if all(
+            (directory / program).is_file()
+            for program in ("initdb", "pg_ctl", "createdb", "dropdb")
+        ):
             return directory
-    raise PostgresUnavailable("PostgreSQL server binaries (initdb, pg_ctl) not found; install postgresql-15 "
-                              "(apt-get install postgresql-15) or set PG_BIN")
+    raise PostgresUnavailable(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found; install postgresql-15 "
+        "(apt-get install postgresql-15) or set PG_BIN"
+    )
 
 
 def _identifier(name: str) -> str:
@@ -74,35 +79,65 @@ class PostgresCluster:
             try:
                 account = pwd.getpwnam("postgres")
             except KeyError as error:
-                raise PostgresUnavailable("running as root and no 'postgres' user to run the server as") from error
+                raise PostgresUnavailable(
+                    "running as root and no 'postgres' user to run the server as"
+                ) from error
             os.chown(self.root, account.pw_uid, account.pw_gid)
             self._run_as = ["runuser", "-u", "postgres", "--"]
         self.started = False
         self._admin: Any = None
 
     def _run(self, *args: str) -> None:
-        result = subprocess.run([*self._run_as, *args], check=False, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [*self._run_as, *args], check=False, capture_output=True, text=True, timeout=120
+        )
         if result.returncode != 0:
-            raise PostgresUnavailable(f"{Path(args[0]).name} failed: {(result.stderr or result.stdout).strip()[-800:]}")
+            raise PostgresUnavailable(
+                f"{Path(args[0]).name} failed: {(result.stderr or result.stdout).strip()[-800:]}"
+            )
 
     def start(self) -> PostgresCluster:
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", self.user, "--auth=trust",
-                  "--encoding=UTF8", "--locale=C", "--no-sync")
+        self._run(
+            str(self.bin / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         self.start_server()
         return self
 
     def start_server(self) -> None:
         """Start the server on an initialised cluster (again, after `stop_server`)."""
-        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
-                   " -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-                   " -c shared_buffers=64MB")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
-                  str(self.root / "server.log"), "-w", "-t", "60", "start")
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
+            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            " -c shared_buffers=64MB"
+        )
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self.started = True
 
     def stop_server(self, mode: str = "fast") -> None:
         """Stop the server but keep its data (tests of a server that goes away and comes back)."""
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+        self._run(
+            str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop"
+        )
         self.started = False
 
     def url(self, database: str = "postgres") -> str:
@@ -143,7 +178,9 @@ class PostgresCluster:
             except psycopg.Error as error:
                 if attempt == 1 and self._admin.broken:
                     continue  # the server went away and came back (a test restarted it): reconnect
-                raise PostgresUnavailable(f"{statement.split(' WITH ')[0]} failed: {error}") from error
+                raise PostgresUnavailable(
+                    f"{statement.split(' WITH ')[0]} failed: {error}"
+                ) from error
 
     def stop(self) -> None:
         """Stop the server and delete the cluster."""
@@ -151,8 +188,21 @@ class PostgresCluster:
             self._admin.close()
             self._admin = None
         if self.started:
-            subprocess.run([*self._run_as, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
-                            "-w", "stop"], check=False, capture_output=True, timeout=120)
+            subprocess.run(
+                [
+                    *self._run_as,
+                    str(self.bin / "pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "stop",
+                ],
+                check=False,
+                capture_output=True,
+                timeout=120,
+            )
             self.started = False
         shutil.rmtree(self.root, ignore_errors=True)
 

@@ -62,7 +62,9 @@ class TooManyBreakpointsError(ValueError):
     """A request marked more blocks with ``cache_control`` than the API accepts."""
 
     def __init__(self, found: int) -> None:
-        super().__init__(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}.")
+        super().__init__(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+        )
         self.found = found
 
 
@@ -80,8 +82,11 @@ class CacheUsage:
 
     def as_usage(self) -> dict[str, int]:
         """The three input fields of the API's ``usage`` object."""
-        return {"input_tokens": self.uncached, "cache_creation_input_tokens": self.written,
-                "cache_read_input_tokens": self.read}
+        return {
+            "input_tokens": self.uncached,
+            "cache_creation_input_tokens": self.written,
+            "cache_read_input_tokens": self.read,
+        }
 
 
 @dataclass(frozen=True)
@@ -96,14 +101,20 @@ def minimum_cacheable_tokens(model: str) -> int:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(without_cache_control(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        without_cache_control(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
 
 
 def without_cache_control(value: Any) -> Any:
     """A copy of a request part with every `cache_control` marker removed (markers move between
     requests without changing the cached prefix)."""
     if isinstance(value, dict):
-        return {key: without_cache_control(item) for key, item in value.items() if key != "cache_control"}
+        return {
+            key: without_cache_control(item)
+            for key, item in value.items()
+            if key != "cache_control"
+        }
     if isinstance(value, list):
         return [without_cache_control(item) for item in value]
     return value
@@ -119,7 +130,11 @@ def _ttl(block: Any) -> float | None:
 def _block(value: Any) -> _Block:
     if isinstance(value, str):
         return _Block(value, None)
-    if isinstance(value, dict) and value.get("type") == "text" and isinstance(value.get("text"), str):
+    if (
+        isinstance(value, dict)
+        and value.get("type") == "text"
+        and isinstance(value.get("text"), str)
+    ):
         return _Block(value["text"], _ttl(value))
     return _Block(_canonical(value), _ttl(value))
 
@@ -160,7 +175,9 @@ class PromptCache:
         clock: Seconds, monotonic; injectable so tests can let five minutes pass at once.
     """
 
-    def __init__(self, count_tokens: Callable[[str], int], *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, count_tokens: Callable[[str], int], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._count = count_tokens
         self._clock = clock
         self._entries: dict[str, float] = {}

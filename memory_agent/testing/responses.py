@@ -232,7 +232,9 @@ def tool_use_response(
     if text is not None:
         blocks.append(TextBlock(text))
     blocks.append(ToolUseBlock(name=name, input=dict(input or {}), id=id))
-    return message_response(*blocks, input_tokens=input_tokens, output_tokens=output_tokens, delay=delay)
+    return message_response(
+        *blocks, input_tokens=input_tokens, output_tokens=output_tokens, delay=delay
+    )
 
 
 def error_response(

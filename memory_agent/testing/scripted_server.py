@@ -158,7 +158,9 @@ class ScriptedMessagesServer:
     def start(self) -> ScriptedMessagesServer:
         """Bind and serve in a background thread; returns ``self``."""
         if self._httpd is not None:
-            raise RuntimeError("ScriptedMessagesServer is already running; call stop() before start().")
+            raise RuntimeError(
+                "ScriptedMessagesServer is already running; call stop() before start()."
+            )
         httpd = _ThreadingServer((self._host, self._requested_port), _make_handler(self))
         self._httpd = httpd
         self._thread = threading.Thread(
@@ -251,7 +253,9 @@ class ScriptedMessagesServer:
         with self._lock:
             if model is None:
                 return [e.response for e in self._script]
-            filtered = [e.response for e in self._script if e.model is not None and _matches(e.model, model)]
+            filtered = [
+                e.response for e in self._script if e.model is not None and _matches(e.model, model)
+            ]
             return filtered + [e.response for e in self._script if e.model is None]
 
     def clear(self) -> None:
@@ -309,15 +313,21 @@ class ScriptedMessagesServer:
         deadline = time.monotonic() + timeout
         with self._lock:
             while True:
-                done = [r for r in self._requests if r.completed and (kind is None or r.kind == kind)]
+                done = [
+                    r for r in self._requests if r.completed and (kind is None or r.kind == kind)
+                ]
                 if len(done) >= count:
                     return done
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError(f"waited {timeout}s for {count} requests, got {len(done)}: {done!r}")
+                    raise TimeoutError(
+                        f"waited {timeout}s for {count} requests, got {len(done)}: {done!r}"
+                    )
                 self._lock.wait(remaining)
 
-    def _record(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> RecordedRequest:
+    def _record(
+        self, method: str, target: str, headers: dict[str, str], raw: bytes
+    ) -> RecordedRequest:
         with self._lock:
             request = RecordedRequest.parse(self._recorded, method, target, headers, raw)
             self._recorded += 1
@@ -368,7 +378,11 @@ class ScriptedMessagesServer:
         billed = self.prompt_cache.account(request.model, request.body)
         with self._lock:
             request.cache_usage = billed
-        output = reply.output_tokens if reply.output_tokens is not None else wire.estimate_output_tokens(reply)
+        output = (
+            reply.output_tokens
+            if reply.output_tokens is not None
+            else wire.estimate_output_tokens(reply)
+        )
         return {**billed.as_usage(), "output_tokens": output}
 
     def _auxiliary_text(self, request: RecordedRequest) -> str:
@@ -382,7 +396,8 @@ class ScriptedMessagesServer:
 
     def _tool_ids(self, reply: ScriptedMessage) -> list[str]:
         return [
-            (b.id or self._next_id("toolu")) if isinstance(b, ToolUseBlock) else "" for b in reply.content
+            (b.id or self._next_id("toolu")) if isinstance(b, ToolUseBlock) else ""
+            for b in reply.content
         ]
 
 
@@ -477,7 +492,10 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.scripted
         if isinstance(reply, ScriptedError):
             if reply.in_stream and request.stream:
-                usage = {"input_tokens": wire.estimate_input_tokens(request.body), "output_tokens": 0}
+                usage = {
+                    "input_tokens": wire.estimate_input_tokens(request.body),
+                    "output_tokens": 0,
+                }
                 start = wire.message_start_event(server._next_id("msg"), request.model, usage)
                 self._send_events(200, [start, wire.error_event(reply)])
             else:
@@ -499,7 +517,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, wire.message_body(reply, **shape))
 
-    def _send_json(self, status: int, body: dict[str, Any], extra: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self, status: int, body: dict[str, Any], extra: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body).encode()
         self.scripted._set_status(self._current, status)
         self.send_response(status)

@@ -41,8 +41,14 @@ class UiServer:
     `url` is the full URL printed (with its token, if any); `base` is scheme://host:port.
     """
 
-    def __init__(self, *, storage_dir: Path | None = None, database_url: str | None = None,
-                 extra: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        storage_dir: Path | None = None,
+        database_url: str | None = None,
+        extra: Sequence[str] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.argv = [*ENTRY, "ui", "--no-browser", "--port", "0"]
         if storage_dir is not None:
             self.argv += ["--storage-dir", str(storage_dir)]
@@ -77,7 +83,11 @@ class UiServer:
 
     def start(self) -> UiServer:
         self._process = subprocess.Popen(
-            self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.environ,
+            self.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=self.environ,
             start_new_session=True,
         )
         try:
@@ -112,8 +122,12 @@ class UiServer:
         process.poll()
         said = "\n".join(self.output[-30:])
         if url == "" or process.returncode is not None:
-            raise UiServerFailed(f"memory-agent ui exited ({process.returncode}) before serving:\n{said}")
-        raise UiServerFailed(f"memory-agent ui printed no URL within {STARTUP_SECONDS:.0f} s:\n{said}")
+            raise UiServerFailed(
+                f"memory-agent ui exited ({process.returncode}) before serving:\n{said}"
+            )
+        raise UiServerFailed(
+            f"memory-agent ui printed no URL within {STARTUP_SECONDS:.0f} s:\n{said}"
+        )
 
     def stop(self) -> int | None:
         """Interrupt the server (SIGINT, as Ctrl-C); its exit code, or None if it had to be killed."""

@@ -74,10 +74,14 @@ def usage_of(reply: ScriptedMessage, request_body: dict[str, Any]) -> dict[str, 
     """The ``usage`` object of a reply: scripted figures where given, estimates otherwise."""
     return {
         "input_tokens": (
-            reply.input_tokens if reply.input_tokens is not None else estimate_input_tokens(request_body)
+            reply.input_tokens
+            if reply.input_tokens is not None
+            else estimate_input_tokens(request_body)
         ),
         "output_tokens": (
-            reply.output_tokens if reply.output_tokens is not None else estimate_output_tokens(reply)
+            reply.output_tokens
+            if reply.output_tokens is not None
+            else estimate_output_tokens(reply)
         ),
         "cache_creation_input_tokens": reply.cache_creation_input_tokens,
         "cache_read_input_tokens": reply.cache_read_input_tokens,
@@ -127,19 +131,30 @@ def _block_events(index: int, block: TextBlock | ToolUseBlock, tool_id: str) -> 
     if isinstance(block, TextBlock):
         yield sse(
             "content_block_start",
-            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
         )
         for piece in _pieces(block.text, _TEXT_PIECE):
             delta = {"type": "text_delta", "text": piece}
-            yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            yield sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
     else:
         start = {"type": "tool_use", "id": tool_id, "name": block.name, "input": {}}
         yield sse(
-            "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
         )
         for piece in _pieces(_compact_json(block.input), _JSON_PIECE):
             delta = {"type": "input_json_delta", "partial_json": piece}
-            yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            yield sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
     yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
 
 

@@ -13,8 +13,22 @@ from typing import TYPE_CHECKING
 
 from .archival import ARCHIVAL_TOOLS
 from .core import CORE_MEMORY_TOOLS
-from .dispatch import ALL_TOOLS, ToolOutcome, aexecute_tool, execute_tool, find_tool, get_tools_definitions
-from .memory_tool import DEFAULT_TOOL_SET, MEMORY_TOOL, TOOL_SETS, MemoryFiles, ToolSet, check_tool_set
+from .dispatch import (
+    ALL_TOOLS,
+    ToolOutcome,
+    aexecute_tool,
+    execute_tool,
+    find_tool,
+    get_tools_definitions,
+)
+from .memory_tool import (
+    DEFAULT_TOOL_SET,
+    MEMORY_TOOL,
+    TOOL_SETS,
+    MemoryFiles,
+    ToolSet,
+    check_tool_set,
+)
 from .spec import ToolArgumentError, ToolSpec, validate_arguments
 
 if TYPE_CHECKING:

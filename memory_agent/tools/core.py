@@ -10,8 +10,12 @@ from .spec import ToolSpec
 
 __all__ = ["CORE_MEMORY_TOOLS"]
 
-_LABEL = {"type": "string", "description": (
-    "Label of the memory block, e.g. 'human', 'persona' or a path such as 'system/human/family'.")}
+_LABEL = {
+    "type": "string",
+    "description": (
+        "Label of the memory block, e.g. 'human', 'persona' or a path such as 'system/human/family'."
+    ),
+}
 
 CORE_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -20,9 +24,14 @@ CORE_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
             "Append text to the end of one of your core memory blocks, on a new line. Use it to "
             "remember new facts about the user or yourself that you will need in every conversation."
         ),
-        properties={"label": _LABEL, "content": {"type": "string", "description": "Text to append."}},
+        properties={
+            "label": _LABEL,
+            "content": {"type": "string", "description": "Text to append."},
+        },
         required=("label", "content"),
-        run=lambda memory, a, agent: memory.core_memory_append(a["label"], a["content"], agent_id=agent),
+        run=lambda memory, a, agent: memory.core_memory_append(
+            a["label"], a["content"], agent_id=agent
+        ),
     ),
     ToolSpec(
         name="core_memory_replace",
@@ -64,7 +73,10 @@ CORE_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
         ),
         properties={
             "label": _LABEL,
-            "new_value": {"type": "string", "description": "The complete new content of the block."},
+            "new_value": {
+                "type": "string",
+                "description": "The complete new content of the block.",
+            },
             "reasoning": {"type": "string", "description": "Why the block is being rewritten."},
         },
         required=("label", "new_value"),

@@ -28,7 +28,14 @@ from .spec import ToolSpec, validate_arguments
 if TYPE_CHECKING:
     from ..manager import MemoryManager
 
-__all__ = ["ALL_TOOLS", "ToolOutcome", "aexecute_tool", "execute_tool", "find_tool", "get_tools_definitions"]
+__all__ = [
+    "ALL_TOOLS",
+    "ToolOutcome",
+    "aexecute_tool",
+    "execute_tool",
+    "find_tool",
+    "get_tools_definitions",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +53,14 @@ def find_tool(name: str, specs: tuple[ToolSpec, ...] = ALL_TOOLS) -> ToolSpec | 
     return next((spec for spec in specs if spec.name == name), None)
 
 
-def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
-                 agent_id: str | None = None, allow_secret: bool = False) -> ToolOutcome:
+def execute_tool(
+    memory: MemoryManager,
+    name: str,
+    arguments: Mapping[str, Any],
+    *,
+    agent_id: str | None = None,
+    allow_secret: bool = False,
+) -> ToolOutcome:
     """Run the memory tool `name` for the model on `agent_id` (the manager's agent by default).
 
     What it writes is journalled as that agent's model's (`Author.model(agent_id)`); what it reads is
@@ -58,7 +71,9 @@ def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any],
         spec = find_tool(name)
         if spec is None:
             known = ", ".join(s.name for s in ALL_TOOLS)
-            return ToolOutcome(f"Unknown memory tool '{preview(name, 64)}'. Known tools: {known}.", is_error=True)
+            return ToolOutcome(
+                f"Unknown memory tool '{preview(name, 64)}'. Known tools: {known}.", is_error=True
+            )
         clean = validate_arguments(spec, arguments)
         target = check_text("agent_id", agent_id, optional=True) or memory.agent_id
         with memory.acting_as(Author.model(target)), with_clearance(clearance_of(allow_secret)):
@@ -67,15 +82,25 @@ def execute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any],
         return ToolOutcome(f"Error: {error}", is_error=True)
     except Exception as error:  # a defect of ours: the model still gets an answer, we get the log
         logger.exception("memory tool %r failed unexpectedly", name)
-        return ToolOutcome(f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
-                           "nothing was changed. Try again, or use another tool.", is_error=True)
+        return ToolOutcome(
+            f"Error: the memory tool failed unexpectedly ({type(error).__name__}); "
+            "nothing was changed. Try again, or use another tool.",
+            is_error=True,
+        )
 
 
-async def aexecute_tool(memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
-                        agent_id: str | None = None, allow_secret: bool = False) -> ToolOutcome:
+async def aexecute_tool(
+    memory: MemoryManager,
+    name: str,
+    arguments: Mapping[str, Any],
+    *,
+    agent_id: str | None = None,
+    allow_secret: bool = False,
+) -> ToolOutcome:
     """`execute_tool` off the event loop (in a worker thread), for async handlers."""
-    return await run_sync(partial(execute_tool, memory, name, arguments, agent_id=agent_id,
-                                  allow_secret=allow_secret))
+    return await run_sync(
+        partial(execute_tool, memory, name, arguments, agent_id=agent_id, allow_secret=allow_secret)
+    )
 
 
 class _ManagerTools:
@@ -84,8 +109,14 @@ class _ManagerTools:
     def definitions(self) -> list[dict[str, Any]]:
         return get_tools_definitions()
 
-    def execute(self, memory: MemoryManager, name: str, arguments: Mapping[str, Any], *,
-                agent_id: str | None) -> ToolOutcome:
+    def execute(
+        self,
+        memory: MemoryManager,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        agent_id: str | None,
+    ) -> ToolOutcome:
         return execute_tool(memory, name, arguments, agent_id=agent_id)
 
 

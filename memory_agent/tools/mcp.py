@@ -28,24 +28,46 @@ __all__ = ["MEMORY_SERVER_NAME", "build_memory_server", "memory_tool_names"]
 MEMORY_SERVER_NAME = "memory"
 
 
-def memory_tool_names(memory: MemoryManager | None = None, server_name: str = MEMORY_SERVER_NAME, *,
-                      tool_set: str = DEFAULT_TOOL_SET) -> list[str]:
+def memory_tool_names(
+    memory: MemoryManager | None = None,
+    server_name: str = MEMORY_SERVER_NAME,
+    *,
+    tool_set: str = DEFAULT_TOOL_SET,
+) -> list[str]:
     """The names the model sees: mcp__<server>__<tool> (`memory` is accepted for old callers)."""
     return [f"mcp__{server_name}__{spec.name}" for spec in specs_for_tool_set(ALL_TOOLS, tool_set)]
 
 
-def _sdk_tool(memory: MemoryManager, agent_id: str, spec: ToolSpec, allow_secret: bool) -> SdkMcpTool[Any]:
+def _sdk_tool(
+    memory: MemoryManager, agent_id: str, spec: ToolSpec, allow_secret: bool
+) -> SdkMcpTool[Any]:
     async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await aexecute_tool(memory, spec.name, arguments, agent_id=agent_id, allow_secret=allow_secret)
+        outcome = await aexecute_tool(
+            memory, spec.name, arguments, agent_id=agent_id, allow_secret=allow_secret
+        )
         return {"content": [{"type": "text", "text": outcome.text}], "is_error": outcome.is_error}
 
-    return SdkMcpTool(name=spec.name, description=spec.description,
-                      input_schema=spec.input_schema, handler=handler)
+    return SdkMcpTool(
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        handler=handler,
+    )
 
 
-def build_memory_server(memory: MemoryManager, agent_id: str, *,
-                        tool_set: str = DEFAULT_TOOL_SET, allow_secret: bool = False) -> McpSdkServerConfig:
+def build_memory_server(
+    memory: MemoryManager,
+    agent_id: str,
+    *,
+    tool_set: str = DEFAULT_TOOL_SET,
+    allow_secret: bool = False,
+) -> McpSdkServerConfig:
     """An SDK MCP server whose tools (those of `tool_set`) act on `agent_id`'s memory and see what
     that agent is allowed (`allow_secret`: its secret blocks and passages too)."""
-    tools = [_sdk_tool(memory, agent_id, spec, allow_secret) for spec in specs_for_tool_set(ALL_TOOLS, tool_set)]
-    return always_loaded(create_sdk_mcp_server(name=MEMORY_SERVER_NAME, version="1.0.0", tools=tools))
+    tools = [
+        _sdk_tool(memory, agent_id, spec, allow_secret)
+        for spec in specs_for_tool_set(ALL_TOOLS, tool_set)
+    ]
+    return always_loaded(
+        create_sdk_mcp_server(name=MEMORY_SERVER_NAME, version="1.0.0", tools=tools)
+    )

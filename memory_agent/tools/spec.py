@@ -44,7 +44,11 @@ class ToolSpec:
 
     def definition(self) -> dict[str, Any]:
         """The Anthropic Messages API tool schema."""
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
 
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
@@ -65,11 +69,17 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
     check_json(f"{spec.name} arguments", arguments)
     missing = [name for name in spec.required if arguments.get(name) is None]
     if missing:
-        raise ToolArgumentError(f"{spec.name} is missing required argument(s): {', '.join(missing)}.")
+        raise ToolArgumentError(
+            f"{spec.name} is missing required argument(s): {', '.join(missing)}."
+        )
     unknown = sorted(set(arguments) - set(spec.properties))
     if unknown:
-        named = ", ".join(preview(str(key), 64) for key in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-        raise ToolArgumentError(f"{spec.name} does not take {named}; it takes {', '.join(spec.properties)}.")
+        named = ", ".join(preview(str(key), 64) for key in unknown[:5]) + (
+            ", ..." if len(unknown) > 5 else ""
+        )
+        raise ToolArgumentError(
+            f"{spec.name} does not take {named}; it takes {', '.join(spec.properties)}."
+        )
     clean: dict[str, Any] = {}
     for name, value in arguments.items():
         if value is None:
@@ -90,8 +100,10 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
 
 def _check_bounds(tool: str, name: str, schema: Mapping[str, Any], value: float) -> None:
     if not schema.get("minimum", value) <= value <= schema.get("maximum", value):
-        raise ToolArgumentError(f"{tool}: '{name}' must be from {schema.get('minimum', '-inf')} to "
-                                f"{schema.get('maximum', 'inf')}, got {value}.")
+        raise ToolArgumentError(
+            f"{tool}: '{name}' must be from {schema.get('minimum', '-inf')} to "
+            f"{schema.get('maximum', 'inf')}, got {value}."
+        )
 
 
 def _check_items(tool: str, name: str, schema: Mapping[str, Any], values: list[Any]) -> None:
@@ -101,6 +113,10 @@ def _check_items(tool: str, name: str, schema: Mapping[str, Any], values: list[A
         return
     allowed = _PYTHON_TYPES.get(expected, (object,))
     for value in values:
-        if not isinstance(value, allowed) or (isinstance(value, bool) and expected in {"integer", "number"}):
-            raise ToolArgumentError(f"{tool}: '{name}' must be a list of {expected}s, "
-                                    f"got a {type(value).__name__} in it.")
+        if not isinstance(value, allowed) or (
+            isinstance(value, bool) and expected in {"integer", "number"}
+        ):
+            raise ToolArgumentError(
+                f"{tool}: '{name}' must be a list of {expected}s, "
+                f"got a {type(value).__name__} in it."
+            )

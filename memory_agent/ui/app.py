@@ -89,9 +89,15 @@ def _one_line(text: str, limit: int = 600) -> str:
     return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 
-def create_app(manager: ManagerSource, *, read_only: bool = False, access_token: str | None = None,
-               bound_host: str = "127.0.0.1:8765", user: Author | None = None,
-               clearance: Sensitivity = DEFAULT_CLEARANCE) -> Starlette:
+def create_app(
+    manager: ManagerSource,
+    *,
+    read_only: bool = False,
+    access_token: str | None = None,
+    bound_host: str = "127.0.0.1:8765",
+    user: Author | None = None,
+    clearance: Sensitivity = DEFAULT_CLEARANCE,
+) -> Starlette:
     """The inspector for one storage dir.
 
     `manager` is an open MemoryManager (the caller closes it) or a factory called on the first
@@ -104,8 +110,13 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
     policy = GuardPolicy.make(bound_host, access_token, read_only)
     level = parse_level(clearance, "clearance")
     author = user or Author.person()
-    templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
-                            undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    templates = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     templates.filters["q"] = lambda text: quote(str(text), safe="/")
     opened: list[MemoryManager] = []
     lock = threading.Lock()
@@ -118,16 +129,29 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
                 opened.append(manager())
             return opened[0]
 
-    def page(request: Request, template: str, context: Mapping[str, Any], status: int = 200) -> HTMLResponse:
+    def page(
+        request: Request, template: str, context: Mapping[str, Any], status: int = 200
+    ) -> HTMLResponse:
         flash = FLASHES.get(request.query_params.get("flash", ""))
         body = templates.get_template(template).render(
-            **context, read_only=read_only, csrf_token=request.scope.get("state", {}).get("csrf_token", ""),
-            flash=flash, user=author, author_kinds=AUTHOR_KINDS)
+            **context,
+            read_only=read_only,
+            csrf_token=request.scope.get("state", {}).get("csrf_token", ""),
+            flash=flash,
+            user=author,
+            author_kinds=AUTHOR_KINDS,
+        )
         return HTMLResponse(body, status_code=status)
 
     async def error_page(request: Request, status: int, message: str) -> Response:
-        body = templates.get_template("error.html").render(status=status, message=message, read_only=read_only,
-                                                          csrf_token="", flash=None, user=author)
+        body = templates.get_template("error.html").render(
+            status=status,
+            message=message,
+            read_only=read_only,
+            csrf_token="",
+            flash=None,
+            user=author,
+        )
         return HTMLResponse(body, status_code=status)
 
     async def call(function: Callable[..., Any], *args: Any) -> Any:
@@ -148,19 +172,27 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
     async def block(request: Request) -> Response:
         if request.method == "POST":
             return await edit_block(request)
-        return page(request, "block.html",
-                    await call(views.block_page, _agent(request), request.path_params["label"]))
+        return page(
+            request,
+            "block.html",
+            await call(views.block_page, _agent(request), request.path_params["label"]),
+        )
 
     async def journal(request: Request) -> Response:
         kind = request.query_params.get("author_kind") or None
         if kind is not None and kind not in AUTHOR_KINDS:
-            raise _Refused(400, f"author_kind is one of {', '.join(AUTHOR_KINDS)}; got {kind[:40]!r}.")
+            raise _Refused(
+                400, f"author_kind is one of {', '.join(AUTHOR_KINDS)}; got {kind[:40]!r}."
+            )
         return page(request, "journal.html", await call(views.journal_page, _agent(request), kind))
 
     async def conversation(request: Request) -> Response:
         limit = _int_param(request, "limit", views.MESSAGES_SHOWN, 1, 100_000)
-        return page(request, "conversation.html",
-                    await call(views.conversation_page, _agent(request), limit))
+        return page(
+            request,
+            "conversation.html",
+            await call(views.conversation_page, _agent(request), limit),
+        )
 
     async def search(request: Request) -> Response:
         query = request.query_params.get("q", "")
@@ -168,8 +200,11 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
             raise _Refused(400, "A search query is at most 2,000 characters.")
         mode = request.query_params.get("mode", "hybrid")
         number = _int_param(request, "page", 0, 0, 1_000_000)
-        return page(request, "search.html",
-                    await call(views.search_page, _agent(request), query, mode, number))
+        return page(
+            request,
+            "search.html",
+            await call(views.search_page, _agent(request), query, mode, number),
+        )
 
     async def prompt(request: Request) -> Response:
         return page(request, "prompt.html", await call(views.prompt_page, _agent(request)))
@@ -186,7 +221,9 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         """The form of a write, after the CSRF check (403 and nothing changed without a valid token)."""
         length = request.headers.get("content-length")
         if length is None:  # browsers always say; a body without a length could be endless
-            raise _Refused(411, "A form must be sent with its length (Content-Length); nothing was changed.")
+            raise _Refused(
+                411, "A form must be sent with its length (Content-Length); nothing was changed."
+            )
         if not length.isdigit() or int(length) > MAX_FORM_BYTES:
             raise _Refused(413, "The form is too large (at most 2 MB); nothing was changed.")
         try:
@@ -194,28 +231,39 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         except Exception:  # a malformed body is the client's error, never a traceback
             raise _Refused(400, "The form could not be read; nothing was changed.") from None
         if not policy.csrf_valid(request.cookies.get(SESSION_COOKIE), form.get("csrf_token")):
-            raise _Refused(403, "The form's security token is missing or wrong (CSRF check); nothing was changed. "
-                                "Reload the page and try again.")
+            raise _Refused(
+                403,
+                "The form's security token is missing or wrong (CSRF check); nothing was changed. "
+                "Reload the page and try again.",
+            )
         return form
 
     def as_user(function: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any) -> Any:
             with acting_as(author):
                 return function(*args)
+
         return run
 
-    async def edit_block(request: Request, form: FormData | None = None, label: str | None = None) -> Response:
+    async def edit_block(
+        request: Request, form: FormData | None = None, label: str | None = None
+    ) -> Response:
         form = form if form is not None else await write_form(request)
         agent_id, label = _agent(request), label or request.path_params["label"]
         value = _text_field(form, "value").replace("\r\n", "\n")
         expected = _text_field(form, "expected_version")
         if not expected.isdigit() or len(expected) > 12:
-            raise _Refused(400, "The form's expected_version must be a whole number; nothing was changed.")
+            raise _Refused(
+                400, "The form's expected_version must be a whole number; nothing was changed."
+            )
         outcome = await call(as_user(_save), agent_id, label, value, int(expected))
         if isinstance(outcome, StaleBlockError):
-            raise _Refused(409, f"The block '{label}' changed since you opened it (you edited version {expected}, "
-                                f"it is now at version {outcome.version}); nothing was changed. Reload the page "
-                                "and redo your edit on the current value.")
+            raise _Refused(
+                409,
+                f"The block '{label}' changed since you opened it (you edited version {expected}, "
+                f"it is now at version {outcome.version}); nothing was changed. Reload the page "
+                "and redo your edit on the current value.",
+            )
         return _back(request, f"/agents/{agent_id}/blocks/{label}", outcome)
 
     async def undo(request: Request) -> Response:
@@ -234,8 +282,13 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         chosen = _text_field(form, "placement")
         if chosen not in ("in_prompt", "on_demand"):
             raise _Refused(400, "placement is 'in_prompt' or 'on_demand'; nothing was changed.")
-        await call(as_user(lambda memory: memory.update_block(label, in_prompt=chosen == "in_prompt",
-                                                                agent_id=agent_id)))
+        await call(
+            as_user(
+                lambda memory: memory.update_block(
+                    label, in_prompt=chosen == "in_prompt", agent_id=agent_id
+                )
+            )
+        )
         return _back(request, f"/agents/{agent_id}/blocks/{label}", chosen)
 
     async def delete_passage(request: Request) -> Response:
@@ -253,14 +306,24 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
 
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
-        messages = {404: "There is no such page here.", 405: "This page does not take that kind of request."}
-        return await error_page(request, error.status_code,
-                                messages.get(error.status_code, f"The request was refused ({error.status_code})."))
+        messages = {
+            404: "There is no such page here.",
+            405: "This page does not take that kind of request.",
+        }
+        return await error_page(
+            request,
+            error.status_code,
+            messages.get(error.status_code, f"The request was refused ({error.status_code})."),
+        )
 
     async def failed(request: Request, error: Exception) -> Response:
         # Starlette re-raises the error after this page is sent, so the server logs its traceback.
-        return await error_page(request, 500, f"The inspector failed unexpectedly ({type(error).__name__}); nothing "
-                                              "more was done. The server's log has the details.")
+        return await error_page(
+            request,
+            500,
+            f"The inspector failed unexpectedly ({type(error).__name__}); nothing "
+            "more was done. The server's log has the details.",
+        )
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> Any:
@@ -284,8 +347,11 @@ def create_app(manager: ManagerSource, *, read_only: bool = False, access_token:
         Route(label, block, methods=["GET", "POST"]),
         Route(agent, agent_memory, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
-        _Refused: refused, HTTPException: http_error, Exception: failed})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={_Refused: refused, HTTPException: http_error, Exception: failed},
+    )
     app.add_middleware(Guard, policy=policy, error_page=error_page)
     return app
 
@@ -312,7 +378,9 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     return int(text)
 
 
-def _save(memory: MemoryManager, agent_id: str, label: str, value: str, expected: int) -> str | StaleBlockError:
+def _save(
+    memory: MemoryManager, agent_id: str, label: str, value: str, expected: int
+) -> str | StaleBlockError:
     """Write the owner's new value only if the block is still at the version the form showed:
     the check and the write are one transaction, so no edit landing in between is overwritten."""
     views.require_agent(memory, agent_id)
@@ -338,13 +406,17 @@ class _NoPassage(ArchivalError):
         super().__init__(f"This agent has no passage {passage_id[:80]!r}; nothing was deleted.")
 
 
-def _back(request: Request, path: str, flash: str, query: Mapping[str, str] | None = None) -> Response:
+def _back(
+    request: Request, path: str, flash: str, query: Mapping[str, str] | None = None
+) -> Response:
     """POST-redirect-GET: to the page the write belongs to, with one of the fixed FLASHES."""
     target = quote(path, safe="/") + "?" + urlencode({**(query or {}), "flash": flash})
     return RedirectResponse(target, status_code=303)
 
 
-def _cleared(memory: MemoryManager, level: Sensitivity, function: Callable[..., Any], *args: Any) -> Any:
+def _cleared(
+    memory: MemoryManager, level: Sensitivity, function: Callable[..., Any], *args: Any
+) -> Any:
     """`function(memory, *args)` at the inspector's clearance (a worker thread has none of its own)."""
     with with_clearance(level):
         return function(memory, *args)

@@ -72,12 +72,19 @@ class GuardPolicy:
         if not is_loopback(host) and not access_token:
             raise ConfigurationError(
                 f"The inspector is bound to {bound_host}, which other machines can reach: it needs an access "
-                "token (memory-agent ui makes one and prints it; give one with --token).")
+                "token (memory-agent ui makes one and prints it; give one with --token)."
+            )
         if access_token is not None and len(access_token) < 16:
-            raise ConfigurationError("An access token must be at least 16 characters long; leave --token out "
-                                     "and one is made for you.")
-        return cls(bound_host=f"{host}:{port}", access_token=access_token, read_only=read_only,
-                   secret=secrets.token_bytes(32))
+            raise ConfigurationError(
+                "An access token must be at least 16 characters long; leave --token out "
+                "and one is made for you."
+            )
+        return cls(
+            bound_host=f"{host}:{port}",
+            access_token=access_token,
+            read_only=read_only,
+            secret=secrets.token_bytes(32),
+        )
 
     def host_allowed(self, header: str) -> bool:
         """Whether a request's Host header names the bound address (any loopback name for a
@@ -173,15 +180,22 @@ class Guard:
     def _refusal(self, request: Request) -> tuple[int, str] | None:
         policy = self.policy
         if not policy.host_allowed(request.headers.get("host", "")):
-            return 400, (f"This inspector answers only at http://{policy.bound_host}/; the request named another "
-                         "host, so it was refused (this guards against DNS rebinding). Open the address "
-                         "memory-agent ui printed.")
+            return 400, (
+                f"This inspector answers only at http://{policy.bound_host}/; the request named another "
+                "host, so it was refused (this guards against DNS rebinding). Open the address "
+                "memory-agent ui printed."
+            )
         if request.method not in ("GET", "HEAD", "POST"):
-            return 405, f"The inspector does not serve {request.method[:16]} requests; nothing was changed."
+            return (
+                405,
+                f"The inspector does not serve {request.method[:16]} requests; nothing was changed.",
+            )
         offered = request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
         if not policy.token_valid(offered):
-            return 401, ("This inspector needs its access token: open the full address with ?token=... that "
-                         "memory-agent ui printed.")
+            return 401, (
+                "This inspector needs its access token: open the full address with ?token=... that "
+                "memory-agent ui printed."
+            )
         if policy.read_only and request.method == "POST":
             return 403, "The inspector runs read-only (--read-only): it changes nothing."
         return None
@@ -198,7 +212,9 @@ class Guard:
 
 def _is_session_id(text: str) -> bool:
     """What `new_token` makes: a short URL-safe string (anything else is replaced, never echoed)."""
-    return 16 <= len(text) <= 64 and all(char.isascii() and (char.isalnum() or char in "-_") for char in text)
+    return 16 <= len(text) <= 64 and all(
+        char.isascii() and (char.isalnum() or char in "-_") for char in text
+    )
 
 
 def _cookie(name: str, value: str) -> str:
@@ -207,8 +223,10 @@ def _cookie(name: str, value: str) -> str:
 
 def _harden(headers: MutableHeaders) -> None:
     """No script, nothing from elsewhere, no framing, no caching of memory, no Referer carrying a token."""
-    headers["content-security-policy"] = ("default-src 'none'; style-src 'self'; img-src 'self'; "
-                                          "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    headers["content-security-policy"] = (
+        "default-src 'none'; style-src 'self'; img-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
     headers["x-content-type-options"] = "nosniff"
     headers["x-frame-options"] = "DENY"
     headers["referrer-policy"] = "no-referrer"

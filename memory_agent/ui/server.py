@@ -42,9 +42,13 @@ def serve_line(bound_host: str, token: str | None) -> str:
     return f"memory-agent ui: serving http://{bound_host}/{suffix}"
 
 
-def serve(app: Starlette, sock: socket.socket, *, on_started: Callable[[], None] | None = None) -> None:
+def serve(
+    app: Starlette, sock: socket.socket, *, on_started: Callable[[], None] | None = None
+) -> None:
     """Run the app on the bound socket until interrupted (Ctrl-C ends it cleanly)."""
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", server_header=False)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", server_header=False
+    )
     server = uvicorn.Server(config)
     if on_started is not None:
         on_started()

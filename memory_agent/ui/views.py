@@ -58,8 +58,14 @@ def agents_page(memory: MemoryManager) -> dict[str, Any]:
     for info in list_agent_info(memory.database):
         newest = memory.journal(agent_id=info.agent_id, limit=1)
         recent = memory.get_recent_messages(1, agent_id=info.agent_id, in_context_only=False)
-        times = [stamp for stamp in (newest[0].created_at if newest else None,
-                                     recent[-1].created_at if recent else None) if stamp]
+        times = [
+            stamp
+            for stamp in (
+                newest[0].created_at if newest else None,
+                recent[-1].created_at if recent else None,
+            )
+            if stamp
+        ]
         rows.append({"info": info, "last_activity": max(times) if times else None})
     return {"agents": rows}
 
@@ -87,9 +93,16 @@ def _tree(blocks: Iterable[Block], shared: dict[str, list[str]]) -> list[_Row]:
             if directory not in opened:
                 opened.add(directory)
                 rows.append(_Row(depth=depth - 1, name=parts[depth - 1] + "/"))
-        rows.append(_Row(depth=len(parts) - 1, name=parts[-1], block=block, path=memory_path(block.label),
-                         shared_with=shared.get(block.block_id, []),
-                         sensitivity=block.sensitivity))
+        rows.append(
+            _Row(
+                depth=len(parts) - 1,
+                name=parts[-1],
+                block=block,
+                path=memory_path(block.label),
+                shared_with=shared.get(block.block_id, []),
+                sensitivity=block.sensitivity,
+            )
+        )
     return rows
 
 
@@ -128,7 +141,9 @@ def memory_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
 def _diff(older: str, newer: str) -> list[tuple[str, str]]:
     """Unified diff lines of two versions, each with its kind (add, del, hunk, same) for styling."""
     lines = []
-    for line in difflib.unified_diff(older.splitlines(), newer.splitlines(), "before", "after", lineterm="", n=2):
+    for line in difflib.unified_diff(
+        older.splitlines(), newer.splitlines(), "before", "after", lineterm="", n=2
+    ):
         if line.startswith(("---", "+++")):
             continue
         kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
@@ -158,7 +173,11 @@ def block_page(memory: MemoryManager, agent_id: str, label: str) -> dict[str, An
 
 def _fill(block: Block) -> dict[str, Any]:
     used = len(block.value)
-    return {"used": used, "limit": block.limit, "percent": round(100 * used / block.limit) if block.limit else 0}
+    return {
+        "used": used,
+        "limit": block.limit,
+        "percent": round(100 * used / block.limit) if block.limit else 0,
+    }
 
 
 def journal_page(memory: MemoryManager, agent_id: str, author_kind: str | None) -> dict[str, Any]:
@@ -170,13 +189,20 @@ def journal_page(memory: MemoryManager, agent_id: str, author_kind: str | None) 
         # A change of text reads best as a diff; a creation or deletion shows its one value.
         both = old is not None and new is not None and len(old) + len(new) <= DIFF_LIMIT
         shown.append({"entry": entry, "diff": _diff(old or "", new or "") if both else None})
-    return {"agent_id": agent_id, "entries": shown, "author_kind": author_kind, "limit": JOURNAL_SHOWN}
+    return {
+        "agent_id": agent_id,
+        "entries": shown,
+        "author_kind": author_kind,
+        "limit": JOURNAL_SHOWN,
+    }
 
 
 def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[str, Any]:
     """The newest `limit` messages in order, each summary placed after the last message it replaced."""
     require_agent(memory, agent_id)
-    messages: list[StoredMessage] = memory.get_recent_messages(limit, agent_id=agent_id, in_context_only=False)
+    messages: list[StoredMessage] = memory.get_recent_messages(
+        limit, agent_id=agent_id, in_context_only=False
+    )
     summaries: list[StoredSummary] = memory.list_summaries(agent_id=agent_id)
     shown_ids = {message.message_id for message in messages}
     after: dict[int, list[StoredSummary]] = {}
@@ -184,37 +210,77 @@ def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[
     for summary in summaries:
         if summary.last_message_id is not None and summary.last_message_id in shown_ids:
             after.setdefault(summary.last_message_id, []).append(summary)
-        elif messages and summary.last_message_id is not None and summary.last_message_id > messages[-1].message_id:
+        elif (
+            messages
+            and summary.last_message_id is not None
+            and summary.last_message_id > messages[-1].message_id
+        ):
             after.setdefault(messages[-1].message_id, []).append(summary)
         else:
             earlier.append(summary)
     items: list[dict[str, Any]] = [{"summary": summary} for summary in earlier]
-    covered = max((s.last_message_id for s in summaries if s.last_message_id is not None), default=0)
+    covered = max(
+        (s.last_message_id for s in summaries if s.last_message_id is not None), default=0
+    )
     for message in messages:
         # Out of context and covered by a summary: compaction replaced it. Out of context otherwise:
         # a record that never went to the model (the SDK's result and system messages).
-        items.append({"message": message, "replaced": not message.in_context and message.message_id <= covered})
+        items.append(
+            {
+                "message": message,
+                "replaced": not message.in_context and message.message_id <= covered,
+            }
+        )
         items.extend({"summary": summary} for summary in after.get(message.message_id, []))
     total = memory.count_messages(agent_id=agent_id)
-    return {"agent_id": agent_id, "items": items, "shown": len(messages), "total": total, "limit": limit,
-            "summaries": len(summaries)}
+    return {
+        "agent_id": agent_id,
+        "items": items,
+        "shown": len(messages),
+        "total": total,
+        "limit": limit,
+        "summaries": len(summaries),
+    }
 
 
-def search_page(memory: MemoryManager, agent_id: str, query: str, mode: str, page: int) -> dict[str, Any]:
+def search_page(
+    memory: MemoryManager, agent_id: str, query: str, mode: str, page: int
+) -> dict[str, Any]:
     """Hits with every signal's score for a query; without one, the passages a page at a time."""
     require_agent(memory, agent_id)
     if mode not in SEARCH_MODES:
-        raise ConfigurationError(f"A search mode is one of {', '.join(SEARCH_MODES)}; got {mode[:40]!r}.")
+        raise ConfigurationError(
+            f"A search mode is one of {', '.join(SEARCH_MODES)}; got {mode[:40]!r}."
+        )
     total = memory.turn_context(agent_id=agent_id).archival_passages
-    base = {"agent_id": agent_id, "query": query, "mode": mode, "modes": SEARCH_MODES, "total": total,
-            "page": page, "per_page": PASSAGES_PER_PAGE}
+    base = {
+        "agent_id": agent_id,
+        "query": query,
+        "mode": mode,
+        "modes": SEARCH_MODES,
+        "total": total,
+        "page": page,
+        "per_page": PASSAGES_PER_PAGE,
+    }
     if query.strip():
-        hits = memory.archival_memory_search(query, SEARCH_HITS, mode=mode,  # type: ignore[arg-type]  # checked above
-                                             agent_id=agent_id, explain=True, count_access=False)
+        hits = memory.archival_memory_search(
+            query,
+            SEARCH_HITS,
+            mode=mode,  # type: ignore[arg-type]  # checked above
+            agent_id=agent_id,
+            explain=True,
+            count_access=False,
+        )
         return {**base, "hits": hits, "passages": None}
-    passages = memory.archival_memory_list(PASSAGES_PER_PAGE, page * PASSAGES_PER_PAGE, agent_id=agent_id)
-    return {**base, "hits": None, "passages": passages,
-            "has_next": (page + 1) * PASSAGES_PER_PAGE < total}
+    passages = memory.archival_memory_list(
+        PASSAGES_PER_PAGE, page * PASSAGES_PER_PAGE, agent_id=agent_id
+    )
+    return {
+        **base,
+        "hits": None,
+        "passages": passages,
+        "has_next": (page + 1) * PASSAGES_PER_PAGE < total,
+    }
 
 
 def prompt_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
@@ -226,11 +292,22 @@ def prompt_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
     text = rendered if not base else f"{base}\n\n{rendered}"
     counter = memory.compactor
     tools = memory.get_tools_definitions()
-    return {"agent_id": agent_id, "text": text, "tokens": counter.count_text(text), "has_base": base is not None,
-            "tool_tokens": counter.count_text(json.dumps(tools, ensure_ascii=False)), "tool_count": len(tools)}
+    return {
+        "agent_id": agent_id,
+        "text": text,
+        "tokens": counter.count_text(text),
+        "has_base": base is not None,
+        "tool_tokens": counter.count_text(json.dumps(tools, ensure_ascii=False)),
+        "tool_count": len(tools),
+    }
 
 
-_USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+_USAGE_FIELDS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
 
 
 def metrics_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
@@ -242,9 +319,13 @@ def metrics_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
         if message.message_type != "result":
             continue
         usage = message.metadata.get("usage") if isinstance(message.metadata, dict) else None
-        row: dict[str, Any] = {"at": message.created_at, "session": message.session_id,
-                               "cost": message.metadata.get("total_cost_usd") if isinstance(message.metadata, dict)
-                               else None}
+        row: dict[str, Any] = {
+            "at": message.created_at,
+            "session": message.session_id,
+            "cost": message.metadata.get("total_cost_usd")
+            if isinstance(message.metadata, dict)
+            else None,
+        }
         for name in _USAGE_FIELDS:
             value = usage.get(name) if isinstance(usage, dict) else None
             row[name] = value if isinstance(value, int) else None
@@ -252,5 +333,12 @@ def metrics_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
     summaries = memory.list_summaries(agent_id=agent_id)
     sessions = memory.list_consolidations(agent_id=agent_id, limit=20)
     totals = {name: sum(row[name] or 0 for row in turns) for name in _USAGE_FIELDS}
-    return {"agent_id": agent_id, "turns": turns[-200:], "turn_count": len(turns), "totals": totals,
-            "summaries": summaries, "sessions": sessions, "fields": _USAGE_FIELDS}
+    return {
+        "agent_id": agent_id,
+        "turns": turns[-200:],
+        "turn_count": len(turns),
+        "totals": totals,
+        "summaries": summaries,
+        "sessions": sessions,
+        "fields": _USAGE_FIELDS,
+    }

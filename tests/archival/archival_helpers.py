@@ -70,7 +70,9 @@ class FlakyVectorStore:
         self._check("upsert")
         self.inner.upsert(records)
 
-    def query(self, embedding: Sequence[float], where: PassageFilter, limit: int) -> list[VectorMatch]:
+    def query(
+        self, embedding: Sequence[float], where: PassageFilter, limit: int
+    ) -> list[VectorMatch]:
         self._check("query")
         return self.inner.query(embedding, where, limit)
 

@@ -34,7 +34,9 @@ def storage(tmp_path: Path) -> Path:
 def manager(storage: Path) -> Iterator[MemoryManager]:
     """A storage dir with two agents, alice and bob."""
     # The database URL is set when the test runs under the `backend` fixture's PostgreSQL param.
-    settings = Settings(persist_directory=storage, database_url=os.environ.get("MEMORY_DATABASE_URL"))
+    settings = Settings(
+        persist_directory=storage, database_url=os.environ.get("MEMORY_DATABASE_URL")
+    )
     memory = MemoryManager(agent_id="alice", settings=settings)
     memory.ensure_agent("bob")
     yield memory

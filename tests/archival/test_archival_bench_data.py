@@ -28,7 +28,9 @@ def bench() -> ModuleType:
 def test_malformed_evidence_ids_are_normalised_or_counted(bench: ModuleType) -> None:
     known = {"D8:6", "D9:17", "D11:26", "D30:5", "D1:3"}
     skipped = bench.Skipped()
-    found = bench.normalise_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D", "D1:3", "D99:1", ""], known, skipped)
+    found = bench.normalise_evidence(
+        ["D8:6; D9:17", "D:11:26", "D30:05", "D", "D1:3", "D99:1", ""], known, skipped
+    )
     assert found == {"D8:6", "D9:17", "D11:26", "D30:5", "D1:3"}
     assert (skipped.unparsable, skipped.unknown_ids) == (1, 1)
 
@@ -40,8 +42,12 @@ def test_dev_conversations_load(bench: ModuleType, shared_data: Path) -> None:
     assert all(q.evidence for q in conversation.questions)
 
 
-def test_quick_leave_one_out_run_reports_every_figure(bench: ModuleType, shared_data: Path, minilm,  # type: ignore[no-untyped-def]
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_quick_leave_one_out_run_reports_every_figure(
+    bench: ModuleType,
+    shared_data: Path,
+    minilm,  # type: ignore[no-untyped-def]
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert bench.main(["--quick", "--data", str(shared_data / "locomo-dev")]) == 0
     out = capsys.readouterr().out
     for name in ("26", "30", "41"):
@@ -56,7 +62,9 @@ def test_quick_leave_one_out_run_reports_every_figure(bench: ModuleType, shared_
             assert re.search(rf"hybrid - {mode} @{k}: {number}  95% CI \[{number}, {number}\]", out)
     for k in (5, 10, 20):
         number = r"[+-]\d\.\d{3}"
-        assert re.search(rf"scored - hybrid \(default\) @{k}: {number}  95% CI \[{number}, {number}\]", out)
+        assert re.search(
+            rf"scored - hybrid \(default\) @{k}: {number}  95% CI \[{number}, {number}\]", out
+        )
     for pair in ("hybrid\\* - keyword\\*", "hybrid\\* - keyword", "keyword\\* - keyword"):
         assert re.search(rf"{pair} @10: [+-]\d\.\d{{3}}  95% CI", out), pair
     assert re.search(r"\| previous \|( \d\.\d{3} \|){6}", out)  # the context variant's own row

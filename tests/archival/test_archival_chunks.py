@@ -16,8 +16,19 @@ from hypothesis import strategies as st
 
 from memory_agent import MemoryManager
 from memory_agent.archival import ArchivalMemory, VectorConfig, VectorMatch, VectorRecord
-from memory_agent.archival.chunks import CHUNK_MARK, best_per_passage, chunk_id, passage_of, vector_ids
-from memory_agent.archival.embeddings import CHUNK_TOKENS, MAX_TOKENS, MiniLMEmbeddingFunction, _windows
+from memory_agent.archival.chunks import (
+    CHUNK_MARK,
+    best_per_passage,
+    chunk_id,
+    passage_of,
+    vector_ids,
+)
+from memory_agent.archival.embeddings import (
+    CHUNK_TOKENS,
+    MAX_TOKENS,
+    MiniLMEmbeddingFunction,
+    _windows,
+)
 from memory_agent.archival.rebuild import reembed_truncated
 from memory_agent.health import check_whole_passages
 from memory_agent.store.database import Database
@@ -51,25 +62,40 @@ def long_passage() -> str:
 
 # ----- chunk ids and best-per-passage (no model) ------------------------------------------------
 
+
 @given(st.text(min_size=1), st.integers(min_value=0, max_value=10_000))
 def test_a_chunk_id_names_its_passage(passage_id: str, number: int) -> None:
     if CHUNK_MARK in passage_id:  # never stored: the importer replaces such ids
         return
     assert passage_of(chunk_id(passage_id, number)) == passage_id
-    assert vector_ids(passage_id, 3) == [passage_id, f"{passage_id}{CHUNK_MARK}1", f"{passage_id}{CHUNK_MARK}2"]
+    assert vector_ids(passage_id, 3) == [
+        passage_id,
+        f"{passage_id}{CHUNK_MARK}1",
+        f"{passage_id}{CHUNK_MARK}2",
+    ]
     assert vector_ids(passage_id, 0) == [passage_id]  # one vector from before chunking
 
 
 def test_best_per_passage_keeps_each_passages_best_chunk_and_widens_until_it_has_enough() -> None:
-    ranking = [VectorMatch(chunk_id("a", 2), 0.9), VectorMatch(chunk_id("a", 0), 0.8), VectorMatch("b", 0.7),
-               VectorMatch(chunk_id("a", 1), 0.6), VectorMatch("c", 0.5), VectorMatch("d", 0.4)]
+    ranking = [
+        VectorMatch(chunk_id("a", 2), 0.9),
+        VectorMatch(chunk_id("a", 0), 0.8),
+        VectorMatch("b", 0.7),
+        VectorMatch(chunk_id("a", 1), 0.6),
+        VectorMatch("c", 0.5),
+        VectorMatch("d", 0.4),
+    ]
     asked: list[int] = []
 
     def fetch(depth: int) -> list[VectorMatch]:
         asked.append(depth)
         return ranking[:depth]
 
-    assert best_per_passage(fetch, 3) == [VectorMatch("a", 0.9), VectorMatch("b", 0.7), VectorMatch("c", 0.5)]
+    assert best_per_passage(fetch, 3) == [
+        VectorMatch("a", 0.9),
+        VectorMatch("b", 0.7),
+        VectorMatch("c", 0.5),
+    ]
     assert asked == [3, 6]  # three chunks held only two passages, so it asked again, wider
     asked.clear()
     assert [m.passage_id for m in best_per_passage(fetch, 10)] == ["a", "b", "c", "d"]
@@ -78,17 +104,24 @@ def test_best_per_passage_keeps_each_passages_best_chunk_and_widens_until_it_has
 
 # ----- the windows of the model ------------------------------------------------------------------
 
-@given(st.lists(st.sampled_from(["w", "##p"]), min_size=1, max_size=900),
-       st.integers(min_value=2, max_value=254), st.data())
-def test_windows_cover_every_word_piece_in_order_within_the_window(pieces: list[str], size: int,
-                                                                   data: st.DataObject) -> None:
+
+@given(
+    st.lists(st.sampled_from(["w", "##p"]), min_size=1, max_size=900),
+    st.integers(min_value=2, max_value=254),
+    st.data(),
+)
+def test_windows_cover_every_word_piece_in_order_within_the_window(
+    pieces: list[str], size: int, data: st.DataObject
+) -> None:
     overlap = data.draw(st.integers(min_value=0, max_value=size - 1))
     ids = [101, *range(1000, 1000 + len(pieces)), 102]
     windows = _windows(ids, ["[CLS]", *pieces, "[SEP]"], size, overlap)
     if len(ids) <= MAX_TOKENS:  # fits the model: one window, as before chunking
         assert windows == [ids]
         return
-    assert all(window[0] == 101 and window[-1] == 102 and len(window) - 2 <= size for window in windows)
+    assert all(
+        window[0] == 101 and window[-1] == 102 and len(window) - 2 <= size for window in windows
+    )
     covered = [piece for window in windows for piece in window[1:-1]]
     assert sorted(set(covered)) == ids[1:-1]  # nothing left out
     starts = [window[1] for window in windows]
@@ -110,7 +143,9 @@ def test_a_long_text_is_embedded_whole_in_windows(minilm: MiniLMEmbeddingFunctio
     [chunks] = minilm.embed_chunks([text])
     assert len(chunks) >= pieces // CHUNK_TOKENS + 1
     query = minilm.embed_query([PARAPHRASE])[0]
-    truncated = float(np.dot(minilm([text])[0], query))  # what embedding the first window alone gives
+    truncated = float(
+        np.dot(minilm([text])[0], query)
+    )  # what embedding the first window alone gives
     assert max(float(np.dot(chunk, query)) for chunk in chunks) > truncated + 0.1
 
 
@@ -121,10 +156,14 @@ def test_chunk_settings_are_checked(minilm: MiniLMEmbeddingFunction) -> None:
         MiniLMEmbeddingFunction(chunk_tokens=300)
     with pytest.raises(ArchivalError, match="chunk_overlap"):
         MiniLMEmbeddingFunction(chunk_tokens=100, chunk_overlap=100)
-    assert MiniLMEmbeddingFunction.build_from_config(minilm.get_config()).get_config() == minilm.get_config()
+    assert (
+        MiniLMEmbeddingFunction.build_from_config(minilm.get_config()).get_config()
+        == minilm.get_config()
+    )
 
 
 # ----- archival memory, both backends -----------------------------------------------------------
+
 
 @pytest.mark.usefixtures("backend")
 def test_a_fact_past_the_first_300_words_is_found_by_a_paraphrase(archival: ArchivalMemory) -> None:
@@ -158,7 +197,9 @@ def test_reconcile_restores_a_lost_chunk_and_drops_stray_ones(archival: Archival
     assert passage is not None
     store = archival.index.store
     store.delete("alice", [chunk_id(long_id, 1)])  # a chunk lost by the vector store
-    with archival.db.transaction() as conn:  # a passage deleted behind the store's back: its chunks are orphans
+    with (
+        archival.db.transaction() as conn
+    ):  # a passage deleted behind the store's back: its chunks are orphans
         conn.execute("DELETE FROM passages WHERE passage_id = ?", (gone_id,))
     stray = chunk_id(long_id, passage.vector_chunks + 3)  # a chunk the passage no longer has
     store.upsert([VectorRecord(stray, "alice", [1.0] + [0.0] * 383, (), 0.0)])
@@ -171,8 +212,9 @@ def test_reconcile_restores_a_lost_chunk_and_drops_stray_ones(archival: Archival
 
 
 @pytest.mark.usefixtures("backend")
-def test_pending_long_passages_are_embedded_whole_by_reconcile(db: Database, chroma_config: VectorConfig,
-                                                               minilm: MiniLMEmbeddingFunction) -> None:
+def test_pending_long_passages_are_embedded_whole_by_reconcile(
+    db: Database, chroma_config: VectorConfig, minilm: MiniLMEmbeddingFunction
+) -> None:
     down = ArchivalMemory(db, chroma_config, _Broken())
     long_id = down.insert("alice", long_passage())  # stored; its vectors are owed
     assert down.pending_count() == 1
@@ -185,7 +227,8 @@ def test_pending_long_passages_are_embedded_whole_by_reconcile(db: Database, chr
 
 @pytest.mark.usefixtures("backend")
 def test_passages_embedded_from_their_first_window_are_found_and_re_embedded_whole(
-        archival: ArchivalMemory) -> None:
+    archival: ArchivalMemory,
+) -> None:
     long_id = archival.insert("alice", long_passage())
     archival.insert("alice", OTHERS[1])
     # What migration m006 leaves of a long passage embedded before chunking: one vector, marked 0.
@@ -212,7 +255,9 @@ def test_a_function_without_windows_embeds_each_passage_once(hashed: ArchivalMem
     assert passage is not None and passage.vector_chunks == 1
 
 
-@pytest.mark.sqlite_only(reason="builds a SQLite file at the schema before m006; the PostgreSQL twin is below")
+@pytest.mark.sqlite_only(
+    reason="builds a SQLite file at the schema before m006; the PostgreSQL twin is below"
+)
 def test_the_migration_marks_long_passages_embedded_before_chunking(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     before = MIGRATIONS.index(m009_issue25_whole_passage_vectors)
@@ -224,17 +269,25 @@ def test_the_migration_marks_long_passages_embedded_before_chunking(tmp_path: Pa
     _old_passages(conn.execute)
     conn.execute("COMMIT")
     conn.close()
-    with MemoryManager(storage_dir=tmp_path, agent_id="old") as memory, memory.db.reading() as reading:
+    with (
+        MemoryManager(storage_dir=tmp_path, agent_id="old") as memory,
+        memory.db.reading() as reading,
+    ):
         rows = dict(reading.execute("SELECT passage_id, vector_chunks FROM passages").fetchall())
     assert rows == {"short": 1, "long": 0}
 
 
 @pytest.mark.postgres
-def test_the_postgres_migration_marks_long_passages_embedded_before_chunking(postgres_url: str,
-                                                                              tmp_path: Path) -> None:
+def test_the_postgres_migration_marks_long_passages_embedded_before_chunking(
+    postgres_url: str, tmp_path: Path
+) -> None:
     import psycopg
 
-    from memory_agent.store.pg_schema import PG_MIGRATIONS, VERSION_TABLE, p007_whole_passage_vectors
+    from memory_agent.store.pg_schema import (
+        PG_MIGRATIONS,
+        VERSION_TABLE,
+        p007_whole_passage_vectors,
+    )
 
     before = PG_MIGRATIONS.index(p007_whole_passage_vectors)
     with psycopg.connect(postgres_url) as conn:
@@ -244,8 +297,10 @@ def test_the_postgres_migration_marks_long_passages_embedded_before_chunking(pos
                 migration(cursor)
         conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (before,))
         _old_passages(lambda sql, params=(): conn.execute(sql.replace("?", "%s"), params))
-    with MemoryManager(tmp_path, agent_id="old", database_url=postgres_url) as memory, \
-            memory.db.reading() as reading:
+    with (
+        MemoryManager(tmp_path, agent_id="old", database_url=postgres_url) as memory,
+        memory.db.reading() as reading,
+    ):
         rows = dict(reading.execute("SELECT passage_id, vector_chunks FROM passages").fetchall())
     assert rows == {"short": 1, "long": 0}
 
@@ -254,8 +309,11 @@ def _old_passages(execute) -> None:  # type: ignore[no-untyped-def]  # sqlite3's
     now = "2024-01-01T00:00:00.000000+00:00"
     execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', ?)", (now,))
     for passage_id, content in (("short", OTHERS[0]), ("long", long_passage())):
-        execute("INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at, vector_state)"
-                " VALUES (?, 'old', ?, ?, ?, 'indexed')", (passage_id, content, passage_id, now))
+        execute(
+            "INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at, vector_state)"
+            " VALUES (?, 'old', ?, ?, ?, 'indexed')",
+            (passage_id, content, passage_id, now),
+        )
 
 
 class _Broken(HashEmbedding):

@@ -41,9 +41,13 @@ OTHERS = [
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[MemoryManager]:
-    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store",
-                                                                database_url=os.environ.get("MEMORY_DATABASE_URL")),
-                            embedding_function=HashEmbedding())
+    manager = MemoryManager(
+        agent_id="alice",
+        settings=Settings(
+            persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL")
+        ),
+        embedding_function=HashEmbedding(),
+    )
     yield manager
     manager.close()
 
@@ -65,8 +69,12 @@ def test_context_is_found_by_keyword_and_never_shown(memory: MemoryManager) -> N
     assert hits[0].content == REPLY
     explained = memory.archival_memory_search("Grand Canyon", mode="hybrid", explain=True)
     assert explained[0].passage_id == passage_id and CONTEXT not in repr(explained[0].explanation)
-    shown = memory.execute_tool("archival_memory_search", {"query": "Grand Canyon", "explain": True})
-    assert not shown.is_error and REPLY in shown.text  # the query is echoed; no word only the context holds is
+    shown = memory.execute_tool(
+        "archival_memory_search", {"query": "Grand Canyon", "explain": True}
+    )
+    assert (
+        not shown.is_error and REPLY in shown.text
+    )  # the query is echoed; no word only the context holds is
     assert all(word not in shown.text for word in ("Caroline", "hiking", "Arizona"))
     assert memory.archival_memory_get(passage_id).context == CONTEXT  # type: ignore[union-attr]
     _fts_intact(memory)
@@ -82,7 +90,9 @@ def test_the_tool_takes_context(memory: MemoryManager) -> None:
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("use", ["joined", "extra"])
-def test_context_is_found_by_meaning_in_vector_mode(archival: ArchivalMemory, use: ContextVectors) -> None:
+def test_context_is_found_by_meaning_in_vector_mode(
+    archival: ArchivalMemory, use: ContextVectors
+) -> None:
     archival.index.context_vectors = use
     archival.insert_many("alice", OTHERS)
     archival.insert_many("bob", OTHERS)
@@ -97,27 +107,42 @@ def test_context_is_found_by_meaning_in_vector_mode(archival: ArchivalMemory, us
 
 
 @pytest.mark.usefixtures("backend")
-def test_extra_context_vectors_are_chunks_of_the_passage_and_leave_with_it(archival: ArchivalMemory) -> None:
+def test_extra_context_vectors_are_chunks_of_the_passage_and_leave_with_it(
+    archival: ArchivalMemory,
+) -> None:
     assert archival.index.context_vectors == CONTEXT_VECTORS == "extra"  # the shipped choice
     archival.insert_many("alice", OTHERS)
     passage_id = archival.insert("alice", REPLY, context=CONTEXT)
     passage = archival.get("alice", passage_id)
-    assert passage is not None and passage.vector_chunks == 2  # the text's own vector, then text + context
-    hits = archival.search("alice", "a holiday walking through a desert gorge in the US", limit=1, mode="vector")
+    assert (
+        passage is not None and passage.vector_chunks == 2
+    )  # the text's own vector, then text + context
+    hits = archival.search(
+        "alice", "a holiday walking through a desert gorge in the US", limit=1, mode="vector"
+    )
     assert hits[0].passage_id == passage_id
-    archival.reconcile("alice", full=True)  # reconcile expects both vectors: it neither drops nor re-adds one
-    assert {v for v in archival.index.store.ids("alice") if v.startswith(passage_id)} == \
-        {passage_id, f"{passage_id}#chunk-1"}
+    archival.reconcile(
+        "alice", full=True
+    )  # reconcile expects both vectors: it neither drops nor re-adds one
+    assert {v for v in archival.index.store.ids("alice") if v.startswith(passage_id)} == {
+        passage_id,
+        f"{passage_id}#chunk-1",
+    }
     archival.delete("alice", passage_id)
-    assert not {vector_id for vector_id in archival.index.store.ids("alice") if vector_id.startswith(passage_id)}
+    assert not {
+        vector_id
+        for vector_id in archival.index.store.ids("alice")
+        if vector_id.startswith(passage_id)
+    }
 
 
 @pytest.mark.usefixtures("backend")
 def test_delete_and_purge_take_the_context_out_of_the_keyword_index(memory: MemoryManager) -> None:
     memory.archival_memory_insert_many(OTHERS)
     kept = memory.archival_memory_insert(REPLY, context=CONTEXT)
-    short = memory.archival_memory_insert("It rained all week.", context="weather on the Canyon trip",
-                                          ttl_days=0.000001)
+    short = memory.archival_memory_insert(
+        "It rained all week.", context="weather on the Canyon trip", ttl_days=0.000001
+    )
     memory.archival_memory_delete(kept)
     time.sleep(0.2)  # past the 0.09 s time to live
     assert memory.archival.purge_expired("alice") == 1
@@ -131,29 +156,48 @@ def test_delete_and_purge_take_the_context_out_of_the_keyword_index(memory: Memo
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("export_format", ["json", "af"])
-def test_context_survives_export_and_import(memory: MemoryManager, tmp_path: Path, export_format: str) -> None:
+def test_context_survives_export_and_import(
+    memory: MemoryManager, tmp_path: Path, export_format: str
+) -> None:
     passage_id = memory.archival_memory_insert(REPLY, context=CONTEXT)
     memory.archival_memory_insert(OTHERS[0])
     document = export_memory(memory, format=export_format)  # type: ignore[arg-type]
-    snapshot = parse_project(document) if export_format == "json" else parse_letta(document, default_limit=5000)
+    snapshot = (
+        parse_project(document)
+        if export_format == "json"
+        else parse_letta(document, default_limit=5000)
+    )
     assert {p.passage_id: p.context for p in snapshot.passages}[passage_id] == CONTEXT
-    settings = Settings(persist_directory=tmp_path / "copy", database_url=os.environ.get("MEMORY_DATABASE_URL"))
-    report = import_snapshot(snapshot, settings=settings, embedding_function=HashEmbedding(), agent_id="copy")
+    settings = Settings(
+        persist_directory=tmp_path / "copy", database_url=os.environ.get("MEMORY_DATABASE_URL")
+    )
+    report = import_snapshot(
+        snapshot, settings=settings, embedding_function=HashEmbedding(), agent_id="copy"
+    )
     assert report.passages == 2
-    with MemoryManager(agent_id="copy", settings=settings, embedding_function=HashEmbedding()) as copy:
+    with MemoryManager(
+        agent_id="copy", settings=settings, embedding_function=HashEmbedding()
+    ) as copy:
         hits = copy.archival_memory_search("Grand Canyon", mode="keyword")
         assert [hit.content for hit in hits] == [REPLY] and hits[0].passage.context == CONTEXT
         _fts_intact(copy, "copy")
 
 
-HOSTILE = [(123, "must be text"), (["a"], "must be text"), ("bad \ud800 surrogate", "surrogate"),
-           ("x" * (MAX_CONTEXT_CHARS + 1), "characters")]
+HOSTILE = [
+    (123, "must be text"),
+    (["a"], "must be text"),
+    ("bad \ud800 surrogate", "surrogate"),
+    ("x" * (MAX_CONTEXT_CHARS + 1), "characters"),
+]
 
 
 @pytest.mark.usefixtures("backend")
-@pytest.mark.parametrize(("context", "said"), HOSTILE, ids=["number", "list", "surrogate", "too-long"])
-def test_bad_context_is_refused_on_every_entry_point_and_changes_nothing(memory: MemoryManager, tmp_path: Path,
-                                                                        context: object, said: str) -> None:
+@pytest.mark.parametrize(
+    ("context", "said"), HOSTILE, ids=["number", "list", "surrogate", "too-long"]
+)
+def test_bad_context_is_refused_on_every_entry_point_and_changes_nothing(
+    memory: MemoryManager, tmp_path: Path, context: object, said: str
+) -> None:
     with pytest.raises(MemoryAgentError, match=said):
         memory.archival_memory_insert(REPLY, context=context)  # type: ignore[arg-type]
     with pytest.raises(MemoryAgentError, match=said):
@@ -164,11 +208,24 @@ def test_bad_context_is_refused_on_every_entry_point_and_changes_nothing(memory:
     assert outcome.is_error
     assert memory.archival.count("alice") == 0
     document = export_memory(memory)
-    document["passages"] = [{"passage_id": "p1", "agent_id": "alice", "content": REPLY, "tags": [],
-                             "metadata": {}, "created_at": "2024-01-01T00:00:00+00:00", "context": context}]
-    settings = Settings(persist_directory=tmp_path / "copy", database_url=os.environ.get("MEMORY_DATABASE_URL"))
+    document["passages"] = [
+        {
+            "passage_id": "p1",
+            "agent_id": "alice",
+            "content": REPLY,
+            "tags": [],
+            "metadata": {},
+            "created_at": "2024-01-01T00:00:00+00:00",
+            "context": context,
+        }
+    ]
+    settings = Settings(
+        persist_directory=tmp_path / "copy", database_url=os.environ.get("MEMORY_DATABASE_URL")
+    )
     with pytest.raises(MemoryAgentError):
-        import_snapshot(parse_project(document), settings=settings, embedding_function=HashEmbedding())
+        import_snapshot(
+            parse_project(document), settings=settings, embedding_function=HashEmbedding()
+        )
     assert not (tmp_path / "copy").exists() or not any((tmp_path / "copy").iterdir())
 
 
@@ -200,7 +257,9 @@ def test_any_text_is_a_context_or_refused_with_an_archival_error(text: str) -> N
     assert indexed_text("x", context) == ("x" if not context else f"x {context}")
 
 
-@pytest.mark.sqlite_only(reason="builds a SQLite file at the schema before m010; PostgreSQL regenerates its column")
+@pytest.mark.sqlite_only(
+    reason="builds a SQLite file at the schema before m010; PostgreSQL regenerates its column"
+)
 def test_the_migration_keeps_old_passages_searchable_and_deletable(tmp_path: Path) -> None:
     before = MIGRATIONS.index(m012_issue25_index_context)
     with MemoryManager(storage_dir=tmp_path / "new", agent_id="old") as fresh:
@@ -214,22 +273,33 @@ def test_the_migration_keeps_old_passages_searchable_and_deletable(tmp_path: Pat
     now = "2024-01-01T00:00:00.000000+00:00"
     conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', ?)", (now,))
     for number, content in enumerate([REPLY, *OTHERS]):
-        cursor = conn.execute("INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at)"
-                              " VALUES (?, 'old', ?, ?, ?)", (f"p{number}", content, f"h{number}", now))
+        cursor = conn.execute(
+            "INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at)"
+            " VALUES (?, 'old', ?, ?, ?)",
+            (f"p{number}", content, f"h{number}", now),
+        )
         passage_fts.index_rows(conn, "old", [(int(cursor.lastrowid or 0), content)])
     conn.execute("COMMIT")
     conn.close()
-    with MemoryManager(storage_dir=tmp_path, agent_id="old", embedding_function=HashEmbedding()) as memory:
-        assert [hit.passage_id for hit in memory.archival_memory_search("twice summer", mode="keyword")] == ["p0"]
+    with MemoryManager(
+        storage_dir=tmp_path, agent_id="old", embedding_function=HashEmbedding()
+    ) as memory:
+        assert [
+            hit.passage_id for hit in memory.archival_memory_search("twice summer", mode="keyword")
+        ] == ["p0"]
         memory.archival_memory_delete("p0")
         added = memory.archival_memory_insert("Postcards from the trip.", context="Grand Canyon")
-        assert [hit.passage_id for hit in memory.archival_memory_search("Canyon", mode="keyword")] == [added]
+        assert [
+            hit.passage_id for hit in memory.archival_memory_search("Canyon", mode="keyword")
+        ] == [added]
         assert memory.archival_memory_search("twice summer", mode="keyword") == []
         _fts_intact(memory, "old")
 
 
 @pytest.mark.postgres
-def test_the_postgres_migration_keeps_old_passages_searchable(postgres_url: str, tmp_path: Path) -> None:
+def test_the_postgres_migration_keeps_old_passages_searchable(
+    postgres_url: str, tmp_path: Path
+) -> None:
     import psycopg
 
     from memory_agent.store.pg_schema import PG_MIGRATIONS, VERSION_TABLE, p010_index_context
@@ -244,11 +314,19 @@ def test_the_postgres_migration_keeps_old_passages_searchable(postgres_url: str,
         now = "2024-01-01T00:00:00.000000+00:00"
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', %s)", (now,))
         for number, content in enumerate([REPLY, *OTHERS]):
-            conn.execute("INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at)"
-                         " VALUES (%s, 'old', %s, %s, %s)", (f"p{number}", content, f"h{number}", now))
-    with MemoryManager(tmp_path, agent_id="old", database_url=postgres_url,
-                       embedding_function=HashEmbedding()) as memory:
-        assert [hit.passage_id for hit in memory.archival_memory_search("twice summer", mode="keyword")] == ["p0"]
+            conn.execute(
+                "INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at)"
+                " VALUES (%s, 'old', %s, %s, %s)",
+                (f"p{number}", content, f"h{number}", now),
+            )
+    with MemoryManager(
+        tmp_path, agent_id="old", database_url=postgres_url, embedding_function=HashEmbedding()
+    ) as memory:
+        assert [
+            hit.passage_id for hit in memory.archival_memory_search("twice summer", mode="keyword")
+        ] == ["p0"]
         added = memory.archival_memory_insert("Postcards from the trip.", context="Grand Canyon")
-        assert [hit.passage_id for hit in memory.archival_memory_search("Canyon", mode="keyword")] == [added]
+        assert [
+            hit.passage_id for hit in memory.archival_memory_search("Canyon", mode="keyword")
+        ] == [added]
         assert memory.archival_memory_get("p0").context == ""  # type: ignore[union-attr]

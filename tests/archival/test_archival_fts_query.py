@@ -10,7 +10,10 @@ def test_default_keeps_every_word_as_before() -> None:
 
 
 def test_stop_words_are_dropped_on_request() -> None:
-    assert fts_query("What did Alice say about the trip?", drop_stop_words=True) == '"alice" OR "say" OR "trip"'
+    assert (
+        fts_query("What did Alice say about the trip?", drop_stop_words=True)
+        == '"alice" OR "say" OR "trip"'
+    )
 
 
 def test_a_query_of_stop_words_only_keeps_them() -> None:

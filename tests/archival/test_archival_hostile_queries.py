@@ -13,7 +13,7 @@ HOSTILE = [
     '"',
     '""',
     "'",
-    "\"unbalanced quote",
+    '"unbalanced quote',
     "AND",
     "OR",
     "NOT",
@@ -46,10 +46,11 @@ HOSTILE = [
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture
 def seeded(hashed: ArchivalMemory) -> ArchivalMemory:
-    hashed.insert_many("alice", ["Alice drinks coffee with milk every morning.", "Tea is for the afternoon."])
+    hashed.insert_many(
+        "alice", ["Alice drinks coffee with milk every morning.", "Tea is for the afternoon."]
+    )
     return hashed
 
 
@@ -61,7 +62,9 @@ def test_hostile_query_never_raises(seeded: ArchivalMemory, query: str, mode: st
     assert all(hit.passage.agent_id == "alice" for hit in hits)
 
 
-@pytest.mark.parametrize("query", ["coffee*", '"coffee"', "content:coffee", "NEAR(coffee)", "coffee ☕ please"])
+@pytest.mark.parametrize(
+    "query", ["coffee*", '"coffee"', "content:coffee", "NEAR(coffee)", "coffee ☕ please"]
+)
 def test_syntax_around_a_word_still_finds_the_word(seeded: ArchivalMemory, query: str) -> None:
     hits = seeded.search("alice", query, mode="keyword")
     assert hits and "coffee" in hits[0].content

@@ -17,8 +17,10 @@ from memory_agent.store.fts import query_tokens
 from memory_agent.store.fts_prune import pruned_head
 from memory_agent.store.passage_fts import TOKENIZER, agent_fts_table
 
-pytestmark = pytest.mark.sqlite_only(reason="FTS5 is SQLite's keyword index; PostgreSQL ranks with its own "
-                                            "GIN index and planner (store/pg_fulltext.py)")
+pytestmark = pytest.mark.sqlite_only(
+    reason="FTS5 is SQLite's keyword index; PostgreSQL ranks with its own "
+    "GIN index and planner (store/pg_fulltext.py)"
+)
 
 COMMON = ["alex", "garden"]  # in most rows
 RARE = ["lisbon", "violin", "kayak", "quilt", "sailing", "painted", "telescope", "harbour"]
@@ -31,7 +33,9 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Database:
 
     storage = tmp_path_factory.mktemp("prune")
     memory = MemoryManager(agent_id="alice", settings=Settings(persist_directory=storage))
-    archival = ArchivalMemory(memory.db, embedding_function=HashEmbedding(), vector_store=InMemoryVectorStore())
+    archival = ArchivalMemory(
+        memory.db, embedding_function=HashEmbedding(), vector_store=InMemoryVectorStore()
+    )
     rng = random.Random(5)
     texts = []
     for number in range(ROWS):
@@ -48,9 +52,13 @@ def _plain(db: Database, tokens: list[str], depth: int) -> list[tuple[int, float
     with db.reading() as conn:
         table = agent_fts_table(conn, "alice")
         match = " OR ".join(f'"{token}"' for token in tokens)
-        return [(row[0], row[1]) for row in conn.execute(
-            f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
-            (match, depth))]
+        return [
+            (row[0], row[1])
+            for row in conn.execute(
+                f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
+                (match, depth),
+            )
+        ]
 
 
 def _pruned(db: Database, tokens: list[str], depth: int) -> list[tuple[int, float]] | None:
@@ -61,10 +69,16 @@ def _pruned(db: Database, tokens: list[str], depth: int) -> list[tuple[int, floa
     return None if head is None else [(row[0], row[1]) for row in head]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(COMMON + RARE + ["absent"]), min_size=1, max_size=5, unique=True),
-       st.sampled_from([10, 40, 200]))
-def test_the_pruned_head_is_the_plain_head_or_declines(filled: Database, tokens: list[str], depth: int) -> None:
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.sampled_from(COMMON + RARE + ["absent"]), min_size=1, max_size=5, unique=True),
+    st.sampled_from([10, 40, 200]),
+)
+def test_the_pruned_head_is_the_plain_head_or_declines(
+    filled: Database, tokens: list[str], depth: int
+) -> None:
     pruned = _pruned(filled, tokens, depth)
     if pruned is not None:
         plain = _plain(filled, tokens, depth)

@@ -15,7 +15,6 @@ from memory_agent.store.database import Database
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def test_identical_content_by_the_same_agent_is_stored_once(hashed: ArchivalMemory) -> None:
     first = hashed.insert("alice", "The launch moved to Friday.", tags=["work"])
     again = hashed.insert("alice", "The launch moved to Friday.", tags=["other"])
@@ -26,7 +25,9 @@ def test_identical_content_by_the_same_agent_is_stored_once(hashed: ArchivalMemo
 
 
 def test_insert_many_keeps_input_order_and_dedups_within_the_batch(hashed: ArchivalMemory) -> None:
-    ids = hashed.insert_many("alice", ["one", NewPassage("two", tags=["t"]), {"content": "three"}, "one"])
+    ids = hashed.insert_many(
+        "alice", ["one", NewPassage("two", tags=["t"]), {"content": "three"}, "one"]
+    )
     assert len(ids) == 4 and ids[0] == ids[3] and len(set(ids)) == 3
     assert [hashed.get("alice", i).content for i in ids] == ["one", "two", "three", "one"]
     assert hashed.pending_count() == 0
@@ -43,8 +44,13 @@ def test_batch_is_embedded_in_one_call(db: Database, chroma_config) -> None:  # 
 
 
 def test_passage_fields_round_trip(hashed: ArchivalMemory) -> None:
-    passage_id = hashed.insert("alice", "Met Dana at the conference.", tags=[" people ", "people", "events"],
-                               metadata={"source": "chat", "n": 3}, created_at="2024-03-05T10:00:00+02:00")
+    passage_id = hashed.insert(
+        "alice",
+        "Met Dana at the conference.",
+        tags=[" people ", "people", "events"],
+        metadata={"source": "chat", "n": 3},
+        created_at="2024-03-05T10:00:00+02:00",
+    )
     passage = hashed.get("alice", passage_id)
     assert passage is not None
     assert passage.passage_id.startswith("passage-")
@@ -87,11 +93,21 @@ def test_unknown_agent_is_refused(hashed: ArchivalMemory) -> None:
 
 def test_list_is_newest_first_with_paging_and_tags(hashed: ArchivalMemory) -> None:
     for day in range(1, 6):
-        hashed.insert("alice", f"note of day {day}", tags=["odd" if day % 2 else "even"],
-                      created_at=f"2024-01-0{day}")
+        hashed.insert(
+            "alice",
+            f"note of day {day}",
+            tags=["odd" if day % 2 else "even"],
+            created_at=f"2024-01-0{day}",
+        )
     assert [p.content for p in hashed.list("alice", limit=2)] == ["note of day 5", "note of day 4"]
-    assert [p.content for p in hashed.list("alice", limit=2, offset=2)] == ["note of day 3", "note of day 2"]
-    assert [p.content for p in hashed.list("alice", tags=["even"])] == ["note of day 4", "note of day 2"]
+    assert [p.content for p in hashed.list("alice", limit=2, offset=2)] == [
+        "note of day 3",
+        "note of day 2",
+    ]
+    assert [p.content for p in hashed.list("alice", tags=["even"])] == [
+        "note of day 4",
+        "note of day 2",
+    ]
     assert hashed.count("alice") == 5 and hashed.count("bob") == 0
 
 
@@ -128,5 +144,7 @@ def test_tags_are_rows_too(hashed: ArchivalMemory, db: Database) -> None:
             "SELECT tag FROM passage_tags JOIN passages USING (passage_rowid) WHERE passage_id = ? ORDER BY tag",
             (passage_id,),
         ).fetchall()
-        stored = conn.execute("SELECT tags FROM passages WHERE passage_id = ?", (passage_id,)).fetchone()[0]
+        stored = conn.execute(
+            "SELECT tags FROM passages WHERE passage_id = ?", (passage_id,)
+        ).fetchone()[0]
     assert [r[0] for r in rows] == ["a", "b"] and json.loads(stored) == ["a", "b"]

@@ -32,9 +32,15 @@ def test_package_exports() -> None:
 
 def test_tool_spec_exports() -> None:
     assert sorted(tool_specs.__all__) == [
-        "ARCHIVAL_TOOLS", "MAX_TOOL_RESULTS", "format_archival_hits", "format_explanation", "format_inserted",
+        "ARCHIVAL_TOOLS",
+        "MAX_TOOL_RESULTS",
+        "format_archival_hits",
+        "format_explanation",
+        "format_inserted",
         "format_messages",
     ]
     assert [spec.name for spec in tool_specs.ARCHIVAL_TOOLS] == [
-        "archival_memory_insert", "archival_memory_search", "conversation_search",
+        "archival_memory_insert",
+        "archival_memory_search",
+        "conversation_search",
     ]

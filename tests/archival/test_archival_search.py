@@ -8,21 +8,35 @@ from memory_agent.archival import ArchivalMemory, NewPassage
 from memory_agent.errors import ArchivalError
 
 FACTS = {
-    "hike": ("Alice hiked the Pacific Crest Trail in July 2023 with her brother Tom.", ["travel"], "2023-07-20"),
+    "hike": (
+        "Alice hiked the Pacific Crest Trail in July 2023 with her brother Tom.",
+        ["travel"],
+        "2023-07-20",
+    ),
     "cat": ("Alice adopted a grey cat named Miso from the shelter.", ["home"], "2023-02-11"),
     "job": ("Alice started a new job as a data engineer at Globex.", ["work"], "2023-03-01"),
     "allergy": ("Alice is allergic to peanuts and carries an EpiPen.", ["health"], "2022-11-05"),
-    "paris": ("Alice visited Paris and loved the paintings at the Musee d'Orsay.", ["travel", "art"], "2024-04-02"),
-    "guitar": ("Alice is learning to play the classical guitar on weekends.", ["hobby"], "2024-01-15"),
+    "paris": (
+        "Alice visited Paris and loved the paintings at the Musee d'Orsay.",
+        ["travel", "art"],
+        "2024-04-02",
+    ),
+    "guitar": (
+        "Alice is learning to play the classical guitar on weekends.",
+        ["hobby"],
+        "2024-01-15",
+    ),
 }
 
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture
 def ids(archival: ArchivalMemory) -> dict[str, str]:
-    items = [NewPassage(text, tags, {"key": key}, f"{day}T12:00:00Z") for key, (text, tags, day) in FACTS.items()]
+    items = [
+        NewPassage(text, tags, {"key": key}, f"{day}T12:00:00Z")
+        for key, (text, tags, day) in FACTS.items()
+    ]
     return dict(zip(FACTS, archival.insert_many("alice", items)))
 
 
@@ -31,11 +45,15 @@ def top(archival: ArchivalMemory, query: str, **options: object) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
-def test_each_mode_finds_a_named_fact_first(archival: ArchivalMemory, ids: dict[str, str], mode: str) -> None:
+def test_each_mode_finds_a_named_fact_first(
+    archival: ArchivalMemory, ids: dict[str, str], mode: str
+) -> None:
     assert top(archival, "Where does Alice work? Globex", mode=mode)[0] == "job"
 
 
-def test_vector_and_hybrid_find_meaning_without_shared_words(archival: ArchivalMemory, ids: dict[str, str]) -> None:
+def test_vector_and_hybrid_find_meaning_without_shared_words(
+    archival: ArchivalMemory, ids: dict[str, str]
+) -> None:
     query = "Which pet does she own?"
     assert top(archival, query, mode="keyword") == []
     assert top(archival, query, mode="vector")[0] == "cat"
@@ -61,19 +79,28 @@ def test_limit_caps_results(archival: ArchivalMemory, ids: dict[str, str]) -> No
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
 def test_tag_filter(archival: ArchivalMemory, ids: dict[str, str], mode: str) -> None:
     assert set(top(archival, "Alice", limit=10, tags=["travel"], mode=mode)) == {"hike", "paris"}
-    assert set(top(archival, "Alice", limit=10, tags=["art", "hobby"], mode=mode)) == {"paris", "guitar"}
-    all_of = archival.search("alice", "Alice", limit=10, tags=["travel", "art"], mode=mode, tag_mode="all")
+    assert set(top(archival, "Alice", limit=10, tags=["art", "hobby"], mode=mode)) == {
+        "paris",
+        "guitar",
+    }
+    all_of = archival.search(
+        "alice", "Alice", limit=10, tags=["travel", "art"], mode=mode, tag_mode="all"
+    )
     assert [hit.passage_id for hit in all_of] == [ids["paris"]]
     assert top(archival, "Alice", tags=["no-such-tag"], mode=mode) == []
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
 def test_date_filter(archival: ArchivalMemory, ids: dict[str, str], mode: str) -> None:
-    in_2023 = top(archival, "Alice", limit=10, start_date="2023-01-01", end_date="2023-12-31", mode=mode)
+    in_2023 = top(
+        archival, "Alice", limit=10, start_date="2023-01-01", end_date="2023-12-31", mode=mode
+    )
     assert set(in_2023) == {"hike", "cat", "job"}
     # A bare end date includes its whole day; datetimes and 'Z' are accepted.
     assert set(top(archival, "Alice", limit=10, end_date="2022-11-05", mode=mode)) == {"allergy"}
-    assert set(top(archival, "Alice", limit=10, start_date="2024-04-02T11:59:59Z", mode=mode)) == {"paris"}
+    assert set(top(archival, "Alice", limit=10, start_date="2024-04-02T11:59:59Z", mode=mode)) == {
+        "paris"
+    }
 
 
 def test_tags_and_dates_combine(archival: ArchivalMemory, ids: dict[str, str]) -> None:
@@ -85,7 +112,9 @@ def test_blank_query_lists_newest_first(archival: ArchivalMemory, ids: dict[str,
     assert top(archival, "", tags=["travel"]) == ["paris", "hike"]
 
 
-def test_bad_arguments_are_refused_with_a_reason(archival: ArchivalMemory, ids: dict[str, str]) -> None:
+def test_bad_arguments_are_refused_with_a_reason(
+    archival: ArchivalMemory, ids: dict[str, str]
+) -> None:
     with pytest.raises(ArchivalError, match="mode"):
         archival.search("alice", "x", mode="fuzzy")  # type: ignore[arg-type]
     with pytest.raises(ArchivalError, match="limit"):

@@ -16,12 +16,15 @@ from memory_agent.tools.archival import ARCHIVAL_TOOLS, format_archival_hits
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[MemoryManager]:
-    manager = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path / "store",
-                                                                database_url=os.environ.get("MEMORY_DATABASE_URL")),
-                           embedding_function=HashEmbedding())
+    manager = MemoryManager(
+        agent_id="alice",
+        settings=Settings(
+            persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL")
+        ),
+        embedding_function=HashEmbedding(),
+    )
     yield manager
     manager.close()
 
@@ -37,12 +40,18 @@ def test_tools_are_offered_to_the_model(memory: MemoryManager) -> None:
     assert {"archival_memory_insert", "archival_memory_search", "conversation_search"} <= set(names)
     for spec in ARCHIVAL_TOOLS:
         schema = spec.definition()["input_schema"]
-        assert schema["required"] == ["content"] if spec.name == "archival_memory_insert" else ["query"]
+        assert (
+            schema["required"] == ["content"]
+            if spec.name == "archival_memory_insert"
+            else ["query"]
+        )
         assert spec.description and all("description" in p for p in schema["properties"].values())
 
 
 def test_insert_then_search(memory: MemoryManager) -> None:
-    inserted = run(memory, "archival_memory_insert", content="The user's dog is called Biscuit.", tags=["pets"])
+    inserted = run(
+        memory, "archival_memory_insert", content="The user's dog is called Biscuit.", tags=["pets"]
+    )
     passage_id = inserted.split(" as ")[1].split()[0]
     assert passage_id.startswith("passage-") and "pets" in inserted
     found = run(memory, "archival_memory_search", query="dog's name")
@@ -57,7 +66,9 @@ def test_search_pages(memory: MemoryManager) -> None:
     second = run(memory, "archival_memory_search", query="meeting note", limit=5, page=1)
     assert "(1-5, page 0)" in first and "page=1" in first
     assert "(6-7, page 1)" in second and "page=2" not in second
-    assert "No passages on this page" in run(memory, "archival_memory_search", query="meeting note", page=3)
+    assert "No passages on this page" in run(
+        memory, "archival_memory_search", query="meeting note", page=3
+    )
 
 
 def test_pages_past_the_ranked_matches_answer_plainly(memory: MemoryManager) -> None:
@@ -65,7 +76,11 @@ def test_pages_past_the_ranked_matches_answer_plainly(memory: MemoryManager) -> 
     so in the page and limit the model sent (no error about a limit it never sent)."""
     memory.archival_memory_insert("Ada lives in Lisbon.")
     beyond = run(memory, "archival_memory_search", query="Ada", limit=50, page=20)
-    assert "page 20 (limit 50)" in beyond and "starts at result 1001" in beyond and "1050" not in beyond
+    assert (
+        "page 20 (limit 50)" in beyond
+        and "starts at result 1001" in beyond
+        and "1050" not in beyond
+    )
     last = run(memory, "archival_memory_search", query="Ada", limit=1, page=999)
     assert "No passages on this page" in last
 
@@ -74,8 +89,16 @@ def test_pages_past_the_ranked_matches_answer_plainly(memory: MemoryManager) -> 
     ("name", "arguments", "message"),
     [
         ("archival_memory_insert", {"content": ""}, "empty"),
-        ("archival_memory_insert", {"content": "x", "tags": [3]}, "'tags' must be a list of strings"),
-        ("conversation_search", {"query": "x", "roles": ["user", 1]}, "'roles' must be a list of strings"),
+        (
+            "archival_memory_insert",
+            {"content": "x", "tags": [3]},
+            "'tags' must be a list of strings",
+        ),
+        (
+            "conversation_search",
+            {"query": "x", "roles": ["user", 1]},
+            "'roles' must be a list of strings",
+        ),
         ("archival_memory_search", {"query": "x", "limit": 500}, "limit"),
         ("archival_memory_search", {"query": "x", "page": -1}, "page"),
         ("archival_memory_search", {"query": "x", "start_date": "yesterday"}, "not a date"),
@@ -83,8 +106,9 @@ def test_pages_past_the_ranked_matches_answer_plainly(memory: MemoryManager) -> 
         ("conversation_search", {"query": "x", "end_date": "soon"}, "not a date"),
     ],
 )
-def test_bad_arguments_come_back_as_tool_errors(memory: MemoryManager, name: str, arguments: dict,
-                                                message: str) -> None:
+def test_bad_arguments_come_back_as_tool_errors(
+    memory: MemoryManager, name: str, arguments: dict, message: str
+) -> None:
     outcome = memory.execute_tool(name, arguments)
     assert outcome.is_error and message in outcome.text
 
@@ -92,35 +116,57 @@ def test_bad_arguments_come_back_as_tool_errors(memory: MemoryManager, name: str
 def test_conversation_search_finds_compacted_messages_too(memory: MemoryManager) -> None:
     old = memory.store_message("user", "My passport number ends in 4471.")
     memory.store_message("assistant", "Noted, I will keep the passport detail in mind.")
-    memory.recall.add_summary("alice", "User shared passport info.", first_message_id=old.message_id,
-                              last_message_id=old.message_id, model="test", tokens_before=10, tokens_after=2)
+    memory.recall.add_summary(
+        "alice",
+        "User shared passport info.",
+        first_message_id=old.message_id,
+        last_message_id=old.message_id,
+        model="test",
+        tokens_before=10,
+        tokens_after=2,
+    )
     memory.store_message("user", "Now let's talk about the weather.")
     found = run(memory, "conversation_search", query="passport")
     assert "4471" in found and "(summarised out of context)" in found
     only_assistant = run(memory, "conversation_search", query="passport", roles=["assistant"])
     assert "4471" not in only_assistant and "Noted" in only_assistant
     today = old.created_at[:10]
-    assert "4471" in run(memory, "conversation_search", query="passport", start_date=today, end_date=today)
-    assert "No messages" in run(memory, "conversation_search", query="passport", end_date="2000-01-01")
+    assert "4471" in run(
+        memory, "conversation_search", query="passport", start_date=today, end_date=today
+    )
+    assert "No messages" in run(
+        memory, "conversation_search", query="passport", end_date="2000-01-01"
+    )
     assert "weather" in run(memory, "conversation_search", query="", limit=1)
 
 
 def test_manager_opens_archival_lazily_and_reconciles_on_first_use(tmp_path: Path) -> None:
-    settings = Settings(persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL"))
-    with MemoryManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:
+    settings = Settings(
+        persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL")
+    )
+    with MemoryManager(
+        agent_id="alice", settings=settings, embedding_function=HashEmbedding()
+    ) as memory:
         # A previous run whose vector writes all failed left pending passages behind.
         config = VectorConfig.from_settings(settings)
         down = FlakyVectorStore(ChromaVectorStore(config, "unused"), failing=["upsert"])
-        ArchivalMemory(memory.db, config, HashEmbedding(), vector_store=down).insert("alice", "left pending")
+        ArchivalMemory(memory.db, config, HashEmbedding(), vector_store=down).insert(
+            "alice", "left pending"
+        )
         assert not config.path.exists()
         assert memory.archival.pending_count() == 0
         assert memory.search_archival_hybrid("left pending")[0].content == "left pending"
 
 
 def test_hybrid_setting_off_means_keyword_search(tmp_path: Path) -> None:
-    settings = Settings(persist_directory=tmp_path / "store", memory_hybrid_search=False,
-                        database_url=os.environ.get("MEMORY_DATABASE_URL"))
-    with MemoryManager(agent_id="alice", settings=settings, embedding_function=HashEmbedding()) as memory:
+    settings = Settings(
+        persist_directory=tmp_path / "store",
+        memory_hybrid_search=False,
+        database_url=os.environ.get("MEMORY_DATABASE_URL"),
+    )
+    with MemoryManager(
+        agent_id="alice", settings=settings, embedding_function=HashEmbedding()
+    ) as memory:
         memory.archival_memory_insert("keyword only please")
         hit = memory.archival_memory_search("keyword")[0]
         assert hit.keyword_rank == 1 and hit.vector_rank is None

@@ -23,7 +23,6 @@ from memory_agent.archival import (
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture(params=["memory", "chroma"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> VectorStore:
     if request.param == "memory":
@@ -31,23 +30,32 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> VectorStore:
     return ChromaVectorStore(VectorConfig(path=tmp_path / "chroma"), "archival_conformance")
 
 
-def record(passage_id: str, vector: Sequence[float], agent: str = "a", tags: tuple[str, ...] = (),
-           when: float = 1_700_000_000.0) -> VectorRecord:
+def record(
+    passage_id: str,
+    vector: Sequence[float],
+    agent: str = "a",
+    tags: tuple[str, ...] = (),
+    when: float = 1_700_000_000.0,
+) -> VectorRecord:
     return VectorRecord(passage_id, agent, list(vector), tags, when)
 
 
 @pytest.fixture
 def filled(store: VectorStore) -> VectorStore:
-    store.upsert([
-        record("x", [1, 0, 0], tags=("red",), when=100.0),
-        record("y", [0.8, 0.6, 0], tags=("red", "blue"), when=200.0),
-        record("z", [0, 1, 0], tags=("blue",), when=300.0),
-        record("other", [1, 0, 0], agent="b", tags=("red",), when=100.0),
-    ])
+    store.upsert(
+        [
+            record("x", [1, 0, 0], tags=("red",), when=100.0),
+            record("y", [0.8, 0.6, 0], tags=("red", "blue"), when=200.0),
+            record("z", [0, 1, 0], tags=("blue",), when=300.0),
+            record("other", [1, 0, 0], agent="b", tags=("red",), when=100.0),
+        ]
+    )
     return store
 
 
-def ids_of(store: VectorStore, where: PassageFilter, probe: Sequence[float] = (1, 0, 0), limit: int = 10) -> list[str]:
+def ids_of(
+    store: VectorStore, where: PassageFilter, probe: Sequence[float] = (1, 0, 0), limit: int = 10
+) -> list[str]:
     return [match.passage_id for match in store.query(list(probe), where, limit)]
 
 
@@ -106,4 +114,8 @@ def test_a_selective_filter_finds_matches_beyond_the_nearest_hundreds(store: Vec
     store.upsert([record(f"near{n}", [1, 0.001 * n, 0]) for n in range(300)])
     store.upsert([record("far", [0, 0, 1], tags=("rare",))])
     assert ids_of(store, PassageFilter("a", ("rare",)), limit=5) == ["far"]
-    assert ids_of(store, PassageFilter("a", start="1970-01-01T00:00:00+00:00"), limit=3) == ["near0", "near1", "near2"]
+    assert ids_of(store, PassageFilter("a", start="1970-01-01T00:00:00+00:00"), limit=3) == [
+        "near0",
+        "near1",
+        "near2",
+    ]

@@ -31,9 +31,12 @@ NOTES = [
     "Jon painted the fence",
 ] + [f"camping trip number {n} in the forest" for n in range(20)]
 
-VARIANTS = [PgRanking(function, norm, first, prefix, idf)  # type: ignore[arg-type]
-            for function, norm, first, prefix, idf in itertools.product(
-                ("ts_rank", "ts_rank_cd"), (0, 1, 2, 32), (False, True), (False, True), (False, True))]
+VARIANTS = [
+    PgRanking(function, norm, first, prefix, idf)  # type: ignore[arg-type]
+    for function, norm, first, prefix, idf in itertools.product(
+        ("ts_rank", "ts_rank_cd"), (0, 1, 2, 32), (False, True), (False, True), (False, True)
+    )
+]
 
 
 @dataclass
@@ -44,14 +47,19 @@ class Store:
 
 @pytest.fixture
 def store(tmp_path: Path, postgres_url: str) -> Iterator[Store]:
-    with MemoryManager(agent_id=AGENT, settings=Settings(persist_directory=tmp_path),
-                       database_url=postgres_url) as memory:
-        archival = ArchivalMemory(memory.db, embedding_function=HashEmbedding(), vector_store=InMemoryVectorStore())
+    with MemoryManager(
+        agent_id=AGENT, settings=Settings(persist_directory=tmp_path), database_url=postgres_url
+    ) as memory:
+        archival = ArchivalMemory(
+            memory.db, embedding_function=HashEmbedding(), vector_store=InMemoryVectorStore()
+        )
         ids = archival.insert_many(AGENT, NOTES)
         yield Store(memory, dict(zip(ids, NOTES, strict=True)))
 
 
-def _search(store: Store, text: str, ranking: PgRanking, limit: int = 50) -> list[tuple[str, float]]:
+def _search(
+    store: Store, text: str, ranking: PgRanking, limit: int = 50
+) -> list[tuple[str, float]]:
     clause, params = PassageFilter(AGENT).sql("p")
     with store.memory.db.reading() as conn:
         return pg_fulltext.passage_search(conn, text, clause, list(params), limit, ranking)
@@ -93,7 +101,13 @@ def test_prefix_matches_words_a_query_word_begins(store: Store) -> None:
 
 def test_any_string_is_a_safe_query(store: Store) -> None:
     for ranking in (PgRanking(idf=True, all_words_first=True, prefix=True), PgRanking()):
-        for text in ("'; DROP TABLE passages; --", "camp:* & !telescope | (", "what is it", "\\'' \"\" ::", "   "):
+        for text in (
+            "'; DROP TABLE passages; --",
+            "camp:* & !telescope | (",
+            "what is it",
+            "\\'' \"\" ::",
+            "   ",
+        ):
             found = _search(store, text, ranking)
             assert all(isinstance(score, float) for _, score in found), (ranking.label, text)
     assert len(_search(store, "camping", PgRanking())) == 23  # the table is still there

@@ -30,8 +30,12 @@ def _soon(seconds: float = 3600) -> str:
     return (datetime.now(timezone.utc) + timedelta(seconds=seconds)).isoformat()
 
 
-@pytest.mark.parametrize(("first", "second"), DIFFERENT_FACTS, ids=[a[:24] for a, _ in DIFFERENT_FACTS])
-def test_rules_consolidation_keeps_different_facts_apart(memory: MemoryManager, first: str, second: str) -> None:
+@pytest.mark.parametrize(
+    ("first", "second"), DIFFERENT_FACTS, ids=[a[:24] for a, _ in DIFFERENT_FACTS]
+)
+def test_rules_consolidation_keeps_different_facts_apart(
+    memory: MemoryManager, first: str, second: str
+) -> None:
     """Like 'Berth 4' vs 'Berth 5': two facts worded alike are not one fact; neither may be
     superseded by the other (each would vanish from default search)."""
     a = memory.archival_memory_insert(first)
@@ -40,7 +44,8 @@ def test_rules_consolidation_keeps_different_facts_apart(memory: MemoryManager, 
     for passage_id in (a, b):
         passage = memory.archival_memory_get(passage_id)
         assert passage is not None and passage.superseded_by is None, (
-            f"{passage.content!r} was merged into a different fact")
+            f"{passage.content!r} was merged into a different fact"
+        )
 
 
 def test_overflow_line_moved_into_an_expiring_duplicate_is_lost(memory: MemoryManager) -> None:
@@ -54,25 +59,33 @@ def test_overflow_line_moved_into_an_expiring_duplicate_is_lost(memory: MemoryMa
 
     holders = [p for p in memory.archival_memory_list(limit=100) if p.content == lines[0]]
     assert lines[0] in memory.get_block("notes").value or any(
-        p.superseded_by is None and p.expires_at is None for p in holders), (
-        "the line left the block, and its only holder expires: the fact will be lost")
+        p.superseded_by is None and p.expires_at is None for p in holders
+    ), "the line left the block, and its only holder expires: the fact will be lost"
 
 
 def test_merge_keeps_a_permanent_fact_inside_an_expiring_survivor(memory: MemoryManager) -> None:
     """Same text (case aside): the older, expiring passage survives and the permanent one is
     superseded by it; once the survivor expires no search finds the fact."""
-    expiring = memory.archival_memory_insert("Ines Duarte is the harbour master.", expires_at=_soon())
+    expiring = memory.archival_memory_insert(
+        "Ines Duarte is the harbour master.", expires_at=_soon()
+    )
     permanent = memory.archival_memory_insert("ines duarte is the harbour master")
 
     memory.consolidate(consolidator="rules")
 
-    live_forever = [pid for pid in (expiring, permanent)
-                    if (p := memory.archival_memory_get(pid)) is not None
-                    and p.superseded_by is None and p.expires_at is None]
+    live_forever = [
+        pid
+        for pid in (expiring, permanent)
+        if (p := memory.archival_memory_get(pid)) is not None
+        and p.superseded_by is None
+        and p.expires_at is None
+    ]
     assert live_forever, "the only live holder of a permanent fact now expires"
 
 
-def test_trimming_a_shared_block_moves_the_other_agents_facts_out_of_its_reach(memory: MemoryManager) -> None:
+def test_trimming_a_shared_block_moves_the_other_agents_facts_out_of_its_reach(
+    memory: MemoryManager,
+) -> None:
     """agent-a's run trims a block shared with bob and archives the lines as agent-a's own
     passages: bob's block loses three facts and bob's archival search cannot find them."""
     lines = [f"Fact {n}: the crane on pier {n} was serviced." for n in range(8)]
@@ -83,7 +96,9 @@ def test_trimming_a_shared_block_moves_the_other_agents_facts_out_of_its_reach(m
     memory.consolidate(consolidator="rules")
 
     in_block = memory.get_block("team", agent_id="bob").value
-    found = " ".join(hit.passage.content for hit in memory.archival_memory_search(
-        "crane pier serviced", limit=20, agent_id="bob"))
+    found = " ".join(
+        hit.passage.content
+        for hit in memory.archival_memory_search("crane pier serviced", limit=20, agent_id="bob")
+    )
     lost = [line for line in lines if line not in in_block and line not in found]
     assert not lost, f"bob lost {lost}"

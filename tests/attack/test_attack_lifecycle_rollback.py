@@ -22,7 +22,9 @@ def test_reinserting_a_fact_without_expiry_still_lets_it_expire(memory: MemoryMa
     assert stored.expires_at is None, f"stored for good, yet it expires at {stored.expires_at}"
 
 
-def test_rollback_is_refused_forever_after_a_run_revived_an_expired_passage(memory: MemoryManager) -> None:
+def test_rollback_is_refused_forever_after_a_run_revived_an_expired_passage(
+    memory: MemoryManager,
+) -> None:
     """An overflow line whose text an expired passage holds revives it (journalled with
     expires_at); the rollback then refuses: expires_at is not restorable."""
     memory.archival_memory_insert(LINES[0], expires_at="2000-01-01T00:00:00Z")
@@ -51,4 +53,6 @@ def test_rollback_deletes_a_passage_written_after_the_run(memory: MemoryManager)
         memory.rollback_consolidation(report.session_id)
     except MemoryAgentError:
         return  # refusing (a later write touched the passage) keeps the promise
-    assert memory.archival_memory_get(mine) is not None, "the acknowledged insert was deleted by the rollback"
+    assert memory.archival_memory_get(mine) is not None, (
+        "the acknowledged insert was deleted by the rollback"
+    )

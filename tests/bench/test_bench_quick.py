@@ -24,15 +24,24 @@ RUN_ELSEWHERE = {
 EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
-    "encryption_overhead": (r"^block edit p95 ms\s", r"^hybrid search p95 ms\s", r"^insert passages/s\s"),
-    "ui_first_load": (r"^seeded 50 blocks .* 500 passages", r"^/\s+\d+\.\d+\s+\d+",
-                      r"^/agents/bench-agent\s+\d+\.\d+\s+\d+"),
+    "encryption_overhead": (
+        r"^block edit p95 ms\s",
+        r"^hybrid search p95 ms\s",
+        r"^insert passages/s\s",
+    ),
+    "ui_first_load": (
+        r"^seeded 50 blocks .* 500 passages",
+        r"^/\s+\d+\.\d+\s+\d+",
+        r"^/agents/bench-agent\s+\d+\.\d+\s+\d+",
+    ),
 }
 """Script -> lines its quick run must print (regular expressions, multiline)."""
 HELPERS = {"record", "render_results"}
 """Files in bench/ that are not benchmarks: the run recorder and the results page's renderer
 (tests/bench/test_bench_results_page.py tests them)."""
-ALL_SCRIPTS = sorted(script for script in (ROOT / "bench").glob("*.py") if script.stem not in HELPERS)
+ALL_SCRIPTS = sorted(
+    script for script in (ROOT / "bench").glob("*.py") if script.stem not in HELPERS
+)
 SCRIPTS = [script for script in ALL_SCRIPTS if script.stem not in RUN_ELSEWHERE]
 
 
@@ -47,9 +56,14 @@ def test_every_bench_script_is_covered() -> None:
     assert NEEDS_POSTGRES | NEEDS_ENCRYPTION <= {script.stem for script in ALL_SCRIPTS}
     for name, test_file in RUN_ELSEWHERE.items():
         source = (ROOT / test_file).read_text(encoding="utf-8")
-        assert (ROOT / "bench" / f"{name}.py").is_file() and f"{name}.py" in source and '"--quick"' in source, \
-            f"{test_file} no longer runs bench/{name}.py --quick: run it here again"
-        assert "pytest.mark.slow" not in source, f"{test_file} is slow: bench/{name}.py --quick must run by default"
+        assert (
+            (ROOT / "bench" / f"{name}.py").is_file()
+            and f"{name}.py" in source
+            and '"--quick"' in source
+        ), f"{test_file} no longer runs bench/{name}.py --quick: run it here again"
+        assert "pytest.mark.slow" not in source, (
+            f"{test_file} is slow: bench/{name}.py --quick must run by default"
+        )
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[script.stem for script in SCRIPTS])
@@ -60,15 +74,32 @@ def test_bench_script_runs_quick(script: Path, tmp_path: Path) -> None:
             pytest.fail(f"PostgreSQL is required (MEMORY_AGENT_REQUIRE_POSTGRES is set): {reason}")
         pytest.skip(reason)
     if script.stem in NEEDS_ENCRYPTION and importlib.util.find_spec("sqlcipher3") is None:
-        pytest.skip(f"{script.name} measures encrypted stores and sqlcipher3 is not installed "
-                    "(pip install -e '.[encryption]')")
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path),
-                   "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
-                   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    done = subprocess.run([sys.executable, str(script), "--quick"], cwd=tmp_path, env=environment,
-                          capture_output=True, text=True, timeout=240, check=False)
-    assert done.returncode == 0, f"{script.name} --quick failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        pytest.skip(
+            f"{script.name} measures encrypted stores and sqlcipher3 is not installed "
+            "(pip install -e '.[encryption]')"
+        )
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(tmp_path),
+        "ANONYMIZED_TELEMETRY": "False",
+        "HF_HUB_OFFLINE": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"{script.name} --quick failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    )
     assert done.stdout.strip(), f"{script.name} --quick printed no figures"
     for pattern in EXPECTED.get(script.stem, ()):
-        assert re.search(pattern, done.stdout, re.MULTILINE), f"{script.name} --quick printed no {pattern!r}:\n" \
-                                                                f"{done.stdout[-2000:]}"
+        assert re.search(pattern, done.stdout, re.MULTILINE), (
+            f"{script.name} --quick printed no {pattern!r}:\n{done.stdout[-2000:]}"
+        )

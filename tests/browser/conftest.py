@@ -24,7 +24,13 @@ from memory_agent.testing.ui_process import UiServer
 SCREENSHOTS_VARIABLE = "MEMORY_AGENT_SCREENSHOTS"
 _SCREENSHOT_DIRS = pytest.StashKey[list[Path]]()
 _DROPPED_PREFIXES = ("MEMORY_", "COMPACTION_", "CHROMA_", "ANTHROPIC_")
-_DROPPED = {"PERSIST_DIRECTORY", "AGENT_ID", "AGENT_INSTANCE_ID", "MODEL_NAME", "DEFAULT_BLOCK_LIMIT"}
+_DROPPED = {
+    "PERSIST_DIRECTORY",
+    "AGENT_ID",
+    "AGENT_INSTANCE_ID",
+    "MODEL_NAME",
+    "DEFAULT_BLOCK_LIMIT",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -38,17 +44,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def browser_unavailable(reason: str) -> None:
     """Skip with the reason, or fail where a browser is required."""
     if os.environ.get(REQUIRE_BROWSER):
-        pytest.fail(f"A browser is required ({REQUIRE_BROWSER} is set) but cannot be driven: {reason}")
+        pytest.fail(
+            f"A browser is required ({REQUIRE_BROWSER} is set) but cannot be driven: {reason}"
+        )
     pytest.skip(f"browser tests not run here: {reason}")
 
 
 def server_environ(home: Path) -> dict[str, str]:
     """The environment of a `memory-agent ui` child: this one without the developer's memory-agent
     settings, with a HOME of its own and no network for telemetry or model downloads."""
-    environ = {name: value for name, value in os.environ.items()
-               if name not in _DROPPED and not name.startswith(_DROPPED_PREFIXES)}
-    return {**environ, "HOME": str(home), "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    environ = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _DROPPED and not name.startswith(_DROPPED_PREFIXES)
+    }
+    return {
+        **environ,
+        "HOME": str(home),
+        "ANONYMIZED_TELEMETRY": "False",
+        "HF_HUB_OFFLINE": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +110,12 @@ def start_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...,
     yield start
     for server in started:
         code = server.stop()
-        assert code is not None, "memory-agent ui did not stop on SIGINT:\n" + "\n".join(server.output[-20:])
-        assert "Traceback" not in "\n".join(server.output), "memory-agent ui printed a traceback:\n" + \
-            "\n".join(server.output[-40:])
+        assert code is not None, "memory-agent ui did not stop on SIGINT:\n" + "\n".join(
+            server.output[-20:]
+        )
+        assert "Traceback" not in "\n".join(server.output), (
+            "memory-agent ui printed a traceback:\n" + "\n".join(server.output[-40:])
+        )
 
 
 @pytest.fixture(scope="session")

@@ -46,14 +46,34 @@ def block_path(label: str, suffix: str = "", agent: str = AGENT) -> str:
 
 PAGES = (
     PageCheck("agents", "/", (AGENT, OTHER)),
-    PageCheck("memory", agent_path(), ("garden", "ideas", OTHER),
-              labels=("persona", "human", "projects/garden", "notes/ideas", "team/calendar", "reference/style")),
+    PageCheck(
+        "memory",
+        agent_path(),
+        ("garden", "ideas", OTHER),
+        labels=(
+            "persona",
+            "human",
+            "projects/garden",
+            "notes/ideas",
+            "team/calendar",
+            "reference/style",
+        ),
+    ),
     PageCheck("block", block_path(EDITED_BLOCK), ()),
-    PageCheck("block-path-label", block_path("projects/garden"), ("Peppers planted",), hook="block"),
+    PageCheck(
+        "block-path-label", block_path("projects/garden"), ("Peppers planted",), hook="block"
+    ),
     PageCheck("journal", agent_path("/journal"), ("Retro on Fridays", "Peppers planted")),
     PageCheck("conversation", agent_path("/conversation"), (SUMMARY, "And what about the garden?")),
-    *(PageCheck(f"search-{mode}", agent_path(f"/search?q={SEARCH_WORD}&mode={mode}"), (SEARCH_WORD,), hook="search")
-      for mode in SEARCH_MODES),
+    *(
+        PageCheck(
+            f"search-{mode}",
+            agent_path(f"/search?q={SEARCH_WORD}&mode={mode}"),
+            (SEARCH_WORD,),
+            hook="search",
+        )
+        for mode in SEARCH_MODES
+    ),
     PageCheck("prompt", agent_path("/prompt"), (HUMAN_TEXT,)),
     PageCheck("metrics", agent_path("/metrics"), ("1234", "2345", "3456", "91")),
     PageCheck("error-unknown-agent", "/agents/nobody-here", (), hook="error"),
@@ -86,12 +106,18 @@ def walk(page: Any, server: UiServer, folder: Path | None, prefix: str = "") -> 
         text = page.inner_text("main#page")
         for shown in check.shows:
             assert shown in text, f"{check.path} does not show {shown!r}"
-        listed = set(page.locator("[data-label]").evaluate_all("els => els.map(e => e.dataset.label)"))
-        assert set(check.labels) <= listed, f"{check.path} lists {sorted(listed)}, not all of {check.labels}"
+        listed = set(
+            page.locator("[data-label]").evaluate_all("els => els.map(e => e.dataset.label)")
+        )
+        assert set(check.labels) <= listed, (
+            f"{check.path} lists {sorted(listed)}, not all of {check.labels}"
+        )
         assert "Traceback" not in page.content(), f"{check.path} shows a traceback"
         if check.data_page == "error":
             errors = page.locator("p.error")
-            assert errors.count() == 1 and errors.inner_text().strip(), f"{check.path}: no one-line error"
+            assert errors.count() == 1 and errors.inner_text().strip(), (
+                f"{check.path}: no one-line error"
+            )
         if folder is not None:
             shot = folder / f"{prefix}{number:02d}-{check.name}.png"
             page.screenshot(path=str(shot), full_page=True)
@@ -108,8 +134,13 @@ def hits(page: Any) -> list[dict[str, Any]]:
     for hit in page.locator(".hit").all():
         cells = hit.locator("table.scores th, table.scores td").all_inner_texts()
         scores = {name.strip(): _number(value) for name, value in zip(cells[::2], cells[1::2])}
-        found.append({"passage_id": hit.get_attribute("data-passage-id") or "", "text": hit.inner_text(),
-                      "scores": scores})
+        found.append(
+            {
+                "passage_id": hit.get_attribute("data-passage-id") or "",
+                "text": hit.inner_text(),
+                "scores": scores,
+            }
+        )
     return found
 
 

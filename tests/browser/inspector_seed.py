@@ -28,8 +28,18 @@ HUMAN_TEXT = "Name: Ada. Lives in Porto. Prefers short answers."
 SUMMARY = "Ada planned a trip to Lisbon and asked about the garden."
 SEARCH_WORD = "Lisbon"
 TURN_USAGE = (
-    {"input_tokens": 1234, "cache_creation_input_tokens": 2345, "cache_read_input_tokens": 0, "output_tokens": 56},
-    {"input_tokens": 78, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3456, "output_tokens": 91},
+    {
+        "input_tokens": 1234,
+        "cache_creation_input_tokens": 2345,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 56,
+    },
+    {
+        "input_tokens": 78,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 3456,
+        "output_tokens": 91,
+    },
 )
 """Usage of two recorded turns (the second read the cache the first wrote)."""
 PASSAGES = (
@@ -59,14 +69,23 @@ def seed(store: Mapping[str, str]) -> Seeded:
 
 def _seed(store: Mapping[str, str]) -> Seeded:
     with ScriptedMessagesServer() as model:
-        settings = Settings.from_env({**store, "ANTHROPIC_BASE_URL": model.url,
-                                      "ANTHROPIC_API_KEY": "test-key"}, env_file=None)
-        compaction = CompactionSettings(retry_initial_wait=0.01, retry_max_wait=0.02, max_attempts=2)
-        with MemoryManager(agent_id=AGENT, settings=settings, compaction_settings=compaction) as memory:
+        settings = Settings.from_env(
+            {**store, "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "test-key"},
+            env_file=None,
+        )
+        compaction = CompactionSettings(
+            retry_initial_wait=0.01, retry_max_wait=0.02, max_attempts=2
+        )
+        with MemoryManager(
+            agent_id=AGENT, settings=settings, compaction_settings=compaction
+        ) as memory:
             memory.update_block(EDITED_BLOCK, value=HUMAN_TEXT)
             memory.update_block("persona", value="I am Ada's assistant. I keep notes on her plans.")
-            memory.create_block("projects/garden", "Tomatoes in the south bed; basil by the door.",
-                                description="The garden plan")
+            memory.create_block(
+                "projects/garden",
+                "Tomatoes in the south bed; basil by the door.",
+                description="The garden plan",
+            )
             memory.create_block("reference/style", "Write in British English.", read_only=True)
             memory.create_block("notes/ideas", "A reading list for the summer.", in_prompt=False)
             memory.create_block(SCRIPT_BLOCK, SCRIPT_TEXT)
@@ -79,19 +98,36 @@ def _seed(store: Mapping[str, str]) -> Seeded:
             with memory.acting_as(Author.other_agent(OTHER)):
                 memory.core_memory_append("team/calendar", "Retro on Fridays.")
             ids = memory.archival_memory_insert_many(
-                [{"content": text, "tags": ["travel" if SEARCH_WORD in text else "home"]} for text in PASSAGES])
+                [
+                    {"content": text, "tags": ["travel" if SEARCH_WORD in text else "home"]}
+                    for text in PASSAGES
+                ]
+            )
             for number in range(12):
-                memory.store_message("user", f"Message {2 * number}: about the trip to Lisbon, part {number}.")
+                memory.store_message(
+                    "user", f"Message {2 * number}: about the trip to Lisbon, part {number}."
+                )
                 memory.store_message("assistant", f"Reply {2 * number + 1}: noted, part {number}.")
             model.enqueue(text_response(SUMMARY), model="haiku")
             outcome = memory.compact_history()
             assert outcome.status == "compacted", outcome
             memory.store_message("user", "And what about the garden?")
             memory.store_message("assistant", "The tomatoes need water every two days.")
-            for number, usage in enumerate(TURN_USAGE):  # what MemoryAwareAgent keeps of each turn's result
-                memory.store_message("result", "done", message_type="result", session_id="session-1",
-                                     in_context=False, metadata={"subtype": "success", "is_error": False,
-                                                                 "usage": usage, "total_cost_usd": 0.002 * (number + 1),
-                                                                 "num_turns": 1})
+            for number, usage in enumerate(
+                TURN_USAGE
+            ):  # what MemoryAwareAgent keeps of each turn's result
+                memory.store_message(
+                    "result",
+                    "done",
+                    message_type="result",
+                    session_id="session-1",
+                    in_context=False,
+                    metadata={
+                        "subtype": "success",
+                        "is_error": False,
+                        "usage": usage,
+                        "total_cost_usd": 0.002 * (number + 1),
+                        "num_turns": 1,
+                    },
+                )
     return Seeded(passage_ids=dict(zip(PASSAGES, ids)))
-

@@ -25,10 +25,18 @@ WANTED = {"memory": "inspector-memory.png", "search-scored": "inspector-search.p
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
-        environ = {**os.environ, "MEMORY_AGENT_SCREENSHOTS": folder, "MEMORY_AGENT_REQUIRE_BROWSER": "1"}
+        environ = {
+            **os.environ,
+            "MEMORY_AGENT_SCREENSHOTS": folder,
+            "MEMORY_AGENT_REQUIRE_BROWSER": "1",
+        }
         test = "tests/browser/test_inspector_browser.py::test_every_page_opens_and_is_screenshotted"
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
-                              cwd=ROOT, env=environ, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+            cwd=ROOT,
+            env=environ,
+            check=False,
+        )
         if done.returncode != 0:
             print("the page walk failed; no screenshot was copied", file=sys.stderr)
             return done.returncode

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspector_pages import PAGES, SEARCH_MODES, agent_path, block_path, data_page, hits, open_page, walk
+from inspector_pages import (
+    PAGES,
+    SEARCH_MODES,
+    agent_path,
+    block_path,
+    data_page,
+    hits,
+    open_page,
+    walk,
+)
 from inspector_seed import (
     AGENT,
     EDITED_BLOCK,
@@ -35,7 +44,8 @@ from memory_agent.testing.ui_process import UiServer
 
 pytestmark = pytest.mark.sqlite_only(
     reason="reads the server's memory.db with sqlite3 to see each write land; the same pages on "
-           "PostgreSQL are walked by tests/browser/test_inspector_postgres.py")
+    "PostgreSQL are walked by tests/browser/test_inspector_postgres.py"
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +64,11 @@ def db(sqlite_store: tuple[Path, Seeded]) -> Iterator[sqlite3.Connection]:
 
 
 def block_value(db: sqlite3.Connection, label: str, agent: str = AGENT) -> tuple[str, int]:
-    row = db.execute("SELECT b.value, b.in_prompt FROM blocks b JOIN agent_blocks a USING (block_id)"
-                     " WHERE a.agent_id = ? AND a.label = ?", (agent, label)).fetchone()
+    row = db.execute(
+        "SELECT b.value, b.in_prompt FROM blocks b JOIN agent_blocks a USING (block_id)"
+        " WHERE a.agent_id = ? AND a.label = ?",
+        (agent, label),
+    ).fetchone()
     assert row is not None, f"no block {label!r} for {agent}"
     return str(row[0]), int(row[1])
 
@@ -67,7 +80,9 @@ def submit(page: Any, form: str) -> Any:
     return navigation.value
 
 
-def test_every_page_opens_and_is_screenshotted(page: Any, ui: UiServer, screenshot_dir: Path) -> None:
+def test_every_page_opens_and_is_screenshotted(
+    page: Any, ui: UiServer, screenshot_dir: Path
+) -> None:
     shots = walk(page, ui, screenshot_dir / "sqlite")
     assert len(shots) == len(PAGES)
 
@@ -80,27 +95,35 @@ def test_the_journal_filters_by_author(page: Any, ui: UiServer) -> None:
     open_page(page, ui, agent_path("/journal?author_kind=model"))
     text = page.inner_text("main#page")
     assert "Peppers planted" in text and "Retro on Fridays" not in text
-    assert set(page.locator(".entry").evaluate_all("els => els.map(e => e.dataset.authorKind)")) == {"model"}
+    assert set(
+        page.locator(".entry").evaluate_all("els => els.map(e => e.dataset.authorKind)")
+    ) == {"model"}
 
 
-def test_the_conversation_shows_the_summary_where_it_replaced_messages(page: Any, ui: UiServer) -> None:
+def test_the_conversation_shows_the_summary_where_it_replaced_messages(
+    page: Any, ui: UiServer
+) -> None:
     open_page(page, ui, agent_path("/conversation"))
     items = page.locator("ol.conversation > li").evaluate_all(
         "els => els.map(e => ({summary: e.classList.contains('summary-item'), id: e.dataset.messageId,"
         " compacted: e.classList.contains('compacted'),"
-        " spoken: e.classList.contains('role-user') || e.classList.contains('role-assistant'), text: e.innerText}))")
+        " spoken: e.classList.contains('role-user') || e.classList.contains('role-assistant'), text: e.innerText}))"
+    )
     summaries = [index for index, item in enumerate(items) if item["summary"]]
     assert len(summaries) == 1 and SUMMARY in items[summaries[0]]["text"]
-    before, after = items[:summaries[0]], items[summaries[0] + 1:]
+    before, after = items[: summaries[0]], items[summaries[0] + 1 :]
     assert before and all(item["compacted"] for item in before if item["spoken"])
     assert after and not any(item["compacted"] for item in after if item["spoken"])
-    assert "Message 0:" in before[0]["text"] and "And what about the garden?" in page.inner_text("main#page")
+    assert "Message 0:" in before[0]["text"] and "And what about the garden?" in page.inner_text(
+        "main#page"
+    )
     ids = [int(item["id"]) for item in items if not item["summary"]]
     assert ids == sorted(ids), "messages out of order"
 
 
 def test_editing_a_block_in_the_form_reaches_sqlite_and_undo_restores_it(
-        page: Any, ui: UiServer, db: sqlite3.Connection) -> None:
+    page: Any, ui: UiServer, db: sqlite3.Connection
+) -> None:
     assert block_value(db, EDITED_BLOCK)[0] == HUMAN_TEXT
     open_page(page, ui, block_path(EDITED_BLOCK))
     assert page.locator("form[data-form=edit] textarea[name=value]").input_value() == HUMAN_TEXT
@@ -112,8 +135,11 @@ def test_editing_a_block_in_the_form_reaches_sqlite_and_undo_restores_it(
     assert response.status == 200 and data_page(page) != "error", page.inner_text("main#page")
     assert page.locator("p.flash").count() == 1
     assert block_value(db, EDITED_BLOCK)[0] == edited
-    author = db.execute("SELECT author_kind FROM journal WHERE agent_id = ? AND label = ? ORDER BY entry_id DESC"
-                        " LIMIT 1", (AGENT, EDITED_BLOCK)).fetchone()
+    author = db.execute(
+        "SELECT author_kind FROM journal WHERE agent_id = ? AND label = ? ORDER BY entry_id DESC"
+        " LIMIT 1",
+        (AGENT, EDITED_BLOCK),
+    ).fetchone()
     assert author == ("person",), "the UI's edit is journalled as its user's"
     newest = page.locator("li.version").first
     assert newest.locator(".diff .add").all_inner_texts() == [f"+{edited}"]
@@ -127,7 +153,9 @@ def test_editing_a_block_in_the_form_reaches_sqlite_and_undo_restores_it(
     assert page.locator("form[data-form=edit] textarea[name=value]").input_value() == HUMAN_TEXT
 
 
-def test_a_stale_edit_is_refused_and_changes_nothing(chromium: Any, ui: UiServer, db: sqlite3.Connection) -> None:
+def test_a_stale_edit_is_refused_and_changes_nothing(
+    chromium: Any, ui: UiServer, db: sqlite3.Connection
+) -> None:
     context = chromium.new_context()
     try:
         first, second = context.new_page(), context.new_page()
@@ -143,12 +171,16 @@ def test_a_stale_edit_is_refused_and_changes_nothing(chromium: Any, ui: UiServer
 
         assert block_value(db, "projects/garden")[0] == before + " Beans too."
         shown = second.inner_text("main#page")
-        assert "version" in shown.lower(), f"the refusal does not say the block changed meanwhile: {shown[:500]}"
+        assert "version" in shown.lower(), (
+            f"the refusal does not say the block changed meanwhile: {shown[:500]}"
+        )
     finally:
         context.close()
 
 
-def test_moving_a_block_between_in_prompt_and_on_demand(page: Any, ui: UiServer, db: sqlite3.Connection) -> None:
+def test_moving_a_block_between_in_prompt_and_on_demand(
+    page: Any, ui: UiServer, db: sqlite3.Connection
+) -> None:
     assert block_value(db, "notes/ideas")[1] == 0
     open_page(page, ui, block_path("notes/ideas"))
     submit(page, "placement")
@@ -167,14 +199,23 @@ SIGNALS = {
     "keyword": {"score", "keyword rank", "keyword score"},
     "vector": {"score", "vector rank", "similarity"},
     "hybrid": {"score", "keyword rank", "keyword score", "vector rank", "similarity", "fused"},
-    "scored": {"score", "keyword rank", "vector rank", "similarity", "fused", "recency", "importance"},
+    "scored": {
+        "score",
+        "keyword rank",
+        "vector rank",
+        "similarity",
+        "fused",
+        "recency",
+        "importance",
+    },
 }
 """Per mode, the signals whose figures the hits of the search word must show (numbers, not dashes)."""
 
 
 @pytest.mark.parametrize("mode", SEARCH_MODES)
-def test_search_shows_each_hits_scores(page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded],
-                                       mode: str) -> None:
+def test_search_shows_each_hits_scores(
+    page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded], mode: str
+) -> None:
     _, seeded = sqlite_store
     open_page(page, ui, agent_path(f"/search?q={SEARCH_WORD}&mode={mode}"))
     assert data_page(page) == "search"
@@ -185,19 +226,24 @@ def test_search_shows_each_hits_scores(page: Any, ui: UiServer, sqlite_store: tu
     top = {hit["passage_id"] for hit in found[:2]}
     assert top == lisbon if mode != "vector" else top & lisbon, [hit["text"][:60] for hit in found]
     scores = [hit["scores"]["score"] for hit in found]
-    assert all(score is not None for score in scores) and scores == sorted(scores, reverse=True), scores
+    assert all(score is not None for score in scores) and scores == sorted(scores, reverse=True), (
+        scores
+    )
     for hit in found:
         if hit["passage_id"] in lisbon:
             missing = {name for name in SIGNALS[mode] if hit["scores"].get(name) is None}
-            assert not missing, f"a {mode} hit of {SEARCH_WORD!r} shows no {sorted(missing)}: {hit['scores']}"
+            assert not missing, (
+                f"a {mode} hit of {SEARCH_WORD!r} shows no {sorted(missing)}: {hit['scores']}"
+            )
             if "keyword rank" in SIGNALS[mode]:
                 assert hit["scores"]["keyword rank"] in {1, 2}
         elif mode in {"keyword"}:
             raise AssertionError(f"keyword search for {SEARCH_WORD!r} found {hit['text'][:60]!r}")
 
 
-def test_deleting_a_passage_from_the_search_page(page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded],
-                                                 db: sqlite3.Connection) -> None:
+def test_deleting_a_passage_from_the_search_page(
+    page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded], db: sqlite3.Connection
+) -> None:
     _, seeded = sqlite_store
     target = seeded.passage_ids["The quarterly tax return is due at the end of July."]
     open_page(page, ui, agent_path("/search?q=quarterly&mode=keyword"))
@@ -206,32 +252,52 @@ def test_deleting_a_passage_from_the_search_page(page: Any, ui: UiServer, sqlite
     with page.expect_navigation(wait_until="load"):
         hit.locator("form[data-form=delete] [type=submit]").click()
     assert page.locator("p.flash").count() == 1
-    assert db.execute("SELECT COUNT(*) FROM passages WHERE passage_id = ?", (target,)).fetchone() == (0,)
-    assert db.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (AGENT,)).fetchone() == (len(PASSAGES) - 1,)
+    assert db.execute(
+        "SELECT COUNT(*) FROM passages WHERE passage_id = ?", (target,)
+    ).fetchone() == (0,)
+    assert db.execute("SELECT COUNT(*) FROM passages WHERE agent_id = ?", (AGENT,)).fetchone() == (
+        len(PASSAGES) - 1,
+    )
 
 
-@pytest.mark.parametrize(("label", "text"), [(SCRIPT_BLOCK, SCRIPT_TEXT), (TEXTAREA_BLOCK, TEXTAREA_TEXT)])
+@pytest.mark.parametrize(
+    ("label", "text"), [(SCRIPT_BLOCK, SCRIPT_TEXT), (TEXTAREA_BLOCK, TEXTAREA_TEXT)]
+)
 def test_markup_in_a_block_shows_as_text(page: Any, ui: UiServer, label: str, text: str) -> None:
-    for path, shows_value in ((agent_path(), False), (block_path(label), True), (agent_path("/prompt"), False),
-                              (agent_path("/journal"), True)):
+    for path, shows_value in (
+        (agent_path(), False),
+        (block_path(label), True),
+        (agent_path("/prompt"), False),
+        (agent_path("/journal"), True),
+    ):
         open_page(page, ui, path)
-        assert page.evaluate("() => typeof window.__pwned") == "undefined", f"{path} ran the block's script"
-        assert page.locator("b").evaluate_all("els => els.filter(e => e.textContent === 'x').length") == 0, \
-            f"{path} rendered the block's <b> as markup"
+        assert page.evaluate("() => typeof window.__pwned") == "undefined", (
+            f"{path} ran the block's script"
+        )
+        assert (
+            page.locator("b").evaluate_all("els => els.filter(e => e.textContent === 'x').length")
+            == 0
+        ), f"{path} rendered the block's <b> as markup"
         if shows_value:
-            assert text in page.inner_text("main#page"), f"{path} does not show the block's text as text"
+            assert text in page.inner_text("main#page"), (
+                f"{path} does not show the block's text as text"
+            )
     open_page(page, ui, block_path(label))
     assert page.locator("form[data-form=edit] textarea[name=value]").input_value() == text
 
 
-def test_the_prompt_page_shows_the_exact_prompt(page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded]) -> None:
+def test_the_prompt_page_shows_the_exact_prompt(
+    page: Any, ui: UiServer, sqlite_store: tuple[Path, Seeded]
+) -> None:
     """What the page shows is, character for character, what the model would get now (markup in
     a block escaped by the prompt's own rendering, and shown as that text)."""
     storage, _ = sqlite_store
     open_page(page, ui, agent_path("/prompt"))
     shown = page.locator("pre.prompt").text_content()
-    with MemoryManager(agent_id=AGENT, settings=Settings.from_env({"PERSIST_DIRECTORY": str(storage)},
-                                                                   env_file=None)) as memory:
+    with MemoryManager(
+        agent_id=AGENT,
+        settings=Settings.from_env({"PERSIST_DIRECTORY": str(storage)}, env_file=None),
+    ) as memory:
         expected = memory.get_system_prompt_addition(mark_seen=False)
     assert shown is not None and shown.strip() == expected.strip()
     assert page.evaluate("() => typeof window.__pwned") == "undefined"
@@ -239,11 +305,15 @@ def test_the_prompt_page_shows_the_exact_prompt(page: Any, ui: UiServer, sqlite_
     assert int(tokens.replace(",", "")) > 100
 
 
-def test_a_post_with_a_tampered_csrf_token_is_refused(page: Any, ui: UiServer, db: sqlite3.Connection) -> None:
+def test_a_post_with_a_tampered_csrf_token_is_refused(
+    page: Any, ui: UiServer, db: sqlite3.Connection
+) -> None:
     before = block_value(db, EDITED_BLOCK)[0]
     open_page(page, ui, block_path(EDITED_BLOCK))
     page.fill("form[data-form=edit] textarea[name=value]", "Forged by another page.")
-    page.evaluate("() => { document.querySelector('form[data-form=edit] input[name=csrf_token]').value = 'tampered'; }")
+    page.evaluate(
+        "() => { document.querySelector('form[data-form=edit] input[name=csrf_token]').value = 'tampered'; }"
+    )
 
     response = submit(page, "edit")
 
@@ -252,8 +322,9 @@ def test_a_post_with_a_tampered_csrf_token_is_refused(page: Any, ui: UiServer, d
     assert block_value(db, EDITED_BLOCK)[0] == before
 
 
-def test_a_post_carrying_another_sessions_token_is_refused(chromium: Any, page: Any, ui: UiServer,
-                                                         db: sqlite3.Connection) -> None:
+def test_a_post_carrying_another_sessions_token_is_refused(
+    chromium: Any, page: Any, ui: UiServer, db: sqlite3.Connection
+) -> None:
     """A token read off one session's page does not work from another session (another site's page
     posting with its own cookies)."""
     before = block_value(db, EDITED_BLOCK)[0]
@@ -263,8 +334,14 @@ def test_a_post_carrying_another_sessions_token_is_refused(chromium: Any, page: 
     assert token
     stranger = chromium.new_context()
     try:
-        answer = stranger.request.post(ui.page(block_path(EDITED_BLOCK)), form={
-            "value": "Forged by another session.", "expected_version": version or "", "csrf_token": token})
+        answer = stranger.request.post(
+            ui.page(block_path(EDITED_BLOCK)),
+            form={
+                "value": "Forged by another session.",
+                "expected_version": version or "",
+                "csrf_token": token,
+            },
+        )
         assert answer.status in {400, 403}, answer.status
     finally:
         stranger.close()

@@ -20,12 +20,18 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def pg_store(postgres_cluster: PostgresCluster, postgres_template: str,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def pg_store(
+    postgres_cluster: PostgresCluster,
+    postgres_template: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, str]]:
     """A database of its own (a copy of the migrated template) seeded with the inspector's data;
     the vectors live in PERSIST_DIRECTORY, which the server is given too."""
     url = postgres_cluster.database_url(template=postgres_template)
-    store = {"PERSIST_DIRECTORY": str(tmp_path_factory.mktemp("inspector-pg")), "MEMORY_DATABASE_URL": url}
+    store = {
+        "PERSIST_DIRECTORY": str(tmp_path_factory.mktemp("inspector-pg")),
+        "MEMORY_DATABASE_URL": url,
+    }
     seed(store)
     yield store
     postgres_cluster.drop(url)
@@ -33,8 +39,10 @@ def pg_store(postgres_cluster: PostgresCluster, postgres_template: str,
 
 @pytest.fixture(scope="module")
 def ui(pg_store: dict[str, str], start_ui: Any) -> UiServer:
-    return start_ui(database_url=pg_store["MEMORY_DATABASE_URL"],
-                    environ={"PERSIST_DIRECTORY": pg_store["PERSIST_DIRECTORY"]})
+    return start_ui(
+        database_url=pg_store["MEMORY_DATABASE_URL"],
+        environ={"PERSIST_DIRECTORY": pg_store["PERSIST_DIRECTORY"]},
+    )
 
 
 def human_value(store: dict[str, str]) -> str:

@@ -36,15 +36,26 @@ def run(storage: Path, request: pytest.FixtureRequest) -> Invoke:
             databases[directory] = request.getfixturevalue("postgres_cluster").database_url("cli")
         return ["--database-url", databases[directory]]
 
-    def invoke(*args: str, input: str | None = None, env: Mapping[str, str] | None = None,
-               storage_dir: Path | None = None) -> Result:
+    def invoke(
+        *args: str,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+        storage_dir: Path | None = None,
+    ) -> Result:
         runner = CliRunner()
         directory = storage_dir or storage
-        result = runner.invoke(cli, ["--storage-dir", str(directory), *database_of(directory), *args], input=input,
-                               env=dict(env or {}), catch_exceptions=True)
+        result = runner.invoke(
+            cli,
+            ["--storage-dir", str(directory), *database_of(directory), *args],
+            input=input,
+            env=dict(env or {}),
+            catch_exceptions=True,
+        )
         if result.exception is not None and not isinstance(result.exception, SystemExit):
-            raise AssertionError(f"memory-agent {' '.join(args)} raised instead of reporting an error:\n"
-                                 f"{result.output}") from result.exception
+            raise AssertionError(
+                f"memory-agent {' '.join(args)} raised instead of reporting an error:\n"
+                f"{result.output}"
+            ) from result.exception
         return result
 
     return invoke
@@ -61,7 +72,9 @@ def initialised(run: Invoke) -> Invoke:
 @pytest.fixture
 def open_store(storage: Path) -> Callable[[str], MemoryManager]:
     """Open the test's storage dir in Python, as an agent's own code would."""
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
+    settings = Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None
+    )
     return lambda agent_id: MemoryManager(agent_id=agent_id, settings=settings)
 
 

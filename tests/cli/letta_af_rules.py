@@ -18,19 +18,78 @@ from typing import Any
 
 __all__ = ["letta_errors"]
 
-_SECTIONS = {"agents": "agent", "groups": "group", "blocks": "block", "files": "file", "sources": "source",
-             "tools": "tool", "mcp_servers": "mcp_server"}
+_SECTIONS = {
+    "agents": "agent",
+    "groups": "group",
+    "blocks": "block",
+    "files": "file",
+    "sources": "source",
+    "tools": "tool",
+    "mcp_servers": "mcp_server",
+}
 _ROLES = {"assistant", "user", "tool", "function", "system", "approval", "summary"}
-_AGENT_TYPES = {"memgpt_agent", "memgpt_v2_agent", "letta_v1_agent", "react_agent", "workflow_agent",
-                "split_thread_agent", "sleeptime_agent", "voice_convo_agent", "voice_sleeptime_agent"}
+_AGENT_TYPES = {
+    "memgpt_agent",
+    "memgpt_v2_agent",
+    "letta_v1_agent",
+    "react_agent",
+    "workflow_agent",
+    "split_thread_agent",
+    "sleeptime_agent",
+    "voice_convo_agent",
+    "voice_sleeptime_agent",
+}
 _MANAGER_TYPES = {"round_robin", "supervisor", "dynamic", "sleeptime", "voice_sleeptime", "swarm"}
-_LLM_ENDPOINTS = {"openai", "anthropic", "google_ai", "google_vertex", "azure", "groq", "ollama", "webui",
-                  "webui-legacy", "lmstudio", "lmstudio-legacy", "lmstudio-chatcompletions", "llamacpp",
-                  "koboldcpp", "vllm", "hugging-face", "minimax", "mistral", "together", "bedrock", "deepseek",
-                  "xai", "zai", "baseten", "fireworks", "openrouter", "chatgpt_oauth"}
-_EMBEDDING_ENDPOINTS = {"openai", "anthropic", "bedrock", "google_ai", "google_vertex", "azure", "groq",
-                        "ollama", "webui", "webui-legacy", "lmstudio", "lmstudio-legacy", "llamacpp", "koboldcpp",
-                        "vllm", "hugging-face", "mistral", "together", "pinecone"}
+_LLM_ENDPOINTS = {
+    "openai",
+    "anthropic",
+    "google_ai",
+    "google_vertex",
+    "azure",
+    "groq",
+    "ollama",
+    "webui",
+    "webui-legacy",
+    "lmstudio",
+    "lmstudio-legacy",
+    "lmstudio-chatcompletions",
+    "llamacpp",
+    "koboldcpp",
+    "vllm",
+    "hugging-face",
+    "minimax",
+    "mistral",
+    "together",
+    "bedrock",
+    "deepseek",
+    "xai",
+    "zai",
+    "baseten",
+    "fireworks",
+    "openrouter",
+    "chatgpt_oauth",
+}
+_EMBEDDING_ENDPOINTS = {
+    "openai",
+    "anthropic",
+    "bedrock",
+    "google_ai",
+    "google_vertex",
+    "azure",
+    "groq",
+    "ollama",
+    "webui",
+    "webui-legacy",
+    "lmstudio",
+    "lmstudio-legacy",
+    "llamacpp",
+    "koboldcpp",
+    "vllm",
+    "hugging-face",
+    "mistral",
+    "together",
+    "pinecone",
+}
 _PART_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "text": {"text": str},
     "reasoning": {"is_native": bool, "reasoning": str},
@@ -55,7 +114,8 @@ def letta_errors(document: Any) -> list[str]:
     if errors:
         return errors
     if not isinstance(document.get("metadata", {}), Mapping) or not all(
-            isinstance(v, str) for v in document.get("metadata", {}).values()):
+        isinstance(v, str) for v in document.get("metadata", {}).values()
+    ):
         errors.append("'metadata' must map strings to strings")
     errors += _id_errors(document)
     agents = {a.get("id") for a in document["agents"] if isinstance(a, Mapping)}
@@ -87,7 +147,7 @@ def _id_errors(document: Mapping[str, Any]) -> list[str]:
             errors.append(f"{where}: id {item_id!r} should start with '{prefix}-'")
         else:
             try:
-                int(item_id[len(prefix) + 1:])
+                int(item_id[len(prefix) + 1 :])
             except ValueError:
                 errors.append(f"{where}: id {item_id!r} should have an integer suffix")
         if item_id in seen:
@@ -102,8 +162,11 @@ def _id_errors(document: Mapping[str, Any]) -> list[str]:
             check(item.get("id"), prefix, section)
     for agent in document["agents"]:
         for message in agent.get("messages") or [] if isinstance(agent, Mapping) else []:
-            check(message.get("id") if isinstance(message, Mapping) else None, "message",
-                  f"agent {agent.get('id')} messages")
+            check(
+                message.get("id") if isinstance(message, Mapping) else None,
+                "message",
+                f"agent {agent.get('id')} messages",
+            )
     return errors
 
 
@@ -114,13 +177,28 @@ def _block_errors(block: Any) -> list[str]:
     errors = _typed(block, {"label": str, "limit": int}, where, required=True)
     if not isinstance(block.get("value", ""), (str, type(None))):
         errors.append(f"{where}: value must be text")
-    errors += _typed(block, {"read_only": bool, "is_template": bool, "description": (str, type(None)),
-                             "metadata": (dict, type(None))}, where, required=False)
+    errors += _typed(
+        block,
+        {
+            "read_only": bool,
+            "is_template": bool,
+            "description": (str, type(None)),
+            "metadata": (dict, type(None)),
+        },
+        where,
+        required=False,
+    )
     return errors
 
 
-def _agent_errors(agent: Any, blocks: set[Any], groups: set[Any], tools: set[Any], sources: set[Any],
-                  files: set[Any]) -> list[str]:
+def _agent_errors(
+    agent: Any,
+    blocks: set[Any],
+    groups: set[Any],
+    tools: set[Any],
+    sources: set[Any],
+    files: set[Any],
+) -> list[str]:
     if not isinstance(agent, Mapping):
         return ["an agent is not an object"]
     where = f"agent {agent.get('id')}"
@@ -130,24 +208,50 @@ def _agent_errors(agent: Any, blocks: set[Any], groups: set[Any], tools: set[Any
         errors.append(f"{where}: name {name!r} has characters Letta refuses")
     if agent.get("agent_type", "letta_v1_agent") not in _AGENT_TYPES:
         errors.append(f"{where}: unknown agent_type {agent.get('agent_type')!r}")
-    errors += _typed(agent, {"system": (str, type(None)), "description": (str, type(None)),
-                             "metadata": (dict, type(None)), "tags": (list, type(None))}, where, required=False)
+    errors += _typed(
+        agent,
+        {
+            "system": (str, type(None)),
+            "description": (str, type(None)),
+            "metadata": (dict, type(None)),
+            "tags": (list, type(None)),
+        },
+        where,
+        required=False,
+    )
     for key in ("model", "embedding"):
         handle = agent.get(key)
-        if handle and (not isinstance(handle, str) or "/" not in handle or not all(handle.split("/", 1))):
+        if handle and (
+            not isinstance(handle, str) or "/" not in handle or not all(handle.split("/", 1))
+        ):
             errors.append(f"{where}: {key} {handle!r} is not a provider/model-name handle")
-    errors += _config_errors(agent.get("llm_config"), {"model": str, "context_window": int},
-                             "model_endpoint_type", _LLM_ENDPOINTS, f"{where} llm_config")
-    errors += _config_errors(agent.get("embedding_config"), {"embedding_model": str, "embedding_dim": int},
-                             "embedding_endpoint_type", _EMBEDDING_ENDPOINTS, f"{where} embedding_config")
+    errors += _config_errors(
+        agent.get("llm_config"),
+        {"model": str, "context_window": int},
+        "model_endpoint_type",
+        _LLM_ENDPOINTS,
+        f"{where} llm_config",
+    )
+    errors += _config_errors(
+        agent.get("embedding_config"),
+        {"embedding_model": str, "embedding_dim": int},
+        "embedding_endpoint_type",
+        _EMBEDDING_ENDPOINTS,
+        f"{where} embedding_config",
+    )
     for key, known in (("block_ids", blocks), ("tool_ids", tools), ("source_ids", sources)):
         for ref in agent.get(key) or []:
             if ref not in known:
                 errors.append(f"{where}: {key} names {ref!r}, which the file does not hold")
     for link in agent.get("files_agents") or []:
-        if (link.get("file_id") not in files or link.get("source_id") not in sources
-                or link.get("agent_id") != agent.get("id")):
-            errors.append(f"{where}: a files_agents entry names a file, source or agent the file does not hold")
+        if (
+            link.get("file_id") not in files
+            or link.get("source_id") not in sources
+            or link.get("agent_id") != agent.get("id")
+        ):
+            errors.append(
+                f"{where}: a files_agents entry names a file, source or agent the file does not hold"
+            )
     messages = [m for m in agent.get("messages") or [] if isinstance(m, Mapping)]
     own = {m.get("id") for m in messages}
     for ref in agent.get("in_context_message_ids") or []:
@@ -158,7 +262,9 @@ def _agent_errors(agent: Any, blocks: set[Any], groups: set[Any], tools: set[Any
     return errors
 
 
-def _config_errors(config: Any, fields: Mapping[str, type], kind_key: str, kinds: set[str], where: str) -> list[str]:
+def _config_errors(
+    config: Any, fields: Mapping[str, type], kind_key: str, kinds: set[str], where: str
+) -> list[str]:
     if config is None:
         return []
     if not isinstance(config, Mapping):
@@ -184,10 +290,17 @@ def _message_errors(message: Mapping[str, Any], where: str) -> list[str]:
         errors += _typed(part, _PART_FIELDS[kind], f"{where} {kind} part", required=True)
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, Mapping) else None
-        if (not isinstance(call, Mapping) or not isinstance(call.get("id"), str) or call.get("type") != "function"
-                or not isinstance(function, Mapping) or not isinstance(function.get("name"), str)
-                or not isinstance(function.get("arguments"), str)):
-            errors.append(f"{where}: a tool call is not {{id, type: function, function: {{name, arguments}}}}")
+        if (
+            not isinstance(call, Mapping)
+            or not isinstance(call.get("id"), str)
+            or call.get("type") != "function"
+            or not isinstance(function, Mapping)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments"), str)
+        ):
+            errors.append(
+                f"{where}: a tool call is not {{id, type: function, function: {{name, arguments}}}}"
+            )
     for returned in message.get("tool_returns") or []:
         if not isinstance(returned, Mapping) or returned.get("status") not in ("success", "error"):
             errors.append(f"{where}: a tool return needs status 'success' or 'error'")
@@ -209,16 +322,27 @@ def _group_errors(group: Any, agents: set[Any]) -> list[str]:
     config = group.get("manager_config") or {}
     if config.get("manager_type", "round_robin") not in _MANAGER_TYPES:
         errors.append(f"{where}: unknown manager_type {config.get('manager_type')!r}")
-    if config.get("manager_type", "round_robin") not in ("round_robin", "swarm") and config.get(
-            "manager_agent_id") not in agents:
-        errors.append(f"{where}: manager_agent_id {config.get('manager_agent_id')!r} is not an agent of the file")
+    if (
+        config.get("manager_type", "round_robin") not in ("round_robin", "swarm")
+        and config.get("manager_agent_id") not in agents
+    ):
+        errors.append(
+            f"{where}: manager_agent_id {config.get('manager_agent_id')!r} is not an agent of the file"
+        )
     if group.get("shared_block_ids"):
-        errors.append(f"{where}: Letta checks shared_block_ids as database ids; a file's block ids fail")
+        errors.append(
+            f"{where}: Letta checks shared_block_ids as database ids; a file's block ids fail"
+        )
     return errors
 
 
-def _typed(item: Mapping[str, Any], fields: Mapping[str, type | tuple[type, ...]], where: str, *,
-           required: bool) -> list[str]:
+def _typed(
+    item: Mapping[str, Any],
+    fields: Mapping[str, type | tuple[type, ...]],
+    where: str,
+    *,
+    required: bool,
+) -> list[str]:
     errors = []
     for key, kind in fields.items():
         if key not in item:

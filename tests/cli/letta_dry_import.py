@@ -34,9 +34,11 @@ def letta_import_errors(document: Any) -> list[str]:
     except Exception as error:  # noqa: BLE001 - any refusal is the finding
         return [f"{type(error).__name__}: {error}"]
     errors: list[str] = []
-    database = {item.id: f"{item.id.split('-')[0]}-{uuid.uuid4()}"
-                for section in (schema.agents, schema.blocks, schema.tools, schema.sources, schema.groups)
-                for item in section}
+    database = {
+        item.id: f"{item.id.split('-')[0]}-{uuid.uuid4()}"
+        for section in (schema.agents, schema.blocks, schema.tools, schema.sources, schema.groups)
+        for item in section
+    }
     for agent in schema.agents:
         data = agent.model_dump(exclude={"id", "in_context_message_ids", "messages"})
         for key in ("tool_ids", "block_ids", "source_ids"):
@@ -46,7 +48,9 @@ def letta_import_errors(document: Any) -> list[str]:
             CreateAgent(**data)
             ids = {}
             for message in agent.messages:
-                built = Message(**{**message.model_dump(exclude={"id", "type"}), "agent_id": database[agent.id]})
+                built = Message(
+                    **{**message.model_dump(exclude={"id", "type"}), "agent_id": database[agent.id]}
+                )
                 ids[message.id] = built.id
             [ids[ref] for ref in agent.in_context_message_ids]
         except Exception as error:  # noqa: BLE001
@@ -56,7 +60,9 @@ def letta_import_errors(document: Any) -> list[str]:
         try:
             data["agent_ids"] = [database[ref] for ref in data["agent_ids"]]
             if "manager_agent_id" in data["manager_config"]:
-                data["manager_config"]["manager_agent_id"] = database[data["manager_config"]["manager_agent_id"]]
+                data["manager_config"]["manager_agent_id"] = database[
+                    data["manager_config"]["manager_agent_id"]
+                ]
             GroupCreate(**data)
         except Exception as error:  # noqa: BLE001
             errors.append(f"group {group.id}: {type(error).__name__}: {error}")

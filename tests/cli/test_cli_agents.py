@@ -14,12 +14,15 @@ from memory_agent import MemoryManager
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
-def test_init_creates_storage_and_a_default_agent(run: Callable[..., Result], storage: Path, backend: str) -> None:
+def test_init_creates_storage_and_a_default_agent(
+    run: Callable[..., Result], storage: Path, backend: str
+) -> None:
     result = run("init", "--persona", "I am Sam.")
     assert result.exit_code == 0, result.output
     # On PostgreSQL the server holds the memory: no database file in the storage dir.
-    assert "Created agent" in result.output and (storage / "memory.db").is_file() == (backend == "sqlite")
+    assert "Created agent" in result.output and (storage / "memory.db").is_file() == (
+        backend == "sqlite"
+    )
     again = run("--json", "init")
     data = json.loads(again.stdout)
     assert again.exit_code == 0 and data["created"] is False and data["agent"]["is_default"] is True
@@ -28,8 +31,9 @@ def test_init_creates_storage_and_a_default_agent(run: Callable[..., Result], st
 
 
 @pytest.mark.empty_database
-def test_commands_before_init_say_to_run_init(run: Callable[..., Result], error_of: Callable[[Result], str],
-                                               storage: Path) -> None:
+def test_commands_before_init_say_to_run_init(
+    run: Callable[..., Result], error_of: Callable[[Result], str], storage: Path
+) -> None:
     line = error_of(run("blocks", "list"))
     assert "No memory-agent storage" in line and "memory-agent init" in line
     assert not storage.exists()  # looking did not create anything
@@ -40,7 +44,10 @@ def test_agents_list_create_show_delete(initialised: Callable[..., Result]) -> N
     created = run("agents", "create", "bob", "--name", "Bob", "--human", "Bob's user")
     assert created.exit_code == 0, created.output
     listed = json.loads(run("--json", "agents", "list").stdout)
-    assert [(a["agent_id"], a["is_default"], a["blocks"]) for a in listed] == [("ada", True, 2), ("bob", False, 2)]
+    assert [(a["agent_id"], a["is_default"], a["blocks"]) for a in listed] == [
+        ("ada", True, 2),
+        ("bob", False, 2),
+    ]
     table = run("agents", "list").stdout
     assert "ada" in table and "Bob" in table
     shown = json.loads(run("--json", "agents", "show", "bob").stdout)
@@ -52,7 +59,8 @@ def test_agents_list_create_show_delete(initialised: Callable[..., Result]) -> N
 
 
 def test_agents_delete_removes_its_memory_and_keeps_shared_blocks(
-        initialised: Callable[..., Result], open_store: Callable[[str], MemoryManager]) -> None:
+    initialised: Callable[..., Result], open_store: Callable[[str], MemoryManager]
+) -> None:
     run = initialised
     run("agents", "create", "bob")
     with open_store("ada") as memory:
@@ -72,9 +80,14 @@ def test_agents_delete_can_be_declined(initialised: Callable[..., Result]) -> No
     assert initialised("agents", "show", "ada").exit_code == 0
 
 
-def test_unknown_agent_is_one_clear_error(initialised: Callable[..., Result],
-                                          error_of: Callable[[Result], str]) -> None:
-    for args in (("--agent", "nobody", "blocks", "list"), ("agents", "show", "nobody"),
-                 ("agents", "delete", "nobody", "--yes"), ("blocks", "list", "--agent", "nobody")):
+def test_unknown_agent_is_one_clear_error(
+    initialised: Callable[..., Result], error_of: Callable[[Result], str]
+) -> None:
+    for args in (
+        ("--agent", "nobody", "blocks", "list"),
+        ("agents", "show", "nobody"),
+        ("agents", "delete", "nobody", "--yes"),
+        ("blocks", "list", "--agent", "nobody"),
+    ):
         assert "No agent 'nobody'" in error_of(initialised(*args))
     assert "already exists" in error_of(initialised("agents", "create", "ada"))

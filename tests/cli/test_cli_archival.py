@@ -28,8 +28,9 @@ def _remember(run: Run, text: str, *tags: str) -> str:
     return str(json.loads(result.stdout)["id"])
 
 
-def test_remember_recall_forget(initialised: Run, error_of: ErrorOf,
-                                open_store: Callable[[str], MemoryManager]) -> None:
+def test_remember_recall_forget(
+    initialised: Run, error_of: ErrorOf, open_store: Callable[[str], MemoryManager]
+) -> None:
     run = initialised
     boat = _remember(run, "Ada's boat is a blue sloop called Petrel", "boats")
     _remember(run, "Ada's sister lives in Lisbon and teaches piano", "family")
@@ -37,25 +38,34 @@ def test_remember_recall_forget(initialised: Run, error_of: ErrorOf,
     assert listed.exit_code == 0, listed.output
     assert "Petrel" in listed.stdout and "score" in listed.stdout and boat in listed.stdout
     hits = json.loads(run("--json", "recall", "sailing boat", "--mode", "vector").stdout)
-    assert hits[0]["id"] == boat and hits[0]["score"] > 0 and hits[0]["vector_similarity"] is not None
+    assert (
+        hits[0]["id"] == boat and hits[0]["score"] > 0 and hits[0]["vector_similarity"] is not None
+    )
     keyword = json.loads(run("--json", "recall", "Lisbon", "--mode", "keyword").stdout)
     assert [h["content"] for h in keyword] == ["Ada's sister lives in Lisbon and teaches piano"]
-    tagged = json.loads(run("--json", "recall", "Ada", "--tag", "boats", "--mode", "keyword").stdout)
+    tagged = json.loads(
+        run("--json", "recall", "Ada", "--tag", "boats", "--mode", "keyword").stdout
+    )
     assert [h["id"] for h in tagged] == [boat]
     assert len(json.loads(run("--json", "passages").stdout)) == 2
     assert run("forget", boat).exit_code == 0
     assert json.loads(run("--json", "recall", "Petrel", "--mode", "keyword").stdout) == []
     with open_store("ada") as memory:
         entry = memory.journal(agent_id="ada", limit=1)[0]
-        assert (entry.action, entry.target_id, entry.old_value) == ("delete_passage", boat,
-                                                                   "Ada's boat is a blue sloop called Petrel")
+        assert (entry.action, entry.target_id, entry.old_value) == (
+            "delete_passage",
+            boat,
+            "Ada's boat is a blue sloop called Petrel",
+        )
     assert "no archival passage" in error_of(run("forget", boat))
     assert "Nothing found." in run("recall", "zeppelin", "--mode", "keyword").stdout
 
 
 def test_remember_with_context_is_found_by_it_and_never_shows_it(initialised: Run) -> None:
     run = initialised
-    result = run("--json", "remember", "Yes, twice!", "--context", "Have you been to the Grand Canyon?")
+    result = run(
+        "--json", "remember", "Yes, twice!", "--context", "Have you been to the Grand Canyon?"
+    )
     assert result.exit_code == 0, result.output
     passage_id = json.loads(result.stdout)["id"]
     hits = json.loads(run("--json", "recall", "Canyon", "--mode", "keyword").stdout)
@@ -64,7 +74,9 @@ def test_remember_with_context_is_found_by_it_and_never_shows_it(initialised: Ru
     assert "Grand" not in json.dumps(hits) and "Grand" not in run("--json", "passages").stdout
 
 
-def test_passages_survive_export_and_import(initialised: Run, storage: Path, tmp_path: Path) -> None:
+def test_passages_survive_export_and_import(
+    initialised: Run, storage: Path, tmp_path: Path
+) -> None:
     run = initialised
     first = _remember(run, "The launch is on the fifth of May", "plans")
     _remember(run, "Ada prefers tea to coffee")
@@ -75,10 +87,13 @@ def test_passages_survive_export_and_import(initialised: Run, storage: Path, tmp
     assert imported.exit_code == 0 and "2 passages" in imported.stdout, imported.output
     original = json.loads(run("--json", "passages").stdout)
     copied = json.loads(run("--json", "passages", storage_dir=target).stdout)
-    assert [(p["id"], p["content"], p["tags"], p["created_at"]) for p in copied] == \
-        [(p["id"], p["content"], p["tags"], p["created_at"]) for p in original]
+    assert [(p["id"], p["content"], p["tags"], p["created_at"]) for p in copied] == [
+        (p["id"], p["content"], p["tags"], p["created_at"]) for p in original
+    ]
     assert {p["vector_state"] for p in copied} == {"indexed"}  # vectors were written on import
-    hits = json.loads(run("--json", "recall", "when is the launch", "--storage-dir", str(target)).stdout)
+    hits = json.loads(
+        run("--json", "recall", "when is the launch", "--storage-dir", str(target)).stdout
+    )
     assert hits[0]["id"] == first
 
 
@@ -93,7 +108,9 @@ def test_remember_says_why_a_passage_was_not_embedded(initialised: Run) -> None:
     assert "Remembered as passage-" in result.stdout
     warning = result.stderr.strip().splitlines()
     assert len(warning) == 1 and warning[0].startswith("Warning: not embedded yet"), result.stderr
-    found = json.loads(initialised("--json", "recall", "Petrel", "--mode", "keyword", env=down).stdout)
+    found = json.loads(
+        initialised("--json", "recall", "Petrel", "--mode", "keyword", env=down).stdout
+    )
     assert [hit["vector_state"] for hit in found] == ["pending"]
     # Once Chroma is back (here: the embedded one), the next command embeds it.
     again = json.loads(initialised("--json", "recall", "Petrel", "--mode", "keyword").stdout)
@@ -101,7 +118,8 @@ def test_remember_says_why_a_passage_was_not_embedded(initialised: Run) -> None:
 
 
 def test_recall_explain_prints_the_signals_and_superseded_passages_on_request(
-        initialised: Run, open_store: Callable[[str], MemoryManager]) -> None:
+    initialised: Run, open_store: Callable[[str], MemoryManager]
+) -> None:
     run = initialised
     old = _remember(run, "Ada lives in Lisbon")
     new = _remember(run, "Ada moved from Lisbon to Porto")
@@ -111,13 +129,26 @@ def test_recall_explain_prints_the_signals_and_superseded_passages_on_request(
     assert shown.exit_code == 0, shown.output
     text = " ".join(shown.stdout.split())
     assert "why: keyword #1" in text and "hybrid score" in text and old not in text
-    hits = json.loads(run("--json", "recall", "Ada Lisbon", "--explain", "--include-superseded",
-                          "--mode", "scored").stdout)
+    hits = json.loads(
+        run(
+            "--json",
+            "recall",
+            "Ada Lisbon",
+            "--explain",
+            "--include-superseded",
+            "--mode",
+            "scored",
+        ).stdout
+    )
     assert {hit["id"] for hit in hits} == {old, new}
     superseded = next(hit for hit in hits if hit["id"] == old)
     assert superseded["superseded_by"] == new
     why = superseded["explanation"]
-    assert why["mode"] == "scored" and why["keyword_rank"] is not None and why["vector_similarity"] is not None
+    assert (
+        why["mode"] == "scored"
+        and why["keyword_rank"] is not None
+        and why["vector_similarity"] is not None
+    )
     assert set(why) >= {"recency", "importance", "access_count", "fused", "score"}
     wide = run("recall", "Ada Lisbon", "--include-superseded")
     assert f"superseded by {new}" in " ".join(wide.stdout.split())  # the terminal may wrap the line

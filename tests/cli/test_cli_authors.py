@@ -36,19 +36,31 @@ def test_a_cli_edit_is_a_persons_not_the_agents(initialised: Run) -> None:
     """The issue's case: `blocks set` was shown as made by the agent."""
     assert initialised("blocks", "set", "human", "Name: Ada").exit_code == 0
     last = _history(initialised, "human")[-1]
-    assert (last["action"], last["author_kind"], last["author"]) == ("update", "person", getpass.getuser())
+    assert (last["action"], last["author_kind"], last["author"]) == (
+        "update",
+        "person",
+        getpass.getuser(),
+    )
     table = initialised("blocks", "history", "human").stdout
     assert "author" in table and f"person {getpass.getuser()}" in table
     entry = _journal(initialised, "--limit", "1")[0]
-    assert (entry["action"], entry["author_kind"], entry["author"]) == ("update", "person", getpass.getuser())
+    assert (entry["action"], entry["author_kind"], entry["author"]) == (
+        "update",
+        "person",
+        getpass.getuser(),
+    )
 
 
 def test_author_option_before_or_after_the_command(initialised: Run) -> None:
     assert initialised("--author", "grace", "blocks", "set", "human", "one").exit_code == 0
     assert initialised("blocks", "append", "human", "two", "--author", "agent:s-9").exit_code == 0
     assert [(v["author_kind"], v["author"]) for v in _history(initialised, "human")[-2:]] == [
-        ("person", "grace"), ("agent", "s-9")]
-    kinds = {(e["action"], e["author_kind"]) for e in _journal(initialised, "--author-kind", "agent")}
+        ("person", "grace"),
+        ("agent", "s-9"),
+    ]
+    kinds = {
+        (e["action"], e["author_kind"]) for e in _journal(initialised, "--author-kind", "agent")
+    }
     assert kinds == {("core_memory_append", "agent")}
     refused = initialised("blocks", "append", "human", "three", "--author", "consolidator:s-9")
     assert refused.exit_code != 0 and "Only the consolidation engine" in refused.output
@@ -72,8 +84,9 @@ def test_an_author_name_with_a_line_break_is_refused(initialised: Run) -> None:
     assert _journal(initialised) == before
 
 
-def test_the_journal_table_is_readable_at_120_columns(initialised: Run,
-                                                      open_store: Callable[[str], MemoryManager]) -> None:
+def test_the_journal_table_is_readable_at_120_columns(
+    initialised: Run, open_store: Callable[[str], MemoryManager]
+) -> None:
     """Long author names (a consolidator's session) and passage ids fold onto further lines; time,
     action and target are never cut and the value column is not squeezed to nothing."""
     memory = open_store("ada")
@@ -90,31 +103,46 @@ def test_the_journal_table_is_readable_at_120_columns(initialised: Run,
     lines = table.splitlines()
     assert all(len(line) <= 120 for line in lines) and "…" not in table
     assert entries[0].created_at[:16].replace("T", " ") in table
-    assert "core_memory_append" in table and "supersede_passage" in table and "agent" not in lines[1]
+    assert (
+        "core_memory_append" in table and "supersede_passage" in table and "agent" not in lines[1]
+    )
     folded = "".join(line.split("│")[5].strip() for line in lines if line.startswith("│"))
     assert old in folded, "the passage id is cut"
-    first_lines = [line.split("│") for line in lines if line.startswith("│") and line.split("│")[1].strip()]
-    assert len(first_lines) == 2 and all(len(cells[6].strip()) >= 10 for cells in first_lines), table
+    first_lines = [
+        line.split("│") for line in lines if line.startswith("│") and line.split("│")[1].strip()
+    ]
+    assert len(first_lines) == 2 and all(len(cells[6].strip()) >= 10 for cells in first_lines), (
+        table
+    )
 
 
 def test_journal_shows_the_model_another_agent_and_an_import(
-        initialised: Run, open_store: Callable[[str], MemoryManager], tmp_path: Path) -> None:
+    initialised: Run, open_store: Callable[[str], MemoryManager], tmp_path: Path
+) -> None:
     with open_store("ada") as memory:
         memory.ensure_agent("bob")
         team = memory.create_block("team", "plan", is_shared=True)
         memory.attach_block("bob", team.block_id)
-        assert not execute_tool(memory, "core_memory_append", {"label": "human", "content": "likes tea"}).is_error
-        assert not execute_tool(memory, "core_memory_append", {"label": "team", "content": "bob's note"},
-                                agent_id="bob").is_error
+        assert not execute_tool(
+            memory, "core_memory_append", {"label": "human", "content": "likes tea"}
+        ).is_error
+        assert not execute_tool(
+            memory, "core_memory_append", {"label": "team", "content": "bob's note"}, agent_id="bob"
+        ).is_error
         with memory.acting_as(Author.other_agent("bob")):
             memory.core_memory_append("human", "bob told ada's memory this")
     table = initialised("journal").stdout
     assert "model ada" in table and "agent bob" in table
     entries = _journal(initialised, "--limit", "2")
-    assert [(e["author_kind"], e["author"]) for e in entries] == [("agent", "bob"), ("model", "ada")]
+    assert [(e["author_kind"], e["author"]) for e in entries] == [
+        ("agent", "bob"),
+        ("model", "ada"),
+    ]
     # bob's model edited the shared block: stored as the model's, shown to ada as another agent's
-    assert (_history(initialised, "team")[-1]["author_kind"], _history(initialised, "team")[-1]["author"]) == (
-        "model", "bob")
+    assert (
+        _history(initialised, "team")[-1]["author_kind"],
+        _history(initialised, "team")[-1]["author"],
+    ) == ("model", "bob")
     assert "agent bob" in initialised("blocks", "history", "team").stdout
     assert "model bob" in initialised("--agent", "bob", "blocks", "history", "team").stdout
     every = _journal(initialised, "--all-agents", "--author-kind", "model")
@@ -125,5 +153,11 @@ def test_journal_shows_the_model_another_agent_and_an_import(
     assert initialised("--agent", "ada-copy", "import", str(exported)).exit_code == 0
     copied = _journal(initialised, "--agent", "ada-copy")
     first = copied[0]
-    assert (first["action"], first["author_kind"], first["author"]) == ("import_agent", "import", "ada.json")
-    assert ("model", "ada") in {(e["author_kind"], e["author"]) for e in copied}  # the file's authors are kept
+    assert (first["action"], first["author_kind"], first["author"]) == (
+        "import_agent",
+        "import",
+        "ada.json",
+    )
+    assert ("model", "ada") in {
+        (e["author_kind"], e["author"]) for e in copied
+    }  # the file's authors are kept

@@ -18,7 +18,6 @@ ErrorOf = Callable[[Result], str]
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def _block(run: Run, label: str) -> dict:
     result = run("--json", "blocks", "show", label)
     assert result.exit_code == 0, result.output
@@ -37,7 +36,9 @@ def test_list_and_show(initialised: Run) -> None:
 
 def test_stored_text_is_printed_as_written_not_as_markup(initialised: Run) -> None:
     initialised("blocks", "set", "human", "Likes [bold]Rust[/bold] and <value> tags")
-    assert "Likes [bold]Rust[/bold] and <value> tags" in initialised("blocks", "show", "human").stdout
+    assert (
+        "Likes [bold]Rust[/bold] and <value> tags" in initialised("blocks", "show", "human").stdout
+    )
 
 
 def test_set_append_history_undo(initialised: Run) -> None:
@@ -53,13 +54,20 @@ def test_set_append_history_undo(initialised: Run) -> None:
     assert _block(run, "human")["value"] == "Name: Ada"
 
 
-def test_set_reads_a_file_or_stdin_and_changes_limit_and_description(initialised: Run, tmp_path: Path) -> None:
+def test_set_reads_a_file_or_stdin_and_changes_limit_and_description(
+    initialised: Run, tmp_path: Path
+) -> None:
     source = tmp_path / "value.txt"
     source.write_text("From a file", encoding="utf-8")
     assert initialised("blocks", "set", "human", "--file", str(source)).exit_code == 0
     assert _block(initialised, "human")["value"] == "From a file"
     assert initialised("blocks", "set", "human", "--file", "-", input="From stdin").exit_code == 0
-    assert initialised("blocks", "set", "human", "--limit", "100", "--description", "The user").exit_code == 0
+    assert (
+        initialised(
+            "blocks", "set", "human", "--limit", "100", "--description", "The user"
+        ).exit_code
+        == 0
+    )
     block = _block(initialised, "human")
     assert (block["value"], block["limit"], block["description"]) == ("From stdin", 100, "The user")
 
@@ -69,11 +77,15 @@ def test_set_without_a_change_is_a_usage_error(initialised: Run) -> None:
     assert result.exit_code == 2 and "Nothing to change" in result.stderr
 
 
-def test_over_limit_values_are_refused_and_nothing_changes(initialised: Run, error_of: ErrorOf) -> None:
+def test_over_limit_values_are_refused_and_nothing_changes(
+    initialised: Run, error_of: ErrorOf
+) -> None:
     before = _block(initialised, "human")
     line = error_of(initialised("blocks", "set", "human", "x" * 5001))
     assert "over its limit of 5000" in line and "5001" in line
-    assert "over its limit of 20" in error_of(initialised("blocks", "set", "human", "--limit", "20"))
+    assert "over its limit of 20" in error_of(
+        initialised("blocks", "set", "human", "--limit", "20")
+    )
     initialised("blocks", "set", "human", "--limit", "40")
     assert "over its limit of 40" in error_of(initialised("blocks", "append", "human", "y" * 10))
     after = _block(initialised, "human")
@@ -81,23 +93,32 @@ def test_over_limit_values_are_refused_and_nothing_changes(initialised: Run, err
 
 
 def test_unknown_label_is_one_clear_error(initialised: Run, error_of: ErrorOf) -> None:
-    for args in (("blocks", "show", "nope"), ("blocks", "set", "nope", "x"), ("blocks", "append", "nope", "x"),
-                 ("blocks", "history", "nope"), ("blocks", "undo", "nope"), ("blocks", "detach", "nope"),
-                 ("blocks", "edit", "nope")):
+    for args in (
+        ("blocks", "show", "nope"),
+        ("blocks", "set", "nope", "x"),
+        ("blocks", "append", "nope", "x"),
+        ("blocks", "history", "nope"),
+        ("blocks", "undo", "nope"),
+        ("blocks", "detach", "nope"),
+        ("blocks", "edit", "nope"),
+    ):
         line = error_of(initialised(*args))
         assert "No block 'nope'" in line and "Attached blocks: human, persona" in line
     assert "not a valid block label" in error_of(initialised("blocks", "show", "../etc"))
 
 
-def test_read_only_protects_from_the_agent_not_from_the_owner(initialised: Run, error_of: ErrorOf,
-                                                              open_store: Callable[[str], MemoryManager]) -> None:
+def test_read_only_protects_from_the_agent_not_from_the_owner(
+    initialised: Run, error_of: ErrorOf, open_store: Callable[[str], MemoryManager]
+) -> None:
     run = initialised
     assert run("blocks", "set", "persona", "--read-only").exit_code == 0
     assert _block(run, "persona")["read_only"] is True
     assert "read-only" in run("blocks", "list").stdout
     assert "is read-only" in error_of(run("blocks", "append", "persona", "more"))
     with open_store("ada") as memory:
-        assert memory.execute_tool("core_memory_append", {"label": "persona", "content": "x"}).is_error
+        assert memory.execute_tool(
+            "core_memory_append", {"label": "persona", "content": "x"}
+        ).is_error
     assert run("blocks", "set", "persona", "Owner's value").exit_code == 0
     assert _block(run, "persona")["value"] == "Owner's value"
     assert run("blocks", "set", "persona", "--writable").exit_code == 0
@@ -107,13 +128,21 @@ def test_read_only_protects_from_the_agent_not_from_the_owner(initialised: Run, 
 def test_create_attach_detach_delete(initialised: Run, error_of: ErrorOf) -> None:
     run = initialised
     run("agents", "create", "bob")
-    assert run("blocks", "create", "team", "--value", "Plan: ship", "--shared", "--limit", "200").exit_code == 0
+    assert (
+        run(
+            "blocks", "create", "team", "--value", "Plan: ship", "--shared", "--limit", "200"
+        ).exit_code
+        == 0
+    )
     attached = run("--agent", "bob", "blocks", "attach", "team", "--from", "ada", "--read-only")
     assert attached.exit_code == 0, attached.output
     bob_view = _block(lambda *a: run("--agent", "bob", *a), "team")
     assert bob_view["read_only"] is True and bob_view["is_shared"] is True
     run("blocks", "append", "team", "Then: celebrate")
-    assert _block(lambda *a: run("--agent", "bob", *a), "team")["value"] == "Plan: ship\nThen: celebrate"
+    assert (
+        _block(lambda *a: run("--agent", "bob", *a), "team")["value"]
+        == "Plan: ship\nThen: celebrate"
+    )
     assert run("--agent", "bob", "blocks", "detach", "team").exit_code == 0
     assert "No block 'team'" in error_of(run("--agent", "bob", "blocks", "show", "team"))
     assert run("--agent", "bob", "blocks", "attach", bob_view["block_id"]).exit_code == 0
@@ -144,8 +173,9 @@ def test_edit_opens_the_editor(initialised: Run, editor: Callable[[str], None]) 
     assert result.exit_code == 0 and "No changes" in result.stdout
 
 
-def test_edit_over_the_limit_keeps_the_text(initialised: Run, editor: Callable[[str], None],
-                                            error_of: ErrorOf) -> None:
+def test_edit_over_the_limit_keeps_the_text(
+    initialised: Run, editor: Callable[[str], None], error_of: ErrorOf
+) -> None:
     assert initialised("blocks", "set", "human", "short", "--limit", "10").exit_code == 0
     editor("far too long for ten characters")
     line = error_of(initialised("blocks", "edit", "human"))
@@ -174,13 +204,23 @@ def test_list_shows_the_tree_and_set_switches_on_demand(initialised: Run, storag
     rows = [line.split("│")[1][1:].rstrip() for line in lines if line.startswith("│")]
     assert rows == ["human", "persona", "project/", "  notes.md", "  specs/", "    api.md"]
     notes_row = next(line for line in lines if "notes.md" in line)
-    assert "on demand" in notes_row and "on demand" not in next(line for line in lines if "api.md" in line)
+    assert "on demand" in notes_row and "on demand" not in next(
+        line for line in lines if "api.md" in line
+    )
 
     assert initialised("blocks", "set", "project/notes.md", "--in-prompt").exit_code == 0
     assert _block(initialised, "project/notes.md")["in_prompt"] is True
     assert initialised("blocks", "set", "human", "--on-demand").exit_code == 0
-    listed = {b["label"]: b["in_prompt"] for b in json.loads(initialised("--json", "blocks", "list").stdout)}
-    assert listed == {"persona": True, "human": False, "project/notes.md": True, "project/specs/api.md": True}
+    listed = {
+        b["label"]: b["in_prompt"]
+        for b in json.loads(initialised("--json", "blocks", "list").stdout)
+    }
+    assert listed == {
+        "persona": True,
+        "human": False,
+        "project/notes.md": True,
+        "project/specs/api.md": True,
+    }
     with MemoryManager(storage_dir=storage) as memory:
         prompt = memory.get_system_prompt_addition()
     assert "Launch on Monday" in prompt and "\t/memories/human" in prompt

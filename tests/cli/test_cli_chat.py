@@ -36,11 +36,15 @@ def _own_working_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.e2e
 def test_chat_replies_shows_memory_and_quits(initialised: Run) -> None:
     with ScriptedMessagesServer() as server:
-        server.enqueue(tool_use_response("mcp__memory__core_memory_append",
-                                         {"label": "human", "content": "Name: Ada"}))
+        server.enqueue(
+            tool_use_response(
+                "mcp__memory__core_memory_append", {"label": "human", "content": "Name: Ada"}
+            )
+        )
         server.enqueue(text_response("Nice to meet you, Ada."))
-        result = initialised("chat", input="Hi, I am Ada.\n/memory\n/help\n/nonsense\n/quit\n",
-                             env=server.env())
+        result = initialised(
+            "chat", input="Hi, I am Ada.\n/memory\n/help\n/nonsense\n/quit\n", env=server.env()
+        )
         requests = server.message_requests()
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -53,7 +57,11 @@ def test_chat_replies_shows_memory_and_quits(initialised: Run) -> None:
     assert any(m["text"] == "Hi, I am Ada." for m in stored)
     # The model's edit through the SDK's MCP tool, in a CLI process run by a person, is the model's.
     edit = json.loads(initialised("--json", "journal", "--limit", "1").stdout)[0]
-    assert (edit["action"], edit["author_kind"], edit["author"]) == ("core_memory_append", "model", "ada")
+    assert (edit["action"], edit["author_kind"], edit["author"]) == (
+        "core_memory_append",
+        "model",
+        "ada",
+    )
 
 
 @pytest.mark.e2e
@@ -61,7 +69,9 @@ def test_chat_ends_at_end_of_input(initialised: Run) -> None:
     with ScriptedMessagesServer() as server:
         result = initialised("chat", input="", env=server.env())
     assert result.exit_code == 0, result.output
-    assert result.stdout.endswith("you> \n"), result.stdout  # the shell's prompt gets a line of its own
+    assert result.stdout.endswith("you> \n"), (
+        result.stdout
+    )  # the shell's prompt gets a line of its own
 
 
 def _read_until(stream: int, marker: bytes, timeout: float) -> bytes:
@@ -81,14 +91,27 @@ def _read_until(stream: int, marker: bytes, timeout: float) -> bytes:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("leave", ["ctrl-d", "ctrl-c"])
-def test_leaving_chat_at_the_prompt_ends_the_line(leave: str, initialised: Run, storage: Path) -> None:
+def test_leaving_chat_at_the_prompt_ends_the_line(
+    leave: str, initialised: Run, storage: Path
+) -> None:
     """A real process at its prompt: end of input (Ctrl-D) or SIGINT (Ctrl-C) leaves with exit
     status 0 and the prompt's line ended."""
-    command = [sys.executable, "-c", "from memory_agent.cli import main; main()", "--storage-dir", str(storage),
-               "chat"]
+    command = [
+        sys.executable,
+        "-c",
+        "from memory_agent.cli import main; main()",
+        "--storage-dir",
+        str(storage),
+        "chat",
+    ]
     with ScriptedMessagesServer() as server:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env={**os.environ, **server.env()})
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **server.env()},
+        )
         try:
             assert process.stdout is not None and process.stdin is not None
             shown = _read_until(process.stdout.fileno(), b"you> ", timeout=120)
@@ -105,7 +128,9 @@ def test_leaving_chat_at_the_prompt_ends_the_line(leave: str, initialised: Run, 
     assert (shown + rest).endswith(b"you> \n"), shown + rest
 
 
-def test_chat_without_credentials_says_so_in_one_line(initialised: Run, error_of: Callable[[Result], str]) -> None:
+def test_chat_without_credentials_says_so_in_one_line(
+    initialised: Run, error_of: Callable[[Result], str]
+) -> None:
     line = error_of(initialised("chat", input="hello\n"))
     assert "ANTHROPIC_API_KEY" in line and "ANTHROPIC_BASE_URL" in line
 
@@ -117,14 +142,19 @@ def test_the_first_chat_creates_the_storage_dir_and_the_agent(run: Run, storage:
         server.enqueue(text_response("Hello."))
         result = run("--agent", "newbie", "chat", input="hi\n", env=server.env())
     assert result.exit_code == 0, result.output
-    assert f"Created agent 'newbie' in {storage}" in result.stdout and "agent> Hello." in result.stdout
+    assert (
+        f"Created agent 'newbie' in {storage}" in result.stdout and "agent> Hello." in result.stdout
+    )
     listed = json.loads(run("--json", "agents", "list").stdout)
-    assert [(a["agent_id"], a["is_default"], a["messages"] > 0) for a in listed] == [("newbie", True, True)]
+    assert [(a["agent_id"], a["is_default"], a["messages"] > 0) for a in listed] == [
+        ("newbie", True, True)
+    ]
 
 
 @pytest.mark.e2e
 def test_a_refused_key_ends_chat_with_one_line_and_stores_no_answer(
-        initialised: Run, error_of: Callable[[Result], str]) -> None:
+    initialised: Run, error_of: Callable[[Result], str]
+) -> None:
     with ScriptedMessagesServer() as server:
         server.enqueue(error_response(401, should_retry=False))
         result = initialised("chat", input="hello\nanyone?\n", env=server.env())
@@ -144,9 +174,13 @@ def test_the_offline_demo_needs_no_key_and_runs_the_memory_tools(run: Run, stora
     assert f"Created agent 'offline-demo' in {storage}" in out
     for tool in ("core_memory_append", "archival_memory_insert", "archival_memory_search"):
         assert f"(memory: {tool})" in out
-    assert out.index("(memory: core_memory_append)") < out.index("Tried memory-agent with the offline demo.")
+    assert out.index("(memory: core_memory_append)") < out.index(
+        "Tried memory-agent with the offline demo."
+    )
     assert "agent> OK" in out  # past the script, the scripted model's default answer
-    recalled = json.loads(run("--json", "--agent", "offline-demo", "recall", "demo", "--mode", "keyword").stdout)
+    recalled = json.loads(
+        run("--json", "--agent", "offline-demo", "recall", "demo", "--mode", "keyword").stdout
+    )
     assert [hit["tags"] for hit in recalled] == [["demo"]]
 
     again = run("chat", "--offline-demo", input="hello again\n")

@@ -25,13 +25,18 @@ def _duplicates(open_store: Open) -> list[str]:
         return [memory.archival_memory_insert(text) for text in HARBOUR]
 
 
-def test_a_dry_run_then_a_run_then_its_rollback(initialised: Run, open_store: Open,
-                                                error_of: Callable[[Result], str]) -> None:
+def test_a_dry_run_then_a_run_then_its_rollback(
+    initialised: Run, open_store: Open, error_of: Callable[[Result], str]
+) -> None:
     ids = _duplicates(open_store)
     planned = initialised("--json", "consolidate", "--dry-run")
     assert planned.exit_code == 0, planned.output
     dry = json.loads(planned.stdout)
-    assert dry["status"] == "dry_run" and dry["session_id"] is None and dry["counts"]["passages_merged"] == 1
+    assert (
+        dry["status"] == "dry_run"
+        and dry["session_id"] is None
+        and dry["counts"]["passages_merged"] == 1
+    )
     assert json.loads(initialised("--json", "consolidations", "list").stdout) == []
     assert "No consolidation sessions yet." in initialised("consolidations", "list").stdout
 
@@ -54,13 +59,17 @@ def test_a_dry_run_then_a_run_then_its_rollback(initialised: Run, open_store: Op
     assert "already rolled back" in error_of(again) and again.exit_code == 1
 
 
-def test_usage_errors_exit_2_and_other_failures_one_line(initialised: Run,
-                                                         error_of: Callable[[Result], str]) -> None:
+def test_usage_errors_exit_2_and_other_failures_one_line(
+    initialised: Run, error_of: Callable[[Result], str]
+) -> None:
     assert initialised("consolidate", "--no-such-flag").exit_code == 2
     assert initialised("consolidations", "rollback").exit_code == 2
     assert initialised("consolidations", "list", "--limit", "0").exit_code == 2
     missing = initialised("consolidations", "show", "consolidation-nope")
-    assert "No consolidation session 'consolidation-nope'" in error_of(missing) and missing.exit_code == 1
+    assert (
+        "No consolidation session 'consolidation-nope'" in error_of(missing)
+        and missing.exit_code == 1
+    )
 
 
 class _Broken:
@@ -72,7 +81,9 @@ class _Broken:
         raise RuntimeError("the embedding server is gone")
 
 
-def test_doctor_and_list_show_the_last_success_and_failure(initialised: Run, open_store: Open) -> None:
+def test_doctor_and_list_show_the_last_success_and_failure(
+    initialised: Run, open_store: Open
+) -> None:
     _duplicates(open_store)
     assert initialised("consolidate", "--rules-only").exit_code == 0
     with open_store("ada") as memory:
@@ -88,15 +99,26 @@ def test_doctor_and_list_show_the_last_success_and_failure(initialised: Run, ope
     assert "last success" in check["detail"] and "embedding server is gone" in check["detail"]
     assert doctor.exit_code == 0  # a warning, not a failed check
     assert initialised("consolidate", "--rules-only").exit_code == 0
-    checks = {check["name"]: check for check in json.loads(initialised("--json", "doctor").stdout)["checks"]}
+    checks = {
+        check["name"]: check
+        for check in json.loads(initialised("--json", "doctor").stdout)["checks"]
+    }
     assert checks["consolidation of ada"]["status"] == "ok"
 
 
-def test_an_unreachable_model_falls_back_and_the_output_says_so(initialised: Run, open_store: Open) -> None:
+def test_an_unreachable_model_falls_back_and_the_output_says_so(
+    initialised: Run, open_store: Open
+) -> None:
     with open_store("ada") as memory:
         memory.create_block("notes", "x" * 90, limit=100)
     # A model is configured but unreachable: the run falls back to the rules and says so.
-    result = initialised("consolidate", env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": "k",
-                                             "COMPACTION_MAX_ATTEMPTS": "1"})
+    result = initialised(
+        "consolidate",
+        env={
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+            "ANTHROPIC_API_KEY": "k",
+            "COMPACTION_MAX_ATTEMPTS": "1",
+        },
+    )
     assert result.exit_code == 0, result.output
     assert "warning: the model consolidator" in result.stdout and "rules decided" in result.stdout

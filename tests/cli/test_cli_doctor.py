@@ -28,8 +28,16 @@ Run = Callable[..., Result]
 Open = Callable[[str], MemoryManager]
 
 SQLITE_CHECKS = {"sqlite integrity", "foreign keys", "messages_fts index", "passages_fts index"}
-POSTGRES_CHECKS = {"postgresql server", "schema version", "indexes present", "b-tree indexes (amcheck)",
-                   "full-text vectors", "full-text indexes", "foreign keys", "references"}
+POSTGRES_CHECKS = {
+    "postgresql server",
+    "schema version",
+    "indexes present",
+    "b-tree indexes (amcheck)",
+    "full-text vectors",
+    "full-text indexes",
+    "foreign keys",
+    "references",
+}
 
 
 def _checks(result: Result) -> dict[str, str]:
@@ -66,12 +74,15 @@ def _some_memory(open_store: Open) -> None:
     with open_store("ada") as memory:
         for number in range(12):
             memory.store_message("user", f"the tides of day {number} were high near the harbour")
-        memory.archival_memory_insert("Ada sails at dawn when the tide turns", tags=["sea", "plans"])
+        memory.archival_memory_insert(
+            "Ada sails at dawn when the tide turns", tags=["sea", "plans"]
+        )
         # Words joined by punctuation are indexed split (PostgreSQL migration p002): still healthy.
         memory.archival_memory_insert("Ticket MARKER-01 at /api/v1/items, mail ada@example.com")
 
 
 # ----- both backends ---------------------------------------------------------------------------
+
 
 def test_a_healthy_storage_dir_passes(backend: str, initialised: Run, open_store: Open) -> None:
     _some_memory(open_store)
@@ -84,12 +95,18 @@ def test_a_healthy_storage_dir_passes(backend: str, initialised: Run, open_store
     assert set(checks.values()) == {"ok"}, checks
 
 
-def test_pending_passages_and_orphan_vectors_are_reconciled(backend: str, initialised: Run, open_store: Open) -> None:
+def test_pending_passages_and_orphan_vectors_are_reconciled(
+    backend: str, initialised: Run, open_store: Open
+) -> None:
     kept = json.loads(initialised("--json", "remember", "Kept passage about tides").stdout)["id"]
-    gone = json.loads(initialised("--json", "remember", "Passage deleted behind our back").stdout)["id"]
+    gone = json.loads(initialised("--json", "remember", "Passage deleted behind our back").stdout)[
+        "id"
+    ]
     with open_store("ada") as memory, memory.db.transaction() as conn:
         conn.execute("UPDATE passages SET vector_state = 'pending' WHERE passage_id = ?", (kept,))
-        conn.execute("DELETE FROM passages WHERE passage_id = ?", (gone,))  # its vector is now an orphan
+        conn.execute(
+            "DELETE FROM passages WHERE passage_id = ?", (gone,)
+        )  # its vector is now an orphan
     result = initialised("--json", "doctor", "--full")
     assert result.exit_code == 0, result.output
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
@@ -100,15 +117,22 @@ def test_pending_passages_and_orphan_vectors_are_reconciled(backend: str, initia
 
 
 @pytest.mark.empty_database
-def test_doctor_without_storage_is_one_error(backend: str, run: Run, error_of: Callable[[Result], str]) -> None:
+def test_doctor_without_storage_is_one_error(
+    backend: str, run: Run, error_of: Callable[[Result], str]
+) -> None:
     assert "No memory-agent storage" in error_of(run("doctor"))
 
 
 # ----- SQLite ----------------------------------------------------------------------------------
 
-@pytest.mark.sqlite_only(reason="writes into FTS5's own index table, which PostgreSQL does not have "
-                                "(its GIN counterpart is damaged in test_indexes_that_missed_rows_...)")
-def test_a_drifted_full_text_index_fails_and_is_repaired(initialised: Run, open_store: Open) -> None:
+
+@pytest.mark.sqlite_only(
+    reason="writes into FTS5's own index table, which PostgreSQL does not have "
+    "(its GIN counterpart is damaged in test_indexes_that_missed_rows_...)"
+)
+def test_a_drifted_full_text_index_fails_and_is_repaired(
+    initialised: Run, open_store: Open
+) -> None:
     with open_store("ada") as memory, memory.db.transaction() as conn:
         conn.execute("INSERT INTO messages_fts(rowid, text) VALUES (4242, 'ghost row')")
     broken = initialised("--json", "doctor")
@@ -121,6 +145,7 @@ def test_a_drifted_full_text_index_fails_and_is_repaired(initialised: Run, open_
 
 
 # ----- PostgreSQL ------------------------------------------------------------------------------
+
 
 @contextmanager
 def _not_maintained(url: str, *indexes: str) -> Iterator[None]:
@@ -135,7 +160,9 @@ def _not_maintained(url: str, *indexes: str) -> Iterator[None]:
 
 
 @pytest.mark.postgres
-def test_indexes_that_missed_rows_fail_and_are_rebuilt(postgres: str, initialised: Run, open_store: Open) -> None:
+def test_indexes_that_missed_rows_fail_and_are_rebuilt(
+    postgres: str, initialised: Run, open_store: Open
+) -> None:
     _some_memory(open_store)
     with _not_maintained(postgres, "passages_content_tsv", "messages_by_agent"):
         with open_store("ada") as memory:
@@ -144,24 +171,35 @@ def test_indexes_that_missed_rows_fail_and_are_rebuilt(postgres: str, initialise
     broken = initialised("--json", "doctor")
     assert broken.exit_code == 1
     checks, details = _checks(broken), _details(broken)
-    assert checks["full-text indexes"] == "fail" and "passages.content_tsv" in details["full-text indexes"]
-    assert checks["b-tree indexes (amcheck)"] == "fail" and "messages_by_agent" in details["b-tree indexes (amcheck)"]
+    assert (
+        checks["full-text indexes"] == "fail"
+        and "passages.content_tsv" in details["full-text indexes"]
+    )
+    assert (
+        checks["b-tree indexes (amcheck)"] == "fail"
+        and "messages_by_agent" in details["b-tree indexes (amcheck)"]
+    )
     assert "--repair rebuilds" in details["full-text indexes"] and checks["indexes present"] == "ok"
     repaired = initialised("--json", "doctor", "--repair")
     assert repaired.exit_code == 0, repaired.output
     assert "REINDEX" in _details(repaired)["repair"]
     assert initialised("doctor").exit_code == 0
     with open_store("ada") as memory:
-        assert [hit.content for hit in memory.archival_memory_search("lighthouse", mode="keyword")] == [
-            "Ghostly lighthouse keepers whistle"]
+        assert [
+            hit.content for hit in memory.archival_memory_search("lighthouse", mode="keyword")
+        ] == ["Ghostly lighthouse keepers whistle"]
 
 
 @pytest.mark.postgres
-def test_a_dropped_and_an_invalid_index_fail_and_are_restored(postgres: str, initialised: Run,
-                                                             open_store: Open) -> None:
+def test_a_dropped_and_an_invalid_index_fail_and_are_restored(
+    postgres: str, initialised: Run, open_store: Open
+) -> None:
     _some_memory(open_store)
-    _sql(postgres, "DROP INDEX messages_text_tsv",
-         "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'passages_by_agent'::regclass")
+    _sql(
+        postgres,
+        "DROP INDEX messages_text_tsv",
+        "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'passages_by_agent'::regclass",
+    )
     broken = initialised("--json", "doctor")
     assert broken.exit_code == 1 and _checks(broken)["indexes present"] == "fail"
     detail = _details(broken)["indexes present"]
@@ -170,20 +208,25 @@ def test_a_dropped_and_an_invalid_index_fail_and_are_restored(postgres: str, ini
     assert repaired.exit_code == 0, repaired.output
     assert "created messages_text_tsv" in _details(repaired)["repair"]
     with _connect(postgres) as conn:
-        assert conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_text_tsv'").fetchone() == (
-            "CREATE INDEX messages_text_tsv ON public.messages USING gin (text_tsv)",)
+        assert conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_text_tsv'"
+        ).fetchone() == ("CREATE INDEX messages_text_tsv ON public.messages USING gin (text_tsv)",)
     assert initialised("doctor").exit_code == 0
 
 
 @pytest.mark.postgres
-def test_stale_vectors_and_broken_cross_row_rules_fail_and_are_repaired(postgres: str, initialised: Run,
-                                                                       open_store: Open) -> None:
+def test_stale_vectors_and_broken_cross_row_rules_fail_and_are_repaired(
+    postgres: str, initialised: Run, open_store: Open
+) -> None:
     _some_memory(open_store)
     # The text search configuration changes under stored rows (as a dictionary upgrade would):
     # their generated vectors were computed with the old one. Per database, so only this test's.
-    _sql(postgres, "ALTER TEXT SEARCH CONFIGURATION english ALTER MAPPING FOR asciiword WITH simple",
-         "DELETE FROM passage_tags WHERE tag = 'sea'",
-         "UPDATE agent_blocks SET label = 'someone_else' WHERE label = 'human'")
+    _sql(
+        postgres,
+        "ALTER TEXT SEARCH CONFIGURATION english ALTER MAPPING FOR asciiword WITH simple",
+        "DELETE FROM passage_tags WHERE tag = 'sea'",
+        "UPDATE agent_blocks SET label = 'someone_else' WHERE label = 'human'",
+    )
     broken = initialised("--json", "doctor")
     assert broken.exit_code == 1
     checks, details = _checks(broken), _details(broken)
@@ -195,45 +238,64 @@ def test_stale_vectors_and_broken_cross_row_rules_fail_and_are_repaired(postgres
     assert repaired.exit_code == 0, repaired.output
     assert initialised("doctor").exit_code == 0
     with open_store("ada") as memory:
-        assert [p.content for p in memory.archival_memory_search("dawn", mode="keyword", tags=["sea"])] == [
-            "Ada sails at dawn when the tide turns"]
+        assert [
+            p.content for p in memory.archival_memory_search("dawn", mode="keyword", tags=["sea"])
+        ] == ["Ada sails at dawn when the tide turns"]
         assert memory.get_block("human").label == "human"
 
 
 @pytest.mark.postgres
-def test_rows_pointing_nowhere_are_named_and_left(postgres: str, initialised: Run,
-                                                              open_store: Open) -> None:
+def test_rows_pointing_nowhere_are_named_and_left(
+    postgres: str, initialised: Run, open_store: Open
+) -> None:
     _some_memory(open_store)
     with _connect(postgres, autocommit=True) as conn:  # a restore that bypassed the keys
         conn.execute("SET session_replication_role = replica")
-        conn.execute("INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
-                     " VALUES ('nobody', 'user', 'user', '\"x\"', 'orphan', '2024-01-01')")
+        conn.execute(
+            "INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
+            " VALUES ('nobody', 'user', 'user', '\"x\"', 'orphan', '2024-01-01')"
+        )
         conn.execute("SET session_replication_role = DEFAULT")
-        conn.execute("INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, created_at)"
-                     " VALUES ('ada', 'covers nothing of ada''s', 1, 999999, '2024-01-01')")
+        conn.execute(
+            "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, created_at)"
+            " VALUES ('ada', 'covers nothing of ada''s', 1, 999999, '2024-01-01')"
+        )
     broken = initialised("--json", "doctor", "--repair")
     assert broken.exit_code == 1
     checks, details = _checks(broken), _details(broken)
     assert checks["foreign keys"] == "fail" and checks["references"] == "fail"
-    assert "1 row(s) of messages reference missing agents (messages_agent_id_fkey)" in details["foreign keys"]
+    assert (
+        "1 row(s) of messages reference missing agents (messages_agent_id_fkey)"
+        in details["foreign keys"]
+    )
     assert "--repair leaves them" in details["foreign keys"]
     assert "1 summaries covering messages that are not their agent's" in details["references"]
     assert "a summary's message range it leaves" in details["references"]
 
 
 @pytest.mark.postgres
-def test_amcheck_the_user_may_not_install_is_a_warning(postgres_cluster: PostgresCluster, run: Run,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_amcheck_the_user_may_not_install_is_a_warning(
+    postgres_cluster: PostgresCluster, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A database owned by an ordinary user who may not create extensions (nor, here, schemas):
     everything else is checked, and the two warnings say why."""
     _sql(postgres_cluster.url(), "DROP ROLE IF EXISTS plain_owner", "CREATE ROLE plain_owner LOGIN")
     url = postgres_cluster.database_url("plain")
     name = url.rsplit("/", 1)[1]
     try:
-        _sql(url, f"ALTER DATABASE {name} OWNER TO plain_owner", "ALTER SCHEMA public OWNER TO plain_owner")
-        monkeypatch.setenv("MEMORY_DATABASE_URL", f"postgresql://plain_owner@127.0.0.1:{postgres_cluster.port}/{name}")
+        _sql(
+            url,
+            f"ALTER DATABASE {name} OWNER TO plain_owner",
+            "ALTER SCHEMA public OWNER TO plain_owner",
+        )
+        monkeypatch.setenv(
+            "MEMORY_DATABASE_URL",
+            f"postgresql://plain_owner@127.0.0.1:{postgres_cluster.port}/{name}",
+        )
         assert run("--agent", "ada", "init").exit_code == 0
-        _sql(url, f"REVOKE CREATE ON DATABASE {name} FROM plain_owner")  # nor a scratch schema for the reference
+        _sql(
+            url, f"REVOKE CREATE ON DATABASE {name} FROM plain_owner"
+        )  # nor a scratch schema for the reference
         result = run("--json", "doctor")
         assert result.exit_code == 0, result.output
         checks, details = _checks(result), _details(result)
@@ -253,18 +315,28 @@ def test_a_newer_schema_is_named_and_nothing_else_touched(postgres: str, initial
     for args in (("doctor",), ("doctor", "--repair")):
         result = initialised("--json", *args)
         assert result.exit_code == 1
-        assert _checks(result) == {"postgresql server": "ok", "schema version": "fail", "file modes": "ok"}
+        assert _checks(result) == {
+            "postgresql server": "ok",
+            "schema version": "fail",
+            "file modes": "ok",
+        }
         assert "newer than this memory-agent" in _details(result)["schema version"]
     with _connect(postgres) as conn:
-        assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchall() == [(PG_SCHEMA_VERSION + 1,)]
+        assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchall() == [
+            (PG_SCHEMA_VERSION + 1,)
+        ]
 
 
 @pytest.mark.postgres
-def test_an_unreachable_server_is_one_failed_check(postgres_cluster: PostgresCluster, run: Run,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_server_is_one_failed_check(
+    postgres_cluster: PostgresCluster, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://someone:pw@127.0.0.1:1/nowhere")
     result = run("--json", "doctor")
     assert result.exit_code == 1
     assert _checks(result) == {"postgresql server": "fail", "file modes": "ok"}
     detail = _details(result)["postgresql server"]
-    assert "cannot reach postgresql://someone:***@127.0.0.1:1/nowhere" in detail and "pw@" not in result.stdout
+    assert (
+        "cannot reach postgresql://someone:***@127.0.0.1:1/nowhere" in detail
+        and "pw@" not in result.stdout
+    )

@@ -16,13 +16,17 @@ from memory_agent.portability.sealed import MAGIC
 
 Run = Callable[..., Result]
 ErrorOf = Callable[[Result], str]
-pytest.importorskip("sqlcipher3", reason="the encryption extra is not installed (pip install -e '.[encryption]')")
+pytest.importorskip(
+    "sqlcipher3", reason="the encryption extra is not installed (pip install -e '.[encryption]')"
+)
 
 KEY = "first passphrase 123"
 NEW = "second passphrase 456"
 MARKER = "QQMARKER-8842"
 
-SQLITE_ONLY = pytest.mark.sqlite_only(reason="rekey rewrites the SQLite file; PostgreSQL encrypts at rest itself")
+SQLITE_ONLY = pytest.mark.sqlite_only(
+    reason="rekey rewrites the SQLite file; PostgreSQL encrypts at rest itself"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -35,8 +39,11 @@ def no_suite_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 
 def hashes(directory: Path) -> dict[str, str]:
-    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -51,17 +58,22 @@ def encrypted(run: Run) -> Run:
 
 @SQLITE_ONLY
 def test_rekey_takes_the_new_key_from_a_prompt_a_file_or_the_environment_and_never_echoes_it(
-        encrypted: Run, storage: Path, tmp_path: Path, error_of: ErrorOf) -> None:
+    encrypted: Run, storage: Path, tmp_path: Path, error_of: ErrorOf
+) -> None:
     run = encrypted
     typed = run("rekey", input=f"{NEW}\n{NEW}\n", env={"MEMORY_ENCRYPTION_KEY": KEY})
     assert typed.exit_code == 0, typed.output
     assert "rekeyed" in typed.stdout and NEW not in typed.output and KEY not in typed.output
-    assert "does not open" in error_of(run("blocks", "show", "human", env={"MEMORY_ENCRYPTION_KEY": KEY}))
+    assert "does not open" in error_of(
+        run("blocks", "show", "human", env={"MEMORY_ENCRYPTION_KEY": KEY})
+    )
     key_file = tmp_path / "third.key"
     key_file.write_text("third passphrase 789\n", encoding="utf-8")
     by_file = run("rekey", "--new-key-file", str(key_file), env={"MEMORY_ENCRYPTION_KEY": NEW})
     assert by_file.exit_code == 0 and "third passphrase" not in by_file.output
-    by_env = run("rekey", env={"MEMORY_ENCRYPTION_KEY_FILE": str(key_file), "MEMORY_NEW_ENCRYPTION_KEY": KEY})
+    by_env = run(
+        "rekey", env={"MEMORY_ENCRYPTION_KEY_FILE": str(key_file), "MEMORY_NEW_ENCRYPTION_KEY": KEY}
+    )
     assert by_env.exit_code == 0 and KEY not in by_env.output
     shown = run("blocks", "show", "human", env={"MEMORY_ENCRYPTION_KEY": KEY})
     assert shown.exit_code == 0 and MARKER in shown.stdout
@@ -69,18 +81,23 @@ def test_rekey_takes_the_new_key_from_a_prompt_a_file_or_the_environment_and_nev
 
 
 @SQLITE_ONLY
-def test_rekey_encrypts_a_plain_store_and_refuses_what_it_cannot_do(run: Run, storage: Path,
-                                                                   error_of: ErrorOf) -> None:
+def test_rekey_encrypts_a_plain_store_and_refuses_what_it_cannot_do(
+    run: Run, storage: Path, error_of: ErrorOf
+) -> None:
     assert run("--agent", "ada", "init").exit_code == 0
     assert run("blocks", "append", "human", f"code {MARKER}").exit_code == 0
     before = hashes(storage)
-    assert "rekey --encrypt" in error_of(run("blocks", "show", "human", env={"MEMORY_ENCRYPTION_KEY": KEY}))
+    assert "rekey --encrypt" in error_of(
+        run("blocks", "show", "human", env={"MEMORY_ENCRYPTION_KEY": KEY})
+    )
     assert "No current key" in error_of(run("rekey", input=f"{NEW}\n{NEW}\n"))
     mismatch = run("rekey", "--encrypt", input=f"{NEW}\n{KEY}\n{NEW}\n{NEW}\n")
     assert mismatch.exit_code == 0 and NEW not in mismatch.output and KEY not in mismatch.output
     assert hashes(storage) != before
     assert MARKER in run("blocks", "show", "human", env={"MEMORY_ENCRYPTION_KEY": NEW}).stdout
-    assert "does not open" in error_of(run("rekey", "--decrypt", env={"MEMORY_ENCRYPTION_KEY": KEY}))
+    assert "does not open" in error_of(
+        run("rekey", "--decrypt", env={"MEMORY_ENCRYPTION_KEY": KEY})
+    )
     decrypted = run("rekey", "--decrypt", env={"MEMORY_ENCRYPTION_KEY": NEW})
     assert decrypted.exit_code == 0 and "decrypted" in decrypted.stdout
     assert MARKER in run("blocks", "show", "human").stdout
@@ -96,8 +113,9 @@ def test_doctor_checks_an_encrypted_store_with_its_key(encrypted: Run, error_of:
 
 
 @pytest.mark.usefixtures("backend")
-def test_an_encrypted_export_round_trips_and_holds_no_readable_text(run: Run, tmp_path: Path,
-                                                                    error_of: ErrorOf) -> None:
+def test_an_encrypted_export_round_trips_and_holds_no_readable_text(
+    run: Run, tmp_path: Path, error_of: ErrorOf
+) -> None:
     """On PostgreSQL too: the key seals the export file whatever the store is."""
     env = {"MEMORY_ENCRYPTION_KEY": KEY}
     assert run("--agent", "ada", "init", env=env).exit_code == 0
@@ -109,8 +127,9 @@ def test_an_encrypted_export_round_trips_and_holds_no_readable_text(run: Run, tm
     assert data.startswith(MAGIC) and MARKER.encode() not in data and b"human" not in data
     other = tmp_path / "other"
     assert "no key is set" in error_of(run("import", str(exported), storage_dir=other))
-    assert "does not open" in error_of(run("import", str(exported), storage_dir=other,
-                                           env={"MEMORY_ENCRYPTION_KEY": NEW}))
+    assert "does not open" in error_of(
+        run("import", str(exported), storage_dir=other, env={"MEMORY_ENCRYPTION_KEY": NEW})
+    )
     assert not other.exists()
     imported = run("import", str(exported), storage_dir=other, env=env)
     assert imported.exit_code == 0, imported.output
@@ -127,14 +146,20 @@ def test_export_encrypt_needs_a_key_and_a_file(run: Run, tmp_path: Path, error_o
 
 
 @SQLITE_ONLY
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cut=st.integers(min_value=0, max_value=400), flip=st.integers(min_value=0, max_value=10_000),
-       key=st.text(min_size=0, max_size=40))
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cut=st.integers(min_value=0, max_value=400),
+    flip=st.integers(min_value=0, max_value=10_000),
+    key=st.text(min_size=0, max_size=40),
+)
 def test_a_changed_or_cut_encrypted_export_is_refused_with_the_projects_errors_creating_nothing(
-        sealed_export: Path, run: Run, tmp_path: Path, cut: int, flip: int, key: str) -> None:
+    sealed_export: Path, run: Run, tmp_path: Path, cut: int, flip: int, key: str
+) -> None:
     data = bytearray(sealed_export.read_bytes())
     if cut:
-        data = data[:max(len(MAGIC), len(data) - cut)]
+        data = data[: max(len(MAGIC), len(data) - cut)]
     else:
         data[flip % len(data)] ^= 0x01
     hostile = tmp_path / "hostile.sealed"

@@ -31,19 +31,34 @@ def _arguments(path: tuple[str, ...], *, required_only: bool = True) -> list[str
     command: click.Command = cli
     for name in path:
         command = command.commands[name]  # type: ignore[attr-defined]
-    return ["x" for param in command.params
-            if isinstance(param, click.Argument) and (param.required or not required_only)]
+    return [
+        "x"
+        for param in command.params
+        if isinstance(param, click.Argument) and (param.required or not required_only)
+    ]
 
 
 # Commands that create a store, and so fail for another reason than a missing one: init, chat and
 # every command that adds memory create the storage dir and agent on first use (a blank agent id
 # is refused before anything is created).
-CREATING = {("init",): ["--agent", " ", "init"], ("agents", "create"): ["agents", "create", " "],
-            ("import",): ["import", "does-not-exist.json"], ("chat",): ["chat"],
-            **{path: ["--agent", " ", *path, *_arguments(path, required_only=False)]
-               for path in [("blocks", "set"), ("blocks", "append"), ("blocks", "create"), ("blocks", "edit"),
-                            ("remember",), ("consolidate",)]},
-            ("ui",): ["ui", "--no-browser", "--token", "too-short"]}
+CREATING = {
+    ("init",): ["--agent", " ", "init"],
+    ("agents", "create"): ["agents", "create", " "],
+    ("import",): ["import", "does-not-exist.json"],
+    ("chat",): ["chat"],
+    **{
+        path: ["--agent", " ", *path, *_arguments(path, required_only=False)]
+        for path in [
+            ("blocks", "set"),
+            ("blocks", "append"),
+            ("blocks", "create"),
+            ("blocks", "edit"),
+            ("remember",),
+            ("consolidate",),
+        ]
+    },
+    ("ui",): ["ui", "--no-browser", "--token", "too-short"],
+}
 
 
 def one_line_failure(result: Result) -> str:
@@ -58,7 +73,9 @@ def test_the_command_list_is_the_cli() -> None:
     assert ("blocks", "set") in COMMANDS and ("doctor",) in COMMANDS and len(COMMANDS) > 20
 
 
-@pytest.mark.sqlite_only(reason="click refuses a usage error before any store is opened, on either backend")
+@pytest.mark.sqlite_only(
+    reason="click refuses a usage error before any store is opened, on either backend"
+)
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
 def test_a_usage_error_exits_2_with_the_usage(run: Invoke, path: tuple[str, ...]) -> None:
     result = run(*path, *_arguments(path), "--no-such-option")
@@ -71,8 +88,9 @@ def test_a_usage_error_exits_2_with_the_usage(run: Invoke, path: tuple[str, ...]
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
-def test_every_other_failure_is_one_line_and_exit_1(run: Invoke, tmp_path: Path, path: tuple[str, ...],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_other_failure_is_one_line_and_exit_1(
+    run: Invoke, tmp_path: Path, path: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On a storage dir that holds no store (or, for the commands that create one, a value they
     refuse), each command fails with one line and status 1."""
     monkeypatch.setenv("EDITOR", "false")
@@ -82,5 +100,7 @@ def test_every_other_failure_is_one_line_and_exit_1(run: Invoke, tmp_path: Path,
     if path in CREATING:
         result = run(*CREATING[path])
     else:
-        result = run(*path, *_arguments(path, required_only=False), storage_dir=tmp_path / "no-store-here")
+        result = run(
+            *path, *_arguments(path, required_only=False), storage_dir=tmp_path / "no-store-here"
+        )
     one_line_failure(result)

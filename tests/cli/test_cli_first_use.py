@@ -27,20 +27,44 @@ def _editor(tmp_path: Path, text: str) -> str:
 
 # (command line, how to read back what it wrote: a command line and the text it must show)
 ADDING = {
-    "blocks set": (["blocks", "set", "human", "Name: Ada."], ["blocks", "show", "human"], "Name: Ada."),
-    "blocks append": (["blocks", "append", "human", "Likes tea."], ["blocks", "show", "human"], "Likes tea."),
-    "blocks create": (["blocks", "create", "project", "Launch in May."], ["blocks", "show", "project"],
-                      "Launch in May."),
-    "blocks edit": (["blocks", "edit", "human"], ["blocks", "show", "human"], "Edited on first use."),
-    "remember": (["remember", "Ada's sister lives in Lisbon."], ["passages"], "Ada's sister lives in Lisbon."),
-    "consolidate": (["consolidate", "--rules-only"], ["--json", "consolidations", "list"], "\"completed\""),
+    "blocks set": (
+        ["blocks", "set", "human", "Name: Ada."],
+        ["blocks", "show", "human"],
+        "Name: Ada.",
+    ),
+    "blocks append": (
+        ["blocks", "append", "human", "Likes tea."],
+        ["blocks", "show", "human"],
+        "Likes tea.",
+    ),
+    "blocks create": (
+        ["blocks", "create", "project", "Launch in May."],
+        ["blocks", "show", "project"],
+        "Launch in May.",
+    ),
+    "blocks edit": (
+        ["blocks", "edit", "human"],
+        ["blocks", "show", "human"],
+        "Edited on first use.",
+    ),
+    "remember": (
+        ["remember", "Ada's sister lives in Lisbon."],
+        ["passages"],
+        "Ada's sister lives in Lisbon.",
+    ),
+    "consolidate": (
+        ["consolidate", "--rules-only"],
+        ["--json", "consolidations", "list"],
+        '"completed"',
+    ),
 }
 
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("name", list(ADDING))
 def test_a_command_that_adds_memory_creates_the_storage_dir_and_agent(
-        name: str, run: Run, storage: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, run: Run, storage: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # no .env of the checkout's
     monkeypatch.setenv("EDITOR", _editor(tmp_path, "Edited on first use.\n"))
     command, read_back, expected = ADDING[name]
@@ -64,28 +88,43 @@ def test_a_command_that_adds_memory_creates_the_storage_dir_and_agent(
 
 
 @pytest.mark.usefixtures("backend")
-def test_a_named_agent_is_created_under_that_name_and_json_output_stays_json(run: Run, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_named_agent_is_created_under_that_name_and_json_output_stays_json(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     done = run("--json", "--agent", "ada", "remember", "Ada sails.")
     assert done.exit_code == 0, done.output
-    assert json.loads(done.stdout)["id"].startswith("passage-")  # no status line mixed into the JSON
+    assert json.loads(done.stdout)["id"].startswith(
+        "passage-"
+    )  # no status line mixed into the JSON
     [agent] = json.loads(run("--json", "agents", "list").stdout)
     assert agent["agent_id"] == "ada" and agent["passages"] == 1
 
 
 READING_OR_NAMING = [
-    ["blocks", "list"], ["blocks", "show", "human"], ["recall", "tea"], ["passages"], ["journal"],
-    ["messages"], ["forget", "passage-0"], ["blocks", "undo", "human"], ["blocks", "delete", "human", "--yes"],
-    ["consolidate", "--dry-run"], ["consolidations", "rollback", "consolidation-0"], ["export", "-o", "x.json"],
+    ["blocks", "list"],
+    ["blocks", "show", "human"],
+    ["recall", "tea"],
+    ["passages"],
+    ["journal"],
+    ["messages"],
+    ["forget", "passage-0"],
+    ["blocks", "undo", "human"],
+    ["blocks", "delete", "human", "--yes"],
+    ["consolidate", "--dry-run"],
+    ["consolidations", "rollback", "consolidation-0"],
+    ["export", "-o", "x.json"],
 ]
 
 
-@pytest.mark.sqlite_only(reason="a missing store is a missing memory.db file; a PostgreSQL database exists before "
-                                "any command runs, so there is no storage dir to (not) create there")
+@pytest.mark.sqlite_only(
+    reason="a missing store is a missing memory.db file; a PostgreSQL database exists before "
+    "any command runs, so there is no storage dir to (not) create there"
+)
 @pytest.mark.parametrize("command", READING_OR_NAMING, ids=" ".join)
-def test_reading_or_naming_commands_create_nothing(command: list[str], run: Run, storage: Path, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reading_or_naming_commands_create_nothing(
+    command: list[str], run: Run, storage: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     result = run(*command)
     assert result.exit_code == 1, result.output
@@ -100,15 +139,27 @@ def test_help_and_readme_agree_on_how_to_start() -> None:
     flat = " ".join(text.split())
     assert "Start with 'memory-agent init'" not in flat
     assert "The first 'chat'" in flat and "creates the storage dir and the agent" in flat
-    for command in ("blocks set", "blocks append", "blocks create", "blocks edit", "remember", "consolidate"):
+    for command in (
+        "blocks set",
+        "blocks append",
+        "blocks create",
+        "blocks edit",
+        "remember",
+        "consolidate",
+    ):
         assert f"'{command}'" in flat, command
     readme = " ".join(README.read_text(encoding="utf-8").split())
-    assert "The first `memory-agent chat` creates the storage dir and an agent; so does any command that adds " \
-           "memory (`blocks set`, `blocks append`, `blocks create`, `blocks edit`, `remember`, `consolidate`)" in readme
+    assert (
+        "The first `memory-agent chat` creates the storage dir and an agent; so does any command that adds "
+        "memory (`blocks set`, `blocks append`, `blocks create`, `blocks edit`, `remember`, `consolidate`)"
+        in readme
+    )
 
 
 REFUSED_FIRST = [
-    ["remember", "Hi", "--sensitivity", "Secret"], ["remember", ""], ["blocks", "create", "../x", "v"],
+    ["remember", "Hi", "--sensitivity", "Secret"],
+    ["remember", ""],
+    ["blocks", "create", "../x", "v"],
     ["blocks", "create", "door", "v", "--sensitivity", "top-secret"],
     ["blocks", "set", "human", "--sensitivity", " secret"],
 ]
@@ -116,11 +167,19 @@ REFUSED_FIRST = [
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("command", REFUSED_FIRST, ids=" ".join)
-def test_a_refused_first_command_leaves_no_storage_dir(command: list[str], run: Run, storage: Path, backend: str,
-                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refused_first_command_leaves_no_storage_dir(
+    command: list[str],
+    run: Run,
+    storage: Path,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """'nothing was changed' holds on first use too: the storage dir made for the command goes again."""
     if backend == "postgres":
-        pytest.skip("on PostgreSQL the agent is created on the server, which this does not take back")
+        pytest.skip(
+            "on PostgreSQL the agent is created on the server, which this does not take back"
+        )
     monkeypatch.chdir(tmp_path)
     assert not storage.exists()
     refused = run(*command)

@@ -43,8 +43,12 @@ def _raw_sql(memory: MemoryManager, *statements: str) -> None:
             conn.execute("ALTER TABLE journal ENABLE TRIGGER journal_no_update")
         return
     with memory.database.transaction() as conn:
-        triggers = [row[0] for row in conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name IN ('journal_no_update', 'journal_no_delete')")]
+        triggers = [
+            row[0]
+            for row in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE name IN ('journal_no_update', 'journal_no_delete')"
+            )
+        ]
         conn.execute("DROP TRIGGER journal_no_update")
         conn.execute("DROP TRIGGER journal_no_delete")
         for statement in statements:
@@ -76,9 +80,14 @@ def _entries(memory: MemoryManager) -> dict[int, journal.JournalEntry]:
 def test_forgetting_leaves_everything_else_intact(initialised: Run, open_store: Open) -> None:
     with open_store("ada") as memory:
         made = _some_memory(memory)
-        blocks = {b.label: (b.value, memory.block_history(b.label))
-                  for b in memory.list_blocks() if b.label != "secret"}
-        messages = [(m.message_id, m.text) for m in memory.all_messages() if m.message_id != made["message"]]
+        blocks = {
+            b.label: (b.value, memory.block_history(b.label))
+            for b in memory.list_blocks()
+            if b.label != "secret"
+        }
+        messages = [
+            (m.message_id, m.text) for m in memory.all_messages() if m.message_id != made["message"]
+        ]
         before = _entries(memory)
 
         passage = memory.forget_passage(made["drop"])
@@ -89,13 +98,20 @@ def test_forgetting_leaves_everything_else_intact(initialised: Run, open_store: 
         for mode in ("keyword", "vector", "hybrid", "scored"):
             hits = memory.archival_memory_search("tide tables", mode=mode)  # type: ignore[arg-type]  # each mode
             assert hits and hits[0].passage.passage_id == made["keep"], mode
-        assert memory.archival_memory_search("lighthouse keepers", mode="vector")[0].passage.passage_id == made["also"]
-        assert {b.label: (b.value, memory.block_history(b.label)) for b in memory.list_blocks()} == blocks
+        assert (
+            memory.archival_memory_search("lighthouse keepers", mode="vector")[0].passage.passage_id
+            == made["also"]
+        )
+        assert {
+            b.label: (b.value, memory.block_history(b.label)) for b in memory.list_blocks()
+        } == blocks
         assert [(m.message_id, m.text) for m in memory.all_messages()] == messages
         assert memory.search_messages("lighthouses")
         after = _entries(memory)
         redacted = {i for i, e in after.items() if i in before and e != before[i]}
-        assert redacted and all(after[i].old_value is None and after[i].new_value is None for i in redacted)
+        assert redacted and all(
+            after[i].old_value is None and after[i].new_value is None for i in redacted
+        )
         untouched = {i: e for i, e in before.items() if i not in redacted}
         assert {i: after[i] for i in untouched} == untouched
         assert [e.action for i, e in sorted(after.items()) if i not in before] == ["forget"] * 3
@@ -111,7 +127,9 @@ def test_doctor_names_the_first_edited_entry(initialised: Run, open_store: Open)
         _some_memory(memory)
         entries = sorted(_entries(memory))
         victim = entries[len(entries) // 2]
-        _raw_sql(memory, f"UPDATE journal SET new_value = 'rewritten history' WHERE entry_id = {victim}")
+        _raw_sql(
+            memory, f"UPDATE journal SET new_value = 'rewritten history' WHERE entry_id = {victim}"
+        )
 
     result = initialised("--json", "doctor")
 
@@ -123,7 +141,9 @@ def test_doctor_names_the_first_edited_entry(initialised: Run, open_store: Open)
     assert f"broken at entry {victim}" in initialised("doctor").stdout
 
 
-def test_a_removed_entry_breaks_the_chain_at_the_next_one(initialised: Run, open_store: Open) -> None:
+def test_a_removed_entry_breaks_the_chain_at_the_next_one(
+    initialised: Run, open_store: Open
+) -> None:
     with open_store("ada") as memory:
         _some_memory(memory)
         entries = sorted(_entries(memory))
@@ -133,7 +153,9 @@ def test_a_removed_entry_breaks_the_chain_at_the_next_one(initialised: Run, open
     assert report.first_broken == entries[4] and "link" in report.reason
 
 
-def test_values_erased_by_hand_to_look_forgotten_are_seen(initialised: Run, open_store: Open) -> None:
+def test_values_erased_by_hand_to_look_forgotten_are_seen(
+    initialised: Run, open_store: Open
+) -> None:
     """A forgotten mark carries no values to check, so one set by hand (not by a forget, whose record
     counts what it redacted) must not pass; genuine forgets, an agent's after a passage's, still do."""
     with open_store("ada") as memory:
@@ -141,14 +163,22 @@ def test_values_erased_by_hand_to_look_forgotten_are_seen(initialised: Run, open
         memory.forget_passage(made["drop"])
         memory.ensure_agent("leaver")
         memory.archival_memory_insert("A passage of the leaver's", agent_id="leaver")
-        memory.forget_passage(memory.archival_memory_list(agent_id="leaver")[0].passage_id, agent_id="leaver")
+        memory.forget_passage(
+            memory.archival_memory_list(agent_id="leaver")[0].passage_id, agent_id="leaver"
+        )
         memory.forget_agent("leaver")
         with memory.database.reading() as conn:
             assert journal.verify_chain(conn).ok
-        victim = next(e.entry_id for e in sorted(_entries(memory).values(), key=lambda e: e.entry_id)
-                      if e.action == "core_memory_append" and e.agent_id == "ada")
-        _raw_sql(memory, "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{}',"
-                         f" salt = NULL, forgotten = 1 WHERE entry_id = {victim}")
+        victim = next(
+            e.entry_id
+            for e in sorted(_entries(memory).values(), key=lambda e: e.entry_id)
+            if e.action == "core_memory_append" and e.agent_id == "ada"
+        )
+        _raw_sql(
+            memory,
+            "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{}',"
+            f" salt = NULL, forgotten = 1 WHERE entry_id = {victim}",
+        )
 
     result = initialised("--json", "doctor")
 
@@ -156,10 +186,14 @@ def test_values_erased_by_hand_to_look_forgotten_are_seen(initialised: Run, open
     assert "outside forgetting" in json.dumps(json.loads(result.stdout)["checks"])
 
 
-def test_removing_the_newest_entries_is_seen(initialised: Run, open_store: Open, backend: str) -> None:
+def test_removing_the_newest_entries_is_seen(
+    initialised: Run, open_store: Open, backend: str
+) -> None:
     if backend == "postgres":
-        pytest.skip("SQLite's AUTOINCREMENT counter names removed newest entries; PostgreSQL's identity sequence "
-                    "also keeps the ids of rolled-back writes, so a gap there proves nothing")
+        pytest.skip(
+            "SQLite's AUTOINCREMENT counter names removed newest entries; PostgreSQL's identity sequence "
+            "also keeps the ids of rolled-back writes, so a gap there proves nothing"
+        )
     with open_store("ada") as memory:
         _some_memory(memory)
         entries = sorted(_entries(memory))
@@ -172,33 +206,51 @@ def test_removing_the_newest_entries_is_seen(initialised: Run, open_store: Open,
     assert "removed from the end" in initialised("doctor").stdout
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE journal SET new_value = 'x' WHERE entry_id = {id}",
-    "UPDATE journal SET action = 'other' WHERE entry_id = {id}",
-    "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{{}}', salt = NULL,"
-    " forgotten = 1, created_at = 'then' WHERE entry_id = {id}",
-    "DELETE FROM journal WHERE entry_id = {id}",
-])
-def test_the_database_refuses_every_journal_change_but_forgettings(open_store: Open, statement: str) -> None:
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE journal SET new_value = 'x' WHERE entry_id = {id}",
+        "UPDATE journal SET action = 'other' WHERE entry_id = {id}",
+        "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{{}}', salt = NULL,"
+        " forgotten = 1, created_at = 'then' WHERE entry_id = {id}",
+        "DELETE FROM journal WHERE entry_id = {id}",
+    ],
+)
+def test_the_database_refuses_every_journal_change_but_forgettings(
+    open_store: Open, statement: str
+) -> None:
     with open_store("ada") as memory:
         memory.core_memory_append("human", "A fact")
         entry = memory.journal(limit=1)[0].entry_id
-        with pytest.raises(MemoryAgentError, match="append-only"), memory.database.transaction() as conn:
+        with (
+            pytest.raises(MemoryAgentError, match="append-only"),
+            memory.database.transaction() as conn,
+        ):
             conn.execute(statement.format(id=entry))
         with memory.database.transaction() as conn:
             assert journal.redact(conn, [entry]) == 1
         assert memory.journal(limit=1)[0].new_value is None
         with memory.database.reading() as conn:  # a redaction no forget record counts shows
             assert "outside forgetting" in journal.verify_chain(conn).reason
-        with memory.database.transaction() as conn:  # as forgetting writes it: the record of what it redacted
-            journal.record(conn, agent_id="ada", action="forget", target_type="passage", target_id="p",
-                           created_at=utc_now(), detail={"journal_entries_redacted": 1})
+        with (
+            memory.database.transaction() as conn
+        ):  # as forgetting writes it: the record of what it redacted
+            journal.record(
+                conn,
+                agent_id="ada",
+                action="forget",
+                target_type="passage",
+                target_id="p",
+                created_at=utc_now(),
+                detail={"journal_entries_redacted": 1},
+            )
         with memory.database.reading() as conn:
             assert journal.verify_chain(conn).ok
 
 
-def test_imported_entries_are_chained_on_arrival(initialised: Run, open_store: Open, tmp_path: Path,
-                                                 storage: Path) -> None:
+def test_imported_entries_are_chained_on_arrival(
+    initialised: Run, open_store: Open, tmp_path: Path, storage: Path
+) -> None:
     with open_store("ada") as memory:
         _some_memory(memory)
     exported = tmp_path / "ada.json"
@@ -221,7 +273,9 @@ def test_cli_forget_purge_asks_then_forgets_each_kind(initialised: Run, open_sto
     done = initialised("--json", "forget", "--purge", made["drop"], input="y\n")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["passages"] == 1
-    assert initialised("forget", "--purge", "--yes", "--message", str(made["message"])).exit_code == 0
+    assert (
+        initialised("forget", "--purge", "--yes", "--message", str(made["message"])).exit_code == 0
+    )
     assert initialised("forget", "--purge", "--yes", "--block", "secret").exit_code == 0
     usage = initialised("forget", "--block", "human")
     assert usage.exit_code == 2 and "--purge" in usage.output
@@ -232,15 +286,25 @@ def test_cli_forget_purge_asks_then_forgets_each_kind(initialised: Run, open_sto
         assert [e.action for e in memory.journal(limit=3)] == ["forget"] * 3
 
 
-texts = st.one_of(st.text(max_size=40), st.sampled_from(
-    ["", " ", "passage-", "../etc", "human\x00", "'; DROP TABLE x;--", "a" * 300, "\ud800"]))
+texts = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(
+        ["", " ", "passage-", "../etc", "human\x00", "'; DROP TABLE x;--", "a" * 300, "\ud800"]
+    ),
+)
 
 
-@hypothesis_settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(["passage", "message", "block", "agent"]), text=texts,
-       number=st.one_of(st.integers(), st.integers(min_value=2**63, max_value=2**70)))
-def test_hostile_forgets_raise_only_our_errors_and_change_nothing(open_store: Open, storage: Path, kind: str,
-                                                                   text: str, number: int) -> None:
+@hypothesis_settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kind=st.sampled_from(["passage", "message", "block", "agent"]),
+    text=texts,
+    number=st.one_of(st.integers(), st.integers(min_value=2**63, max_value=2**70)),
+)
+def test_hostile_forgets_raise_only_our_errors_and_change_nothing(
+    open_store: Open, storage: Path, kind: str, text: str, number: int
+) -> None:
     with open_store("ada") as memory:
         if not memory.list_blocks():
             _some_memory(memory)
@@ -251,9 +315,13 @@ def test_hostile_forgets_raise_only_our_errors_and_change_nothing(open_store: Op
                 if kind == "passage":
                     memory.forget_passage(text)
                 elif kind == "message":
-                    memory.forget_message(number if number > 10_000 or number < 0 else number + 10_000)
+                    memory.forget_message(
+                        number if number > 10_000 or number < 0 else number + 10_000
+                    )
                 elif kind == "block":
-                    memory.forget_block(text if text not in ("human", "persona", "secret") else text + "/x")
+                    memory.forget_block(
+                        text if text not in ("human", "persona", "secret") else text + "/x"
+                    )
                 else:
                     memory.forget_agent(text if text != "ada" else "ada-other")
             assert store_snapshot(watcher) == before
@@ -287,6 +355,9 @@ def test_concurrent_writers_never_fork_the_chain(open_store: Open) -> None:
     assert errors == []
     with open_store("ada") as memory, memory.database.reading() as conn:
         report = journal.verify_chain(conn)
-        hashes = [row[0] for row in conn.execute("SELECT prev_hash FROM journal WHERE prev_hash IS NOT NULL")]
+        hashes = [
+            row[0]
+            for row in conn.execute("SELECT prev_hash FROM journal WHERE prev_hash IS NOT NULL")
+        ]
     assert report.ok and report.entries >= 4 * 30
     assert len(hashes) == len(set(hashes))  # no two entries link to the same one

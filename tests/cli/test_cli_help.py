@@ -15,7 +15,9 @@ import memory_agent.cli
 from memory_agent.cli import cli
 
 
-def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
     for name, command in group.commands.items():
         yield (*path, name), command
         if isinstance(command, click.Group):
@@ -28,10 +30,31 @@ ALL_COMMANDS = list(_commands(cli))
 def test_the_cli_has_every_command_of_the_brief() -> None:
     names = {" ".join(path) for path, _ in ALL_COMMANDS}
     expected = {
-        "init", "agents list", "agents show", "agents create", "agents delete",
-        "blocks list", "blocks show", "blocks set", "blocks append", "blocks edit", "blocks history",
-        "blocks undo", "blocks attach", "blocks detach", "remember", "recall", "forget",
-        "messages", "summary", "compact", "export", "import", "journal", "doctor", "chat",
+        "init",
+        "agents list",
+        "agents show",
+        "agents create",
+        "agents delete",
+        "blocks list",
+        "blocks show",
+        "blocks set",
+        "blocks append",
+        "blocks edit",
+        "blocks history",
+        "blocks undo",
+        "blocks attach",
+        "blocks detach",
+        "remember",
+        "recall",
+        "forget",
+        "messages",
+        "summary",
+        "compact",
+        "export",
+        "import",
+        "journal",
+        "doctor",
+        "chat",
     }
     assert expected <= names
 
@@ -61,11 +84,24 @@ def test_public_names() -> None:
 @pytest.mark.usefixtures("backend")
 def test_the_console_entry_point_runs_in_its_own_process(tmp_path: Path) -> None:
     """What `memory-agent` runs: main(), with errors as one line and no traceback."""
-    command = [sys.executable, "-c", "from memory_agent.cli import main; main()", "--storage-dir", str(tmp_path)]
-    failed = subprocess.run([*command, "blocks", "list"], capture_output=True, text=True, timeout=60)
+    command = [
+        sys.executable,
+        "-c",
+        "from memory_agent.cli import main; main()",
+        "--storage-dir",
+        str(tmp_path),
+    ]
+    failed = subprocess.run(
+        [*command, "blocks", "list"], capture_output=True, text=True, timeout=60
+    )
     assert failed.returncode == 1 and failed.stdout == ""
-    assert failed.stderr.startswith("Error: No memory-agent storage") and len(failed.stderr.splitlines()) == 1
-    created = subprocess.run([*command, "--agent", "ada", "init"], capture_output=True, text=True, timeout=60)
+    assert (
+        failed.stderr.startswith("Error: No memory-agent storage")
+        and len(failed.stderr.splitlines()) == 1
+    )
+    created = subprocess.run(
+        [*command, "--agent", "ada", "init"], capture_output=True, text=True, timeout=60
+    )
     assert created.returncode == 0 and "Created agent 'ada'" in created.stdout, created.stderr
     usage = subprocess.run([*command, "blocks", "set"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "Usage: memory-agent blocks set" in usage.stderr

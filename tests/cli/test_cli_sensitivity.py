@@ -30,15 +30,23 @@ def test_levels_from_the_command_line(initialised: Invoke) -> None:
     assert run("blocks", "create", "hello", "Hi", "--sensitivity", "public").exit_code == 0
     listed = run("--json", "blocks", "list")
     assert "door" not in [b["label"] for b in json.loads(listed.output)]
-    assert "door" in [b["label"] for b in json.loads(run("--json", "blocks", "list", "--allow-secret").output)]
-    assert [b["label"] for b in json.loads(run("--json", "blocks", "list", "--public-only").output)] == ["hello"]
+    assert "door" in [
+        b["label"] for b in json.loads(run("--json", "blocks", "list", "--allow-secret").output)
+    ]
+    assert [
+        b["label"] for b in json.loads(run("--json", "blocks", "list", "--public-only").output)
+    ] == ["hello"]
     assert run("blocks", "show", "door").exit_code == 1
     assert MARK in run("blocks", "show", "door", "--allow-secret").output
 
-    secret = json.loads(run("--json", "remember", f"Vault {MARK}", "--sensitivity", "secret").output)["id"]
+    secret = json.loads(
+        run("--json", "remember", f"Vault {MARK}", "--sensitivity", "secret").output
+    )["id"]
     plain = json.loads(run("--json", "remember", "Vault is downstairs").output)["id"]
     assert _ids(run("--json", "recall", "vault", "--mode", "keyword").output) == [plain]
-    assert set(_ids(run("--json", "recall", "vault", "--mode", "keyword", "--allow-secret").output)) == {secret, plain}
+    assert set(
+        _ids(run("--json", "recall", "vault", "--mode", "keyword", "--allow-secret").output)
+    ) == {secret, plain}
     assert _ids(run("--json", "passages").output) == [plain]
 
     exported = run("export")
@@ -49,7 +57,9 @@ def test_levels_from_the_command_line(initialised: Invoke) -> None:
 
     changed = run("--json", "passage-sensitivity", plain, "public")
     assert changed.exit_code == 0 and json.loads(changed.output)["sensitivity"] == "public"
-    assert run("passage-sensitivity", secret, "public").exit_code == 1  # not seen without --allow-secret
+    assert (
+        run("passage-sensitivity", secret, "public").exit_code == 1
+    )  # not seen without --allow-secret
     assert run("passage-sensitivity", secret, "private", "--allow-secret").exit_code == 0
     assert run("blocks", "set", "hello", "--sensitivity", "secret").exit_code == 0
     assert "hello" not in run("blocks", "list").output
@@ -66,7 +76,11 @@ def test_the_journal_shows_no_secret_without_allow_secret(initialised: Invoke) -
     assert run("remember", f"Vault {MARK}", "--sensitivity", "secret").exit_code == 0
     assert run("remember", "Vault is downstairs").exit_code == 0
 
-    for output in (run("journal").output, run("--json", "journal").output, run("journal", "--public-only").output):
+    for output in (
+        run("journal").output,
+        run("--json", "journal").output,
+        run("journal", "--public-only").output,
+    ):
         assert MARK not in output
     shown = run("--json", "journal").output
     assert "Vault is downstairs" in shown
@@ -74,8 +88,11 @@ def test_the_journal_shows_no_secret_without_allow_secret(initialised: Invoke) -
 
 
 def test_an_unknown_level_is_one_error_line_and_changes_nothing(
-        initialised: Invoke, error_of: Callable[..., str], open_store: Callable[[str], MemoryManager],
-        tmp_path: Path) -> None:
+    initialised: Invoke,
+    error_of: Callable[..., str],
+    open_store: Callable[[str], MemoryManager],
+    tmp_path: Path,
+) -> None:
     run = initialised
     run("blocks", "create", "notes", "Some notes.")
     passage = json.loads(run("--json", "remember", "A fact.").output)["id"]
@@ -85,11 +102,13 @@ def test_an_unknown_level_is_one_error_line_and_changes_nothing(
     bad_file.write_text(json.dumps(document), encoding="utf-8")
     with open_store("ada") as memory:
         before = store_snapshot(memory.database)
-    for args in (("remember", "New text", "--sensitivity", "Secret"),
-                 ("blocks", "create", "other", "x", "--sensitivity", "top"),
-                 ("blocks", "set", "notes", "changed", "--sensitivity", "hidden"),
-                 ("passage-sensitivity", passage, "everyone"),
-                 ("--agent", "copy", "import", str(bad_file))):
+    for args in (
+        ("remember", "New text", "--sensitivity", "Secret"),
+        ("blocks", "create", "other", "x", "--sensitivity", "top"),
+        ("blocks", "set", "notes", "changed", "--sensitivity", "hidden"),
+        ("passage-sensitivity", passage, "everyone"),
+        ("--agent", "copy", "import", str(bad_file)),
+    ):
         line = error_of(run(*args))
         assert "must be one of public, private, secret" in line, line
     with open_store("ada") as memory:

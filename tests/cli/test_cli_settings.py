@@ -26,7 +26,9 @@ pytestmark = pytest.mark.usefixtures("backend")
 def test_the_library_ignores_a_stray_env_file_in_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / ".env").write_text("DEFAULT_BLOCK_LIMIT=abc\nAGENT_ID=from-dotenv\n", encoding="utf-8")
+    (tmp_path / ".env").write_text(
+        "DEFAULT_BLOCK_LIMIT=abc\nAGENT_ID=from-dotenv\n", encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PERSIST_DIRECTORY", str(tmp_path / "store"))
     settings = Settings.from_env()
@@ -55,13 +57,16 @@ def test_the_cli_reads_the_env_file_of_its_working_directory(
     assert shown.exit_code == 0 and "/123" in shown.output.replace(" ", ""), shown.output
 
 
-@pytest.mark.parametrize(("variable", "value", "named"), [
-    ("COMPACTION_CLIP_CHARS", "abc", "COMPACTION_CLIP_CHARS"),
-    ("COMPACTION_TRIGGER_THRESHOLD", "2", "COMPACTION_TRIGGER_THRESHOLD"),
-    ("DEFAULT_BLOCK_LIMIT", "abc", "DEFAULT_BLOCK_LIMIT"),
-    ("CHROMA_PORT", "99999", "CHROMA_PORT"),
-    ("MEMORY_HYBRID_SEARCH", "maybe", "MEMORY_HYBRID_SEARCH"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("COMPACTION_CLIP_CHARS", "abc", "COMPACTION_CLIP_CHARS"),
+        ("COMPACTION_TRIGGER_THRESHOLD", "2", "COMPACTION_TRIGGER_THRESHOLD"),
+        ("DEFAULT_BLOCK_LIMIT", "abc", "DEFAULT_BLOCK_LIMIT"),
+        ("CHROMA_PORT", "99999", "CHROMA_PORT"),
+        ("MEMORY_HYBRID_SEARCH", "maybe", "MEMORY_HYBRID_SEARCH"),
+    ],
+)
 def test_every_configuration_error_is_one_line_without_the_key(
     run: Invoke, variable: str, value: str, named: str, caplog: pytest.LogCaptureFixture
 ) -> None:

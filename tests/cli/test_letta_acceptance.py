@@ -24,7 +24,9 @@ from letta_dry_import import letta_import_errors
 
 @pytest.mark.parametrize("name", ["memgpt_agent.af", "memgpt_agent_with_convo.af"])
 def test_letta_accepts_what_we_export(name: str, shared_data: Path, tmp_path: Path) -> None:
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path)}), env_file=None)
+    settings = Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path)}), env_file=None
+    )
     report = import_file(shared_data / "agent-files" / name, settings=settings)
     with MemoryManager(agent_id=report.agent_ids[0], settings=settings) as memory:
         memory.create_block("system/human/family", "Two sisters", limit=200)

@@ -35,8 +35,9 @@ def _export(storage: Path, agent_ids: list[str], environ: OtherEnviron) -> dict:
 
 @pytest.mark.skipif(not FILES, reason="set LETTA_AGENT_FILES_DIR to a folder of .af files")
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
-def test_a_public_agent_file_imports_exports_and_round_trips(path: Path, tmp_path: Path,
-                                                             other_store_environ: OtherEnviron) -> None:
+def test_a_public_agent_file_imports_exports_and_round_trips(
+    path: Path, tmp_path: Path, other_store_environ: OtherEnviron
+) -> None:
     source = load_document(path)
     report = import_file(path, settings=_settings(tmp_path / "a", backend_environ))
     assert len(report.agent_ids) == len(source["agents"])
@@ -47,6 +48,7 @@ def test_a_public_agent_file_imports_exports_and_round_trips(path: Path, tmp_pat
     again.write_text(json.dumps(first), encoding="utf-8")
     import_file(again, settings=_settings(tmp_path / "b", other_store_environ))
     second = _export(tmp_path / "b", report.agent_ids, other_store_environ)
+
     def without_time(export: dict) -> dict:
         return {k: v for k, v in export.items() if k != "created_at"}
 

@@ -12,14 +12,25 @@ from backends import backend_environ
 from memory_agent import MemoryManager, Settings
 from memory_agent.store.snapshot import Snapshot
 
-HARBOUR = ("The harbour master is called Ines Duarte.", "Ines Duarte is the harbour master.",
-           "The name of the harbour master is Ines Duarte.")
+HARBOUR = (
+    "The harbour master is called Ines Duarte.",
+    "Ines Duarte is the harbour master.",
+    "The name of the harbour master is Ines Duarte.",
+)
 BERTHS = ("Berth 4 was repainted green in May.", "Berth 5 was repainted green in May.")
 
 
 def settings_for(tmp_path: Path, **extra: str) -> Settings:
-    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"),
-                                              "MEMORY_CHARACTER_LIMITS": "notes=400", **extra}), env_file=None)
+    return Settings.from_env(
+        backend_environ(
+            {
+                "PERSIST_DIRECTORY": str(tmp_path / "store"),
+                "MEMORY_CHARACTER_LIMITS": "notes=400",
+                **extra,
+            }
+        ),
+        env_file=None,
+    )
 
 
 _GROWING = {"journal", "block_history", "consolidation_sessions"}
@@ -38,7 +49,9 @@ def memory_content(snapshot: Snapshot, blocks_columns: list[str]) -> dict[str, A
         if table in _GROWING or table == "sqlite_sequence" or _FTS_SEGMENTS.search(table):
             continue
         if table == "blocks":
-            keep = [i for i, name in enumerate(blocks_columns) if name not in ("version", "updated_at")]
+            keep = [
+                i for i, name in enumerate(blocks_columns) if name not in ("version", "updated_at")
+            ]
             rows = sorted((tuple(row[i] for i in keep) for row in rows), key=repr)
         content[table] = rows
     return content

@@ -23,4 +23,6 @@ def test_sync_consolidate_inside_a_loop_says_to_await_aconsolidate(memory: Memor
         assert report.session_id
 
     asyncio.run(inside())
-    assert len(memory.list_consolidations()) == len(before) + 1, "the refused call recorded a session"
+    assert len(memory.list_consolidations()) == len(before) + 1, (
+        "the refused call recorded a session"
+    )

@@ -36,10 +36,15 @@ def _live(memory: MemoryManager, passage_id: str) -> bool:
     return _get(memory, passage_id).superseded_by is None
 
 
-def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(memory: MemoryManager) -> None:
-    ids = [memory.archival_memory_insert(text, tags=[f"t{n}"], metadata={f"k{n}": n},
-                                         provenance={"messages": [n]})
-           for n, text in enumerate(HARBOUR)]
+def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(
+    memory: MemoryManager,
+) -> None:
+    ids = [
+        memory.archival_memory_insert(
+            text, tags=[f"t{n}"], metadata={f"k{n}": n}, provenance={"messages": [n]}
+        )
+        for n, text in enumerate(HARBOUR)
+    ]
     berths = [memory.archival_memory_insert(text) for text in BERTHS]
 
     report = memory.consolidate(consolidator="rules")
@@ -53,11 +58,19 @@ def test_near_duplicates_merge_into_the_oldest_and_different_facts_stay(memory: 
     assert survivor.metadata == {"k0": 0, "k1": 1, "k2": 2}
     assert survivor.provenance["merged_from"] == ids[1:]
     assert sorted(survivor.provenance["messages"]) == [0, 1, 2]
-    assert all(_live(memory, passage_id) for passage_id in berths)  # 0.939 alike, but berth 4 is not berth 5
-    found = {hit.passage.passage_id for hit in memory.archival_memory_search("harbour master", limit=10)}
+    assert all(
+        _live(memory, passage_id) for passage_id in berths
+    )  # 0.939 alike, but berth 4 is not berth 5
+    found = {
+        hit.passage.passage_id for hit in memory.archival_memory_search("harbour master", limit=10)
+    }
     assert ids[0] in found and not found & set(ids[1:])
-    everything = {hit.passage.passage_id for hit in memory.archival_memory_search(
-        "harbour master", limit=10, include_superseded=True)}
+    everything = {
+        hit.passage.passage_id
+        for hit in memory.archival_memory_search(
+            "harbour master", limit=10, include_superseded=True
+        )
+    }
     assert set(ids) <= everything
 
 
@@ -78,7 +91,10 @@ def test_an_over_full_block_moves_its_oldest_lines_to_archival(memory: MemoryMan
     block = memory.get_block("notes")
     assert len(block.value) <= 0.6 * block.limit < len(block_before.value)
     archived = [p for p in memory.archival_memory_list(limit=100) if "from_block" in p.tags]
-    assert report.counts["blocks_changed"] == 1 and report.counts["passages_archived"] == len(archived) > 0
+    assert (
+        report.counts["blocks_changed"] == 1
+        and report.counts["passages_archived"] == len(archived) > 0
+    )
     for passage in archived:
         assert passage.provenance["block"] == "notes"
         assert passage.provenance["block_id"] == block.block_id
@@ -99,8 +115,9 @@ def test_expired_passages_are_counted_and_never_merged(memory: MemoryManager) ->
     assert _live(memory, kept) and memory.archival_memory_get(expiring) is not None
 
 
-def test_a_dry_run_reports_the_plan_and_writes_nothing(memory: MemoryManager,
-                                                       snapshot: Callable[[], Snapshot]) -> None:
+def test_a_dry_run_reports_the_plan_and_writes_nothing(
+    memory: MemoryManager, snapshot: Callable[[], Snapshot]
+) -> None:
     fill_notes(memory)
     for text in HARBOUR:
         memory.archival_memory_insert(text)
@@ -116,8 +133,9 @@ def test_a_dry_run_reports_the_plan_and_writes_nothing(memory: MemoryManager,
     assert done.counts == planned.counts
 
 
-def test_rollback_restores_every_block_and_passage_byte_for_byte(memory: MemoryManager,
-                                                                  snapshot: Callable[[], Snapshot]) -> None:
+def test_rollback_restores_every_block_and_passage_byte_for_byte(
+    memory: MemoryManager, snapshot: Callable[[], Snapshot]
+) -> None:
     fill_notes(memory)
     for n, text in enumerate(HARBOUR):
         memory.archival_memory_insert(text, tags=[f"t{n}"], metadata={"n": n, "ü": "ß"})
@@ -135,14 +153,18 @@ def test_rollback_restores_every_block_and_passage_byte_for_byte(memory: MemoryM
     after = snapshot()
     assert memory_content(after, columns) == memory_content(before, columns)
     assert len(after["journal"]) > len(before["journal"])  # history only grows
-    assert session.status == "rolled_back" and memory.get_consolidation(session.session_id).status == "rolled_back"
+    assert (
+        session.status == "rolled_back"
+        and memory.get_consolidation(session.session_id).status == "rolled_back"
+    )
     with pytest.raises(ConsolidationError, match="already rolled back"):
         memory.rollback_consolidation(session.session_id)
     assert snapshot() == after
 
 
-def test_rollback_over_a_later_edit_is_refused_and_changes_nothing(memory: MemoryManager,
-                                                                   snapshot: Callable[[], Snapshot]) -> None:
+def test_rollback_over_a_later_edit_is_refused_and_changes_nothing(
+    memory: MemoryManager, snapshot: Callable[[], Snapshot]
+) -> None:
     fill_notes(memory)
     ids = [memory.archival_memory_insert(text) for text in HARBOUR]
     report = memory.consolidate(consolidator="rules")
@@ -158,8 +180,9 @@ def test_rollback_over_a_later_edit_is_refused_and_changes_nothing(memory: Memor
     assert ids
 
 
-def test_rollback_over_a_later_passage_edit_names_the_passage(memory: MemoryManager,
-                                                              snapshot: Callable[[], Snapshot]) -> None:
+def test_rollback_over_a_later_passage_edit_names_the_passage(
+    memory: MemoryManager, snapshot: Callable[[], Snapshot]
+) -> None:
     ids = [memory.archival_memory_insert(text) for text in HARBOUR]
     report = memory.consolidate(consolidator="rules")
     memory.restore_passage(ids[2])  # a person brings one merged passage back
@@ -186,7 +209,9 @@ class _AgentWritesMeanwhile:
         return plan
 
 
-def test_a_block_edited_between_read_and_write_is_a_stale_write_to_retry(memory: MemoryManager) -> None:
+def test_a_block_edited_between_read_and_write_is_a_stale_write_to_retry(
+    memory: MemoryManager,
+) -> None:
     fill_notes(memory)
     with MemoryManager(agent_id="ada", settings=memory.settings) as other_process:
         report = memory.consolidate(consolidator=_AgentWritesMeanwhile(other_process))
@@ -196,10 +221,17 @@ def test_a_block_edited_between_read_and_write_is_a_stale_write_to_retry(memory:
     assert "Fact 0" in block.value  # nothing was moved out
     assert report.counts["blocks_changed"] == 0 and report.counts["passages_archived"] == 0
     assert [p for p in memory.archival_memory_list(limit=100) if "from_block" in p.tags] == []
-    assert len(report.retry_later) == 1 and "notes" in report.retry_later[0] and "retry later" in report.retry_later[0]
+    assert (
+        len(report.retry_later) == 1
+        and "notes" in report.retry_later[0]
+        and "retry later" in report.retry_later[0]
+    )
     assert report.status == "completed"
     again = memory.consolidate(consolidator="rules")  # the retry, on the fresh text
-    assert again.counts["blocks_changed"] == 1 and "Written by the agent meanwhile." in memory.get_block("notes").value
+    assert (
+        again.counts["blocks_changed"] == 1
+        and "Written by the agent meanwhile." in memory.get_block("notes").value
+    )
 
 
 class _Broken:
@@ -211,8 +243,9 @@ class _Broken:
         raise RuntimeError("the disk is on fire")
 
 
-def test_a_failed_run_is_recorded_with_its_reason_and_a_warning(memory: MemoryManager,
-                                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_run_is_recorded_with_its_reason_and_a_warning(
+    memory: MemoryManager, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="memory_agent"):
         report = memory.consolidate(consolidator=_Broken())
     assert report.status == "failed" and report.failure and "disk is on fire" in report.failure
@@ -245,8 +278,12 @@ def test_every_change_is_journalled_as_the_session(memory: MemoryManager) -> Non
     report = memory.consolidate(consolidator="rules")
     entries = [entry for entry in memory.journal(limit=500) if entry.author_kind == "consolidator"]
     assert entries and {entry.author for entry in entries} == {report.session_id}
-    assert {entry.action for entry in entries} >= {"consolidate_block", "insert_passage", "supersede_passage",
-                                                  "update_passage"}
+    assert {entry.action for entry in entries} >= {
+        "consolidate_block",
+        "insert_passage",
+        "supersede_passage",
+        "update_passage",
+    }
 
 
 class _CountingEmbedding:
@@ -268,7 +305,9 @@ class _CountingEmbedding:
 
 def test_a_run_compares_stored_vectors_instead_of_embedding_again(memory: MemoryManager) -> None:
     counting = _CountingEmbedding()
-    with MemoryManager(agent_id="ada", settings=memory.settings, embedding_function=counting) as counted:
+    with MemoryManager(
+        agent_id="ada", settings=memory.settings, embedding_function=counting
+    ) as counted:
         for text in HARBOUR:
             counted.archival_memory_insert(text)
         embedded = counting.texts
@@ -284,7 +323,9 @@ def test_archived_lines_name_the_turn_that_wrote_them(memory: MemoryManager) -> 
         prompt = memory.store_message("user", f"Please remember pier {number}.")
         assert prompt is not None
         line = f"Fact {number}: the crane on pier {number} was serviced."
-        assert not memory.execute_tool("core_memory_append", {"label": "notes", "content": line}).is_error
+        assert not memory.execute_tool(
+            "core_memory_append", {"label": "notes", "content": line}
+        ).is_error
         turns[line] = prompt.message_id
     memory.core_memory_append("notes", "A fact a person added.")  # the Python API: no turn
 
@@ -321,7 +362,9 @@ def test_a_cancelled_background_run_is_recorded_as_failed(memory: MemoryManager)
     assert session.status == "failed" and "interrupted" in (session.failure or "")
 
 
-def test_an_entry_only_claiming_the_session_as_author_is_not_rolled_back(memory: MemoryManager) -> None:
+def test_an_entry_only_claiming_the_session_as_author_is_not_rolled_back(
+    memory: MemoryManager,
+) -> None:
     """An entry written after the run under the session's author name (here straight into the journal,
     past every entry point's refusal) is outside the session's start/finish markers: the rollback
     treats it as a later edit of the block and refuses, instead of counting it as the session's own."""
@@ -335,9 +378,18 @@ def test_an_entry_only_claiming_the_session_as_author_is_not_rolled_back(memory:
     block = memory.get_block("notes")
     human = memory.get_block("human")
     with memory.database.transaction() as conn:
-        journal.record(conn, author=Author.consolidator(report.session_id), agent_id=memory.agent_id,
-                       action="core_memory_replace", target_type="block", target_id=human.block_id, label="human",
-                       old_value="FORGED OLD TEXT", new_value=human.value, created_at=utc_now())
+        journal.record(
+            conn,
+            author=Author.consolidator(report.session_id),
+            agent_id=memory.agent_id,
+            action="core_memory_replace",
+            target_type="block",
+            target_id=human.block_id,
+            label="human",
+            old_value="FORGED OLD TEXT",
+            new_value=human.value,
+            created_at=utc_now(),
+        )
     memory.rollback_consolidation(report.session_id)
     assert memory.get_block("human").value == human.value  # the claimed entry was not the session's
     assert memory.get_block("notes").value != block.value  # its real change was undone
@@ -360,10 +412,14 @@ def test_a_merge_survivor_lives_as_long_as_its_longest_lived_member(memory: Memo
     assert report.counts["passages_merged"] == 1 and _get(memory, second).superseded_by == first
     assert _get(memory, first).expires_at == _get(memory, second).expires_at
     memory.rollback_consolidation(report.session_id or "")
-    assert _get(memory, first).expires_at != _get(memory, second).expires_at  # the expiry came back too
+    assert (
+        _get(memory, first).expires_at != _get(memory, second).expires_at
+    )  # the expiry came back too
 
 
-def test_consolidation_never_reads_a_secret_and_a_merge_takes_the_strictest_level(memory: MemoryManager) -> None:
+def test_consolidation_never_reads_a_secret_and_a_merge_takes_the_strictest_level(
+    memory: MemoryManager,
+) -> None:
     """Secret passages are left out of what a consolidator reads (a model consolidator would send
     them to a model); a public and a private copy of one fact merge into a private passage."""
     public = memory.archival_memory_insert("The user likes green tea.", sensitivity="public")
@@ -377,4 +433,6 @@ def test_consolidation_never_reads_a_secret_and_a_merge_takes_the_strictest_leve
     assert kept is not None and kept.superseded_by is None and kept.sensitivity == "secret"
     assert secret not in _get(memory, public).provenance.get("merged_from", [])
     memory.rollback_consolidation(report.session_id)
-    assert _get(memory, public).sensitivity == "public" and _get(memory, private).superseded_by is None
+    assert (
+        _get(memory, public).sensitivity == "public" and _get(memory, private).superseded_by is None
+    )

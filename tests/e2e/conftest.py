@@ -38,8 +38,13 @@ def project_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def storage_settings(tmp_path: Path, server: ScriptedMessagesServer) -> Settings:
     return Settings.from_env(
-        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"), "ANTHROPIC_BASE_URL": server.url,
-                         "ANTHROPIC_API_KEY": "test-key"}),
+        backend_environ(
+            {
+                "PERSIST_DIRECTORY": str(tmp_path / "store"),
+                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_API_KEY": "test-key",
+            }
+        ),
         env_file=None,
     )
 
@@ -65,7 +70,9 @@ def copy_store(request: pytest.FixtureRequest) -> Iterator[StoreCopier]:
         cluster = request.getfixturevalue("postgres_cluster")
         name = f"copy_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(cluster.url(), autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{settings.database_url.rsplit("/", 1)[1]}"')
+            admin.execute(
+                f'CREATE DATABASE "{name}" TEMPLATE "{settings.database_url.rsplit("/", 1)[1]}"'
+            )
         made.append(cluster.url(name))
         return dataclasses.replace(settings, persist_directory=target, database_url=made[-1])
 
@@ -84,5 +91,8 @@ def agent_memory(storage_settings: Settings) -> Iterator[MemoryManager]:
 def options(server: ScriptedMessagesServer, project_dir: Path) -> ClaudeAgentOptions:
     """Plain SDK options a user would write: a system prompt, no built-in tools, our server."""
     return ClaudeAgentOptions(
-        env=server.env(), system_prompt="You are a careful assistant.", tools=[], cwd=str(project_dir)
+        env=server.env(),
+        system_prompt="You are a careful assistant.",
+        tools=[],
+        cwd=str(project_dir),
     )

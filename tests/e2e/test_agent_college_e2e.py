@@ -37,8 +37,10 @@ async def test_the_critics_tool_write_is_in_the_professors_next_request(
     server.enqueue(text_response("I recorded my finding in the shared state."))
     server.enqueue(text_response("Professor: guard step 2 with n > 0."))
 
-    with CollegeSession.open(instance_id="e2e", settings=storage_settings) as college, \
-            MemoryManager(agent_id=college.professor_id, settings=storage_settings) as professor_memory:
+    with (
+        CollegeSession.open(instance_id="e2e", settings=storage_settings) as college,
+        MemoryManager(agent_id=college.professor_id, settings=storage_settings) as professor_memory,
+    ):
         critic = college.build_agent("critic", options)
         professor = college.build_agent("professor", options, memory=professor_memory)
         async with professor, critic:
@@ -57,7 +59,10 @@ async def test_the_critics_tool_write_is_in_the_professors_next_request(
         authors = [v.agent_id for v in professor_memory.block_history(COLLEGE_BLOCK_LABEL)]
         assert authors == ["e2e_critic", "e2e_critic"]
 
-    critic_requests, professor_requests = _requests_of(server, "Critic"), _requests_of(server, "Professor")
+    critic_requests, professor_requests = (
+        _requests_of(server, "Critic"),
+        _requests_of(server, "Professor"),
+    )
     assert len(critic_requests) == 2 and len(professor_requests) == 2
     tool_result = critic_requests[1].tool_results[-1]
     assert not tool_result.get("is_error") and FINDING in str(tool_result["content"])

@@ -64,8 +64,12 @@ async def test_a_tool_edit_is_stored_and_shown_in_the_next_system_prompt(
     stored = agent_memory.recall.all_messages("e2e-agent")
     kinds = [(m.role, m.message_type) for m in stored if m.in_context]
     assert kinds == [
-        ("user", "user"), ("assistant", "assistant"), ("user", "tool_result"), ("assistant", "assistant"),
-        ("user", "user"), ("assistant", "assistant"),
+        ("user", "user"),
+        ("assistant", "assistant"),
+        ("user", "tool_result"),
+        ("assistant", "assistant"),
+        ("user", "user"),
+        ("assistant", "assistant"),
     ]
     results = [m for m in stored if m.message_type == "result"]
     assert len(results) == 2 and reported_input_tokens(results[0].metadata["usage"]) > 0
@@ -74,7 +78,9 @@ async def test_a_tool_edit_is_stored_and_shown_in_the_next_system_prompt(
 
 
 async def test_an_edit_by_another_process_between_turns_shows_in_the_next_turn(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager,
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    agent_memory: MemoryManager,
     storage_settings: Settings,
 ) -> None:
     async with MemoryAwareAgent(options, memory=agent_memory, prompt_refresh="deferred") as agent:
@@ -94,8 +100,9 @@ async def test_an_edit_by_another_process_between_turns_shows_in_the_next_turn(
 async def test_reconnect_mode_resumes_the_session_with_the_new_prompt(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
-    async with MemoryAwareAgent(options, memory=agent_memory, refresh_mode="reconnect",
-                                prompt_refresh="live") as agent:
+    async with MemoryAwareAgent(
+        options, memory=agent_memory, refresh_mode="reconnect", prompt_refresh="live"
+    ) as agent:
         await agent.process_turn("first")
         agent_memory.core_memory_append("human", "Prefers tea")
         await agent.process_turn("second")
@@ -144,8 +151,12 @@ async def test_a_tool_error_reaches_the_model_and_leaves_memory_unchanged(
     agent_memory.create_block("tiny", "full", limit=5)
     agent_memory.create_block("rules", "Never lie.", read_only=True)
     server.enqueue(tool_use_response(APPEND, {"label": "tiny", "content": "overflowing text"}))
-    server.enqueue(tool_use_response("mcp__memory__core_memory_replace",
-                                     {"label": "rules", "old_content": "Never", "new_content": "Always"}))
+    server.enqueue(
+        tool_use_response(
+            "mcp__memory__core_memory_replace",
+            {"label": "rules", "old_content": "Never", "new_content": "Always"},
+        )
+    )
     server.enqueue(tool_use_response(APPEND, {"label": "no_such_block", "content": "x"}))
     server.enqueue(text_response("I could not save that."))
     async with MemoryAwareAgent(options, memory=agent_memory) as agent:
@@ -208,7 +219,13 @@ async def test_drop_in_surface_query_and_receive_response(
     finally:
         await agent.disconnect()
     assert isinstance(messages[-1], ResultMessage)
-    texts = [b.text for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]
+    texts = [
+        b.text
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if isinstance(b, TextBlock)
+    ]
     assert texts == ["pong"]
     stored = [m for m in agent_memory.recall.all_messages("e2e-agent") if m.role == "assistant"]
     assert stored[0].text == "pong"
@@ -224,7 +241,10 @@ async def test_sdk_errors_reach_the_caller_as_the_sdk_raises_them(
 
 
 async def test_a_restart_from_another_directory_carries_the_conversation(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    storage_settings: Settings,
+    tmp_path,
 ) -> None:
     """The SDK finds stored sessions by cwd; elsewhere, a new session is seeded with the kept
     messages, which reach the model as real turns (not as text in the system prompt)."""
@@ -235,12 +255,16 @@ async def test_a_restart_from_another_directory_carries_the_conversation(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with MemoryManager(agent_id="mover", settings=storage_settings) as memory:
-        async with MemoryAwareAgent(dataclasses.replace(options, cwd=str(elsewhere)), memory=memory) as agent:
+        async with MemoryAwareAgent(
+            dataclasses.replace(options, cwd=str(elsewhere)), memory=memory
+        ) as agent:
             await agent.process_turn("When is the meeting?")
     last = server.message_requests()[-1]
-    assert conversation(last) == [("user", "The meeting is at 10:30."),
-                                  ("assistant", "Noted: the meeting is at 10:30."),
-                                  ("user", "When is the meeting?")]
+    assert conversation(last) == [
+        ("user", "The meeting is at 10:30."),
+        ("assistant", "Noted: the meeting is at 10:30."),
+        ("user", "When is the meeting?"),
+    ]
     assert "10:30" not in last.system_text
 
 
@@ -252,9 +276,16 @@ def conversation(request) -> list[tuple[str, str]]:
         if message["role"] not in ("user", "assistant"):
             continue
         content = message["content"]
-        text = content if isinstance(content, str) else " ".join(
-            str(block.get("text", "")) for block in content
-            if block.get("type") == "text" and not str(block.get("text", "")).startswith("<turn_context>"))
+        text = (
+            content
+            if isinstance(content, str)
+            else " ".join(
+                str(block.get("text", ""))
+                for block in content
+                if block.get("type") == "text"
+                and not str(block.get("text", "")).startswith("<turn_context>")
+            )
+        )
         if text.strip() and not text.lstrip().startswith("<system-reminder>"):
             turns.append((message["role"], text.strip()))
     return turns
@@ -300,11 +331,19 @@ async def server_wait(server: ScriptedMessagesServer, count: int) -> None:
 async def test_archival_and_conversation_search_tools_through_the_agent(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
-    server.enqueue(tool_use_response("mcp__memory__archival_memory_insert",
-                                     {"content": "Ada's cat is called Pixel.", "tags": ["pets"]}))
+    server.enqueue(
+        tool_use_response(
+            "mcp__memory__archival_memory_insert",
+            {"content": "Ada's cat is called Pixel.", "tags": ["pets"]},
+        )
+    )
     server.enqueue(text_response("Saved."))
-    server.enqueue(tool_use_response("mcp__memory__archival_memory_search", {"query": "name of the cat"}))
-    server.enqueue(tool_use_response("mcp__memory__conversation_search", {"query": "cat", "roles": ["user"]}))
+    server.enqueue(
+        tool_use_response("mcp__memory__archival_memory_search", {"query": "name of the cat"})
+    )
+    server.enqueue(
+        tool_use_response("mcp__memory__conversation_search", {"query": "cat", "roles": ["user"]})
+    )
     server.enqueue(text_response("Your cat is Pixel."))
     async with MemoryAwareAgent(options, memory=agent_memory) as agent:
         await agent.process_turn("My cat is called Pixel.")
@@ -328,6 +367,8 @@ async def test_a_conversation_stored_without_a_session_is_carried_into_the_first
     async with MemoryAwareAgent(options, memory=agent_memory) as agent:
         await agent.process_turn("What is my favourite colour?")
     first = server.message_requests()[0]
-    assert conversation(first) == [("user", "Imported: my favourite colour is teal."),
-                                   ("assistant", "Imported: noted, teal."),
-                                   ("user", "What is my favourite colour?")]
+    assert conversation(first) == [
+        ("user", "Imported: my favourite colour is teal."),
+        ("assistant", "Imported: noted, teal."),
+        ("user", "What is my favourite colour?"),
+    ]

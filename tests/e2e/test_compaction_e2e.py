@@ -28,11 +28,18 @@ async def test_an_agent_over_the_threshold_compacts_and_drops_evicted_messages(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
     settings = CompactionSettings(
-        model="claude-haiku-4-5", context_window=6_000, trigger_threshold=0.8,
-        window_percentage=0.5, min_kept_messages=2, retry_initial_wait=0.01, retry_max_wait=0.05,
+        model="claude-haiku-4-5",
+        context_window=6_000,
+        trigger_threshold=0.8,
+        window_percentage=0.5,
+        min_kept_messages=2,
+        retry_initial_wait=0.01,
+        retry_max_wait=0.05,
     )
     server.enqueue(text_response(SUMMARY), model="haiku")
-    async with MemoryAwareAgent(options, memory=agent_memory, compaction_settings=settings) as agent:
+    async with MemoryAwareAgent(
+        options, memory=agent_memory, compaction_settings=settings
+    ) as agent:
         number = 0
         while agent.last_compaction is None or not agent.last_compaction.changed:
             number += 1
@@ -47,10 +54,16 @@ async def test_an_agent_over_the_threshold_compacts_and_drops_evicted_messages(
     assert requests.index(summariser[0]) == len(requests) - 2  # summarised, then the turn
     assert SUMMARY in turn.system_text
     outcome = agent.last_compaction
-    evicted = {f"MARKER-{n:02d}" for n in range(1, last_prompt) if any(
-        f"MARKER-{n:02d}" in str(m.content) for m in outcome.evicted)}
-    kept = {f"MARKER-{n:02d}" for n in range(1, last_prompt) if any(
-        f"MARKER-{n:02d}" in str(m.content) for m in outcome.kept)}
+    evicted = {
+        f"MARKER-{n:02d}"
+        for n in range(1, last_prompt)
+        if any(f"MARKER-{n:02d}" in str(m.content) for m in outcome.evicted)
+    }
+    kept = {
+        f"MARKER-{n:02d}"
+        for n in range(1, last_prompt)
+        if any(f"MARKER-{n:02d}" in str(m.content) for m in outcome.kept)
+    }
     assert evicted and kept and "MARKER-01" in evicted
     sent = turn.system_text + str(turn.messages)
     assert all(marker in sent for marker in kept)  # kept messages verbatim
@@ -71,7 +84,9 @@ async def test_an_agent_over_the_threshold_compacts_and_drops_evicted_messages(
     assert record.tokens_before > record.tokens_after
 
 
-@pytest.mark.sqlite_only(reason="pins the options given to the CLI (its own auto-compaction off); nothing is stored")
+@pytest.mark.sqlite_only(
+    reason="pins the options given to the CLI (its own auto-compaction off); nothing is stored"
+)
 async def test_the_clis_own_auto_compaction_stays_off(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
@@ -79,7 +94,9 @@ async def test_the_clis_own_auto_compaction_stays_off(
 
     Each reply reports 20,000 input tokens, past 1% of the CLI's window, far under our trigger.
     """
-    eager = dataclasses.replace(options, env={**options.env, "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "1"})
+    eager = dataclasses.replace(
+        options, env={**options.env, "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "1"}
+    )
     for _ in range(8):
         server.enqueue(text_response("ok", input_tokens=20_000))
     plain = ClaudeSDKClient(eager)
@@ -91,7 +108,9 @@ async def test_the_clis_own_auto_compaction_stays_off(
                 pass
     finally:
         await plain.disconnect()
-    assert any(is_compaction_request(r) for r in server.requests), "control: the CLI did not compact"
+    assert any(is_compaction_request(r) for r in server.requests), (
+        "control: the CLI did not compact"
+    )
 
     server.clear()
     for _ in range(3):

@@ -26,7 +26,9 @@ from memory_agent.testing.responses import ScriptedResponse
 pytestmark = pytest.mark.e2e
 
 SUMMARY = "SUMMARY-4410: the user described their harbour work."
-CONSOLIDATED = "CONSOLIDATED-5521: Ana Duarte, harbour pilot in Porto since 2019; drinks green tea; two cats."
+CONSOLIDATED = (
+    "CONSOLIDATED-5521: Ana Duarte, harbour pilot in Porto since 2019; drinks green tea; two cats."
+)
 HOLD_SECONDS = 120.0
 """The longest the consolidator's request is held; the test lets it go long before."""
 
@@ -60,8 +62,13 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
     settings = CompactionSettings(
-        model="claude-haiku-4-5", context_window=6_000, trigger_threshold=0.8,
-        window_percentage=0.5, min_kept_messages=2, retry_initial_wait=0.01, retry_max_wait=0.05,
+        model="claude-haiku-4-5",
+        context_window=6_000,
+        trigger_threshold=0.8,
+        window_percentage=0.5,
+        min_kept_messages=2,
+        retry_initial_wait=0.01,
+        retry_max_wait=0.05,
     )
     limit = agent_memory.get_block("human").limit
     before = _human_lines(limit)
@@ -77,10 +84,13 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
         return text_response(json.dumps({"text": CONSOLIDATED}))
 
     server.responder = slow_model
-    schedule = ConsolidationSchedule(consolidator=ModelConsolidator(settings, api_key="test-key", base_url=server.url))
+    schedule = ConsolidationSchedule(
+        consolidator=ModelConsolidator(settings, api_key="test-key", base_url=server.url)
+    )
 
-    async with MemoryAwareAgent(options, memory=agent_memory, compaction_settings=settings,
-                                consolidation=schedule) as agent:
+    async with MemoryAwareAgent(
+        options, memory=agent_memory, compaction_settings=settings, consolidation=schedule
+    ) as agent:
         try:
             number = 0
             while agent.last_compaction is None or not agent.last_compaction.changed:
@@ -101,7 +111,9 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
             # And one more turn, the run still held.
             started = time.monotonic()
             await agent.process_turn("A short question while memory is being tidied.")
-            assert agent.consolidation.running and not rewrites[0].completed, time.monotonic() - started
+            assert agent.consolidation.running and not rewrites[0].completed, (
+                time.monotonic() - started
+            )
 
             release.set()
             await agent.consolidation.wait()

@@ -20,11 +20,29 @@ SYSTEM = "You are Juniper, imported from Letta. Always answer in haiku."
 
 def _letta_file(tmp_path: Path) -> Path:
     document = {
-        "agents": [{"id": "agent-0", "name": "juniper", "system": SYSTEM, "block_ids": ["block-0"],
-                    "messages": [], "in_context_message_ids": []}],
-        "blocks": [{"id": "block-0", "label": "system/human/family", "value": "Two sisters: Ana and Bea.",
-                    "limit": 500}],
-        "groups": [], "tools": [], "files": [], "sources": [], "mcp_servers": [],
+        "agents": [
+            {
+                "id": "agent-0",
+                "name": "juniper",
+                "system": SYSTEM,
+                "block_ids": ["block-0"],
+                "messages": [],
+                "in_context_message_ids": [],
+            }
+        ],
+        "blocks": [
+            {
+                "id": "block-0",
+                "label": "system/human/family",
+                "value": "Two sisters: Ana and Bea.",
+                "limit": 500,
+            }
+        ],
+        "groups": [],
+        "tools": [],
+        "files": [],
+        "sources": [],
+        "mcp_servers": [],
     }
     path = tmp_path / "juniper.af"
     path.write_text(json.dumps(document), encoding="utf-8")
@@ -32,8 +50,11 @@ def _letta_file(tmp_path: Path) -> Path:
 
 
 async def test_the_imported_system_prompt_is_used_unless_the_caller_sets_one(
-        server: ScriptedMessagesServer, storage_settings: Settings, options: ClaudeAgentOptions,
-        tmp_path: Path) -> None:
+    server: ScriptedMessagesServer,
+    storage_settings: Settings,
+    options: ClaudeAgentOptions,
+    tmp_path: Path,
+) -> None:
     import_file(_letta_file(tmp_path), settings=storage_settings)
     server.enqueue(text_response("Sisters two, I know."))
     server.enqueue(text_response("Careful, as asked."))
@@ -41,7 +62,9 @@ async def test_the_imported_system_prompt_is_used_unless_the_caller_sets_one(
     with MemoryManager(agent_id="juniper", settings=storage_settings) as memory:
         async with MemoryAwareAgent(no_prompt, memory=memory) as agent:
             await agent.process_turn("Who is in my family?")
-        async with MemoryAwareAgent(options, memory=memory) as agent:  # the caller's own prompt wins
+        async with MemoryAwareAgent(
+            options, memory=memory
+        ) as agent:  # the caller's own prompt wins
             await agent.process_turn("Again?")
     first, second = server.message_requests()
     assert first.system_text.count(SYSTEM) == 1

@@ -58,28 +58,44 @@ def stored_prompts(result: SoakResult) -> list[str]:
     environ = {"PERSIST_DIRECTORY": str(result.final_storage_dir)}
     if result.final_database_url:
         environ["MEMORY_DATABASE_URL"] = result.final_database_url
-    with MemoryManager(agent_id=result.agent_id, settings=Settings.from_env(environ, env_file=None)) as memory:
+    with MemoryManager(
+        agent_id=result.agent_id, settings=Settings.from_env(environ, env_file=None)
+    ) as memory:
         return [m.text for m in memory.all_messages() if m.message_type == "user"]
 
 
-async def soak_with_restarts(server: ScriptedMessagesServer, tmp_path: Path,
-                             other_store_environ: Callable[[Mapping[str, str]], dict[str, str]], *,
-                             turns: int, restarts: dict[int, Restart]) -> None:
+async def soak_with_restarts(
+    server: ScriptedMessagesServer,
+    tmp_path: Path,
+    other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
+    *,
+    turns: int,
+    restarts: dict[int, Restart],
+) -> None:
     """A soak of 15 kB turns with restarts in the same cwd, another cwd and after export/import
     (on PostgreSQL into another database), each reopened agent carrying well over 128 KiB."""
     dirs = {name: tmp_path / name for name in ("project", "elsewhere")}
     for directory in dirs.values():
         directory.mkdir()
-    config = SoakConfig(turns=turns, storage_dir=tmp_path / "store", project_dir=dirs["project"],
-                        other_dir=dirs["elsewhere"], paste_every=1, tool_every=7, restarts=restarts,
-                        database_url=os.environ.get("MEMORY_DATABASE_URL"),
-                        import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"))
+    config = SoakConfig(
+        turns=turns,
+        storage_dir=tmp_path / "store",
+        project_dir=dirs["project"],
+        other_dir=dirs["elsewhere"],
+        paste_every=1,
+        tool_every=7,
+        restarts=restarts,
+        database_url=os.environ.get("MEMORY_DATABASE_URL"),
+        import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"),
+    )
     result = await run_soak(server, config)
     assert_soak_holds(result, min_compactions=3)
     assert [t.number for t in result.turns if t.restarted] == sorted(restarts)
     # Each reopened agent carried the conversation as messages, far over one argument's limit:
     # read back from the store (on PostgreSQL, the session transcript and messages in the database).
-    first_requests = {turn: index for index, turn in reversed(list(enumerate(result.request_turns)))}
+    first_requests = {
+        turn: index for index, turn in reversed(list(enumerate(result.request_turns)))
+    }
     for turn in restarts:
         assert result.carried_chars[first_requests[turn]] > MAX_ARG_STRLEN
     assert result.final_storage_dir == tmp_path / "store-imported"
@@ -88,25 +104,41 @@ async def soak_with_restarts(server: ScriptedMessagesServer, tmp_path: Path,
 
 @POSTGRES_SLOW
 async def test_pasted_logs_compactions_and_restarts_at_real_length(
-    server: ScriptedMessagesServer, tmp_path: Path, backend: str,
+    server: ScriptedMessagesServer,
+    tmp_path: Path,
+    backend: str,
     other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
 ) -> None:
     """The shortened soak: 115 turns at the default window, at least three compactions."""
-    await soak_with_restarts(server, tmp_path, other_store_environ, turns=115,
-                             restarts={30: "same-cwd", 55: "other-cwd", 80: "import"})
+    await soak_with_restarts(
+        server,
+        tmp_path,
+        other_store_environ,
+        turns=115,
+        restarts={30: "same-cwd", 55: "other-cwd", 80: "import"},
+    )
 
 
-@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+@pytest.mark.parametrize(
+    "backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 async def test_a_shorter_soak_on_postgres(
-    server: ScriptedMessagesServer, tmp_path: Path, backend: str,
+    server: ScriptedMessagesServer,
+    tmp_path: Path,
+    backend: str,
     other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
 ) -> None:
     """PostgreSQL's run in the default suite: 70 turns at the default window, compacting at
     turns 41 and 55 and on reopening after the import, each reopened agent reading its
     conversation back from the database. (At a smaller window the same checks cost as much:
     each compaction and restart starts a CLI, and they come more often.)"""
-    await soak_with_restarts(server, tmp_path, other_store_environ, turns=70,
-                             restarts={20: "same-cwd", 45: "other-cwd", 60: "import"})
+    await soak_with_restarts(
+        server,
+        tmp_path,
+        other_store_environ,
+        turns=70,
+        restarts={20: "same-cwd", 45: "other-cwd", 60: "import"},
+    )
 
 
 @POSTGRES_SLOW
@@ -118,8 +150,12 @@ async def test_ten_thousand_stored_messages_without_a_session(
     trigger, then the kept ones reach the model as messages, with no size error."""
     with MemoryManager(agent_id="history", settings=storage_settings) as memory:
         for number in range(5_000):
-            memory.store_message("user", f"Earlier question {number} about the project plan, in some detail.")
-            memory.store_message("assistant", f"Earlier answer {number}: the plan is on track, see item {number}.")
+            memory.store_message(
+                "user", f"Earlier question {number} about the project plan, in some detail."
+            )
+            memory.store_message(
+                "assistant", f"Earlier answer {number}: the plan is on track, see item {number}."
+            )
         server.enqueue(text_response("Still here."), text_response("Yes."), model="opus")
         async with MemoryAwareAgent(options, memory=memory) as agent:
             result = await agent.process_turn("Where were we?")
@@ -145,7 +181,9 @@ async def test_a_history_larger_than_the_window_is_compacted_before_the_first_re
         for number in range(70):  # about 1.1 MB, well over 200,000 tokens
             memory.store_message("user", f"Log {number}:\n{pasted_log(rng, 16_000)}")
             memory.store_message("assistant", f"Read log {number}.")
-        server.enqueue(*[text_response("Summary of the logs.")] * 10, model="haiku")  # one per chunk
+        server.enqueue(
+            *[text_response("Summary of the logs.")] * 10, model="haiku"
+        )  # one per chunk
         server.enqueue(text_response("Caught up."), model="opus")
         async with MemoryAwareAgent(options, memory=memory) as agent:
             result = await agent.process_turn("Anything new?")
@@ -182,19 +220,26 @@ async def test_a_block_larger_than_one_argument_reaches_the_model_and_refreshes_
 @pytest.mark.soak
 @pytest.mark.timeout(1800)
 @pytest.mark.usefixtures("backend")
-async def test_soak_of_a_thousand_turns(server: ScriptedMessagesServer, tmp_path: Path,
-                                        other_store_environ: Callable[[Mapping[str, str]], dict[str, str]]) -> None:
+async def test_soak_of_a_thousand_turns(
+    server: ScriptedMessagesServer,
+    tmp_path: Path,
+    other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
+) -> None:
     """Issue 10's soak: 1,000 turns of chat, 10-20 kB pastes and 8-16 kB tool results at the
     default window, reopened in the same cwd, another cwd and after import along the way.
     `python bench/soak_bench.py` runs the same conversation and prints its figures; with
     `--postgres` it runs it on PostgreSQL, as this test does under the `backend` fixture."""
     (tmp_path / "project").mkdir()
     (tmp_path / "elsewhere").mkdir()
-    config = SoakConfig(turns=1000, storage_dir=tmp_path / "store", project_dir=tmp_path / "project",
-                        other_dir=tmp_path / "elsewhere",
-                        restarts={250: "same-cwd", 500: "other-cwd", 750: "import"},
-                        database_url=os.environ.get("MEMORY_DATABASE_URL"),
-                        import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"))
+    config = SoakConfig(
+        turns=1000,
+        storage_dir=tmp_path / "store",
+        project_dir=tmp_path / "project",
+        other_dir=tmp_path / "elsewhere",
+        restarts={250: "same-cwd", 500: "other-cwd", 750: "import"},
+        database_url=os.environ.get("MEMORY_DATABASE_URL"),
+        import_database_url=other_store_environ({}).get("MEMORY_DATABASE_URL"),
+    )
     result = await run_soak(server, config)
     assert_soak_holds(result, min_compactions=5)
     assert result.fds[-1][1] <= result.fds[0][1] + 10

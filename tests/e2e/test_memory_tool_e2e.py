@@ -29,7 +29,9 @@ STYLE = "/memories/system/style.md"
 def _result(request: Any) -> tuple[str, bool]:
     result = request.tool_results[-1]
     content = result["content"]
-    text = content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
+    text = (
+        content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
+    )
     return text, bool(result.get("is_error"))
 
 
@@ -38,12 +40,18 @@ async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
     server.enqueue(
-        tool_use_response(MEMORY, {"command": "create", "path": STYLE, "file_text": "Answer in haiku."}),
-        tool_use_response(MEMORY, {"command": "create", "path": NOTES,
-                                   "file_text": "Launch: Friday\nOwner: Ada\n"}),
+        tool_use_response(
+            MEMORY, {"command": "create", "path": STYLE, "file_text": "Answer in haiku."}
+        ),
+        tool_use_response(
+            MEMORY,
+            {"command": "create", "path": NOTES, "file_text": "Launch: Friday\nOwner: Ada\n"},
+        ),
         tool_use_response(MEMORY, {"command": "view", "path": NOTES}),
-        tool_use_response(MEMORY, {"command": "str_replace", "path": NOTES, "old_str": "Friday",
-                                   "new_str": "Monday"}),
+        tool_use_response(
+            MEMORY,
+            {"command": "str_replace", "path": NOTES, "old_str": "Friday", "new_str": "Monday"},
+        ),
         text_response("Noted."),
         text_response("Launch is Monday."),
     )
@@ -57,7 +65,8 @@ async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     assert _result(turns[1]) == (f"File created successfully at: {STYLE}", False)
     assert _result(turns[3]) == (
         f"Here's the content of {NOTES} with line numbers:\n     1\tLaunch: Friday\n     2\tOwner: Ada\n     3\t",
-        False)
+        False,
+    )
     assert _result(turns[4])[0].startswith("The memory file has been edited.")
     assert "     1\tLaunch: Monday" in _result(turns[4])[0]
 
@@ -74,7 +83,9 @@ async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     assert "Launch: Friday" not in following
 
 
-@pytest.mark.sqlite_only(reason="pins which tool definitions reach the model; decided before any store is read")
+@pytest.mark.sqlite_only(
+    reason="pins which tool definitions reach the model; decided before any store is read"
+)
 async def test_the_tool_set_option_chooses_what_the_model_gets(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:

@@ -27,11 +27,16 @@ def _assert_nothing_of_it_kept(memory: MemoryManager, agent_id: str) -> None:
     assert not any(phrase in in_context for phrase in _CLI_WORDING)
 
 
-@pytest.mark.sqlite_only(reason="a refused key is decided by the model server before any answer is stored; "
-                          "the recorder that stores answers runs on PostgreSQL in test_agent_e2e")
+@pytest.mark.sqlite_only(
+    reason="a refused key is decided by the model server before any answer is stored; "
+    "the recorder that stores answers runs on PostgreSQL in test_agent_e2e"
+)
 @pytest.mark.parametrize("status", [401, 403])
 async def test_a_refused_key_raises_one_clear_error_and_stores_no_answer(
-    status: int, server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
+    status: int,
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    agent_memory: MemoryManager,
 ) -> None:
     server.enqueue(error_response(status, should_retry=False))
     server.enqueue(text_response("Hello again."))
@@ -54,9 +59,13 @@ async def test_no_key_at_all_is_not_logged_in_and_names_the_variable(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
     """ANTHROPIC_BASE_URL without a key: the CLI answers "Not logged in" without a request."""
-    no_key = ClaudeAgentOptions(env={**server.env(), "ANTHROPIC_API_KEY": ""}, tools=[], cwd=options.cwd)
+    no_key = ClaudeAgentOptions(
+        env={**server.env(), "ANTHROPIC_API_KEY": ""}, tools=[], cwd=options.cwd
+    )
     async with MemoryAwareAgent(no_key, memory=agent_memory) as agent:
-        with pytest.raises(ModelAuthenticationError, match="not logged in.*Set ANTHROPIC_API_KEY") as raised:
+        with pytest.raises(
+            ModelAuthenticationError, match="not logged in.*Set ANTHROPIC_API_KEY"
+        ) as raised:
             await agent.process_turn("Hello?")
     assert raised.value.status is None
     _assert_nothing_of_it_kept(agent_memory, "e2e-agent")
@@ -65,7 +74,10 @@ async def test_no_key_at_all_is_not_logged_in_and_names_the_variable(
 
 @pytest.mark.usefixtures("backend")
 async def test_the_agent_creates_its_storage_dir_and_agent_on_first_use(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     backend: str,
 ) -> None:
     """No init step: a MemoryAwareAgent in a fresh home creates ~/.memory_agent and its agent
@@ -77,7 +89,12 @@ async def test_the_agent_creates_its_storage_dir_and_agent_on_first_use(
         assert (await agent.process_turn("Hello")).text == "Hi."
         storage = agent.memory.storage_dir
     assert storage == home / ".memory_agent"
-    assert (storage / "memory.db").is_file() == (backend == "sqlite")  # nothing in SQLite on PostgreSQL
+    assert (storage / "memory.db").is_file() == (
+        backend == "sqlite"
+    )  # nothing in SQLite on PostgreSQL
     with MemoryManager(storage) as reopened:
         assert reopened.agent_id == agent.agent_id  # the default agent, reused by the next run
-        assert [m.role for m in reopened.recall.all_messages(agent.agent_id) if m.in_context] == ["user", "assistant"]
+        assert [m.role for m in reopened.recall.all_messages(agent.agent_id) if m.in_context] == [
+            "user",
+            "assistant",
+        ]

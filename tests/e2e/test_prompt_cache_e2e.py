@@ -62,23 +62,34 @@ def billing_server() -> Any:
 
 
 @pytest.fixture
-def billed_options(billing_server: ScriptedMessagesServer, options: ClaudeAgentOptions) -> ClaudeAgentOptions:
+def billed_options(
+    billing_server: ScriptedMessagesServer, options: ClaudeAgentOptions
+) -> ClaudeAgentOptions:
     options.env = billing_server.env()
     return options
 
 
 @pytest.fixture
 def billed_memory(billing_server: ScriptedMessagesServer, tmp_path: Any) -> Any:
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "billed"),
-                                                  "ANTHROPIC_BASE_URL": billing_server.url,
-                                                  "ANTHROPIC_API_KEY": "test-key"}), env_file=None)
+    settings = Settings.from_env(
+        backend_environ(
+            {
+                "PERSIST_DIRECTORY": str(tmp_path / "billed"),
+                "ANTHROPIC_BASE_URL": billing_server.url,
+                "ANTHROPIC_API_KEY": "test-key",
+            }
+        ),
+        env_file=None,
+    )
     with MemoryManager(agent_id="clocked", settings=settings) as memory:
         yield memory
 
 
 @pytest.mark.usefixtures("backend")
 async def test_the_model_sees_the_time_an_hour_later_and_the_system_prompt_stays_byte_identical(
-    billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
+    billing_server: ScriptedMessagesServer,
+    billed_options: ClaudeAgentOptions,
+    billed_memory: MemoryManager,
 ) -> None:
     clock = Clock()
     async with MemoryAwareAgent(billed_options, memory=billed_memory, clock=clock) as agent:
@@ -93,7 +104,10 @@ async def test_the_model_sees_the_time_an_hour_later_and_the_system_prompt_stays
     assert "Current time: 2026-11-23 09:14:03 UTC" in last_user_text(turns[0])
     assert "Current time: 2026-11-23 10:16:03 UTC" in last_user_text(turns[1])
     assert "Current time: 2026-11-23 10:16:33 UTC" in last_user_text(turns[2])
-    counts = [int(_match(r"(\d+) messages? (?:is|are) stored in recall", last_user_text(t))) for t in turns]
+    counts = [
+        int(_match(r"(\d+) messages? (?:is|are) stored in recall", last_user_text(t)))
+        for t in turns
+    ]
     assert counts[0] < counts[1] < counts[2]  # the count is of this turn, not of the prompt's build
     assert "And now?" in last_user_text(turns[1])
     # Not frozen anywhere in the system prompt, which does not change at all.
@@ -108,7 +122,9 @@ async def test_the_model_sees_the_time_an_hour_later_and_the_system_prompt_stays
 
 @pytest.mark.usefixtures("backend")
 async def test_deferred_own_edit_shows_in_the_tool_result_and_keeps_the_prompt(
-    billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
+    billing_server: ScriptedMessagesServer,
+    billed_options: ClaudeAgentOptions,
+    billed_memory: MemoryManager,
 ) -> None:
     billing_server.enqueue(tool_use_response(APPEND, {"label": "human", "content": "Name: Ada"}))
     billing_server.enqueue(text_response("Noted."), text_response("You are Ada."))
@@ -124,19 +140,25 @@ async def test_deferred_own_edit_shows_in_the_tool_result_and_keeps_the_prompt(
     # ... and the next turn repeats that result, under the unchanged system prompt.
     assert "Name: Ada" in json.dumps(second.messages) and "Name: Ada" not in second.system_text
     assert system_json(first) == system_json(second)
-    assert second.cache_usage is not None and second.cache_usage.read > 0.9 * second.cache_usage.total
+    assert (
+        second.cache_usage is not None and second.cache_usage.read > 0.9 * second.cache_usage.total
+    )
 
 
 @pytest.mark.usefixtures("backend")
 async def test_deferred_rebuilds_for_another_agents_shared_edit_by_the_next_turn(
-    billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager,
+    billing_server: ScriptedMessagesServer,
+    billed_options: ClaudeAgentOptions,
+    billed_memory: MemoryManager,
     tmp_path: Any,
 ) -> None:
     billed_memory.join_shared_block("project", value="Goal: ship v2.")
     billing_server.enqueue(tool_use_response(APPEND, {"label": "project", "content": "Own note."}))
     billing_server.enqueue(text_response("Noted."))
     settings = billed_memory.settings
-    async with MemoryAwareAgent(billed_options, memory=billed_memory, prompt_refresh="deferred") as agent:
+    async with MemoryAwareAgent(
+        billed_options, memory=billed_memory, prompt_refresh="deferred"
+    ) as agent:
         await agent.process_turn("Note something.")
         with MemoryManager(agent_id="colleague", settings=settings) as colleague:
             colleague.join_shared_block("project")
@@ -154,14 +176,18 @@ async def test_deferred_rebuilds_for_another_agents_shared_edit_by_the_next_turn
 
 @pytest.mark.usefixtures("backend")
 async def test_announce_brings_another_agents_edit_with_the_next_turn_and_keeps_the_prompt(
-    billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager,
+    billing_server: ScriptedMessagesServer,
+    billed_options: ClaudeAgentOptions,
+    billed_memory: MemoryManager,
 ) -> None:
     billed_memory.join_shared_block("project", value="Goal: ship v2.")
     billing_server.enqueue(text_response("Hello."), text_response("Seen it."))
     replace = {"label": "project", "old_content": "blocked", "new_content": "unblocked"}
     billing_server.enqueue(tool_use_response("mcp__memory__core_memory_replace", replace))
     billing_server.enqueue(text_response("Updated."))
-    async with MemoryAwareAgent(billed_options, memory=billed_memory, prompt_refresh="announce") as agent:
+    async with MemoryAwareAgent(
+        billed_options, memory=billed_memory, prompt_refresh="announce"
+    ) as agent:
         await agent.process_turn("Hi.")
         with MemoryManager(agent_id="colleague", settings=billed_memory.settings) as colleague:
             colleague.join_shared_block("project")
@@ -176,18 +202,32 @@ async def test_announce_brings_another_agents_edit_with_the_next_turn_and_keeps_
     # Shown in the turn, the version counts as seen: the model's own edit is not refused as stale.
     result = replace.tool_results[-1]
     assert not result.get("is_error") and "v2 is unblocked on review" in str(result["content"])
-    assert billed_memory.get_block("project").value.endswith("Colleague: v2 is unblocked on review.")
+    assert billed_memory.get_block("project").value.endswith(
+        "Colleague: v2 is unblocked on review."
+    )
 
 
 @pytest.mark.usefixtures("backend")
 async def test_deferred_catches_up_after_max_stale_turns(
-    billing_server: ScriptedMessagesServer, billed_options: ClaudeAgentOptions, billed_memory: MemoryManager
+    billing_server: ScriptedMessagesServer,
+    billed_options: ClaudeAgentOptions,
+    billed_memory: MemoryManager,
 ) -> None:
     billing_server.enqueue(tool_use_response(APPEND, {"label": "human", "content": "Likes tea."}))
     policy = PromptRefreshPolicy("deferred", max_stale_turns=2)
-    async with MemoryAwareAgent(billed_options, memory=billed_memory, prompt_refresh=policy) as agent:
+    async with MemoryAwareAgent(
+        billed_options, memory=billed_memory, prompt_refresh=policy
+    ) as agent:
         for number in range(4):
             await agent.process_turn(f"turn {number}")
         assert (policy.deferred_turns, agent.live_refreshes) == (2, 1)
-    turns = billing_server.turn_requests()  # turn 0 has two requests (the tool call, then the answer)
-    assert ["Likes tea." in request.system_text for request in turns] == [False, False, False, False, True]
+    turns = (
+        billing_server.turn_requests()
+    )  # turn 0 has two requests (the tool call, then the answer)
+    assert ["Likes tea." in request.system_text for request in turns] == [
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]

@@ -19,11 +19,17 @@ SEARCH = "mcp__memory__archival_memory_search"
 
 @pytest.mark.parametrize("allow_secret", [False, True])
 async def test_the_prompt_and_the_tools_follow_the_agents_clearance(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager, allow_secret: bool
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    agent_memory: MemoryManager,
+    allow_secret: bool,
 ) -> None:
-    agent_memory.create_block("door_code", f"The door code is {MARK}.", sensitivity="secret", agent_id="e2e-agent")
-    agent_memory.archival_memory_insert(f"The safe combination is {MARK}-safe.", sensitivity="secret",
-                                        agent_id="e2e-agent")
+    agent_memory.create_block(
+        "door_code", f"The door code is {MARK}.", sensitivity="secret", agent_id="e2e-agent"
+    )
+    agent_memory.archival_memory_insert(
+        f"The safe combination is {MARK}-safe.", sensitivity="secret", agent_id="e2e-agent"
+    )
     agent_memory.archival_memory_insert("The safe is in the harbour office.", agent_id="e2e-agent")
     server.enqueue(tool_use_response(SEARCH, {"query": "safe combination harbour office"}))
     server.enqueue(text_response("Done."))
@@ -47,9 +53,13 @@ async def test_a_block_made_secret_between_turns_leaves_the_next_prompt(
     agent_memory.create_block("plans", f"Surprise party, code {MARK}.", agent_id="e2e-agent")
     server.enqueue(text_response("Noted."))
     server.enqueue(text_response("Noted again."))
-    async with MemoryAwareAgent(options, memory=agent_memory) as agent:  # the default refresh: announce
+    async with MemoryAwareAgent(
+        options, memory=agent_memory
+    ) as agent:  # the default refresh: announce
         await agent.process_turn("Hello.")
-        agent_memory.set_block_sensitivity("plans", "secret", agent_id="e2e-agent")  # another process, say
+        agent_memory.set_block_sensitivity(
+            "plans", "secret", agent_id="e2e-agent"
+        )  # another process, say
         await agent.process_turn("Hello again.")
     first, second = server.message_requests()
     assert MARK in first.system_text

@@ -47,7 +47,9 @@ def _texts(messages: list[dict[str, Any]]) -> list[str]:
         if isinstance(content, str):
             texts.append(content)
             continue
-        texts += [b["text"] for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+        texts += [
+            b["text"] for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+        ]
     return texts
 
 
@@ -60,15 +62,19 @@ async def test_a_session_mirrored_into_the_store_resumes_in_another_process(tmp_
     project = tmp_path / "project"
     project.mkdir()
     storage_dir = tmp_path / "store"
-    database_url = os.environ.get("MEMORY_DATABASE_URL")  # set by the `backend` fixture on PostgreSQL
+    database_url = os.environ.get(
+        "MEMORY_DATABASE_URL"
+    )  # set by the `backend` fixture on PostgreSQL
     first_config = tmp_path / "config-first"
 
     with ScriptedMessagesServer() as server:
         server.enqueue(text_response(ANSWER), text_response("You asked for the capital of France."))
 
         # First "process": its own connection and its own CLI config dir.
-        with SQLiteSessionStore.open(storage_dir, database_url) as store, \
-                SQLiteSessionStore.open(storage_dir, database_url) as observer:
+        with (
+            SQLiteSessionStore.open(storage_dir, database_url) as store,
+            SQLiteSessionStore.open(storage_dir, database_url) as observer,
+        ):
             options = ClaudeAgentOptions(
                 session_store=store,
                 env=server.env(CLAUDE_CONFIG_DIR=str(first_config)),

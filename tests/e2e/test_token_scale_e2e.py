@@ -34,7 +34,9 @@ from memory_agent.testing.wire import estimate_input_tokens
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
-WINDOW = CompactionSettings(context_window=40_000, max_attempts=1)  # trigger 32,000, overflow 38,000
+WINDOW = CompactionSettings(
+    context_window=40_000, max_attempts=1
+)  # trigger 32,000, overflow 38,000
 LONG_WORDS = "Notwithstanding the aforementioned considerations, responsibilities "
 
 
@@ -54,8 +56,12 @@ def store_turns(settings: Settings, texts: list[str], first: int = 0) -> None:
             memory.store_message("assistant", f"Read paste {number}.")
 
 
-async def run_turns(server: ScriptedMessagesServer, options: ClaudeAgentOptions, settings: Settings,
-                    prompts: list[str]) -> list[RecordedRequest]:
+async def run_turns(
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    settings: Settings,
+    prompts: list[str],
+) -> list[RecordedRequest]:
     """Open the agent on a fresh manager, run the turns, close it; the main-model requests."""
     server.take_requests()
     server.enqueue(*[text_response("Noted.") for _ in prompts], model="opus")
@@ -69,26 +75,36 @@ async def run_turns(server: ScriptedMessagesServer, options: ClaudeAgentOptions,
 def stored(settings: Settings) -> tuple[dict[str, object], int, int]:
     """The agent's state, the estimate of its messages in context, and its summaries' count."""
     with manager(settings) as memory:
-        estimate = sum(message_tokens(to_record(m), memory.compactor.counter)
-                       for m in memory.recall.in_context("scaled"))
-        return (memory.get_agent_state(), estimate,
-                len(memory.recall.summaries("scaled")))
+        estimate = sum(
+            message_tokens(to_record(m), memory.compactor.counter)
+            for m in memory.recall.in_context("scaled")
+        )
+        return (memory.get_agent_state(), estimate, len(memory.recall.summaries("scaled")))
 
 
 def summariser_requests(server: ScriptedMessagesServer) -> list[RecordedRequest]:
-    return [r for r in server.message_requests("haiku") if SUMMARY_SYSTEM_PROMPT[:60] in r.system_text]
+    return [
+        r for r in server.message_requests("haiku") if SUMMARY_SYSTEM_PROMPT[:60] in r.system_text
+    ]
 
 
 async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path,
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    storage_settings: Settings,
+    tmp_path: Path,
     copy_store: Callable[[Settings, Path], Settings],
 ) -> None:
     """Logs: the estimate is about twice the server's count. With the scale its first session
     measured, the reopened agent sends a history whose estimate is over the trigger as it is."""
     rng = random.Random(11)
     store_turns(storage_settings, [pasted_log(rng, 6_000) for _ in range(6)])
-    await run_turns(server, options, storage_settings,
-                    [f"Paste {n}:\n{pasted_log(rng, 6_000)}" for n in range(6, 12)])
+    await run_turns(
+        server,
+        options,
+        storage_settings,
+        [f"Paste {n}:\n{pasted_log(rng, 6_000)}" for n in range(6, 12)],
+    )
     state, estimate, summaries = stored(storage_settings)
     assert 0.3 < float(state[TOKEN_SCALE_KEY]) < 0.9  # measured on the reported usage, and stored
     assert estimate > WINDOW.trigger_tokens and summaries == 0  # over the trigger by raw estimate
@@ -110,14 +126,21 @@ async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
 
 @POSTGRES_SLOW  # the reload above is PostgreSQL's run of this in the default suite
 async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_first_request(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings, tmp_path: Path,
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    storage_settings: Settings,
+    tmp_path: Path,
     copy_store: Callable[[Settings, Path], Settings],
 ) -> None:
     """Long words: the server counts more than twice the estimate. The reopened agent knows it
     from its stored scale and compacts before a first request that would cross the trigger."""
     store_turns(storage_settings, [long_words(6_000) for _ in range(8)])
-    session = await run_turns(server, options, storage_settings,
-                              [f"Paste {n}:\n{long_words(6_000)}" for n in range(8, 18)])
+    session = await run_turns(
+        server,
+        options,
+        storage_settings,
+        [f"Paste {n}:\n{long_words(6_000)}" for n in range(8, 18)],
+    )
     assert max(estimate_input_tokens(r.body) for r in session) < WINDOW.trigger_tokens
     assert float(stored(storage_settings)[0][TOKEN_SCALE_KEY]) > 1.5
     unscaled = copy_store(storage_settings, tmp_path / "unscaled")
@@ -138,7 +161,9 @@ async def test_reopened_over_text_the_server_counts_higher_compacts_before_the_f
 
 @POSTGRES_SLOW  # the first reload above is PostgreSQL's run in the default suite
 async def test_a_failing_summariser_backs_off_and_truncates_at_the_overflow_line(
-    server: ScriptedMessagesServer, options: ClaudeAgentOptions, storage_settings: Settings,
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    storage_settings: Settings,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The summariser is refused (401, as with no API key). Over the trigger, the agent tries it
@@ -169,6 +194,10 @@ async def test_a_failing_summariser_backs_off_and_truncates_at_the_overflow_line
         assert summary.summary.startswith(TRUNCATION_MARKER)
         assert TRUNCATION_MARKER in server.message_requests("opus")[-1].system_text
         texts = [m.text for m in memory.recall.all_messages("scaled")]
-    for text in [*(f"Paste {n}:" for n in range(20)), *(f"Short question {n}?" for n in range(turns)),
-                 "Late paste:", "What now?"]:
+    for text in [
+        *(f"Paste {n}:" for n in range(20)),
+        *(f"Short question {n}?" for n in range(turns)),
+        "Late paste:",
+        "What now?",
+    ]:
         assert sum(t.startswith(text) for t in texts) == 1, text  # every message kept, once

@@ -40,7 +40,9 @@ async def test_a_turn_reads_the_summary_and_the_budget_once(
 ) -> None:
     # A summary exists, so the budget and the fingerprint both have one to read.
     for number in range(6):
-        agent_memory.store_message("user" if number % 2 == 0 else "assistant", f"Earlier message {number}.")
+        agent_memory.store_message(
+            "user" if number % 2 == 0 else "assistant", f"Earlier message {number}."
+        )
     server.enqueue(text_response("Earlier: six short messages."), model="haiku")
     assert (await agent_memory.acompact_history()).status == "compacted"
     assert agent_memory.get_summary() == "Earlier: six short messages."
@@ -58,7 +60,9 @@ async def test_a_turn_reads_the_summary_and_the_budget_once(
             await agent.process_turn(prompt)
             per_turn.append(Counter(counts))
         assert agent.reconnects == 1 and agent.live_refreshes == 0  # no turn rebuilt the prompt
-        assert agent.planner.policy.deferred_turns == 1  # the last turn ran on a prompt lagging the edit
+        assert (
+            agent.planner.policy.deferred_turns == 1
+        )  # the last turn ran on a prompt lagging the edit
     # The first turn's prompt was built on connecting; every turn, the edited one and the one
     # after it included, reads the summary once and the budget once.
     assert per_turn == [Counter(summary=1, budget=1)] * 4
@@ -71,12 +75,19 @@ async def test_every_automatic_compaction_follows_the_planners_decision(
     """The agent compacts on its own only after the planner asked the compactor's one decision
     function and got yes; and nothing but the planner sets the flag."""
     settings = CompactionSettings(
-        model="claude-haiku-4-5", context_window=6_000, trigger_threshold=0.8,
-        window_percentage=0.5, min_kept_messages=2, retry_initial_wait=0.01, retry_max_wait=0.05,
+        model="claude-haiku-4-5",
+        context_window=6_000,
+        trigger_threshold=0.8,
+        window_percentage=0.5,
+        min_kept_messages=2,
+        retry_initial_wait=0.01,
+        retry_max_wait=0.05,
     )
     server.enqueue(text_response("SUMMARY: travel plans."), model="haiku")
     events: list[str] = []
-    async with MemoryAwareAgent(options, memory=agent_memory, compaction_settings=settings) as agent:
+    async with MemoryAwareAgent(
+        options, memory=agent_memory, compaction_settings=settings
+    ) as agent:
         decide, compact = agent.compactor.compaction_due, agent.compactor.compact
 
         def recorded_decision(*args: Any, **kwargs: Any) -> bool:
@@ -91,7 +102,9 @@ async def test_every_automatic_compaction_follows_the_planners_decision(
         agent.compactor.compaction_due = recorded_decision  # type: ignore[method-assign]  # a spy
         agent.compactor.compact = recorded_compaction  # type: ignore[method-assign]  # a spy
         for number in range(1, 13):
-            await agent.process_turn(f"MARKER-{number:02d} " + "Here are more details about my plans. " * 60)
+            await agent.process_turn(
+                f"MARKER-{number:02d} " + "Here are more details about my plans. " * 60
+            )
             if agent.last_compaction is not None and agent.last_compaction.changed:
                 break
         assert agent.last_compaction is not None and agent.last_compaction.changed

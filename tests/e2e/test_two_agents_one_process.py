@@ -38,8 +38,12 @@ class GatedEmbedding(EmbeddingFunction[Documents]):
     def __call__(self, input: Documents) -> Embeddings:
         self.entered.set()
         if not self.gate.wait(GATE_SECONDS):
-            self.timed_out = True  # archival memory keeps the passage pending; the test fails on this
-            raise RuntimeError("the embedding gate was never opened: the other agent did not finish its turn")
+            self.timed_out = (
+                True  # archival memory keeps the passage pending; the test fails on this
+            )
+            raise RuntimeError(
+                "the embedding gate was never opened: the other agent did not finish its turn"
+            )
         vectors = []
         for text in input:
             vector = [0.0] * 16
@@ -64,24 +68,41 @@ async def test_a_slow_tool_call_of_one_agent_does_not_stall_the_other(tmp_path: 
     embedding = GatedEmbedding()
     events: list[str] = []
     with ScriptedMessagesServer() as server_a, ScriptedMessagesServer() as server_b:
-        server_a.enqueue(tool_use_response("mcp__memory__archival_memory_insert", {"content": "Ada likes tea"}))
+        server_a.enqueue(
+            tool_use_response("mcp__memory__archival_memory_insert", {"content": "Ada likes tea"})
+        )
         server_a.enqueue(text_response("Saved."))
         server_b.enqueue(text_response("Hello from B."))
 
         def settings(server: ScriptedMessagesServer) -> Settings:
-            return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"),
-                                                      "ANTHROPIC_BASE_URL": server.url,
-                                                      "ANTHROPIC_API_KEY": "test-key"}), env_file=None)
+            return Settings.from_env(
+                backend_environ(
+                    {
+                        "PERSIST_DIRECTORY": str(tmp_path / "store"),
+                        "ANTHROPIC_BASE_URL": server.url,
+                        "ANTHROPIC_API_KEY": "test-key",
+                    }
+                ),
+                env_file=None,
+            )
 
         def options(server: ScriptedMessagesServer, name: str) -> ClaudeAgentOptions:
             cwd = tmp_path / name
             cwd.mkdir()
-            return ClaudeAgentOptions(env=server.env(), system_prompt="You help.", tools=[], cwd=str(cwd))
+            return ClaudeAgentOptions(
+                env=server.env(), system_prompt="You help.", tools=[], cwd=str(cwd)
+            )
 
-        with MemoryManager(agent_id="a", settings=settings(server_a), embedding_function=embedding) as memory_a, \
-                MemoryManager(agent_id="b", settings=settings(server_b)) as memory_b:
-            async with MemoryAwareAgent(options(server_a, "a"), memory=memory_a) as agent_a, \
-                    MemoryAwareAgent(options(server_b, "b"), memory=memory_b) as agent_b:
+        with (
+            MemoryManager(
+                agent_id="a", settings=settings(server_a), embedding_function=embedding
+            ) as memory_a,
+            MemoryManager(agent_id="b", settings=settings(server_b)) as memory_b,
+        ):
+            async with (
+                MemoryAwareAgent(options(server_a, "a"), memory=memory_a) as agent_a,
+                MemoryAwareAgent(options(server_b, "b"), memory=memory_b) as agent_b,
+            ):
                 turn_a = asyncio.create_task(agent_a.process_turn("Remember that Ada likes tea."))
                 while not embedding.entered.is_set():  # A's tool call is now inside the slow part
                     assert not turn_a.done(), turn_a
@@ -93,10 +114,14 @@ async def test_a_slow_tool_call_of_one_agent_does_not_stall_the_other(tmp_path: 
                 result_a = await turn_a
             stored = [passage.content for passage in memory_a.archival_memory_list()]
 
-    assert not embedding.timed_out, "agent B's turn could not run while agent A's tool call was blocked"
+    assert not embedding.timed_out, (
+        "agent B's turn could not run while agent A's tool call was blocked"
+    )
     assert result_b.text == "Hello from B."
     assert events == ["B finished its turn", "A's embedding released"]
     assert result_a.text == "Saved."
     tool_result = server_a.message_requests()[1].tool_results[-1]
-    assert not tool_result.get("is_error") and "Saved to archival memory" in str(tool_result["content"])
+    assert not tool_result.get("is_error") and "Saved to archival memory" in str(
+        tool_result["content"]
+    )
     assert stored == ["Ada likes tea"]

@@ -20,8 +20,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 def _run(tmp_path: Path, *arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--offline", *arguments], capture_output=True, text=True,
-        env={**os.environ, **env}, timeout=180, cwd=tmp_path,
+        [sys.executable, str(SCRIPT), "--offline", *arguments],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=180,
+        cwd=tmp_path,
     )
 
 
@@ -37,18 +41,26 @@ def test_the_college_runs_offline_and_coordinates_through_the_shared_block(tmp_p
         "[scribe] (1 memory edit) Recorded: the claim holds for integers and the proof needs its domain stated.",
     ):
         assert line in out
-    assert out.index("--- round 1 ---") < out.index("--- round 2 ---") < out.index("=== final shared block")
+    assert (
+        out.index("--- round 1 ---")
+        < out.index("--- round 2 ---")
+        < out.index("=== final shared block")
+    )
     final = out.split("=== final shared block")[1]
     assert "(version 7, " in final
-    for entry in ("Critic: with n an integer, no further objection.",
-                  "Professor: n(n - 1) multiplies two consecutive integers, one of them even.",
-                  "Scribe: agreed: true for all integers n; the proof must state the domain."):
+    for entry in (
+        "Critic: with n an integer, no further objection.",
+        "Professor: n(n - 1) multiplies two consecutive integers, one of them even.",
+        "Scribe: agreed: true for all integers n; the proof must state the domain.",
+    ):
         assert final.count(entry) == 1
     # Round 2 ran after round 1's writes: every agent's system prompt showed all of them.
     for role in ("critic", "professor", "scribe"):
         assert f"offline check: {role}'s last request showed 3/3 earlier-round entries" in out
 
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
+    settings = Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None
+    )
     with MemoryManager(agent_id="exam_scribe", settings=settings) as memory:
         authors = [v.agent_id for v in memory.block_history(COLLEGE_BLOCK_LABEL)]
     assert sorted(authors[1:]) == sorted(["exam_critic", "exam_professor", "exam_scribe"] * 2)

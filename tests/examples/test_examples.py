@@ -16,11 +16,18 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 
-def _run(script: str, storage: Path, stdin: str = "", *, offline: bool = True) -> subprocess.CompletedProcess[str]:
+def _run(
+    script: str, storage: Path, stdin: str = "", *, offline: bool = True
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PERSIST_DIRECTORY": str(storage), "AGENT_ID": "example-agent"}
     return subprocess.run(
-        [sys.executable, str(EXAMPLES / script), *(["--offline"] if offline else [])], input=stdin,
-        capture_output=True, text=True, env=env, timeout=120, cwd=storage.parent,
+        [sys.executable, str(EXAMPLES / script), *(["--offline"] if offline else [])],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=storage.parent,
     )
 
 
@@ -39,7 +46,10 @@ def test_quickstart_without_a_key_exits_non_zero_with_one_line(tmp_path: Path) -
     """The isolated environment has no ANTHROPIC_API_KEY: the CLI is "not logged in"."""
     done = _run("quickstart.py", tmp_path / "store", offline=False)
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "ANTHROPIC_API_KEY" in done.stderr
+    assert (
+        done.stderr.strip().splitlines() == [done.stderr.strip()]
+        and "ANTHROPIC_API_KEY" in done.stderr
+    )
     assert "turn finished" not in done.stdout and "Not logged in" not in done.stdout
 
 
@@ -54,7 +64,9 @@ def test_universal_agent_main_loop_offline_and_after_a_restart(tmp_path: Path) -
     assert all(re.fullmatch(r"\d+\.\d s", took) for _, took in costs), costs
     second = _run("universal_agent.py", tmp_path / "store", "Remind me\n")
     assert second.returncode == 0, second.stderr
-    assert second.stdout.count("Working on: the memory-agent launch.") == 1  # kept, not inserted again
+    assert (
+        second.stdout.count("Working on: the memory-agent launch.") == 1
+    )  # kept, not inserted again
 
 
 def test_anthropic_memory_tool_offline_twice(tmp_path: Path) -> None:
@@ -75,6 +87,8 @@ def test_anthropic_memory_tool_without_a_key_exits_non_zero_with_one_line(tmp_pa
     """Like the quickstart: no ANTHROPIC_API_KEY in the isolated environment is one line, no traceback."""
     done = _run("anthropic_memory_tool.py", tmp_path / "store", offline=False)
     assert done.returncode == 1, done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "ANTHROPIC_API_KEY" in done.stderr
+    assert (
+        done.stderr.strip().splitlines() == [done.stderr.strip()]
+        and "ANTHROPIC_API_KEY" in done.stderr
+    )
     assert "Traceback" not in done.stderr and "Claude:" not in done.stdout
-

@@ -24,6 +24,8 @@ def run_in_threads(work: Callable[[str], None], names: Sequence[str], timeout: f
         thread.start()
     for thread in threads:
         thread.join(timeout=timeout)
-    assert not any(thread.is_alive() for thread in threads), f"workers still running after {timeout} s"
+    assert not any(thread.is_alive() for thread in threads), (
+        f"workers still running after {timeout} s"
+    )
     if failures:
         raise failures[0]

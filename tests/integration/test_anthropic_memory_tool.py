@@ -82,13 +82,33 @@ DOTTED = [
     {"command": "view", "path": "/memories/dot.md"},
     {"command": "view", "path": "/memories/sub/../dot.md"},
     {"command": "view", "path": "/memories/."},
-    {"command": "str_replace", "path": "/memories/x/y/../../dot.md", "old_str": "two", "new_str": "2"},
+    {
+        "command": "str_replace",
+        "path": "/memories/x/y/../../dot.md",
+        "old_str": "two",
+        "new_str": "2",
+    },
     {"command": "insert", "path": "/memories/./dot.md/", "insert_line": 0, "insert_text": "zero"},
-    {"command": "rename", "old_path": "/memories/./dot.md", "new_path": "/memories/sub/../moved.md"},
+    {
+        "command": "rename",
+        "old_path": "/memories/./dot.md",
+        "new_path": "/memories/sub/../moved.md",
+    },
     {"command": "view", "path": "/memories/moved.md"},
-    *({"command": "delete", "path": path} for path in ("/memories", "/memories/", "/memories/.", "/memories/sub/..")),
-    *({"command": "rename", "old_path": path, "new_path": "/memories/elsewhere"}
-      for path in ("/memories", "/memories/", "/memories/.", "/memories/sub/..", "/memories/a/b/../..")),
+    *(
+        {"command": "delete", "path": path}
+        for path in ("/memories", "/memories/", "/memories/.", "/memories/sub/..")
+    ),
+    *(
+        {"command": "rename", "old_path": path, "new_path": "/memories/elsewhere"}
+        for path in (
+            "/memories",
+            "/memories/",
+            "/memories/.",
+            "/memories/sub/..",
+            "/memories/a/b/../..",
+        )
+    ),
     {"command": "view", "path": "/memories/sub/.."},
     {"command": "delete", "path": "/memories/sub/../moved.md"},
     {"command": "view", "path": "/memories"},
@@ -104,7 +124,6 @@ EXTENDED = {
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def _script(server: ScriptedMessagesServer, script: list[dict[str, Any]]) -> int:
     """Script one `memory` call per command, then a final answer; the index of the run's first request."""
     server.clear()
@@ -115,19 +134,27 @@ def _script(server: ScriptedMessagesServer, script: list[dict[str, Any]]) -> int
 
 
 def _runner_arguments(tool: Any) -> dict[str, Any]:
-    return {"model": MODEL, "max_tokens": 1024, "tools": [tool],
-            "messages": [{"role": "user", "content": "Keep notes."}]}
+    return {
+        "model": MODEL,
+        "max_tokens": 1024,
+        "tools": [tool],
+        "messages": [{"role": "user", "content": "Keep notes."}],
+    }
 
 
-def _run(server: ScriptedMessagesServer, tool: Any, script: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+def _run(
+    server: ScriptedMessagesServer, tool: Any, script: list[dict[str, Any]]
+) -> list[tuple[str, bool]]:
     """Drive `tool` through the real tool runner; the tool results the model received, in order."""
     first = _script(server, script)
     client = anthropic.Anthropic(base_url=server.url, api_key=DUMMY_API_KEY, max_retries=0)
     final = client.beta.messages.tool_runner(**_runner_arguments(tool)).until_done()
     assert final.content[0].text == "Done."
     # The first request carries Anthropic's memory tool type, not a custom tool.
-    assert server.message_requests()[first].tool_definitions == [{"type": "memory_20250818", "name": "memory"}]
-    return _results(server.message_requests()[first + 1:], len(script))
+    assert server.message_requests()[first].tool_definitions == [
+        {"type": "memory_20250818", "name": "memory"}
+    ]
+    return _results(server.message_requests()[first + 1 :], len(script))
 
 
 def _results(requests: list[Any], count: int) -> list[tuple[str, bool]]:
@@ -159,7 +186,9 @@ def server() -> Any:
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Any:
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
+    settings = Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None
+    )
     with MemoryManager(agent_id="api-user", settings=settings) as manager:
         yield manager
 
@@ -180,11 +209,14 @@ def test_the_tool_runner_gets_the_same_results_and_errors_from_both_tools(
     theirs = _run(server, reference, SCRIPT)
     for arguments, mine, expected in zip(SCRIPT, ours, theirs):
         assert (_normalised(mine[0]), mine[1]) == (_normalised(expected[0]), expected[1]), arguments
-    assert sum(error for _, error in ours) >= 15  # the script exercises the refusals, not only successes
+    assert (
+        sum(error for _, error in ours) >= 15
+    )  # the script exercises the refusals, not only successes
 
     extended = [{"command": "view", "path": path} for path in EXTENDED]
-    for (mine, my_error), (expected, their_error) in zip(_run(server, ManagedMemoryTool(memory), extended),
-                                                          _run(server, reference, extended)):
+    for (mine, my_error), (expected, their_error) in zip(
+        _run(server, ManagedMemoryTool(memory), extended), _run(server, reference, extended)
+    ):
         assert my_error and their_error and mine.startswith(expected)
 
 
@@ -192,15 +224,26 @@ def test_what_the_runner_did_is_stored_journalled_and_seen_by_the_next_process(
     server: ScriptedMessagesServer, memory: MemoryManager, tmp_path: Path
 ) -> None:
     _run(server, ManagedMemoryTool(memory), SCRIPT[:14])
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
+    settings = Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None
+    )
     with MemoryManager(agent_id="api-user", settings=settings) as reopened:
         block = reopened.get_block("project/notes.md")
         assert block.value == "top\nalpha\nbeta\nbeta\nGAMMA\nbottom\n" and not block.in_prompt
         assert [v.action for v in reopened.block_history("project/notes.md")] == [
-            "create", "memory_str_replace", "memory_insert_line", "memory_insert_line"]
+            "create",
+            "memory_str_replace",
+            "memory_insert_line",
+            "memory_insert_line",
+        ]
         assert "/memories/project/notes.md" in reopened.get_system_prompt_addition()
         actions = [e.action for e in reopened.journal(agent_id="api-user", limit=4)]
-        assert actions == ["memory_insert_line", "memory_insert_line", "memory_str_replace", "create_block"]
+        assert actions == [
+            "memory_insert_line",
+            "memory_insert_line",
+            "memory_str_replace",
+            "create_block",
+        ]
 
 
 def test_dotted_paths_resolve_and_the_root_is_refused_as_the_filesystem_tool_does(
@@ -222,11 +265,16 @@ async def test_the_async_tools_resolve_dotted_paths_alike(
     reference = _filesystem_like(memory, tmp_path / "fs")
     memory.ensure_agent("async-agent")
     ours = await AsyncManagedMemoryTool(memory, agent_id="async-agent").call(DOTTED[0])
-    assert ours == await BetaAsyncLocalFilesystemMemoryTool(base_path=str(reference.base_path)).call(DOTTED[0])
+    assert ours == await BetaAsyncLocalFilesystemMemoryTool(
+        base_path=str(reference.base_path)
+    ).call(DOTTED[0])
     for arguments in DOTTED[1:]:
-        mine = await _async_outcome(AsyncManagedMemoryTool(memory, agent_id="async-agent"), arguments)
-        expected = await _async_outcome(BetaAsyncLocalFilesystemMemoryTool(base_path=str(reference.base_path)),
-                                        arguments)
+        mine = await _async_outcome(
+            AsyncManagedMemoryTool(memory, agent_id="async-agent"), arguments
+        )
+        expected = await _async_outcome(
+            BetaAsyncLocalFilesystemMemoryTool(base_path=str(reference.base_path)), arguments
+        )
         assert (_normalised(mine[0]), mine[1]) == (_normalised(expected[0]), expected[1]), arguments
 
 
@@ -245,12 +293,20 @@ def test_view_refuses_a_file_past_999999_lines_with_the_filesystem_tools_sentenc
     memory.create_block("huge.txt", text, limit=len(text), in_prompt=False)
     reference = BetaLocalFilesystemMemoryTool(base_path=str(tmp_path / "fs"))
     (reference.memory_root / "huge.txt").write_text(text, encoding="utf-8")
-    for arguments in ({"command": "view", "path": "/memories/huge.txt"},
-                      {"command": "view", "path": "/memories/huge.txt", "view_range": [1, 2]}):
-        mine, theirs = _sync_outcome(ManagedMemoryTool(memory), arguments), _sync_outcome(reference, arguments)
+    for arguments in (
+        {"command": "view", "path": "/memories/huge.txt"},
+        {"command": "view", "path": "/memories/huge.txt", "view_range": [1, 2]},
+    ):
+        mine, theirs = (
+            _sync_outcome(ManagedMemoryTool(memory), arguments),
+            _sync_outcome(reference, arguments),
+        )
         assert mine == theirs
         if lines > 999_999:
-            assert mine == ("File /memories/huge.txt exceeds maximum line limit of 999,999 lines.", True)
+            assert mine == (
+                "File /memories/huge.txt exceeds maximum line limit of 999,999 lines.",
+                True,
+            )
         else:
             assert not mine[1]
 
@@ -273,10 +329,13 @@ async def test_the_async_tool_matches_the_async_filesystem_tool(
         client = anthropic.AsyncAnthropic(base_url=server.url, api_key=DUMMY_API_KEY, max_retries=0)
         final = await client.beta.messages.tool_runner(**_runner_arguments(tool)).until_done()
         assert final.content[0].text == "Done."
-        return _results(server.message_requests()[first + 1:], len(script))
+        return _results(server.message_requests()[first + 1 :], len(script))
 
     memory.ensure_agent("async-agent")
     ours = await drive(AsyncManagedMemoryTool(memory, agent_id="async-agent"))
     theirs = await drive(BetaAsyncLocalFilesystemMemoryTool(base_path=str(reference.base_path)))
     assert [(_normalised(t), e) for t, e in ours] == [(_normalised(t), e) for t, e in theirs]
-    assert memory.get_block("project/notes.md", agent_id="async-agent").value == "alpha\nbeta\nbeta\nGAMMA\n"
+    assert (
+        memory.get_block("project/notes.md", agent_id="async-agent").value
+        == "alpha\nbeta\nbeta\nGAMMA\n"
+    )

@@ -61,7 +61,10 @@ class FailingConsolidator:
 def _overfill(memory: MemoryManager, label: str = "human") -> str:
     """Lines past 80 % of the block's limit, so the rules move the oldest ones out."""
     limit = memory.get_block(label).limit
-    lines = [f"Line {n:03d}: a detail the user mentioned about their week, number {n}." for n in range(1, 400)]
+    lines = [
+        f"Line {n:03d}: a detail the user mentioned about their week, number {n}."
+        for n in range(1, 400)
+    ]
     value = ""
     for line in lines:
         if len(value) > 0.9 * limit:
@@ -79,15 +82,26 @@ async def _wait_until(event: threading.Event) -> None:
 
 
 @pytest.mark.parametrize("setting", ["sometimes", "", None, 5, ConsolidationSchedule])
-def test_a_setting_that_is_not_a_schedule_is_refused(setting: object, memory: MemoryManager) -> None:
+def test_a_setting_that_is_not_a_schedule_is_refused(
+    setting: object, memory: MemoryManager
+) -> None:
     with pytest.raises(ConfigurationError, match="consolidation must be 'off', 'after_compaction'"):
         schedule_from(setting)
     with pytest.raises(ConfigurationError, match="consolidation must be"):
         MemoryAwareAgent(memory=memory, consolidation=setting)  # type: ignore[arg-type]  # the wrong type is the test
 
 
-@pytest.mark.parametrize("bad", [{"every_turns": 0}, {"every_turns": -3}, {"every_turns": True},
-                                 {"every_turns": 2.5}, {"after_compaction": "yes"}, {"consolidator": object()}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"every_turns": 0},
+        {"every_turns": -3},
+        {"every_turns": True},
+        {"every_turns": 2.5},
+        {"after_compaction": "yes"},
+        {"consolidator": object()},
+    ],
+)
 def test_a_schedule_with_bad_values_is_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError, match="ConsolidationSchedule"):
         ConsolidationSchedule(**bad)  # type: ignore[arg-type]  # the wrong types are the test
@@ -95,7 +109,10 @@ def test_a_schedule_with_bad_values_is_refused(bad: dict[str, object]) -> None:
 
 def test_the_settings_mean_what_they_say(memory: MemoryManager) -> None:
     assert schedule_from("off").enabled is False
-    assert schedule_from("after_compaction").on_compaction and schedule_from("after_compaction").every_turns is None
+    assert (
+        schedule_from("after_compaction").on_compaction
+        and schedule_from("after_compaction").every_turns is None
+    )
     by_count = ConsolidationSchedule(every_turns=3)
     assert not by_count.on_compaction and by_count.enabled
     assert ConsolidationSchedule(every_turns=3, after_compaction=True).on_compaction
@@ -106,7 +123,9 @@ def test_the_settings_mean_what_they_say(memory: MemoryManager) -> None:
 # ----- runs in the background -----------------------------------------------------------------
 
 
-async def test_a_compaction_starts_a_run_in_its_own_thread_that_nobody_awaits(memory: MemoryManager) -> None:
+async def test_a_compaction_starts_a_run_in_its_own_thread_that_nobody_awaits(
+    memory: MemoryManager,
+) -> None:
     before = _overfill(memory)
     gated = GatedConsolidator()
     trigger = BackgroundConsolidation(memory, "agent-a", ConsolidationSchedule(consolidator=gated))
@@ -120,7 +139,9 @@ async def test_a_compaction_starts_a_run_in_its_own_thread_that_nobody_awaits(me
     await trigger.wait()
     assert not trigger.running and trigger.finished == 1 and trigger.failures == 0
     report = trigger.last_report
-    assert report is not None and report.status == "completed" and report.counts["blocks_changed"] == 1
+    assert (
+        report is not None and report.status == "completed" and report.counts["blocks_changed"] == 1
+    )
     after = memory.get_block("human").value
     assert len(after) < len(before) and before.endswith(after)
     assert [s.status for s in memory.list_consolidations(agent_id="agent-a")] == ["completed"]
@@ -143,19 +164,25 @@ async def test_off_never_runs(memory: MemoryManager) -> None:
     assert trigger.started == 0 and memory.list_consolidations(agent_id="agent-a") == []
 
 
-async def test_a_block_edited_during_a_run_is_retried_on_the_next_turn_on_fresh_text(memory: MemoryManager) -> None:
+async def test_a_block_edited_during_a_run_is_retried_on_the_next_turn_on_fresh_text(
+    memory: MemoryManager,
+) -> None:
     _overfill(memory)
     gated = GatedConsolidator()
     trigger = BackgroundConsolidation(memory, "agent-a", ConsolidationSchedule(consolidator=gated))
     assert trigger.compaction_finished(True)
     await _wait_until(gated.entered)
-    memory.core_memory_append("human", "Fresh: the user moved to Porto.")  # the live agent, meanwhile
+    memory.core_memory_append(
+        "human", "Fresh: the user moved to Porto."
+    )  # the live agent, meanwhile
     gated.release()
     await trigger.wait()
     first = trigger.last_report
     assert first is not None and first.status == "completed" and first.retry_later
     assert "retry later" in first.retry_later[0] and first.counts["blocks_changed"] == 0
-    assert memory.get_block("human").value.endswith("Fresh: the user moved to Porto.")  # the edit stands
+    assert memory.get_block("human").value.endswith(
+        "Fresh: the user moved to Porto."
+    )  # the edit stands
     assert trigger.retry_due
 
     gated.release()  # the retry runs straight through
@@ -182,18 +209,29 @@ async def test_a_trigger_during_a_run_is_run_after_the_next_turn(memory: MemoryM
 
 
 async def test_a_failed_run_is_logged_recorded_and_the_agent_goes_on(
-        memory: MemoryManager, caplog: pytest.LogCaptureFixture) -> None:
-    trigger = BackgroundConsolidation(memory, "agent-a", ConsolidationSchedule(consolidator=FailingConsolidator()))
+    memory: MemoryManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    trigger = BackgroundConsolidation(
+        memory, "agent-a", ConsolidationSchedule(consolidator=FailingConsolidator())
+    )
     with caplog.at_level(logging.WARNING, logger="memory_agent"):
         assert trigger.compaction_finished(True)
         await trigger.wait()
-    assert trigger.failures == 1 and trigger.last_error is not None and "broke on purpose" in trigger.last_error
+    assert (
+        trigger.failures == 1
+        and trigger.last_error is not None
+        and "broke on purpose" in trigger.last_error
+    )
     report = trigger.last_report
     assert report is not None and report.status == "failed"
     [session] = memory.list_consolidations(agent_id="agent-a")
     assert session.status == "failed" and "broke on purpose" in (session.failure or "")
-    assert any(r.name == "memory_agent.agent.background_consolidation" and r.levelno == logging.WARNING
-               and "broke on purpose" in r.getMessage() for r in caplog.records)
+    assert any(
+        r.name == "memory_agent.agent.background_consolidation"
+        and r.levelno == logging.WARNING
+        and "broke on purpose" in r.getMessage()
+        for r in caplog.records
+    )
     assert trigger.compaction_finished(True)  # the next trigger tries again
     await trigger.wait()
     assert trigger.failures == 2
@@ -221,7 +259,9 @@ async def test_closing_waits_for_the_run_and_starts_no_other(memory: MemoryManag
     assert not any(t.name.startswith("memory-agent-consolidation") for t in threading.enumerate())
 
 
-async def test_the_agents_disconnect_waits_for_a_running_consolidation(memory: MemoryManager) -> None:
+async def test_the_agents_disconnect_waits_for_a_running_consolidation(
+    memory: MemoryManager,
+) -> None:
     _overfill(memory)
     gated = GatedConsolidator()
     agent = MemoryAwareAgent(memory=memory, consolidation=ConsolidationSchedule(consolidator=gated))
@@ -236,7 +276,9 @@ async def test_the_agents_disconnect_waits_for_a_running_consolidation(memory: M
 
 
 @pytest.mark.parametrize("finished", ["between turns", "during a turn"])
-async def test_a_consolidated_block_is_announced_on_the_next_turn(memory: MemoryManager, finished: str) -> None:
+async def test_a_consolidated_block_is_announced_on_the_next_turn(
+    memory: MemoryManager, finished: str
+) -> None:
     """Under the default policy the block comes with the next turn, whether the run ended
     between turns or while one ran (the end of a turn then already counts its version)."""
     _overfill(memory)
@@ -255,7 +297,9 @@ async def test_a_consolidated_block_is_announced_on_the_next_turn(memory: Memory
     assert policy.announcement(memory, "agent-a") == ""  # once
 
 
-async def test_a_block_changed_while_the_prompt_was_built_is_not_taken_as_shown(memory: MemoryManager) -> None:
+async def test_a_block_changed_while_the_prompt_was_built_is_not_taken_as_shown(
+    memory: MemoryManager,
+) -> None:
     """The agent reads block versions before it builds a prompt: a consolidation landing in
     between is still announced on the next turn rather than counted as seen."""
     _overfill(memory)
@@ -263,7 +307,9 @@ async def test_a_block_changed_while_the_prompt_was_built_is_not_taken_as_shown(
     versions = memory.block_versions(agent_id="agent-a")
     trigger = BackgroundConsolidation(memory, "agent-a", ConsolidationSchedule())
     assert trigger.compaction_finished(True)
-    await trigger.wait()  # lands after the versions were read, before the policy hears of the prompt
+    await (
+        trigger.wait()
+    )  # lands after the versions were read, before the policy hears of the prompt
     policy.rebuilt(memory, "agent-a", versions=versions)
     policy.turn_ended(memory, "agent-a")
     assert not policy.must_rebuild(memory, "agent-a")

@@ -22,14 +22,18 @@ from memory_agent.store import cipher
 from memory_agent.store.database import DATABASE_FILENAME, Database
 from memory_agent.store.snapshot import store_snapshot
 
-pytest.importorskip("sqlcipher3", reason="the encryption extra is not installed (pip install -e '.[encryption]')")
+pytest.importorskip(
+    "sqlcipher3", reason="the encryption extra is not installed (pip install -e '.[encryption]')"
+)
 
 KEY = "correct horse battery staple"
 OTHER = "another long passphrase"
 MARKER = "ZQXMARKER-7731-unique"
 
-ENCRYPTED = pytest.mark.sqlite_only(reason="SQLCipher encrypts the SQLite file; a PostgreSQL server encrypts "
-                                           "its data at rest itself (docs/encryption.md)")
+ENCRYPTED = pytest.mark.sqlite_only(
+    reason="SQLCipher encrypts the SQLite file; a PostgreSQL server encrypts "
+    "its data at rest itself (docs/encryption.md)"
+)
 
 
 def settings_for(directory: Path, key: str | None = KEY) -> Settings:
@@ -49,12 +53,19 @@ def fill(directory: Path, key: str | None = KEY) -> None:
 
 def files_of(directory: Path) -> dict[str, str]:
     """Every file under the directory and the hash of its bytes."""
-    return {str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
 
 
 def holding(directory: Path, text: str) -> list[str]:
-    return [str(path) for path in directory.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+    return [
+        str(path)
+        for path in directory.rglob("*")
+        if path.is_file() and text.encode() in path.read_bytes()
+    ]
 
 
 @ENCRYPTED
@@ -72,7 +83,11 @@ def test_no_file_of_an_encrypted_store_holds_the_text_written_to_it(tmp_path: Pa
     assert holding(store, MARKER) == []
     # Not even the schema's words are readable in the database's files. (Not asked of chroma/: its
     # HNSW files are binary vectors in which any short byte string may turn up.)
-    assert [name for name in holding(store, "CREATE TABLE") + holding(store, "human") if "chroma" not in name] == []
+    assert [
+        name
+        for name in holding(store, "CREATE TABLE") + holding(store, "human")
+        if "chroma" not in name
+    ] == []
     with MemoryManager(settings=settings_for(store)) as again:
         assert MARKER in again.get_block("human").value
 
@@ -102,8 +117,9 @@ def test_with_a_key_the_vector_store_holds_ids_and_vectors_only(tmp_path: Path) 
 
 @ENCRYPTED
 @pytest.mark.parametrize("case", ["wrong key", "no key", "key for a plain store"])
-def test_a_key_that_does_not_fit_is_one_error_and_changes_nothing(tmp_path: Path, case: str,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_key_that_does_not_fit_is_one_error_and_changes_nothing(
+    tmp_path: Path, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
     store = tmp_path / "store"
     fill(store, key=None if case == "key for a plain store" else KEY)
     before = files_of(store)
@@ -116,12 +132,17 @@ def test_a_key_that_does_not_fit_is_one_error_and_changes_nothing(tmp_path: Path
     assert KEY not in caplog.text and OTHER not in caplog.text
     assert files_of(store) == before  # same files (no -wal, no -shm created), same bytes
     with pytest.raises(EncryptionKeyError):
-        Database(store / DATABASE_FILENAME, encryption_key=None if given is None else parse_key(given, "test"))
+        Database(
+            store / DATABASE_FILENAME,
+            encryption_key=None if given is None else parse_key(given, "test"),
+        )
     assert files_of(store) == before
 
 
 @ENCRYPTED
-def test_the_driver_missing_is_one_error_naming_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_driver_missing_is_one_error_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "sqlcipher3", None)
     with pytest.raises(ConfigurationError, match=r"memory-agent\[encryption\]"):
         MemoryManager(settings=settings_for(tmp_path / "store"))
@@ -141,8 +162,12 @@ def test_the_encrypted_connection_raises_sqlite3s_own_errors(tmp_path: Path) -> 
     assert duplicate.value.sqlite_errorcode & 0xFF == sqlite3.SQLITE_CONSTRAINT
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         conn.execute("SELECT * FROM missing")
-    with pytest.raises((sqlite3.ProgrammingError, sqlite3.InterfaceError), match="binding parameter"):
-        conn.execute("SELECT ?", (object(),))  # the driver's class is InterfaceError, the stdlib's Programming
+    with pytest.raises(
+        (sqlite3.ProgrammingError, sqlite3.InterfaceError), match="binding parameter"
+    ):
+        conn.execute(
+            "SELECT ?", (object(),)
+        )  # the driver's class is InterfaceError, the stdlib's Programming
     conn.row_factory = sqlite3.Row
     row = conn.execute("SELECT id, v FROM t").fetchone()
     assert (row["id"], row["v"], list(row.keys())) == (1, "a", ["id", "v"])
@@ -153,14 +178,22 @@ def test_the_encrypted_connection_raises_sqlite3s_own_errors(tmp_path: Path) -> 
 
 @ENCRYPTED
 def test_the_store_translates_encrypted_failures_into_its_own_errors(tmp_path: Path) -> None:
-    with Database(tmp_path / "store" / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test")) as db:
+    with Database(
+        tmp_path / "store" / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test")
+    ) as db:
         with pytest.raises(StorageError, match="refused the operation"), db.transaction() as conn:
             conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES ('a', 'a', 'now')")
             conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES ('a', 'a', 'now')")
         with db.reading() as conn:
             assert conn.execute("SELECT count(*) FROM agents").fetchone()[0] == 0
-        with pytest.raises(ConfigurationError, match="type SQLite cannot store"), db.transaction() as conn:
-            conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES (?, 'a', 'now')", (object(),))
+        with (
+            pytest.raises(ConfigurationError, match="type SQLite cannot store"),
+            db.transaction() as conn,
+        ):
+            conn.execute(
+                "INSERT INTO agents (agent_id, name, created_at) VALUES (?, 'a', 'now')",
+                (object(),),
+            )
 
 
 @ENCRYPTED
@@ -169,7 +202,9 @@ def test_vacuum_and_checkpoint_work_on_an_encrypted_store(tmp_path: Path) -> Non
     store = tmp_path / "store"
     with Database(store / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test")) as db:
         with db.transaction() as conn:
-            conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES ('a', ?, 'now')", (MARKER,))
+            conn.execute(
+                "INSERT INTO agents (agent_id, name, created_at) VALUES ('a', ?, 'now')", (MARKER,)
+            )
         with db.transaction() as conn:
             conn.execute("DELETE FROM agents WHERE agent_id = 'a'")
         with db.reading() as conn:
@@ -190,7 +225,9 @@ def test_rekey_rotates_the_key_and_keeps_every_row(tmp_path: Path) -> None:
         before = store_snapshot(db)
     assert reencrypt_storage(store, parse_key(KEY, "old"), parse_key(OTHER, "new")) == "rekeyed"
     assert sorted(path.name for path in store.iterdir()) == ["chroma", DATABASE_FILENAME]
-    assert (store / DATABASE_FILENAME).stat().st_mode & 0o777 == 0o600  # the new file is owner-only too
+    assert (
+        store / DATABASE_FILENAME
+    ).stat().st_mode & 0o777 == 0o600  # the new file is owner-only too
     with pytest.raises(EncryptionKeyError):
         MemoryManager(settings=settings_for(store, KEY))
     with MemoryManager(settings=settings_for(store, OTHER)) as memory:
@@ -216,7 +253,9 @@ def test_rekey_encrypts_a_plain_store_and_decrypts_it_again(tmp_path: Path) -> N
 
 
 @ENCRYPTED
-def test_rekey_refuses_a_wrong_key_a_store_in_use_and_postgresql_changing_nothing(tmp_path: Path) -> None:
+def test_rekey_refuses_a_wrong_key_a_store_in_use_and_postgresql_changing_nothing(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "store"
     fill(store)
     before = files_of(store)
@@ -225,7 +264,9 @@ def test_rekey_refuses_a_wrong_key_a_store_in_use_and_postgresql_changing_nothin
     with pytest.raises(ConfigurationError, match="already has"):
         reencrypt_storage(store, parse_key(KEY, "old"), parse_key(KEY, "new"))
     with pytest.raises(ConfigurationError, match="PostgreSQL|server"):
-        reencrypt_storage(store, parse_key(KEY, "old"), parse_key(OTHER, "new"), database_url="postgresql://h/db")
+        reencrypt_storage(
+            store, parse_key(KEY, "old"), parse_key(OTHER, "new"), database_url="postgresql://h/db"
+        )
     assert files_of(store) == before
     reader = Database(store / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test"))
     try:
@@ -246,7 +287,9 @@ def test_rekey_refuses_a_wrong_key_a_store_in_use_and_postgresql_changing_nothin
 
 
 @ENCRYPTED
-def test_a_process_holding_the_old_file_is_refused_its_next_write_after_rekey(tmp_path: Path) -> None:
+def test_a_process_holding_the_old_file_is_refused_its_next_write_after_rekey(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "store"
     fill(store)
     stale = Database(store / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test"))
@@ -264,24 +307,38 @@ def test_a_process_holding_the_old_file_is_refused_its_next_write_after_rekey(tm
 def test_migrations_run_on_an_encrypted_store(tmp_path: Path) -> None:
     """A new encrypted store is created at the latest schema, like a plain one."""
     key = parse_key(KEY, "test")
-    with Database(tmp_path / "a" / DATABASE_FILENAME, encryption_key=key) as encrypted, \
-            Database(tmp_path / "b" / DATABASE_FILENAME) as plain:
+    with (
+        Database(tmp_path / "a" / DATABASE_FILENAME, encryption_key=key) as encrypted,
+        Database(tmp_path / "b" / DATABASE_FILENAME) as plain,
+    ):
         with encrypted.reading() as one, plain.reading() as two:
-            assert one.execute("PRAGMA user_version").fetchone()[0] == two.execute("PRAGMA user_version").fetchone()[0]
+            assert (
+                one.execute("PRAGMA user_version").fetchone()[0]
+                == two.execute("PRAGMA user_version").fetchone()[0]
+            )
             schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
-            assert [tuple(r) for r in one.execute(schema)] == [tuple(r) for r in two.execute(schema)]
+            assert [tuple(r) for r in one.execute(schema)] == [
+                tuple(r) for r in two.execute(schema)
+            ]
 
 
 @ENCRYPTED
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(old=st.one_of(st.none(), st.just(KEY), st.text(max_size=30)),
-       new=st.one_of(st.none(), st.just(KEY), st.text(max_size=30)))
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    old=st.one_of(st.none(), st.just(KEY), st.text(max_size=30)),
+    new=st.one_of(st.none(), st.just(KEY), st.text(max_size=30)),
+)
 def test_rekey_with_any_keys_raises_only_the_projects_errors_and_changes_nothing_on_refusal(
-        tmp_path_factory: pytest.TempPathFactory, old: str | None, new: str | None) -> None:
+    tmp_path_factory: pytest.TempPathFactory, old: str | None, new: str | None
+) -> None:
     store = tmp_path_factory.mktemp("rekey") / "store"
     with Database(store / DATABASE_FILENAME, encryption_key=parse_key(KEY, "test")) as db:
         with db.transaction() as conn:
-            conn.execute("INSERT INTO agents (agent_id, name, created_at) VALUES ('a', ?, 'now')", (MARKER,))
+            conn.execute(
+                "INSERT INTO agents (agent_id, name, created_at) VALUES ('a', ?, 'now')", (MARKER,)
+            )
     before = files_of(store)
     try:
         old_key = None if old is None else parse_key(old, "old")
@@ -308,7 +365,10 @@ def test_a_wrong_key_leaves_a_live_wal_untouched(tmp_path: Path) -> None:
         before = files_of(store)
         for given in (OTHER, None):
             with pytest.raises(EncryptionKeyError):
-                Database(store / DATABASE_FILENAME, encryption_key=None if given is None else parse_key(given, "t"))
+                Database(
+                    store / DATABASE_FILENAME,
+                    encryption_key=None if given is None else parse_key(given, "t"),
+                )
         assert files_of(store) == before
         assert MARKER in writer.get_block("human").value
     finally:
@@ -317,7 +377,9 @@ def test_a_wrong_key_leaves_a_live_wal_untouched(tmp_path: Path) -> None:
 
 @ENCRYPTED
 @pytest.mark.slow  # about 15 stores, each opened with a key derivation
-async def test_the_sdk_session_store_passes_its_conformance_suite_on_an_encrypted_store(tmp_path: Path) -> None:
+async def test_the_sdk_session_store_passes_its_conformance_suite_on_an_encrypted_store(
+    tmp_path: Path,
+) -> None:
     from claude_agent_sdk.testing import run_session_store_conformance
 
     from memory_agent import SQLiteSessionStore
@@ -334,12 +396,16 @@ async def test_the_sdk_session_store_passes_its_conformance_suite_on_an_encrypte
     finally:
         for each in opened:
             each.close()
-    assert opened and all(cipher.store_kind(tmp_path / f"db{n}" / DATABASE_FILENAME) == "encrypted"
-                          for n in range(len(opened)))
+    assert opened and all(
+        cipher.store_kind(tmp_path / f"db{n}" / DATABASE_FILENAME) == "encrypted"
+        for n in range(len(opened))
+    )
 
 
 @ENCRYPTED
-def test_a_raw_key_opens_without_key_derivation_and_a_different_one_is_refused(tmp_path: Path) -> None:
+def test_a_raw_key_opens_without_key_derivation_and_a_different_one_is_refused(
+    tmp_path: Path,
+) -> None:
     raw = "x'" + "3a" * 32 + "'"
     store = tmp_path / "store"
     fill(store, key=raw)

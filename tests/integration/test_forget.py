@@ -54,13 +54,16 @@ def server() -> Iterator[ScriptedMessagesServer]:
 
 
 def _settings(tmp_path: Path, variant: Mapping[str, str], **extra: str) -> Settings:
-    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"), **variant, **extra}),
-                             env_file=None)
+    return Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"), **variant, **extra}),
+        env_file=None,
+    )
 
 
 def _manager(settings: Settings, agent_id: str = "agent-a") -> MemoryManager:
-    return MemoryManager(agent_id=agent_id, settings=settings,
-                         compaction_settings=CompactionSettings(**FAST_RETRIES))  # type: ignore[arg-type]  # floats and ints by name
+    return MemoryManager(
+        agent_id=agent_id, settings=settings, compaction_settings=CompactionSettings(**FAST_RETRIES)
+    )  # type: ignore[arg-type]  # floats and ints by name
 
 
 def count_marker(settings: Settings, marker: str, request: pytest.FixtureRequest) -> dict[str, int]:
@@ -74,7 +77,9 @@ def count_marker(settings: Settings, marker: str, request: pytest.FixtureRequest
 
         with psycopg.connect(str(settings.database_url), autocommit=True) as conn:
             conn.execute("CHECKPOINT")
-            oid = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
+            oid = conn.execute(
+                "SELECT oid FROM pg_database WHERE datname = current_database()"
+            ).fetchone()[0]
         roots.append(request.getfixturevalue("postgres_cluster").data / "base" / str(oid))
     for root in roots:
         for path in Path(root).rglob("*"):
@@ -91,22 +96,34 @@ def _chain_ok(memory: MemoryManager) -> journal.ChainReport:
 
 
 def _mirror(settings: Settings, session_id: str, lines: list[dict[str, Any]]) -> None:
-    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url,
-                                 encryption_key=settings.encryption_key) as store:
+    with SQLiteSessionStore.open(
+        settings.persist_directory, settings.database_url, encryption_key=settings.encryption_key
+    ) as store:
         asyncio.run(store.append({"project_key": "p", "session_id": session_id}, lines))  # type: ignore[typeddict-item]  # a minimal key
 
 
-def test_a_forgotten_passage_leaves_no_byte(tmp_path: Path, variant: Mapping[str, str], marker: str,
-                                           request: pytest.FixtureRequest) -> None:
+def test_a_forgotten_passage_leaves_no_byte(
+    tmp_path: Path, variant: Mapping[str, str], marker: str, request: pytest.FixtureRequest
+) -> None:
     settings = _settings(tmp_path, variant)
     memory = _manager(settings)
-    older = memory.archival_memory_insert(f"First note: the door code is {marker}-1", tags=[f"{marker}tag"])
-    target = memory.archival_memory_insert(f"The door code is {marker}", tags=[f"{marker}tag"], importance=0.9)
+    older = memory.archival_memory_insert(
+        f"First note: the door code is {marker}-1", tags=[f"{marker}tag"]
+    )
+    target = memory.archival_memory_insert(
+        f"The door code is {marker}", tags=[f"{marker}tag"], importance=0.9
+    )
     memory.supersede_passage(older, target)  # its chain: the older version goes with it
-    merged = memory.archival_memory_insert(f"Facts: The door code is {marker}; the cat is grey")  # holds its text
+    merged = memory.archival_memory_insert(
+        f"Facts: The door code is {marker}; the cat is grey"
+    )  # holds its text
     kept = memory.archival_memory_insert("The garden gate is painted green")
-    memory.store_message("assistant", f"I stored: The door code is {marker}")  # a copy in the conversation
-    memory.core_memory_append("human", f"The door code is {marker}")  # and in a block, with versions
+    memory.store_message(
+        "assistant", f"I stored: The door code is {marker}"
+    )  # a copy in the conversation
+    memory.core_memory_append(
+        "human", f"The door code is {marker}"
+    )  # and in a block, with versions
     memory.core_memory_append("human", "Prefers tea")
     assert memory.archival_memory_search(marker, mode="hybrid")
     if not variant:  # the plain store shows the marker's bytes before: the grep can see it
@@ -114,38 +131,80 @@ def test_a_forgotten_passage_leaves_no_byte(tmp_path: Path, variant: Mapping[str
 
     report = memory.forget_passage(target)
 
-    assert report.passages == 3 and report.journal_entries_redacted >= 3 and report.copies_redacted >= 2
+    assert (
+        report.passages == 3
+        and report.journal_entries_redacted >= 3
+        and report.copies_redacted >= 2
+    )
     assert memory.archival_memory_get(older) is None and memory.archival_memory_get(merged) is None
     assert memory.archival_memory_get(kept) is not None
     assert _chain_ok(memory).ok
     forget_entry = memory.journal(limit=1)[0]
-    assert (forget_entry.action, forget_entry.target_type, forget_entry.target_id) == ("forget", "passage", target)
-    assert forget_entry.old_value is None and forget_entry.new_value is None and marker not in str(forget_entry)
+    assert (forget_entry.action, forget_entry.target_type, forget_entry.target_id) == (
+        "forget",
+        "passage",
+        target,
+    )
+    assert (
+        forget_entry.old_value is None
+        and forget_entry.new_value is None
+        and marker not in str(forget_entry)
+    )
     memory.close()
     assert count_marker(settings, marker, request) == {}
 
 
 def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_the_model(
-        tmp_path: Path, variant: Mapping[str, str], marker: str, server: ScriptedMessagesServer,
-        request: pytest.FixtureRequest) -> None:
+    tmp_path: Path,
+    variant: Mapping[str, str],
+    marker: str,
+    server: ScriptedMessagesServer,
+    request: pytest.FixtureRequest,
+) -> None:
     settings = _settings(tmp_path, variant, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="k")
     memory = _manager(settings)
     sdk_uuid = str(uuid.uuid4())
     for number in range(12):
         memory.store_message("user", f"Ordinary message number {number} about the weekly plan")
         if number == 3:
-            memory.store_message("user", f"My passport number is {marker}", session_id="s1", sdk_uuid=sdk_uuid)
-    long_prompt = f"My passport number is {marker}. " + "and some long context " * 40  # the sidecar clips it
-    _mirror(settings, "s1", [{"type": "user", "uuid": sdk_uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
-                              "message": {"role": "user", "content": long_prompt}},
-                             {"type": "user", "uuid": str(uuid.uuid4()), "sessionId": "s1",
-                              "message": {"role": "user", "content": "A later, ordinary prompt"}}])
-    server.enqueue(text_response(f"The user shared a passport number, {marker}, and a weekly plan."), model="haiku")
+            memory.store_message(
+                "user", f"My passport number is {marker}", session_id="s1", sdk_uuid=sdk_uuid
+            )
+    long_prompt = (
+        f"My passport number is {marker}. " + "and some long context " * 40
+    )  # the sidecar clips it
+    _mirror(
+        settings,
+        "s1",
+        [
+            {
+                "type": "user",
+                "uuid": sdk_uuid,
+                "sessionId": "s1",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "message": {"role": "user", "content": long_prompt},
+            },
+            {
+                "type": "user",
+                "uuid": str(uuid.uuid4()),
+                "sessionId": "s1",
+                "message": {"role": "user", "content": "A later, ordinary prompt"},
+            },
+        ],
+    )
+    server.enqueue(
+        text_response(f"The user shared a passport number, {marker}, and a weekly plan."),
+        model="haiku",
+    )
     assert memory.compact_history().status == "compacted"
     assert marker in (memory.get_summary() or "")
     target = next(m for m in memory.all_messages() if marker in m.text)
-    indexed = memory.archival_memory_insert("Noted the travel documents", context=f"User: {target.text}")
-    kept = memory.archival_memory_insert("Noted the weekly plan", context="User: Ordinary message number 2")
+    indexed = memory.archival_memory_insert(
+        "Noted the travel documents", context=f"User: {target.text}"
+    )
+    kept = memory.archival_memory_insert(
+        "Noted the weekly plan", context="User: Ordinary message number 2"
+    )
     server.enqueue(text_response("The user discussed a weekly plan."), model="haiku")
 
     report = memory.forget_message(target.message_id)
@@ -162,12 +221,19 @@ def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_t
 
 
 def test_without_a_model_the_rules_rewrite_the_summary_and_say_so(
-        tmp_path: Path, variant: Mapping[str, str], marker: str, server: ScriptedMessagesServer,
-        request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path,
+    variant: Mapping[str, str],
+    marker: str,
+    server: ScriptedMessagesServer,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with_model = _settings(tmp_path, variant, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="k")
     memory = _manager(with_model)
     for number in range(10):
-        memory.store_message("user", f"Plain message {number}" if number != 2 else f"Secret {marker} here")
+        memory.store_message(
+            "user", f"Plain message {number}" if number != 2 else f"Secret {marker} here"
+        )
     server.enqueue(text_response(f"Summary mentioning {marker}."), model="haiku")
     assert memory.compact_history().status == "compacted"
     memory.close()
@@ -176,7 +242,9 @@ def test_without_a_model_the_rules_rewrite_the_summary_and_say_so(
 
     report = memory.forget_message(target.message_id)
 
-    assert report.summariser == "rules" and any("no model is configured" in w for w in report.warnings)
+    assert report.summariser == "rules" and any(
+        "no model is configured" in w for w in report.warnings
+    )
     assert "no model is configured" in caplog.text
     record = memory.get_summary_record()
     assert record is not None and record.is_fallback and marker not in record.summary
@@ -185,8 +253,9 @@ def test_without_a_model_the_rules_rewrite_the_summary_and_say_so(
     assert count_marker(_settings(tmp_path, variant), marker, request) == {}
 
 
-def test_a_forgotten_block_leaves_no_byte(tmp_path: Path, variant: Mapping[str, str], marker: str,
-                                         request: pytest.FixtureRequest) -> None:
+def test_a_forgotten_block_leaves_no_byte(
+    tmp_path: Path, variant: Mapping[str, str], marker: str, request: pytest.FixtureRequest
+) -> None:
     settings = _settings(tmp_path, variant)
     memory = _manager(settings)
     memory.create_block("medical", f"Allergy: {marker}")
@@ -205,8 +274,9 @@ def test_a_forgotten_block_leaves_no_byte(tmp_path: Path, variant: Mapping[str, 
     assert count_marker(settings, marker, request) == {}
 
 
-def test_a_forgotten_agent_leaves_no_byte(tmp_path: Path, variant: Mapping[str, str], marker: str,
-                                         request: pytest.FixtureRequest) -> None:
+def test_a_forgotten_agent_leaves_no_byte(
+    tmp_path: Path, variant: Mapping[str, str], marker: str, request: pytest.FixtureRequest
+) -> None:
     settings = _settings(tmp_path, variant)
     memory = _manager(settings, "keeper")
     memory.ensure_agent("leaver")
@@ -214,28 +284,34 @@ def test_a_forgotten_agent_leaves_no_byte(tmp_path: Path, variant: Mapping[str, 
     memory.store_message("user", f"Leaver said {marker}", agent_id="leaver", session_id="s-leaver")
     memory.core_memory_append("human", f"Leaver fact {marker}", agent_id="leaver")
     memory.archival_memory_insert("Keeper's own passage about sailing")
-    _mirror(settings, "s-leaver", [{"type": "user", "uuid": str(uuid.uuid4()), "message": f"{marker}"}])
+    _mirror(
+        settings, "s-leaver", [{"type": "user", "uuid": str(uuid.uuid4()), "message": f"{marker}"}]
+    )
 
     report = memory.forget_agent("leaver")
 
     assert report.passages == 1 and report.messages == 1 and report.session_rows == 1
     assert "leaver" not in memory.list_agents()
     assert [h.passage.content for h in memory.archival_memory_search("sailing", mode="hybrid")] == [
-        "Keeper's own passage about sailing"]
+        "Keeper's own passage about sailing"
+    ]
     assert _chain_ok(memory).ok
     memory.close()
     assert count_marker(settings, marker, request) == {}
 
 
-def test_forgetting_a_block_takes_the_reasons_of_its_rewrites(tmp_path: Path, variant: Mapping[str, str], marker: str,
-                                                              request: pytest.FixtureRequest) -> None:
+def test_forgetting_a_block_takes_the_reasons_of_its_rewrites(
+    tmp_path: Path, variant: Mapping[str, str], marker: str, request: pytest.FixtureRequest
+) -> None:
     """memory_rethink keeps its reasoning as a passage: a derivative of the block, it goes with it
     (even after a rename), while the agent's other passages stay."""
     settings = _settings(tmp_path, variant)
     memory = _manager(settings)
     memory.create_block("medical", "Allergy: penicillin")
     memory.view_block("medical")
-    memory.memory_rethink("medical", "Allergy: none known", reasoning=f"the user said {marker} was a mistake")
+    memory.memory_rethink(
+        "medical", "Allergy: none known", reasoning=f"the user said {marker} was a mistake"
+    )
     memory.rename_block("medical", "health")
     kept = memory.archival_memory_insert("The user likes hiking in the hills.")
 
@@ -248,8 +324,9 @@ def test_forgetting_a_block_takes_the_reasons_of_its_rewrites(tmp_path: Path, va
     assert count_marker(settings, marker, request) == {}
 
 
-def test_a_deleted_block_can_still_be_forgotten(tmp_path: Path, variant: Mapping[str, str], marker: str,
-                                                request: pytest.FixtureRequest) -> None:
+def test_a_deleted_block_can_still_be_forgotten(
+    tmp_path: Path, variant: Mapping[str, str], marker: str, request: pytest.FixtureRequest
+) -> None:
     """Deleting keeps the value in the journal so that undo can bring it back; forgetting the
     deleted label must take that too (and undo then has nothing to restore)."""
     settings = _settings(tmp_path, variant)
@@ -271,7 +348,9 @@ def test_a_deleted_block_can_still_be_forgotten(tmp_path: Path, variant: Mapping
     assert count_marker(settings, marker, request) == {}
 
 
-def test_forgetting_never_touches_another_agents_memory(tmp_path: Path, variant: Mapping[str, str]) -> None:
+def test_forgetting_never_touches_another_agents_memory(
+    tmp_path: Path, variant: Mapping[str, str]
+) -> None:
     """Copies are looked for in the memory of the agents that held the item: an agent that writes a
     text it knows another agent holds, then forgets it, must not erase that agent's block, messages,
     journal or transcript."""
@@ -291,9 +370,12 @@ def test_forgetting_never_touches_another_agents_memory(tmp_path: Path, variant:
     assert report.passages == 1
     assert fact in bob.get_block("human").value
     assert [m.text for m in bob.all_messages()] == [fact]
-    assert [(e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)] == bob_entries
-    with SQLiteSessionStore.open(settings.persist_directory, settings.database_url,
-                                 encryption_key=settings.encryption_key) as store:
+    assert [
+        (e.entry_id, e.new_value) for e in bob.journal(agent_id="bob", limit=100)
+    ] == bob_entries
+    with SQLiteSessionStore.open(
+        settings.persist_directory, settings.database_url, encryption_key=settings.encryption_key
+    ) as store:
         lines = asyncio.run(store.load({"project_key": "p", "session_id": "s-bob"}))  # type: ignore[typeddict-item]  # a minimal key
     assert fact in json.dumps(lines)
     assert fact not in mallory.all_messages()[0].text  # its own copy goes

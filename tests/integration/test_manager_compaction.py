@@ -15,7 +15,6 @@ from memory_agent.testing import ScriptedMessagesServer, error_response, text_re
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture
 def server() -> Iterator[ScriptedMessagesServer]:
     with ScriptedMessagesServer() as running:
@@ -24,13 +23,21 @@ def server() -> Iterator[ScriptedMessagesServer]:
 
 def _manager(tmp_path: Path, server: ScriptedMessagesServer, **compaction: object) -> MemoryManager:
     settings = Settings.from_env(
-        backend_environ({"PERSIST_DIRECTORY": str(tmp_path), "ANTHROPIC_BASE_URL": server.url,
-                         "ANTHROPIC_API_KEY": "k"}),
+        backend_environ(
+            {
+                "PERSIST_DIRECTORY": str(tmp_path),
+                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_API_KEY": "k",
+            }
+        ),
         env_file=None,
     )
     fast_retries = {"retry_initial_wait": 0.01, "retry_max_wait": 0.02, "max_attempts": 3}
-    return MemoryManager(agent_id="planner", settings=settings,
-                         compaction_settings=CompactionSettings(**{**fast_retries, **compaction}))
+    return MemoryManager(
+        agent_id="planner",
+        settings=settings,
+        compaction_settings=CompactionSettings(**{**fast_retries, **compaction}),
+    )
 
 
 def _store_conversation(memory: MemoryManager, pairs: int) -> None:
@@ -39,7 +46,9 @@ def _store_conversation(memory: MemoryManager, pairs: int) -> None:
         memory.store_message("assistant", f"Message {2 * number + 1}")
 
 
-def test_the_users_scenario_100_pairs_then_compact(tmp_path: Path, server: ScriptedMessagesServer) -> None:
+def test_the_users_scenario_100_pairs_then_compact(
+    tmp_path: Path, server: ScriptedMessagesServer
+) -> None:
     memory = _manager(tmp_path, server)
     _store_conversation(memory, 100)
     before = [m.text for m in memory.get_recent_messages(200)]
@@ -52,7 +61,7 @@ def test_the_users_scenario_100_pairs_then_compact(tmp_path: Path, server: Scrip
     assert "Message 0" in str(summary_request.messages)
     assert memory.get_summary() == "The user sent numbered messages 0 onwards."
     recent = [m.text for m in memory.get_recent_messages(200)]
-    assert recent == before[-len(recent):] and recent[-1] == "Message 199"  # intact and verbatim
+    assert recent == before[-len(recent) :] and recent[-1] == "Message 199"  # intact and verbatim
     assert len(recent) < 200
     everything = memory.recall.all_messages("planner")
     assert len(everything) == 200 and not everything[0].in_context  # evicted, not deleted
@@ -63,11 +72,15 @@ def test_should_compact_follows_the_trigger(tmp_path: Path, server: ScriptedMess
     memory = _manager(tmp_path, server, context_window=8000, trigger_threshold=0.5)
     assert not memory.should_compact()
     for number in range(150):
-        memory.store_message("user", f"A longer message number {number} about the quarterly plan and its budget")
+        memory.store_message(
+            "user", f"A longer message number {number} about the quarterly plan and its budget"
+        )
     assert memory.should_compact()
 
 
-def test_an_unavailable_summariser_defers_and_loses_nothing(tmp_path: Path, server: ScriptedMessagesServer) -> None:
+def test_an_unavailable_summariser_defers_and_loses_nothing(
+    tmp_path: Path, server: ScriptedMessagesServer
+) -> None:
     memory = _manager(tmp_path, server)
     _store_conversation(memory, 20)
     for _ in range(3):
@@ -83,7 +96,9 @@ def test_an_unavailable_summariser_defers_and_loses_nothing(tmp_path: Path, serv
     assert memory.compact_history().status == "compacted"
 
 
-def test_repeated_compactions_fold_the_previous_summary_in(tmp_path: Path, server: ScriptedMessagesServer) -> None:
+def test_repeated_compactions_fold_the_previous_summary_in(
+    tmp_path: Path, server: ScriptedMessagesServer
+) -> None:
     memory = _manager(tmp_path, server)
     _store_conversation(memory, 30)
     server.enqueue(text_response("FIRST-SUMMARY"), model="haiku")
@@ -93,12 +108,16 @@ def test_repeated_compactions_fold_the_previous_summary_in(tmp_path: Path, serve
     memory.compact_history()
     second_request = server.message_requests(model="haiku")[1]
     assert "FIRST-SUMMARY" in str(second_request.messages) + second_request.system_text
-    assert [s.summary for s in memory.recall.summaries("planner")] == ["FIRST-SUMMARY", "SECOND-SUMMARY"]
+    assert [s.summary for s in memory.recall.summaries("planner")] == [
+        "FIRST-SUMMARY",
+        "SECOND-SUMMARY",
+    ]
     assert "SECOND-SUMMARY" in memory.get_system_prompt_addition()
 
 
-async def test_compact_history_inside_an_event_loop_points_to_the_async_method(tmp_path: Path,
-                                                                              server: ScriptedMessagesServer) -> None:
+async def test_compact_history_inside_an_event_loop_points_to_the_async_method(
+    tmp_path: Path, server: ScriptedMessagesServer
+) -> None:
     memory = _manager(tmp_path, server)
     with pytest.raises(RuntimeError, match="acompact_history"):
         memory.compact_history()

@@ -49,8 +49,10 @@ def _build_version_1(path: Path) -> None:
     conn.close()
 
 
-@pytest.mark.sqlite_only(reason="SQLite's own migration list (PRAGMA user_version, FTS5 steps); "
-                                "PostgreSQL's list is tested below")
+@pytest.mark.sqlite_only(
+    reason="SQLite's own migration list (PRAGMA user_version, FTS5 steps); "
+    "PostgreSQL's list is tested below"
+)
 def test_version_1_database_migrates_forward_with_data(tmp_path: Path) -> None:
     assert SCHEMA_VERSION > 1
     _build_version_1(tmp_path / "memory.db")
@@ -65,7 +67,9 @@ def test_version_1_database_migrates_forward_with_data(tmp_path: Path) -> None:
             assert conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
 
 
-@pytest.mark.sqlite_only(reason="PRAGMA user_version is SQLite's; PostgreSQL's version table is tested below")
+@pytest.mark.sqlite_only(
+    reason="PRAGMA user_version is SQLite's; PostgreSQL's version table is tested below"
+)
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -111,19 +115,33 @@ def _build_pg_version(url: str, version: int) -> None:
                 migration(cursor)
         conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (version,))
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old-agent', %s)", (now,))
-        conn.execute("INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, updated_at)"
-                     " VALUES ('block-1', 'human', 'Ada from an older schema', 5000, 'old-agent', %s, %s)", (now, now))
-        conn.execute("INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id,"
-                     " action, created_at)"
-                     " VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', %s)", (now,))
-        conn.execute("INSERT INTO agent_blocks (agent_id, block_id, label, attached_at)"
-                     " VALUES ('old-agent', 'block-1', 'human', %s)", (now,))
-        conn.execute("INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
-                     " VALUES ('old-agent', 'user', 'user', '\"hello from before\"', 'hello from before', %s)", (now,))
+        conn.execute(
+            "INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, updated_at)"
+            " VALUES ('block-1', 'human', 'Ada from an older schema', 5000, 'old-agent', %s, %s)",
+            (now, now),
+        )
+        conn.execute(
+            "INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id,"
+            " action, created_at)"
+            " VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', %s)",
+            (now,),
+        )
+        conn.execute(
+            "INSERT INTO agent_blocks (agent_id, block_id, label, attached_at)"
+            " VALUES ('old-agent', 'block-1', 'human', %s)",
+            (now,),
+        )
+        conn.execute(
+            "INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
+            " VALUES ('old-agent', 'user', 'user', '\"hello from before\"', 'hello from before', %s)",
+            (now,),
+        )
 
 
 @pytest.mark.postgres
-def test_a_fresh_postgres_database_gets_the_current_schema(postgres_url: str, tmp_path: Path) -> None:
+def test_a_fresh_postgres_database_gets_the_current_schema(
+    postgres_url: str, tmp_path: Path
+) -> None:
     with PostgresDatabase(postgres_url, tmp_path) as db:
         assert db.schema_version() == PG_SCHEMA_VERSION
     assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION,)]
@@ -131,7 +149,9 @@ def test_a_fresh_postgres_database_gets_the_current_schema(postgres_url: str, tm
 
 
 @pytest.mark.postgres
-def test_reopening_a_current_postgres_database_runs_and_writes_nothing(postgres_url: str, tmp_path: Path) -> None:
+def test_reopening_a_current_postgres_database_runs_and_writes_nothing(
+    postgres_url: str, tmp_path: Path
+) -> None:
     PostgresDatabase(postgres_url, tmp_path).close()
     _sql(postgres_url, DDL_LOG)
     version_row = _sql(postgres_url, f"SELECT xmin::text, version FROM {VERSION_TABLE}")
@@ -144,7 +164,9 @@ def test_reopening_a_current_postgres_database_runs_and_writes_nothing(postgres_
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("version", range(1, PG_SCHEMA_VERSION + 1))
-def test_an_older_postgres_schema_migrates_forward_with_data(postgres_url: str, tmp_path: Path, version: int) -> None:
+def test_an_older_postgres_schema_migrates_forward_with_data(
+    postgres_url: str, tmp_path: Path, version: int
+) -> None:
     """From every shipped version, the oldest first. (With one shipped PostgreSQL migration the
     only version is the current one, so this then shows that a schema built by the shipped step
     itself, not by the store, is taken as it is; each new migration adds its starting point.)"""
@@ -162,10 +184,17 @@ def test_an_older_postgres_schema_migrates_forward_with_data(postgres_url: str, 
 
 
 @pytest.mark.postgres
-def test_a_newer_postgres_schema_is_refused_and_left_alone(postgres_url: str, tmp_path: Path) -> None:
-    _sql(postgres_url, f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL);"
-                       f" INSERT INTO {VERSION_TABLE} VALUES ({PG_SCHEMA_VERSION + 1})")
-    with pytest.raises(StorageError, match=f"schema version {PG_SCHEMA_VERSION + 1}, newer .* Upgrade memory-agent"):
+def test_a_newer_postgres_schema_is_refused_and_left_alone(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    _sql(
+        postgres_url,
+        f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL);"
+        f" INSERT INTO {VERSION_TABLE} VALUES ({PG_SCHEMA_VERSION + 1})",
+    )
+    with pytest.raises(
+        StorageError, match=f"schema version {PG_SCHEMA_VERSION + 1}, newer .* Upgrade memory-agent"
+    ):
         MemoryManager(tmp_path, agent_id="x", database_url=postgres_url)
     assert _sql(postgres_url, "SELECT to_regclass('agents')") == [(None,)]
     assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION + 1,)]
@@ -181,13 +210,24 @@ PostgresDatabase(sys.argv[1], Path(sys.argv[3])).close()
 
 
 @pytest.mark.postgres
-def test_processes_opening_a_fresh_postgres_database_at_once_create_it_once(postgres_url: str,
-                                                                           tmp_path: Path) -> None:
+def test_processes_opening_a_fresh_postgres_database_at_once_create_it_once(
+    postgres_url: str, tmp_path: Path
+) -> None:
     _sql(postgres_url, DDL_LOG)
     start = time.time() + 3.0  # every process is up and waiting before the first one opens
-    processes = [subprocess.Popen([sys.executable, "-c", OPEN_AT, postgres_url, str(start), str(tmp_path / str(n))],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(6)]
-    outcomes = [(process.wait(timeout=120), process.stderr.read() if process.stderr else "") for process in processes]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT, postgres_url, str(start), str(tmp_path / str(n))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(6)
+    ]
+    outcomes = [
+        (process.wait(timeout=120), process.stderr.read() if process.stderr else "")
+        for process in processes
+    ]
     for process in processes:
         for stream in (process.stdout, process.stderr):
             if stream:

@@ -27,11 +27,14 @@ APPENDS = 30
 
 @pytest.mark.parametrize("level", ["repeatable read", "serializable"])
 def test_writers_and_first_opens_are_right_under_a_stricter_default_isolation(
-        level: str, postgres_url: str, tmp_path: Path) -> None:
+    level: str, postgres_url: str, tmp_path: Path
+) -> None:
     import psycopg  # the driver is an optional extra; the postgres_url fixture says if it is missing
 
     with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f"ALTER DATABASE {postgres_url.rsplit('/', 1)[1]} SET default_transaction_isolation = '{level}'")
+        admin.execute(
+            f"ALTER DATABASE {postgres_url.rsplit('/', 1)[1]} SET default_transaction_isolation = '{level}'"
+        )
     writers = [f"w{n}" for n in range(WRITERS)]
     start = threading.Barrier(WRITERS)
 
@@ -46,5 +49,7 @@ def test_writers_and_first_opens_are_right_under_a_stricter_default_isolation(
     with MemoryManager(tmp_path / "check", agent_id="check", database_url=postgres_url) as memory:
         memory.join_shared_block("ledger")
         ledger = memory.get_block("ledger")
-    assert Counter(ledger.value.splitlines()) == Counter(f"{w}:{n}" for w in writers for n in range(APPENDS))
+    assert Counter(ledger.value.splitlines()) == Counter(
+        f"{w}:{n}" for w in writers for n in range(APPENDS)
+    )
     assert ledger.version == 1 + WRITERS * APPENDS

@@ -38,7 +38,9 @@ def cluster(postgres_cluster: PostgresCluster) -> Iterator[PostgresCluster]:
     own.stop()
 
 
-def _append_retrying(storage: str, url: str, writer: str, failures: multiprocessing.Queue[int]) -> None:
+def _append_retrying(
+    storage: str, url: str, writer: str, failures: multiprocessing.Queue[int]
+) -> None:
     failed = 0
     with MemoryManager(storage, agent_id=writer, database_url=url) as memory:
         memory.join_shared_block("ledger")
@@ -75,13 +77,18 @@ def _landed(memory: MemoryManager, entry: str) -> bool:
     raise SystemExit(f"could not read the ledger to look for {entry} for 15 s")
 
 
-def test_writers_survive_a_server_restart_and_every_entry_lands_once(cluster: PostgresCluster, tmp_path: Path) -> None:
+def test_writers_survive_a_server_restart_and_every_entry_lands_once(
+    cluster: PostgresCluster, tmp_path: Path
+) -> None:
     url = cluster.database_url()
     with MemoryManager(tmp_path / "setup", agent_id="setup", database_url=url) as memory:
         memory.create_block("ledger", "", limit=100_000, is_shared=True)
     failures: multiprocessing.Queue[int] = SPAWN.Queue()
     writers = [f"w{n}" for n in range(WRITERS)]
-    processes = [SPAWN.Process(target=_append_retrying, args=(str(tmp_path / w), url, w, failures)) for w in writers]
+    processes = [
+        SPAWN.Process(target=_append_retrying, args=(str(tmp_path / w), url, w, failures))
+        for w in writers
+    ]
     for process in processes:
         process.start()
     total = 1 + WRITERS * APPENDS
@@ -103,5 +110,7 @@ def test_writers_survive_a_server_restart_and_every_entry_lands_once(cluster: Po
         ledger = memory.get_block("ledger")
     assert at_restart < total  # the restart came while they were writing
     assert sum(failures.get(timeout=5) for _ in writers) > 0  # and they felt it
-    assert Counter(ledger.value.splitlines()) == Counter(f"{w}:{n}" for w in writers for n in range(APPENDS))
+    assert Counter(ledger.value.splitlines()) == Counter(
+        f"{w}:{n}" for w in writers for n in range(APPENDS)
+    )
     assert ledger.version == total

@@ -21,8 +21,12 @@ from memory_agent.testing.postgres_cluster import PostgresCluster
 
 # Columns PostgreSQL has for its own reasons (see store.pg_schema): the generated full-text
 # vectors and the identities standing in for SQLite's implicit rowid.
-PG_ONLY_COLUMNS = {("messages", "text_tsv"), ("passages", "content_tsv"), ("blocks", "rowid"),
-                   ("agent_blocks", "rowid")}
+PG_ONLY_COLUMNS = {
+    ("messages", "text_tsv"),
+    ("passages", "content_tsv"),
+    ("blocks", "rowid"),
+    ("agent_blocks", "rowid"),
+}
 # SQLite-only tables: FTS5 (its shadow tables and views) and the per-agent FTS5 registry.
 SQLITE_ONLY_TABLES = {"passage_fts_tables", "sqlite_sequence"}
 
@@ -37,38 +41,59 @@ def pg(postgres_url: str, tmp_path: Path) -> Iterator[PostgresDatabase]:
 
 def _sqlite_columns(tmp_path: Path) -> set[tuple[str, str]]:
     with Database(tmp_path / "lite" / "memory.db") as db, db.reading() as conn:
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'")]
-        return {(table, row[1]) for table in tables if table not in SQLITE_ONLY_TABLES
-                for row in conn.execute(f"PRAGMA table_info({table})")}
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
+            )
+        ]
+        return {
+            (table, row[1])
+            for table in tables
+            if table not in SQLITE_ONLY_TABLES
+            for row in conn.execute(f"PRAGMA table_info({table})")
+        }
 
 
-def test_schema_has_the_same_tables_and_columns_as_sqlite(pg: PostgresDatabase, tmp_path: Path) -> None:
+def test_schema_has_the_same_tables_and_columns_as_sqlite(
+    pg: PostgresDatabase, tmp_path: Path
+) -> None:
     with pg.reading() as conn:
-        columns = {(row[0], row[1]) for row in conn.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
-            " AND table_name != 'memory_agent_schema'")}
+        columns = {
+            (row[0], row[1])
+            for row in conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+                " AND table_name != 'memory_agent_schema'"
+            )
+        }
     assert columns - PG_ONLY_COLUMNS == _sqlite_columns(tmp_path)
     assert pg.schema_version() == PG_SCHEMA_VERSION
 
 
 def test_a_second_open_does_not_migrate_again(postgres_url: str, tmp_path: Path) -> None:
-    with PostgresDatabase(postgres_url, tmp_path) as first, PostgresDatabase(postgres_url, tmp_path) as second:
+    with (
+        PostgresDatabase(postgres_url, tmp_path) as first,
+        PostgresDatabase(postgres_url, tmp_path) as second,
+    ):
         assert first.schema_version() == second.schema_version() == PG_SCHEMA_VERSION
 
 
 def test_a_writer_waits_for_another_hosts_transaction(postgres_url: str, tmp_path: Path) -> None:
     # Two connections stand for two hosts: the second's write transaction cannot start its
     # read-modify-write until the first commits, so it reads the committed value.
-    with MemoryManager(tmp_path / "a", agent_id="a", database_url=postgres_url) as one, \
-            MemoryManager(tmp_path / "b", agent_id="a", database_url=postgres_url) as two:
+    with (
+        MemoryManager(tmp_path / "a", agent_id="a", database_url=postgres_url) as one,
+        MemoryManager(tmp_path / "b", agent_id="a", database_url=postgres_url) as two,
+    ):
         entered, release = threading.Event(), threading.Event()
         seen: list[str] = []
 
         def second_host() -> None:
             entered.wait(10)
             with two.db.transaction() as conn:
-                seen.append(conn.execute("SELECT value FROM meta WHERE key = 'probe'").fetchone()[0])
+                seen.append(
+                    conn.execute("SELECT value FROM meta WHERE key = 'probe'").fetchone()[0]
+                )
 
         thread = threading.Thread(target=second_host)
         thread.start()
@@ -86,7 +111,10 @@ def test_errors_never_show_the_password(postgres_cluster: PostgresCluster, tmp_p
     with pytest.raises(StorageError) as caught:
         open_store(tmp_path, url)
     assert "s3cret-pw" not in str(caught.value) and "nobody:***@" in str(caught.value)
-    assert redact_url(url) == f"postgresql://nobody:***@127.0.0.1:{postgres_cluster.port}/no_such_database"
+    assert (
+        redact_url(url)
+        == f"postgresql://nobody:***@127.0.0.1:{postgres_cluster.port}/no_such_database"
+    )
 
 
 def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:
@@ -94,7 +122,9 @@ def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:
         open_store(tmp_path, "mysql://user:pw@host/db")
 
 
-def test_text_postgresql_cannot_hold_is_refused_and_nothing_written(postgres_url: str, tmp_path: Path) -> None:
+def test_text_postgresql_cannot_hold_is_refused_and_nothing_written(
+    postgres_url: str, tmp_path: Path
+) -> None:
     # PostgreSQL's text cannot hold NUL; SQLite's can. The difference is a clear error, not a crash.
     with MemoryManager(tmp_path, agent_id="a", database_url=postgres_url) as memory:
         before = memory.get_block("human").value
@@ -103,18 +133,28 @@ def test_text_postgresql_cannot_hold_is_refused_and_nothing_written(postgres_url
         assert memory.get_block("human").value == before
 
 
-def test_the_connection_comes_back_after_the_server_drops_it(postgres_url: str, tmp_path: Path,
-                                                          postgres_cluster: PostgresCluster) -> None:
+def test_the_connection_comes_back_after_the_server_drops_it(
+    postgres_url: str, tmp_path: Path, postgres_cluster: PostgresCluster
+) -> None:
     import psycopg
 
     name = postgres_url.rsplit("/", 1)[1]
-    with MemoryManager(tmp_path, agent_id="a", database_url=postgres_url) as memory, \
-            psycopg.connect(postgres_cluster.url(), autocommit=True) as admin:
+    with (
+        MemoryManager(tmp_path, agent_id="a", database_url=postgres_url) as memory,
+        psycopg.connect(postgres_cluster.url(), autocommit=True) as admin,
+    ):
+
         def drop() -> None:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+            )
 
         drop()
-        before = memory.get_block("human").value  # a read on a dropped idle connection is sent again ...
+        before = memory.get_block(
+            "human"
+        ).value  # a read on a dropped idle connection is sent again ...
         drop()
-        memory.core_memory_append("human", "still here")  # ... and so is a write's BEGIN: nothing had started
+        memory.core_memory_append(
+            "human", "still here"
+        )  # ... and so is a write's BEGIN: nothing had started
         assert memory.get_block("human").value == before + "\nstill here"

@@ -30,7 +30,9 @@ from memory_agent.archival.config import collection_prefix_for
 from memory_agent.blocks import append_text
 from memory_agent.testing.chroma_server import ChromaServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "archival"))  # spawned workers inherit it
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "archival")
+)  # spawned workers inherit it
 
 from archival_helpers import HashEmbedding  # noqa: E402 - needs the path above
 
@@ -40,7 +42,9 @@ REWRITES = 25
 SPAWN = multiprocessing.get_context("spawn")
 COLLEGE = "college"
 """The agent whose passages every worker stores (the same ones): each must be stored once."""
-COMMON = [f"College rule {n}: every claim in a proof cites its lemma number {n}." for n in range(10)]
+COMMON = [
+    f"College rule {n}: every claim in a proof cites its lemma number {n}." for n in range(10)
+]
 SEARCH_EVERY = 5
 
 
@@ -81,12 +85,21 @@ def _rewrite_with(memory: MemoryManager, label: str, value: str, entry: str) -> 
             value = stale.current_value
 
 
-def _writer(tmp_path: Path, writer: str, edits: int, start: Barrier, passages: int = 0,
-            chroma_port: int | None = None) -> None:
+def _writer(
+    tmp_path: Path,
+    writer: str,
+    edits: int,
+    start: Barrier,
+    passages: int = 0,
+    chroma_port: int | None = None,
+) -> None:
     """One process: `edits` appends and inserts (the first `passages` of them each with a passage
     of its own, a shared one, and every SEARCH_EVERY-th a search), then REWRITES rethinks."""
-    with MemoryManager(agent_id=writer, settings=_settings(_storage_of(tmp_path, writer), chroma_port),
-                       embedding_function=HashEmbedding()) as memory:
+    with MemoryManager(
+        agent_id=writer,
+        settings=_settings(_storage_of(tmp_path, writer), chroma_port),
+        embedding_function=HashEmbedding(),
+    ) as memory:
         for label in ("appended", "inserted", "rewritten"):
             memory.join_shared_block(label)
         start.wait(timeout=240)
@@ -109,13 +122,22 @@ def _archive(memory: MemoryManager, writer: str, number: int) -> None:
     passage_id = memory.archival_memory_insert(_passage(writer, number), tags=[writer])
     memory.archival_memory_insert(COMMON[number % len(COMMON)], agent_id=COLLEGE)
     if number % SEARCH_EVERY == 0:
-        found = {mode: [hit.passage_id for hit in memory.archival_memory_search(query, limit=5, mode=mode)]
-                 for mode, query in (("hybrid", _keyword(writer, number)), ("vector", _passage(writer, number)))}
+        found = {
+            mode: [
+                hit.passage_id for hit in memory.archival_memory_search(query, limit=5, mode=mode)
+            ]
+            for mode, query in (
+                ("hybrid", _keyword(writer, number)),
+                ("vector", _passage(writer, number)),
+            )
+        }
         assert passage_id in found["hybrid"][:3] and passage_id in found["vector"]
 
 
 def _append_once(tmp_path: Path, writer: str, label: str, text: str) -> None:
-    with MemoryManager(agent_id=writer, settings=_settings(_storage_of(tmp_path, writer))) as memory:
+    with MemoryManager(
+        agent_id=writer, settings=_settings(_storage_of(tmp_path, writer))
+    ) as memory:
         memory.join_shared_block(label)
         memory.core_memory_append(label, text)
 
@@ -130,23 +152,33 @@ def _run(target: object, argument_sets: list[tuple[object, ...]]) -> None:
 
 
 def _set_up(tmp_path: Path, blocks: dict[str, str]) -> None:
-    with MemoryManager(agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))) as memory:
+    with MemoryManager(
+        agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))
+    ) as memory:
         memory.ensure_agent(COLLEGE)
         for label, value in blocks.items():
             memory.create_block(label, value, limit=LIMIT, is_shared=True)
 
 
-def _check_passages(tmp_path: Path, chroma: ChromaServer, writers: list[str], passages: int) -> None:
+def _check_passages(
+    tmp_path: Path, chroma: ChromaServer, writers: list[str], passages: int
+) -> None:
     """Each passage once in the database and its vector once on the Chroma server, all indexed,
     as the workers left them; then reconcile, comparing every id, finds nothing to do."""
     settings = _settings(_storage_of(tmp_path, "checker"), chroma.port)
     expected = {writer: Counter(_passage(writer, n) for n in range(passages)) for writer in writers}
     expected[COLLEGE] = Counter(COMMON[: min(passages, len(COMMON))])
-    with MemoryManager(agent_id="checker", settings=settings, embedding_function=HashEmbedding()) as memory:
+    with MemoryManager(
+        agent_id="checker", settings=settings, embedding_function=HashEmbedding()
+    ) as memory:
         with memory.db.reading() as conn:
-            rows = conn.execute("SELECT agent_id, passage_id, content, vector_state FROM passages").fetchall()
+            rows = conn.execute(
+                "SELECT agent_id, passage_id, content, vector_state FROM passages"
+            ).fetchall()
         assert {row["vector_state"] for row in rows} == {"indexed"}
-        vectors = ChromaVectorStore(VectorConfig.from_settings(settings), collection_prefix_for(HashEmbedding()))
+        vectors = ChromaVectorStore(
+            VectorConfig.from_settings(settings), collection_prefix_for(HashEmbedding())
+        )
         try:
             for agent, contents in expected.items():
                 mine = [row for row in rows if row["agent_id"] == agent]
@@ -157,7 +189,9 @@ def _check_passages(tmp_path: Path, chroma: ChromaServer, writers: list[str], pa
             vectors.close()
         assert len(rows) == sum(sum(contents.values()) for contents in expected.values())
         report = memory.reconcile_archival(full=True)
-        assert report.ok and report.compared_ids and not report.changed and report.missing_vectors == 0
+        assert (
+            report.ok and report.compared_ids and not report.changed and report.missing_vectors == 0
+        )
 
 
 def _check_entries(lines: list[str], writers: list[str], count: int) -> None:
@@ -178,17 +212,29 @@ def _check_history_is_a_chain(memory: MemoryManager, label: str, writers: list[s
     assert set(authors) == set(writers) and len(set(authors.values())) == 1
 
 
-def _check_journal(memory: MemoryManager, label: str, writers: list[str], action: str, count: int) -> None:
+def _check_journal(
+    memory: MemoryManager, label: str, writers: list[str], action: str, count: int
+) -> None:
     block_id = memory.get_block(label).block_id
     for writer in writers:
-        entries = [e for e in memory.journal(agent_id=writer, limit=100_000)
-                   if e.target_id == block_id and e.action != "attach_block"]
+        entries = [
+            e
+            for e in memory.journal(agent_id=writer, limit=100_000)
+            if e.target_id == block_id and e.action != "attach_block"
+        ]
         assert [e.action for e in entries] == [action] * count
-        assert all(e.new_value and e.new_value.count(":") > (e.old_value or "").count(":") for e in entries)
+        assert all(
+            e.new_value and e.new_value.count(":") > (e.old_value or "").count(":") for e in entries
+        )
 
 
-def _stress(tmp_path: Path, writers_count: int, edits: int, passages: int = 0,
-            chroma: ChromaServer | None = None) -> None:
+def _stress(
+    tmp_path: Path,
+    writers_count: int,
+    edits: int,
+    passages: int = 0,
+    chroma: ChromaServer | None = None,
+) -> None:
     _set_up(tmp_path, {"appended": "", "inserted": HEADER, "rewritten": ""})
     writers = [f"w{n}" for n in range(writers_count)]
     start = SPAWN.Barrier(writers_count)
@@ -197,7 +243,9 @@ def _stress(tmp_path: Path, writers_count: int, edits: int, passages: int = 0,
     if chroma is not None:
         _check_passages(tmp_path, chroma, writers, passages)
 
-    with MemoryManager(agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))) as memory:
+    with MemoryManager(
+        agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))
+    ) as memory:
         appended = memory.get_block("appended")
         _check_entries(appended.value.splitlines(), writers, edits)
         assert appended.version == 1 + writers_count * edits
@@ -229,22 +277,28 @@ def test_eight_processes_edit_one_shared_block_50_times_each_without_loss(tmp_pa
 
 
 def test_processes_write_blocks_and_passages_through_one_chroma_server_each_exactly_once(
-        tmp_path: Path, chroma_server: ChromaServer) -> None:
+    tmp_path: Path, chroma_server: ChromaServer
+) -> None:
     """The Agent College stress with archival memory, small: 4 x 25 edits, each with passages."""
     _stress(tmp_path, writers_count=4, edits=25, passages=25, chroma=chroma_server)
 
 
 @pytest.mark.slow
 def test_agent_college_stress_full_size_with_passages_through_a_chroma_server(
-        tmp_path: Path, chroma_server: ChromaServer) -> None:
+    tmp_path: Path, chroma_server: ChromaServer
+) -> None:
     """8 processes x (200 appends, 200 inserts, 200 passages of their own, 200 shared ones, 40
     searches) and 25 rethinks each, through one database and one Chroma server."""
     _stress(tmp_path, writers_count=8, edits=200, passages=200, chroma=chroma_server)
 
 
-def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current_value(tmp_path: Path) -> None:
+def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current_value(
+    tmp_path: Path,
+) -> None:
     _set_up(tmp_path, {"state": "Task: prove the lemma."})
-    with MemoryManager(agent_id="reader", settings=_settings(_storage_of(tmp_path, "reader"))) as memory:
+    with MemoryManager(
+        agent_id="reader", settings=_settings(_storage_of(tmp_path, "reader"))
+    ) as memory:
         memory.join_shared_block("state")
         for agent in ("rethinker", "replacer", "never_looked"):
             memory.ensure_agent(agent)
@@ -261,23 +315,38 @@ def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current
         assert "Critic: step 2 divides by zero." in str(stale.value)
 
         outcome = memory.execute_tool(
-            "core_memory_replace", {"label": "state", "old_content": "prove", "new_content": "check"},
-            agent_id="replacer")
-        assert outcome.is_error and "changed by another agent" in outcome.text and current in outcome.text
+            "core_memory_replace",
+            {"label": "state", "old_content": "prove", "new_content": "check"},
+            agent_id="replacer",
+        )
+        assert (
+            outcome.is_error
+            and "changed by another agent" in outcome.text
+            and current in outcome.text
+        )
 
         # An agent that never saw the block cannot blindly overwrite another's edit either.
-        outcome = memory.execute_tool("memory_rethink", {"label": "state", "new_value": "Blank."},
-                                      agent_id="never_looked")
+        outcome = memory.execute_tool(
+            "memory_rethink", {"label": "state", "new_value": "Blank."}, agent_id="never_looked"
+        )
         assert outcome.is_error and current in outcome.text
 
         assert memory.get_block("state").value == current
         assert memory.get_block("state").version == 2
         # Shown the current value by its refusal, the rethinker's redo goes through; the
         # replacer saw version 2, so it is refused once more and then redoes against version 3.
-        memory.memory_rethink("state", current + "\nProfessor: divide by n+1.", agent_id="rethinker")
+        memory.memory_rethink(
+            "state", current + "\nProfessor: divide by n+1.", agent_id="rethinker"
+        )
         with pytest.raises(StaleBlockError, match="Professor: divide by n"):
             memory.core_memory_replace("state", "prove", "check", agent_id="replacer")
         memory.core_memory_replace("state", "prove", "check", agent_id="replacer")
         assert memory.get_block("state").value == (
-            "Task: check the lemma.\nCritic: step 2 divides by zero.\nProfessor: divide by n+1.")
-        assert [v.agent_id for v in memory.block_history("state")] == ["setup", "critic", "rethinker", "replacer"]
+            "Task: check the lemma.\nCritic: step 2 divides by zero.\nProfessor: divide by n+1."
+        )
+        assert [v.agent_id for v in memory.block_history("state")] == [
+            "setup",
+            "critic",
+            "rethinker",
+            "replacer",
+        ]

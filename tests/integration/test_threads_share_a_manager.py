@@ -24,7 +24,9 @@ EDITS = 40
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-def test_eight_threads_share_one_manager_without_losing_or_mixing_anything(settings: Settings) -> None:
+def test_eight_threads_share_one_manager_without_losing_or_mixing_anything(
+    settings: Settings,
+) -> None:
     start = threading.Barrier(THREADS)
     with MemoryManager(agent_id="service", settings=settings) as memory:
         memory.create_block("ledger", "", limit=100_000, is_shared=True)
@@ -44,12 +46,16 @@ def test_eight_threads_share_one_manager_without_losing_or_mixing_anything(setti
         run_in_threads(work, agents)
 
         ledger = memory.get_block("ledger")
-        assert Counter(ledger.value.splitlines()) == Counter(f"{a}:{n}" for a in agents for n in range(EDITS))
+        assert Counter(ledger.value.splitlines()) == Counter(
+            f"{a}:{n}" for a in agents for n in range(EDITS)
+        )
         assert ledger.version == 1 + THREADS * EDITS
         history = memory.block_history("ledger")
         for previous, version in zip(history, history[1:]):  # each version is one whole append
             added = version.value.removeprefix(previous.value).lstrip("\n")
-            assert version.value == append_text(previous.value, added) and added.startswith(f"{version.agent_id}:")
+            assert version.value == append_text(previous.value, added) and added.startswith(
+                f"{version.agent_id}:"
+            )
         for agent in agents:
             texts = [m.content for m in memory.get_recent_messages(limit=EDITS * 2, agent_id=agent)]
             assert texts == [f"{agent} says {n}" for n in range(EDITS)]

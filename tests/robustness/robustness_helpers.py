@@ -36,7 +36,9 @@ def state_of(storage: Path) -> Snapshot:
 def cli_run(*args: str) -> Result:
     """The CLI run in-process; whatever happens, no exception and no traceback escape it."""
     result = CliRunner().invoke(cli, list(args), catch_exceptions=True)
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
     assert "Traceback" not in result.output + result.stderr
     return result
 

@@ -67,12 +67,16 @@ def url(cluster: PostgresCluster) -> Iterator[str]:
 
 def terminate(admin: object, url: str) -> int:
     """End every server process connected to the database of `url` (as an admin or a restart would)."""
-    rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "  # type: ignore[attr-defined]
-                         "WHERE datname = %s AND pid <> pg_backend_pid()", (url.rsplit("/", 1)[1],)).fetchall()
+    rows = admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "  # type: ignore[attr-defined]
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        (url.rsplit("/", 1)[1],),
+    ).fetchall()
     return len(rows)
 
 
 # ----- a server that cannot be reached ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def password_user(cluster: PostgresCluster) -> str:
@@ -93,18 +97,38 @@ def _stopped_server_port() -> int:
         return int(probe.getsockname()[1])  # free, so nothing listens once the probe closes
 
 
-@pytest.mark.parametrize("case", ["no server", "unknown host", "wrong password", "missing database"])
-def test_a_server_that_cannot_be_reached_is_one_clear_error(case: str, cluster: PostgresCluster, password_user: str,
-                                                            tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "case", ["no server", "unknown host", "wrong password", "missing database"]
+)
+def test_a_server_that_cannot_be_reached_is_one_clear_error(
+    case: str, cluster: PostgresCluster, password_user: str, tmp_path: Path
+) -> None:
     port = cluster.port
     url, host, database, expected = {
-        "no server": (f"postgresql://keeper:{SECRET}@127.0.0.1:{_stopped_server_port()}/memory", "127.0.0.1",
-                      "memory", "start the server"),
-        "unknown host": (f"postgresql://keeper:{SECRET}@db.invalid/memory", "db.invalid", "memory", "does not resolve"),
-        "wrong password": (f"postgresql://keeper:{SECRET}x@127.0.0.1:{port}/postgres", "127.0.0.1", "postgres",
-                           "correct the user or password"),
-        "missing database": (f"postgresql://keeper:{SECRET}@127.0.0.1:{port}/no_such_db", "127.0.0.1", "no_such_db",
-                             "Create it (createdb"),
+        "no server": (
+            f"postgresql://keeper:{SECRET}@127.0.0.1:{_stopped_server_port()}/memory",
+            "127.0.0.1",
+            "memory",
+            "start the server",
+        ),
+        "unknown host": (
+            f"postgresql://keeper:{SECRET}@db.invalid/memory",
+            "db.invalid",
+            "memory",
+            "does not resolve",
+        ),
+        "wrong password": (
+            f"postgresql://keeper:{SECRET}x@127.0.0.1:{port}/postgres",
+            "127.0.0.1",
+            "postgres",
+            "correct the user or password",
+        ),
+        "missing database": (
+            f"postgresql://keeper:{SECRET}@127.0.0.1:{port}/no_such_db",
+            "127.0.0.1",
+            "no_such_db",
+            "Create it (createdb",
+        ),
     }[case]
     with pytest.raises(StorageError) as caught:
         MemoryManager(tmp_path / "store", agent_id="ada", database_url=url)
@@ -112,13 +136,18 @@ def test_a_server_that_cannot_be_reached_is_one_clear_error(case: str, cluster: 
     assert f"database '{database}' on {host}" in message and expected in message, message
     assert SECRET not in message and "Traceback" not in message
 
-    error = one_line_error(cli_run("--storage-dir", str(tmp_path / "store"), "--database-url", url, "blocks", "list"))
-    assert f"database '{database}' on {host}" in error and expected in error and SECRET not in error, error
+    error = one_line_error(
+        cli_run("--storage-dir", str(tmp_path / "store"), "--database-url", url, "blocks", "list")
+    )
+    assert (
+        f"database '{database}' on {host}" in error and expected in error and SECRET not in error
+    ), error
     assert not (tmp_path / "store" / "memory.db").exists()  # no SQLite store was made instead
 
 
-def test_the_right_password_opens_the_store(cluster: PostgresCluster, admin: object, password_user: str,
-                                            tmp_path: Path) -> None:
+def test_the_right_password_opens_the_store(
+    cluster: PostgresCluster, admin: object, password_user: str, tmp_path: Path
+) -> None:
     """The refusal above is about the password: the same user with the right one gets in."""
     name = f"kept_{uuid.uuid4().hex[:8]}"
     admin.execute(f"CREATE DATABASE {name} OWNER keeper")  # type: ignore[attr-defined]
@@ -133,20 +162,32 @@ def test_the_right_password_opens_the_store(cluster: PostgresCluster, admin: obj
 
 # ----- connections cut between and during writes ----------------------------------------------------
 
-def test_connections_cut_between_writes_lose_and_double_nothing(url: str, admin: object, tmp_path: Path) -> None:
+
+def test_connections_cut_between_writes_lose_and_double_nothing(
+    url: str, admin: object, tmp_path: Path
+) -> None:
     with MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory:
         for n in range(20):
             assert terminate(admin, url) >= 1
-            memory.core_memory_append("human", f"fact {n}")  # the BEGIN on a dead connection is sent again
+            memory.core_memory_append(
+                "human", f"fact {n}"
+            )  # the BEGIN on a dead connection is sent again
             memory.store_message("user", f"message {n}")
         value = memory.get_block("human").value
-        assert [value.count(f"fact {n}\n") + value.endswith(f"fact {n}") for n in range(20)] == [1] * 20
+        assert [value.count(f"fact {n}\n") + value.endswith(f"fact {n}") for n in range(20)] == [
+            1
+        ] * 20
         texts = [m.text for m in memory.get_recent_messages(100)]
         assert texts == [f"message {n}" for n in range(20)]
 
 
-def test_a_connection_cut_inside_a_write_writes_none_of_it(url: str, admin: object, tmp_path: Path) -> None:
-    with MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory, observer(tmp_path, url) as witness:
+def test_a_connection_cut_inside_a_write_writes_none_of_it(
+    url: str, admin: object, tmp_path: Path
+) -> None:
+    with (
+        MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory,
+        observer(tmp_path, url) as witness,
+    ):
         before = store_snapshot(witness)
         with pytest.raises(StorageError, match="Nothing was written"), memory.atomic():
             memory.core_memory_append("human", "first half")
@@ -184,14 +225,24 @@ class Relay:
                 continue
             server = socket.create_connection(("127.0.0.1", self.target))
             for source, sink, direction in ((client, server, "up"), (server, client, "down")):
-                threading.Thread(target=self._pump, args=(source, sink, direction, (client, server)),
-                                 daemon=True).start()
+                threading.Thread(
+                    target=self._pump, args=(source, sink, direction, (client, server)), daemon=True
+                ).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, direction: str,
-              pair: tuple[socket.socket, socket.socket]) -> None:
+    def _pump(
+        self,
+        source: socket.socket,
+        sink: socket.socket,
+        direction: str,
+        pair: tuple[socket.socket, socket.socket],
+    ) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                if self.cut_at is not None and self.cut_at[0] == direction and self.cut_at[1] in data:
+                if (
+                    self.cut_at is not None
+                    and self.cut_at[0] == direction
+                    and self.cut_at[1] in data
+                ):
                     self.cut_at, self.cuts = None, self.cuts + 1
                     self._down_until = time.monotonic() + self.down_after_cut
                     break  # the message is never delivered
@@ -212,7 +263,7 @@ def relay(cluster: PostgresCluster) -> Iterator[Relay]:
     through.close()
 
 
-COMMIT_SENT = b"COMMIT\x00"                   # the client's COMMIT statement
+COMMIT_SENT = b"COMMIT\x00"  # the client's COMMIT statement
 COMMIT_DONE = b"C\x00\x00\x00\x0bCOMMIT\x00"  # the server's CommandComplete for it
 
 
@@ -227,7 +278,9 @@ def test_a_commit_whose_answer_is_lost_counts_once(url: str, relay: Relay, tmp_p
         assert len(history) == 2 and history[-1].value.count("exactly once") == 1
 
 
-def test_a_lost_commit_answer_is_looked_up_once_the_server_is_back(url: str, relay: Relay, tmp_path: Path) -> None:
+def test_a_lost_commit_answer_is_looked_up_once_the_server_is_back(
+    url: str, relay: Relay, tmp_path: Path
+) -> None:
     """A restart cuts connections at COMMIT and refuses new ones for a moment: the lookup keeps
     asking until the server answers (within COMMIT_SETTLE_S), so the write counts once, no error."""
     relayed = url.replace(f":{relay.target}/", f":{relay.port}/")
@@ -239,7 +292,8 @@ def test_a_lost_commit_answer_is_looked_up_once_the_server_is_back(url: str, rel
 
 
 def test_an_unknowable_commit_is_its_own_error_and_looking_first_avoids_a_double(
-        url: str, relay: Relay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url: str, relay: Relay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Unreachable past the lookup's patience: WriteOutcomeUnknownError (a StorageError), whose
     advice, look before repeating, is what keeps a retrying caller from writing twice."""
     monkeypatch.setattr(postgres, "COMMIT_SETTLE_S", 0.5)
@@ -254,10 +308,14 @@ def test_an_unknowable_commit_is_its_own_error_and_looking_first_avoids_a_double
         assert memory.get_block("human").value.count("maybe") == 1
 
 
-def test_a_commit_that_never_arrives_is_reported_as_not_written(url: str, relay: Relay, tmp_path: Path) -> None:
+def test_a_commit_that_never_arrives_is_reported_as_not_written(
+    url: str, relay: Relay, tmp_path: Path
+) -> None:
     relayed = url.replace(f":{relay.target}/", f":{relay.port}/")
-    with MemoryManager(tmp_path, agent_id="ada", database_url=relayed) as memory, \
-            observer(tmp_path, url) as witness:
+    with (
+        MemoryManager(tmp_path, agent_id="ada", database_url=relayed) as memory,
+        observer(tmp_path, url) as witness,
+    ):
         before = store_snapshot(witness)
         relay.cut_at = ("up", COMMIT_SENT)  # the COMMIT is lost on the way: the server rolls back
         with pytest.raises(StorageError, match="rolled the write back, so nothing was written"):
@@ -269,7 +327,8 @@ def test_a_commit_that_never_arrives_is_reported_as_not_written(url: str, relay:
 
 
 def test_a_server_restart_between_writes_is_invisible_and_a_stopped_server_is_named(
-        url: str, cluster: PostgresCluster, tmp_path: Path) -> None:
+    url: str, cluster: PostgresCluster, tmp_path: Path
+) -> None:
     with MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory:
         memory.core_memory_append("human", "before the restart")
         cluster.stop_server("fast")
@@ -290,9 +349,11 @@ def test_a_server_restart_between_writes_is_invisible_and_a_stopped_server_is_na
 
 # ----- a server that will not take writes --------------------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["read-only database", "select-only role"])
-def test_a_read_only_server_or_role_reads_and_names_the_refusal(how: str, url: str, admin: object,
-                                                                cluster: PostgresCluster, tmp_path: Path) -> None:
+def test_a_read_only_server_or_role_reads_and_names_the_refusal(
+    how: str, url: str, admin: object, cluster: PostgresCluster, tmp_path: Path
+) -> None:
     with MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory:
         memory.core_memory_append("human", "written before")
     name = url.rsplit("/", 1)[1]
@@ -311,13 +372,36 @@ def test_a_read_only_server_or_role_reads_and_names_the_refusal(how: str, url: s
             assert memory.get_block("human").value.endswith("written before")
             with pytest.raises(StorageError, match="read-only"):
                 memory.core_memory_append("human", "refused")
-            outcome = memory.execute_tool("core_memory_append", {"label": "human", "content": "refused"})
+            outcome = memory.execute_tool(
+                "core_memory_append", {"label": "human", "content": "refused"}
+            )
             assert outcome.is_error and "read-only" in outcome.text
-        listed = cli_run("--storage-dir", str(tmp_path), "--database-url", reader_url, "--agent", "ada",
-                         "blocks", "show", "human")
+        listed = cli_run(
+            "--storage-dir",
+            str(tmp_path),
+            "--database-url",
+            reader_url,
+            "--agent",
+            "ada",
+            "blocks",
+            "show",
+            "human",
+        )
         assert listed.exit_code == 0 and "written before" in listed.stdout
-        error = one_line_error(cli_run("--storage-dir", str(tmp_path), "--database-url", reader_url, "--agent", "ada",
-                                       "blocks", "append", "human", "refused"))
+        error = one_line_error(
+            cli_run(
+                "--storage-dir",
+                str(tmp_path),
+                "--database-url",
+                reader_url,
+                "--agent",
+                "ada",
+                "blocks",
+                "append",
+                "human",
+                "refused",
+            )
+        )
         assert "read-only" in error and f"{name}" in error
         assert store_snapshot(witness) == before
     if how == "read-only database":
@@ -326,6 +410,7 @@ def test_a_read_only_server_or_role_reads_and_names_the_refusal(how: str, url: s
 
 # ----- a full disk --------------------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def small_tmpfs_for_postgres(size: str) -> Iterator[Path]:
     """A tmpfs of `size` the server's user owns (needs root and a kernel that lets us mount)."""
@@ -333,8 +418,20 @@ def small_tmpfs_for_postgres(size: str) -> Iterator[Path]:
         pytest.skip("mounting a small tmpfs needs root")
     where = Path(tempfile.mkdtemp(prefix="memory-agent-full-"))
     account = pwd.getpwnam("postgres")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},uid={account.pw_uid},gid={account.pw_gid},"
-                              "mode=0700", "tmpfs", str(where)], capture_output=True, text=True, check=False)
+    mounted = subprocess.run(
+        [
+            "mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            f"size={size},uid={account.pw_uid},gid={account.pw_gid},mode=0700",
+            "tmpfs",
+            str(where),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if mounted.returncode != 0:
         shutil.rmtree(where, ignore_errors=True)
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
@@ -345,16 +442,19 @@ def small_tmpfs_for_postgres(size: str) -> Iterator[Path]:
         shutil.rmtree(where, ignore_errors=True)
 
 
-def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(cluster: PostgresCluster, admin: object,
-                                                                    tmp_path: Path) -> None:
+def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(
+    cluster: PostgresCluster, admin: object, tmp_path: Path
+) -> None:
     name = f"full_{uuid.uuid4().hex[:8]}"
     with small_tmpfs_for_postgres("24m") as mount:
         admin.execute(f"CREATE TABLESPACE {name} LOCATION '{mount}'")  # type: ignore[attr-defined]
         admin.execute(f"CREATE DATABASE {name} TABLESPACE {name}")  # type: ignore[attr-defined]
         url = cluster.url(name)
         try:
-            with MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory, \
-                    observer(tmp_path, url) as witness:
+            with (
+                MemoryManager(tmp_path, agent_id="ada", database_url=url) as memory,
+                observer(tmp_path, url) as witness,
+            ):
                 memory.create_block("big", "", limit=10**7)
                 before = store_snapshot(witness)
                 filler = mount / "filler"
@@ -362,10 +462,14 @@ def test_a_full_disk_says_disk_full_and_recovers_when_space_returns(cluster: Pos
                     while True:
                         handle.write(os.urandom(65536))
                         handle.flush()
-                big = os.urandom(400_000).hex()  # incompressible: TOAST cannot shrink it into the space left
+                big = os.urandom(
+                    400_000
+                ).hex()  # incompressible: TOAST cannot shrink it into the space left
                 with pytest.raises(StorageError, match="disk full"):
                     memory.update_block("big", value=big)
-                outcome = memory.execute_tool("core_memory_append", {"label": "big", "content": big})
+                outcome = memory.execute_tool(
+                    "core_memory_append", {"label": "big", "content": big}
+                )
                 assert outcome.is_error and "disk full" in outcome.text
                 assert store_snapshot(witness) == before
                 filler.unlink()

@@ -28,30 +28,40 @@ def umask(request: pytest.FixtureRequest) -> Iterator[int]:
 
 
 def modes(root: Path) -> dict[str, int]:
-    return {str(path.relative_to(root.parent)): stat.S_IMODE(path.stat().st_mode)
-            for path in (root, *root.rglob("*"))}
+    return {
+        str(path.relative_to(root.parent)): stat.S_IMODE(path.stat().st_mode)
+        for path in (root, *root.rglob("*"))
+    }
 
 
 @pytest.mark.usefixtures("backend")
 def test_everything_memory_agent_creates_is_the_owners_alone(tmp_path: Path, umask: int) -> None:
     storage = tmp_path / "deep" / "store"
     with MemoryManager(storage, agent_id="ada", embedding_function=HashEmbedding()) as memory:
-        memory.archival_memory_insert_many([f"passage {n}" for n in range(20)])  # Chroma writes its segments
+        memory.archival_memory_insert_many(
+            [f"passage {n}" for n in range(20)]
+        )  # Chroma writes its segments
         memory.core_memory_append("human", "Likes tea.")
         found = modes(storage)  # while open: the -wal and -shm files exist on SQLite
         export = write_export(export_memory(memory), storage / "export.json")
     prompt = PromptFile()
     try:
         written = prompt.write("the system prompt")
-        assert stat.S_IMODE(written.stat().st_mode) == 0o600 and stat.S_IMODE(written.parent.stat().st_mode) == 0o700
+        assert (
+            stat.S_IMODE(written.stat().st_mode) == 0o600
+            and stat.S_IMODE(written.parent.stat().st_mode) == 0o700
+        )
     finally:
         prompt.close()
     assert stat.S_IMODE(export.stat().st_mode) == 0o600
     assert any("chroma" in name for name in found)
     if not os.environ.get("MEMORY_DATABASE_URL"):
         assert {"store/memory.db", "store/memory.db-wal", "store/memory.db-shm"} <= set(found)
-    loose = {name: oct(mode) for name, mode in found.items()
-             if mode != (0o700 if (tmp_path / "deep" / name).is_dir() else 0o600)}
+    loose = {
+        name: oct(mode)
+        for name, mode in found.items()
+        if mode != (0o700 if (tmp_path / "deep" / name).is_dir() else 0o600)
+    }
     assert loose == {}, loose
 
 
@@ -61,7 +71,9 @@ def test_doctor_reports_loose_modes_and_repair_tightens_them(tmp_path: Path) -> 
     assert cli_run("--storage-dir", str(storage), "--agent", "ada", "init").exit_code == 0
     assert cli_run("--storage-dir", str(storage), "remember", "A passage").exit_code == 0
     report = cli_run("--storage-dir", str(storage), "--json", "doctor")
-    assert {c["name"]: c for c in json.loads(report.stdout)["checks"]}["file modes"]["status"] == "ok"
+    assert {c["name"]: c for c in json.loads(report.stdout)["checks"]}["file modes"][
+        "status"
+    ] == "ok"
 
     os.chmod(storage, 0o755)
     chroma_file = storage / "chroma" / "chroma.sqlite3"
@@ -69,11 +81,21 @@ def test_doctor_reports_loose_modes_and_repair_tightens_them(tmp_path: Path) -> 
     report = cli_run("--storage-dir", str(storage), "--json", "doctor")
     assert report.exit_code == 1
     failed = {c["name"]: c for c in json.loads(report.stdout)["checks"]}["file modes"]
-    assert failed["status"] == "fail" and f"{storage} (0755)" in failed["detail"] and "--repair" in failed["detail"]
+    assert (
+        failed["status"] == "fail"
+        and f"{storage} (0755)" in failed["detail"]
+        and "--repair" in failed["detail"]
+    )
     assert f"{chroma_file} (0644)" in failed["detail"]
 
     repaired = cli_run("--storage-dir", str(storage), "--json", "doctor", "--repair")
     assert repaired.exit_code == 0, repaired.output
-    assert "owner-only" in {c["name"]: c for c in json.loads(repaired.stdout)["checks"]}["file modes"]["detail"]
-    assert stat.S_IMODE(storage.stat().st_mode) == 0o700 and stat.S_IMODE(chroma_file.stat().st_mode) == 0o600
+    assert (
+        "owner-only"
+        in {c["name"]: c for c in json.loads(repaired.stdout)["checks"]}["file modes"]["detail"]
+    )
+    assert (
+        stat.S_IMODE(storage.stat().st_mode) == 0o700
+        and stat.S_IMODE(chroma_file.stat().st_mode) == 0o600
+    )
     assert cli_run("--storage-dir", str(storage), "doctor").exit_code == 0

@@ -15,14 +15,23 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "archival_kill_campaign.
 
 
 @pytest.mark.slow
-def test_sigkill_campaign_on_insert_many_loses_and_duplicates_nothing(tmp_path: Path, backend: str) -> None:
+def test_sigkill_campaign_on_insert_many_loses_and_duplicates_nothing(
+    tmp_path: Path, backend: str
+) -> None:
     spec = importlib.util.spec_from_file_location("archival_kill_campaign", BENCH)
     assert spec is not None and spec.loader is not None
     campaign = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = campaign
     spec.loader.exec_module(campaign)
-    tally = campaign.campaign(kills=10, passages=2000, batch=100, seed=5, storage=tmp_path / "store",
-                              embedding="hash384", database_url=os.environ.get("MEMORY_DATABASE_URL"))
+    tally = campaign.campaign(
+        kills=10,
+        passages=2000,
+        batch=100,
+        seed=5,
+        storage=tmp_path / "store",
+        embedding="hash384",
+        database_url=os.environ.get("MEMORY_DATABASE_URL"),
+    )
     assert tally.kills >= 5
     assert len(tally.acknowledged) == 2000
     assert not tally.lost and not tally.duplicated

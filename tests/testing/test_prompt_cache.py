@@ -37,8 +37,11 @@ def user(value: str, marked: bool = False) -> dict[str, Any]:
     return {"role": "user", "content": [text(value, marked)]}
 
 
-def body(system: list[dict[str, Any]], *messages: dict[str, Any],
-         tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def body(
+    system: list[dict[str, Any]],
+    *messages: dict[str, Any],
+    tools: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     return {"model": SONNET, "system": system, "messages": list(messages), "tools": tools or []}
 
 
@@ -86,7 +89,9 @@ def test_entries_are_per_model(cache: PromptCache) -> None:
     assert cache.account("claude-opus-4-1", request) == CacheUsage(0, 3000, 0)
 
 
-def test_the_moving_marker_reads_the_previous_turn_and_writes_the_new_part(cache: PromptCache) -> None:
+def test_the_moving_marker_reads_the_previous_turn_and_writes_the_new_part(
+    cache: PromptCache,
+) -> None:
     system = [text("s" * 1200, marked=True)]
     first = body(system, user("a" * 95, marked=True))  # 100 tokens with "user:"
     assert cache.account(SONNET, first) == CacheUsage(0, 1300, 0)
@@ -149,17 +154,35 @@ def test_the_server_reports_the_bill_in_usage_and_records_it() -> None:
     with ScriptedMessagesServer(count_tokens=len) as server:
         client = anthropic.Anthropic(base_url=server.url, api_key="k")
         server.enqueue(text_response("one"), text_response("two"))
-        first = client.messages.create(model=SONNET, max_tokens=50, system=system,  # type: ignore[arg-type]
-                                       messages=[{"role": "user", "content": "hi"}])
-        second = client.messages.create(model=SONNET, max_tokens=50, system=system,  # type: ignore[arg-type]
-                                        messages=[{"role": "user", "content": "hello"}])
+        first = client.messages.create(
+            model=SONNET,
+            max_tokens=50,
+            system=system,  # type: ignore[arg-type]
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        second = client.messages.create(
+            model=SONNET,
+            max_tokens=50,
+            system=system,  # type: ignore[arg-type]
+            messages=[{"role": "user", "content": "hello"}],
+        )
         too_many = [text("x", marked=True) for _ in range(5)]
         with pytest.raises(anthropic.BadRequestError, match="maximum of 4"):
-            client.messages.create(model=SONNET, max_tokens=50, system=too_many,  # type: ignore[arg-type]
-                                   messages=[{"role": "user", "content": "hi"}])
+            client.messages.create(
+                model=SONNET,
+                max_tokens=50,
+                system=too_many,  # type: ignore[arg-type]
+                messages=[{"role": "user", "content": "hi"}],
+            )
         recorded = server.turn_requests()
-    assert (first.usage.cache_creation_input_tokens, first.usage.cache_read_input_tokens) == (2250, 0)
+    assert (first.usage.cache_creation_input_tokens, first.usage.cache_read_input_tokens) == (
+        2250,
+        0,
+    )
     assert first.usage.input_tokens == len("user:hi")
-    assert (second.usage.cache_creation_input_tokens, second.usage.cache_read_input_tokens) == (0, 2250)
+    assert (second.usage.cache_creation_input_tokens, second.usage.cache_read_input_tokens) == (
+        0,
+        2250,
+    )
     assert second.usage.input_tokens == len("user:hello")
     assert recorded[1].cache_usage == CacheUsage(read=2250, written=0, uncached=10)

@@ -35,16 +35,26 @@ from memory_agent.testing.responses import ScriptedResponse
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def _post(server: ScriptedMessagesServer, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+def _post(
+    server: ScriptedMessagesServer, path: str, body: dict[str, Any]
+) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(
         server.url + path,
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "X-Api-Key": "k", "Anthropic-Version": "2023-06-01"},
+        headers={
+            "Content-Type": "application/json",
+            "X-Api-Key": "k",
+            "Anthropic-Version": "2023-06-01",
+        },
         method="POST",
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+            return (
+                response.status,
+                {k.lower(): v for k, v in response.headers.items()},
+                response.read(),
+            )
     except urllib.error.HTTPError as error:
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
 
@@ -121,7 +131,9 @@ def test_testing_package_imports_only_the_standard_library() -> None:
     # psycopg: PostgresCluster's admin connection imports the optional driver inside the method
     # that opens it, so only a user of a cluster (who opens PostgreSQL stores anyway) loads it;
     # playwright likewise, inside the function that launches a browser for the inspector's tests.
-    assert imported <= set(sys.stdlib_module_names) | {"__future__", "psycopg", "playwright"}, imported
+    assert imported <= set(sys.stdlib_module_names) | {"__future__", "psycopg", "playwright"}, (
+        imported
+    )
 
 
 # -- lifecycle and env ------------------------------------------------------------------------
@@ -150,7 +162,9 @@ def test_url_env_and_lifecycle() -> None:
 # -- non-streaming and streaming wire format ----------------------------------------------------
 
 
-def test_non_streaming_text_reply_has_api_shape_and_plausible_usage(server: ScriptedMessagesServer) -> None:
+def test_non_streaming_text_reply_has_api_shape_and_plausible_usage(
+    server: ScriptedMessagesServer,
+) -> None:
     server.enqueue(text_response("hello there"))
     prompt = "x" * 400
     status, headers, raw = _post(server, "/v1/messages", _messages_body(prompt, system="be brief"))
@@ -174,13 +188,22 @@ def test_usage_can_be_overridden(server: ScriptedMessagesServer) -> None:
 
 def test_a_responder_answers_what_the_script_does_not_from_the_request() -> None:
     def echo(request: RecordedRequest) -> ScriptedResponse | None:
-        return text_response(f"you said: {request.last_user_text}") if "haiku" in request.model else None
+        return (
+            text_response(f"you said: {request.last_user_text}")
+            if "haiku" in request.model
+            else None
+        )
 
     with ScriptedMessagesServer(responder=echo) as server:
         server.enqueue(text_response("scripted first"), model="haiku")
-        replies = [json.loads(_post(server, "/v1/messages", _messages_body(text, model=model))[2])
-                   for text, model in (("one", "claude-haiku-4-5"), ("two", "claude-haiku-4-5"),
-                                       ("three", "claude-sonnet-4-5"))]
+        replies = [
+            json.loads(_post(server, "/v1/messages", _messages_body(text, model=model))[2])
+            for text, model in (
+                ("one", "claude-haiku-4-5"),
+                ("two", "claude-haiku-4-5"),
+                ("three", "claude-sonnet-4-5"),
+            )
+        ]
         texts = [reply["content"][0]["text"] for reply in replies]
         assert texts == ["scripted first", "you said: two", server.default_text]
         assert [r.served_default for r in server.message_requests()] == [False, False, True]
@@ -191,8 +214,12 @@ def test_streaming_events_for_text_and_several_tool_uses(server: ScriptedMessage
     server.enqueue(
         message_response(
             text_block(long_text),
-            tool_use_block("mcp__memory__core_memory_append", {"label": "human", "content": "likes tea " * 5}),
-            tool_use_block("mcp__memory__archival_memory_insert", {"content": "x"}, id="toolu_fixed"),
+            tool_use_block(
+                "mcp__memory__core_memory_append", {"label": "human", "content": "likes tea " * 5}
+            ),
+            tool_use_block(
+                "mcp__memory__archival_memory_insert", {"content": "x"}, id="toolu_fixed"
+            ),
         )
     )
     status, headers, raw = _post(server, "/v1/messages", _messages_body(stream=True))
@@ -202,12 +229,22 @@ def test_streaming_events_for_text_and_several_tool_uses(server: ScriptedMessage
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
     assert names.count("content_block_start") == 3 and names.count("content_block_stop") == 3
 
-    text = "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta" and d["index"] == 0)
+    text = "".join(
+        d["delta"]["text"] for n, d in events if n == "content_block_delta" and d["index"] == 0
+    )
     assert text == long_text
     starts = {d["index"]: d["content_block"] for n, d in events if n == "content_block_start"}
-    assert starts[1]["type"] == "tool_use" and starts[1]["id"].startswith("toolu_") and starts[1]["input"] == {}
+    assert (
+        starts[1]["type"] == "tool_use"
+        and starts[1]["id"].startswith("toolu_")
+        and starts[1]["input"] == {}
+    )
     assert starts[2]["id"] == "toolu_fixed"
-    pieces = [d["delta"]["partial_json"] for n, d in events if n == "content_block_delta" and d["index"] == 1]
+    pieces = [
+        d["delta"]["partial_json"]
+        for n, d in events
+        if n == "content_block_delta" and d["index"] == 1
+    ]
     assert len(pieces) > 1, "tool input must arrive in several input_json_delta pieces"
     assert json.loads("".join(pieces)) == {"label": "human", "content": "likes tea " * 5}
 
@@ -220,7 +257,10 @@ def test_streaming_events_for_text_and_several_tool_uses(server: ScriptedMessage
 def test_generated_tool_use_ids_are_unique(server: ScriptedMessagesServer) -> None:
     reply = tool_use_response("t", {})
     server.enqueue(reply, reply)
-    ids = [json.loads(_post(server, "/v1/messages", _messages_body())[2])["content"][0]["id"] for _ in range(2)]
+    ids = [
+        json.loads(_post(server, "/v1/messages", _messages_body())[2])["content"][0]["id"]
+        for _ in range(2)
+    ]
     assert ids[0] != ids[1]
 
 
@@ -229,7 +269,12 @@ def test_generated_tool_use_ids_are_unique(server: ScriptedMessagesServer) -> No
 
 @pytest.mark.parametrize(
     ("status", "error_type"),
-    [(429, "rate_limit_error"), (500, "api_error"), (529, "overloaded_error"), (400, "invalid_request_error")],
+    [
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (529, "overloaded_error"),
+        (400, "invalid_request_error"),
+    ],
 )
 def test_error_replies_have_anthropic_error_bodies(
     server: ScriptedMessagesServer, status: int, error_type: str
@@ -238,7 +283,9 @@ def test_error_replies_have_anthropic_error_bodies(
     got, headers, raw = _post(server, "/v1/messages", _messages_body(stream=True))
     body = json.loads(raw)
     assert got == status
-    assert body["type"] == "error" and body["error"]["type"] == error_type and body["error"]["message"]
+    assert (
+        body["type"] == "error" and body["error"]["type"] == error_type and body["error"]["message"]
+    )
     assert headers["retry-after"] == "2" and headers["x-should-retry"] == "false"
     assert server.requests[0].status == status
 
@@ -268,7 +315,10 @@ def test_fifo_then_default_reply() -> None:
     server = ScriptedMessagesServer(default_text="nothing scripted").start()
     try:
         server.enqueue(text_response("first"), text_response("second"))
-        texts = [json.loads(_post(server, "/v1/messages", _messages_body())[2])["content"][0]["text"] for _ in range(3)]
+        texts = [
+            json.loads(_post(server, "/v1/messages", _messages_body())[2])["content"][0]["text"]
+            for _ in range(3)
+        ]
         assert texts == ["first", "second", "nothing scripted"]
         assert [r.served_default for r in server.requests] == [False, False, True]
         assert server.pending() == []
@@ -281,9 +331,14 @@ def test_model_filtered_replies(server: ScriptedMessagesServer) -> None:
     server.enqueue(text_response("summary"), model="haiku")
 
     def ask(model: str) -> str:
-        return json.loads(_post(server, "/v1/messages", _messages_body(model=model))[2])["content"][0]["text"]
+        return json.loads(_post(server, "/v1/messages", _messages_body(model=model))[2])["content"][
+            0
+        ]["text"]
 
-    assert server.pending(model="claude-haiku-4-5") == [text_response("summary"), text_response("turn")]
+    assert server.pending(model="claude-haiku-4-5") == [
+        text_response("summary"),
+        text_response("turn"),
+    ]
     assert server.pending(model="claude-sonnet-4-5") == [text_response("turn")]
     assert ask("claude-haiku-4-5") == "summary"  # filtered reply first, though enqueued second
     assert ask("claude-haiku-4-5") == "turn"  # then unfiltered replies serve any model
@@ -342,11 +397,17 @@ def test_recorded_request_views(server: ScriptedMessagesServer) -> None:
         "model": "claude-opus-4",
         "max_tokens": 100,
         "stream": True,
-        "system": [{"type": "text", "text": "You are a helper."}, {"type": "text", "text": "<memory_blocks/>"}],
+        "system": [
+            {"type": "text", "text": "You are a helper."},
+            {"type": "text", "text": "<memory_blocks/>"},
+        ],
         "tools": [{"name": "mcp__memory__memory_insert", "input_schema": {"type": "object"}}],
         "messages": [
             {"role": "user", "content": "remember tea"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}],
+            },
             {
                 "role": "user",
                 "content": [
@@ -376,7 +437,9 @@ def test_concurrent_requests_each_get_one_reply(server: ScriptedMessagesServer) 
     lock = threading.Lock()
 
     def worker() -> None:
-        text = json.loads(_post(server, "/v1/messages", _messages_body(stream=False))[2])["content"][0]["text"]
+        text = json.loads(_post(server, "/v1/messages", _messages_body(stream=False))[2])[
+            "content"
+        ][0]["text"]
         with lock:
             answers.append(text)
 
@@ -415,7 +478,9 @@ async def test_anthropic_client_non_streaming(server: ScriptedMessagesServer) ->
 @pytest.mark.asyncio
 async def test_anthropic_client_streaming(server: ScriptedMessagesServer) -> None:
     anthropic = pytest.importorskip("anthropic")
-    server.enqueue(message_response("Saving it.", tool_use_block("save", {"items": [1, 2, {"k": "v" * 40}]})))
+    server.enqueue(
+        message_response("Saving it.", tool_use_block("save", {"items": [1, 2, {"k": "v" * 40}]}))
+    )
     async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as client:
         async with client.messages.stream(
             model="claude-sonnet-test", max_tokens=50, messages=[{"role": "user", "content": "go"}]
@@ -435,12 +500,16 @@ async def test_anthropic_client_sees_errors_and_retries(server: ScriptedMessages
     server.enqueue(error_response(529))
     async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as client:
         with pytest.raises(anthropic.APIStatusError) as info:
-            await client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+            await client.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+            )
     assert info.value.status_code == 529 and info.value.body["error"]["type"] == "overloaded_error"
 
     server.enqueue(error_response(429, retry_after=0), text_response("after retry"))
     async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=1) as client:
-        message = await client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+        message = await client.messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
     assert message.content[0].text == "after retry"
     assert [r.status for r in server.requests] == [529, 429, 200]
 
@@ -461,11 +530,15 @@ async def _run_turn(client: Any, prompt: str) -> list[Any]:
 
 @pytest.mark.e2e
 @pytest.mark.asyncio
-async def test_real_sdk_text_turn_and_in_process_tool_turn(server: ScriptedMessagesServer, tmp_path: Path) -> None:
+async def test_real_sdk_text_turn_and_in_process_tool_turn(
+    server: ScriptedMessagesServer, tmp_path: Path
+) -> None:
     sdk = pytest.importorskip("claude_agent_sdk")
     calls: list[dict[str, Any]] = []
 
-    @sdk.tool("core_memory_append", "Append text to a memory block.", {"label": str, "content": str})
+    @sdk.tool(
+        "core_memory_append", "Append text to a memory block.", {"label": str, "content": str}
+    )
     async def core_memory_append(args: dict[str, Any]) -> dict[str, Any]:
         calls.append(args)
         return {"content": [{"type": "text", "text": f"appended to {args['label']}"}]}
@@ -479,7 +552,11 @@ async def test_real_sdk_text_turn_and_in_process_tool_turn(server: ScriptedMessa
         allowed_tools=["mcp__memory__core_memory_append"],
     )
     server.enqueue(text_response("Hello!"))
-    server.enqueue(tool_use_response("mcp__memory__core_memory_append", {"label": "human", "content": "likes tea"}))
+    server.enqueue(
+        tool_use_response(
+            "mcp__memory__core_memory_append", {"label": "human", "content": "likes tea"}
+        )
+    )
     server.enqueue(text_response("Noted."))
 
     async with sdk.ClaudeSDKClient(options) as client:
@@ -503,7 +580,9 @@ async def test_real_sdk_text_turn_and_in_process_tool_turn(server: ScriptedMessa
 
 @pytest.mark.e2e
 @pytest.mark.asyncio
-async def test_cli_housekeeping_does_not_consume_the_script(server: ScriptedMessagesServer, tmp_path: Path) -> None:
+async def test_cli_housekeeping_does_not_consume_the_script(
+    server: ScriptedMessagesServer, tmp_path: Path
+) -> None:
     """The CLI's own compaction and its model probe are auxiliary: the script stays for turns."""
     sdk = pytest.importorskip("claude_agent_sdk")
     options = _sdk_options(server, tmp_path, system_prompt="S")
@@ -522,4 +601,8 @@ async def test_cli_housekeeping_does_not_consume_the_script(server: ScriptedMess
     auxiliary = [r for r in server.message_requests() if r.kind == "auxiliary"]
     assert any(testing_pkg.is_compaction_request(r) for r in auxiliary)
     assert any(r.body.get("max_tokens") == 1 for r in auxiliary)
-    assert [r.last_user_text.rsplit("\n", 1)[-1] for r in server.turn_requests()] == ["one", "two", "three"]
+    assert [r.last_user_text.rsplit("\n", 1)[-1] for r in server.turn_requests()] == [
+        "one",
+        "two",
+        "three",
+    ]

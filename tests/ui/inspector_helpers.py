@@ -40,8 +40,12 @@ def client_for(memory: Any, **options: Any) -> TestClient:
     options.setdefault("user", UI_USER)
     base = options.pop("base_url", f"http://{options['bound_host']}")
     raise_errors = options.pop("raise_server_exceptions", True)
-    return TestClient(create_app(memory, **options), base_url=base, follow_redirects=False,
-                      raise_server_exceptions=raise_errors)
+    return TestClient(
+        create_app(memory, **options),
+        base_url=base,
+        follow_redirects=False,
+        raise_server_exceptions=raise_errors,
+    )
 
 
 def data_page(text: str) -> str | None:
@@ -71,6 +75,6 @@ def csrf_token(client: TestClient, path: str = "/agents/ada/blocks/persona") -> 
 
 def textarea_value(text: str) -> str:
     """What a browser shows in the edit textarea (HTML drops one newline right after the tag)."""
-    found = re.search(r'<textarea[^>]*>\n?(.*?)</textarea>', text, re.S)
+    found = re.search(r"<textarea[^>]*>\n?(.*?)</textarea>", text, re.S)
     assert found, text
     return html.unescape(found.group(1))

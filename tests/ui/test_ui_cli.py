@@ -23,10 +23,22 @@ LINE = re.compile(r"memory-agent ui: serving (http://([0-9.]+):(\d+)/)(\?token=(
 def _start(storage: Path, *args: str, browser: Path | None = None) -> subprocess.Popen[str]:
     """The command in a process of its own; with `browser`, that program stands in for the browser
     (Python's webbrowser runs $BROWSER with the address), else --no-browser."""
-    command = [sys.executable, "-c", "from memory_agent.cli import main; main()", "--storage-dir", str(storage),
-               "ui", "--port", "0", *([] if browser else ["--no-browser"]), *args]
+    command = [
+        sys.executable,
+        "-c",
+        "from memory_agent.cli import main; main()",
+        "--storage-dir",
+        str(storage),
+        "ui",
+        "--port",
+        "0",
+        *([] if browser else ["--no-browser"]),
+        *args,
+    ]
     env = {**os.environ, "BROWSER": str(browser)} if browser else dict(os.environ)
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float = 60) -> str:
@@ -41,7 +53,9 @@ def _first_line(process: subprocess.Popen[str], timeout: float = 60) -> str:
             if process.poll() is not None:
                 break
     process.kill()
-    raise AssertionError(f"no line from memory-agent ui; stderr: {process.communicate()[1][-2000:]}")
+    raise AssertionError(
+        f"no line from memory-agent ui; stderr: {process.communicate()[1][-2000:]}"
+    )
 
 
 @pytest.fixture
@@ -58,8 +72,9 @@ def stop() -> Iterator[list[subprocess.Popen[str]]]:
                 process.wait()
 
 
-def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(tmp_path: Path,
-                                                                          stop: list[subprocess.Popen[str]]) -> None:
+def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(
+    tmp_path: Path, stop: list[subprocess.Popen[str]]
+) -> None:
     storage = tmp_path / "new-store"
     opened = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"
@@ -70,18 +85,20 @@ def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(tmp_pat
     line = _first_line(process)
     found = LINE.fullmatch(line)
     assert found and found.group(2) == "127.0.0.1" and found.group(4) is None, line
-    assert (storage.is_dir() or os.environ.get("MEMORY_DATABASE_URL"))
+    assert storage.is_dir() or os.environ.get("MEMORY_DATABASE_URL")
     deadline = time.monotonic() + 30
     while not opened.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert opened.read_text().strip() == found.group(1)  # the browser was sent to the printed address
+    assert opened.read_text().strip() == found.group(
+        1
+    )  # the browser was sent to the printed address
     with httpx.Client(base_url=found.group(1), timeout=30) as client:
         agents = client.get("/")
         assert agents.status_code == 200 and 'data-page="agents"' in agents.text
         agent = re.search(r'<tr data-agent="([^"]+)">', agents.text)
         assert agent is not None
         memory_page = client.get(f"/agents/{agent.group(1)}/blocks/persona")
-        assert memory_page.status_code == 200 and "<form method=\"post\"" not in memory_page.text
+        assert memory_page.status_code == 200 and '<form method="post"' not in memory_page.text
         refused = client.post(f"/agents/{agent.group(1)}/blocks/persona", data={"value": "x"})
         assert refused.status_code == 403
         rebound = client.get("/", headers={"host": f"attacker.example:{found.group(3)}"})
@@ -89,16 +106,25 @@ def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(tmp_pat
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=15)
     assert out == ""  # nothing after the one line
-    assert process.returncode == 0 and "Aborted" not in err, (process.returncode, err[-500:])  # Ctrl-C: a quiet stop
+    assert process.returncode == 0 and "Aborted" not in err, (
+        process.returncode,
+        err[-500:],
+    )  # Ctrl-C: a quiet stop
 
 
-def test_a_store_with_agents_gets_no_new_one(tmp_path: Path, stop: list[subprocess.Popen[str]]) -> None:
+def test_a_store_with_agents_gets_no_new_one(
+    tmp_path: Path, stop: list[subprocess.Popen[str]]
+) -> None:
     from backends import backend_environ
 
     from memory_agent import MemoryManager, Settings
 
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None)
-    with MemoryManager(agent_id="only-one", settings=settings) as memory:  # named, so not the default agent
+    settings = Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store")}), env_file=None
+    )
+    with MemoryManager(
+        agent_id="only-one", settings=settings
+    ) as memory:  # named, so not the default agent
         before = memory.list_agents()
     process = _start(tmp_path / "store")
     stop.append(process)
@@ -107,7 +133,9 @@ def test_a_store_with_agents_gets_no_new_one(tmp_path: Path, stop: list[subproce
         assert memory.list_agents() == before
 
 
-def test_off_loopback_it_makes_and_prints_an_access_token(tmp_path: Path, stop: list[subprocess.Popen[str]]) -> None:
+def test_off_loopback_it_makes_and_prints_an_access_token(
+    tmp_path: Path, stop: list[subprocess.Popen[str]]
+) -> None:
     process = _start(tmp_path / "store", "--host", "0.0.0.0")
     stop.append(process)
     found = LINE.fullmatch(_first_line(process))

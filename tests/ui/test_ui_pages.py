@@ -27,22 +27,45 @@ def server() -> Iterator[ScriptedMessagesServer]:
 @pytest.fixture
 def talked(tmp_path: Path, server: ScriptedMessagesServer) -> Iterator[MemoryManager]:
     """An agent with a conversation that was compacted once, a recorded turn's usage and passages."""
-    settings = Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"),
-                                                  "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "k"}),
-                                 env_file=None)
-    memory = MemoryManager(agent_id="ada", settings=settings,
-                           compaction_settings=CompactionSettings(retry_initial_wait=0.01, retry_max_wait=0.02,
-                                                                  max_attempts=2))
+    settings = Settings.from_env(
+        backend_environ(
+            {
+                "PERSIST_DIRECTORY": str(tmp_path / "store"),
+                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_API_KEY": "k",
+            }
+        ),
+        env_file=None,
+    )
+    memory = MemoryManager(
+        agent_id="ada",
+        settings=settings,
+        compaction_settings=CompactionSettings(
+            retry_initial_wait=0.01, retry_max_wait=0.02, max_attempts=2
+        ),
+    )
     memory.create_block("projects/alpha.md", "Alpha ships in May.", in_prompt=False)
     for number in range(30):
         memory.store_message("user", f"Question {number} about the alpha launch")
         memory.store_message("assistant", f"Answer {number}")
     server.enqueue(text_response("The user asked thirty questions about the alpha launch."))
     assert memory.compact_history().status == "compacted"
-    memory.store_message("result", "done", message_type="result", in_context=False, session_id="s1",
-                         metadata={"usage": {"input_tokens": 1200, "cache_read_input_tokens": 900,
-                                             "cache_creation_input_tokens": 40, "output_tokens": 55},
-                                   "total_cost_usd": 0.0123})
+    memory.store_message(
+        "result",
+        "done",
+        message_type="result",
+        in_context=False,
+        session_id="s1",
+        metadata={
+            "usage": {
+                "input_tokens": 1200,
+                "cache_read_input_tokens": 900,
+                "cache_creation_input_tokens": 40,
+                "output_tokens": 55,
+            },
+            "total_cost_usd": 0.0123,
+        },
+    )
     memory.archival_memory_insert("The launch of project alpha moved to May.", tags=["alpha"])
     memory.archival_memory_insert("Bob prefers tea over coffee.", importance=0.9)
     yield memory
@@ -56,26 +79,44 @@ def test_the_agents_page_lists_each_agent_with_its_sizes(memory: MemoryManager) 
     row = re.search(r'<tr data-agent="ada">(.*?)</tr>', response.text, re.S)
     assert row is not None
     numbers = re.findall(r'<td class="num">(\d+)</td>', row.group(1))
-    assert numbers == ["5", "1", "0", "0"]  # persona, human, projects/alpha.md, rules, team; 1 passage
+    assert numbers == [
+        "5",
+        "1",
+        "0",
+        "0",
+    ]  # persona, human, projects/alpha.md, rules, team; 1 passage
     assert 'data-agent="bob"' in response.text
     assert "never" not in row.group(1)  # the journal gives ada a last activity
 
 
-def test_the_memory_page_shows_the_tree_placement_fill_sharing_and_flags(memory: MemoryManager) -> None:
+def test_the_memory_page_shows_the_tree_placement_fill_sharing_and_flags(
+    memory: MemoryManager,
+) -> None:
     response = client_for(memory).get("/agents/ada")
     assert response.status_code == 200 and data_page(response.text) == "memory"
-    rows = dict(re.findall(r'<tr class="block" data-label="([^"]+)">(.*?)</tr>', response.text, re.S))
+    rows = dict(
+        re.findall(r'<tr class="block" data-label="([^"]+)">(.*?)</tr>', response.text, re.S)
+    )
     assert set(rows) == {"persona", "human", "projects/alpha.md", "rules", "team"}
     assert "on demand" in rows["projects/alpha.md"] and "in prompt" in rows["rules"]
-    assert '<tr class="dir"><td class="name depth-0" colspan="6">projects/</td></tr>' in response.text
+    assert (
+        '<tr class="dir"><td class="name depth-0" colspan="6">projects/</td></tr>' in response.text
+    )
     length = len("Alpha ships in May.\nOwner: Dana.")
-    assert f'value="{length}"' in rows["projects/alpha.md"] and f"{length}/" in rows["projects/alpha.md"]
+    assert (
+        f'value="{length}"' in rows["projects/alpha.md"]
+        and f"{length}/" in rows["projects/alpha.md"]
+    )
     assert "bob" in rows["team"] and "bob" not in rows["rules"]
     assert "read-only" in rows["rules"] and "read-only" not in rows["persona"]
 
 
-def test_the_block_page_shows_the_value_in_a_form_and_diffs_between_versions(memory: MemoryManager) -> None:
-    memory.update_block("projects/alpha.md", value="Alpha ships in June.\nOwner: Dana.", agent_id="ada")
+def test_the_block_page_shows_the_value_in_a_form_and_diffs_between_versions(
+    memory: MemoryManager,
+) -> None:
+    memory.update_block(
+        "projects/alpha.md", value="Alpha ships in June.\nOwner: Dana.", agent_id="ada"
+    )
     response = client_for(memory).get("/agents/ada/blocks/projects/alpha.md")
     assert response.status_code == 200 and data_page(response.text) == "block"
     assert 'data-form="edit"' in response.text and 'data-form="undo"' in response.text
@@ -87,7 +128,9 @@ def test_the_block_page_shows_the_value_in_a_form_and_diffs_between_versions(mem
 
 
 def test_the_journal_is_a_timeline_filtered_by_author(memory: MemoryManager) -> None:
-    memory.execute_tool("core_memory_append", {"label": "human", "content": "Likes tea."}, agent_id="ada")
+    memory.execute_tool(
+        "core_memory_append", {"label": "human", "content": "Likes tea."}, agent_id="ada"
+    )
     client = client_for(memory)
     everyone = client.get("/agents/ada/journal")
     assert everyone.status_code == 200 and data_page(everyone.text) == "journal"
@@ -95,12 +138,16 @@ def test_the_journal_is_a_timeline_filtered_by_author(memory: MemoryManager) -> 
     assert {"model", "person"} <= kinds
     models = client.get("/agents/ada/journal?author_kind=model")
     assert set(re.findall(r'data-author-kind="([a-z]*)"', models.text)) == {"model"}
-    assert '<span class="add">+Likes tea.</span>' in models.text  # the change as a diff of old and new
+    assert (
+        '<span class="add">+Likes tea.</span>' in models.text
+    )  # the change as a diff of old and new
     wrong = client.get("/agents/ada/journal?author_kind=robot")
     assert wrong.status_code == 400 and "author_kind" in error_line(wrong.text)
 
 
-def test_the_conversation_shows_the_summary_where_it_replaced_messages(talked: MemoryManager) -> None:
+def test_the_conversation_shows_the_summary_where_it_replaced_messages(
+    talked: MemoryManager,
+) -> None:
     summary = talked.get_summary_record(agent_id="ada")
     assert summary is not None and summary.last_message_id is not None
     response = client_for(talked).get("/agents/ada/conversation")
@@ -109,7 +156,9 @@ def test_the_conversation_shows_the_summary_where_it_replaced_messages(talked: M
     position = order.index(("summary", str(summary.summary_id)))
     assert order[position - 1] == ("message", str(summary.last_message_id))
     assert "thirty questions" in response.text
-    compacted = re.findall(r'class="message role-\w+ compacted" data-message-id="(\d+)"', response.text)
+    compacted = re.findall(
+        r'class="message role-\w+ compacted" data-message-id="(\d+)"', response.text
+    )
     assert compacted and all(int(each) <= summary.last_message_id for each in compacted)
 
 
@@ -118,7 +167,9 @@ def test_search_shows_every_hit_with_its_signal_scores(talked: MemoryManager) ->
     for mode in ("keyword", "vector", "hybrid", "scored"):
         response = client.get(f"/agents/ada/search?q=alpha+launch&mode={mode}")
         assert response.status_code == 200 and data_page(response.text) == "search", mode
-        hits = re.findall(r'<li class="hit" data-passage-id="([^"]+)">(.*?)</li>', response.text, re.S)
+        hits = re.findall(
+            r'<li class="hit" data-passage-id="([^"]+)">(.*?)</li>', response.text, re.S
+        )
         assert hits, mode
         assert "project alpha" in hits[0][1]
         assert "<th>keyword rank</th>" in hits[0][1] and "<th>similarity</th>" in hits[0][1]
@@ -133,7 +184,9 @@ def test_search_shows_every_hit_with_its_signal_scores(talked: MemoryManager) ->
 
 def test_the_prompt_page_shows_the_exact_system_text_and_its_tokens(talked: MemoryManager) -> None:
     talked.set_base_system_prompt("You are Ada.", agent_id="ada")
-    expected = "You are Ada.\n\n" + talked.get_system_prompt_addition(agent_id="ada", mark_seen=False)
+    expected = "You are Ada.\n\n" + talked.get_system_prompt_addition(
+        agent_id="ada", mark_seen=False
+    )
     response = client_for(talked).get("/agents/ada/prompt")
     assert response.status_code == 200 and data_page(response.text) == "prompt"
     shown = re.search(r'<pre class="prompt">(.*?)</pre>', response.text, re.S)
@@ -147,7 +200,13 @@ def test_the_metrics_page_shows_recorded_usage_and_compactions(talked: MemoryMan
     assert response.status_code == 200 and data_page(response.text) == "metrics"
     turns = re.search(r'<table class="turns">(.*?)</table>', response.text, re.S)
     assert turns is not None
-    assert re.findall(r'<td class="num">([^<]*)</td>', turns.group(1)) == ["1200", "40", "900", "55", "0.0123"]
+    assert re.findall(r'<td class="num">([^<]*)</td>', turns.group(1)) == [
+        "1200",
+        "40",
+        "900",
+        "55",
+        "0.0123",
+    ]
     compactions = re.search(r'<table class="compactions">(.*?)</table>', response.text, re.S)
     summary = talked.get_summary_record(agent_id="ada")
     assert compactions is not None and summary is not None and summary.tokens_before is not None
@@ -157,9 +216,17 @@ def test_the_metrics_page_shows_recorded_usage_and_compactions(talked: MemoryMan
 
 def test_unknown_agents_blocks_and_pages_are_404_pages(memory: MemoryManager) -> None:
     client = client_for(memory)
-    for path in ("/agents/nobody", "/agents/nobody/journal", "/agents/ada/blocks/missing", "/nowhere",
-                 "/agents/nobody/search?q=x", "/agents/nobody/prompt", "/agents/nobody/metrics",
-                 "/agents/nobody/conversation", "/agents/nobody/blocks/persona"):
+    for path in (
+        "/agents/nobody",
+        "/agents/nobody/journal",
+        "/agents/ada/blocks/missing",
+        "/nowhere",
+        "/agents/nobody/search?q=x",
+        "/agents/nobody/prompt",
+        "/agents/nobody/metrics",
+        "/agents/nobody/conversation",
+        "/agents/nobody/blocks/persona",
+    ):
         response = client.get(path)
         assert response.status_code == 404, path
         assert data_page(response.text) == "error" and error_line(response.text), path

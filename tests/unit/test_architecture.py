@@ -22,21 +22,46 @@ PACKAGES = ("memory_agent", "compaction")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("compaction",),
-    ("memory_agent.errors", "memory_agent.validation", "memory_agent.labels", "memory_agent.memory_paths",
-     "memory_agent.blocks", "memory_agent.authors", "memory_agent.settings", "memory_agent.rendering",
-     "memory_agent.turn_context", "memory_agent.reserved_names", "memory_agent.testing", "memory_agent.redaction",
-     "memory_agent.file_modes", "memory_agent.sensitivity", "memory_agent.encryption_key"),
+    (
+        "memory_agent.errors",
+        "memory_agent.validation",
+        "memory_agent.labels",
+        "memory_agent.memory_paths",
+        "memory_agent.blocks",
+        "memory_agent.authors",
+        "memory_agent.settings",
+        "memory_agent.rendering",
+        "memory_agent.turn_context",
+        "memory_agent.reserved_names",
+        "memory_agent.testing",
+        "memory_agent.redaction",
+        "memory_agent.file_modes",
+        "memory_agent.sensitivity",
+        "memory_agent.encryption_key",
+    ),
     ("memory_agent.store",),
-    ("memory_agent.core_memory", "memory_agent.recall", "memory_agent.archival", "memory_agent.compactor",
-     "memory_agent.health", "memory_agent.pg_health"),
+    (
+        "memory_agent.core_memory",
+        "memory_agent.recall",
+        "memory_agent.archival",
+        "memory_agent.compactor",
+        "memory_agent.health",
+        "memory_agent.pg_health",
+    ),
     ("memory_agent.consolidation", "memory_agent.forgetting"),
     ("memory_agent.manager", "memory_agent.admin"),
     ("memory_agent.tools", "memory_agent.anthropic_memory", "memory_agent.sdk_seams"),
-    ("memory_agent.agent", "memory_agent.session_store", "memory_agent.college", "memory_agent.portability"),
+    (
+        "memory_agent.agent",
+        "memory_agent.session_store",
+        "memory_agent.college",
+        "memory_agent.portability",
+    ),
     ("memory_agent.cli", "memory_agent.soak", "memory_agent.ui"),
 )
 """Lowest first. A module belongs to the layer of the longest prefix that names it; the package
 `memory_agent` itself is the facade on top and may import anything."""
+
 
 def _modules() -> dict[str, Path]:
     found = {}
@@ -56,9 +81,12 @@ def _imports(module: str, path: Path, source: str | None = None) -> Iterator[tup
     """(imported module, deferred) for every import statement of the module (of `source`, when
     given, read as the text of that module)."""
     tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
-    deferred_nodes = {id(inner) for node in ast.walk(tree)
-                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                      for inner in ast.walk(node)}
+    deferred_nodes = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for inner in ast.walk(node)
+    }
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -67,8 +95,10 @@ def _imports(module: str, path: Path, source: str | None = None) -> Iterator[tup
             base = node.module or ""
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-                     for alias in node.names]
+            names = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                for alias in node.names
+            ]
         else:
             continue
         for name in names:
@@ -79,8 +109,12 @@ def _imports(module: str, path: Path, source: str | None = None) -> Iterator[tup
 
 
 def _graph(*, deferred: bool = True) -> dict[str, set[str]]:
-    return {module: {target for target, is_deferred in _imports(module, path) if deferred or not is_deferred}
-            for module, path in MODULES.items()}
+    return {
+        module: {
+            target for target, is_deferred in _imports(module, path) if deferred or not is_deferred
+        }
+        for module, path in MODULES.items()
+    }
 
 
 def _layer(module: str) -> int:
@@ -101,7 +135,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(module)
         for target in sorted(graph.get(module, ())):
             if state.get(target) == 1:
-                return stack[stack.index(target):] + [target]
+                return stack[stack.index(target) :] + [target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         stack.pop()
@@ -117,11 +151,15 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_walker_sees_the_imports_it_should() -> None:
     graph = _graph(deferred=False)
     assert "memory_agent.store.database" in graph["memory_agent.manager"]
-    assert "memory_agent.manager" in graph["memory_agent.tools.dispatch"]  # a TYPE_CHECKING import counts
+    assert (
+        "memory_agent.manager" in graph["memory_agent.tools.dispatch"]
+    )  # a TYPE_CHECKING import counts
     # An import inside a function is seen too, and makes a cycle like any other.
     manager = "memory_agent.manager"
-    inside = ("def f():\n    from .tools import execute_tool\n\n"
-              "class C:\n    def g(self):\n        import memory_agent.cli\n")
+    inside = (
+        "def f():\n    from .tools import execute_tool\n\n"
+        "class C:\n    def g(self):\n        import memory_agent.cli\n"
+    )
     found = set(_imports(manager, MODULES[manager], inside))
     assert found == {("memory_agent.tools", True), ("memory_agent.cli", True)}
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
@@ -132,7 +170,9 @@ def test_no_import_cycles_function_level_imports_included() -> None:
 
 
 def test_every_module_has_a_layer() -> None:
-    unplaced = [module for module in MODULES if module not in PACKAGES and _layer(module) == len(LAYERS)]
+    unplaced = [
+        module for module in MODULES if module not in PACKAGES and _layer(module) == len(LAYERS)
+    ]
     assert unplaced == []
 
 
@@ -171,9 +211,12 @@ def _names_used(module: str) -> set[str]:
 
 def test_the_storage_engine_is_asked_about_in_store_only() -> None:
     """Engine-specific pieces are one interface with two implementations, chosen in `store/`."""
-    asking = sorted(module for module in MODULES
-                    if not (module == "memory_agent.store" or module.startswith("memory_agent.store."))
-                    and "is_postgres" in _names_used(module))
+    asking = sorted(
+        module
+        for module in MODULES
+        if not (module == "memory_agent.store" or module.startswith("memory_agent.store."))
+        and "is_postgres" in _names_used(module)
+    )
     assert asking == []
 
 
@@ -187,24 +230,32 @@ def test_the_layers_above_the_manager_use_its_public_api_only() -> None:
 
     def is_memory(node: ast.expr) -> bool:
         return (isinstance(node, ast.Name) and node.id == "memory") or (
-            isinstance(node, ast.Attribute) and node.attr == "memory")
+            isinstance(node, ast.Attribute) and node.attr == "memory"
+        )
 
     reaching = []
     for module in MODULES:
         if _layer(module) <= _layer("memory_agent.manager"):
             continue
         for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and is_memory(node.value) and (
-                    node.attr in parts or node.attr.startswith("_")):
+            if (
+                isinstance(node, ast.Attribute)
+                and is_memory(node.value)
+                and (node.attr in parts or node.attr.startswith("_"))
+            ):
                 reaching.append(f"{module}:{node.lineno} memory.{node.attr}")
     assert reaching == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "export and import read tables below the manager (portability/ uses memory.database and the "
-    "storage layers' row functions), and the agent takes memory.compactor and memory.database; "
-    "they need a public snapshot API of the manager first (issue 24, item 3; export is being "
-    "changed by another branch this session)."))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "export and import read tables below the manager (portability/ uses memory.database and the "
+        "storage layers' row functions), and the agent takes memory.compactor and memory.database; "
+        "they need a public snapshot API of the manager first (issue 24, item 3; export is being "
+        "changed by another branch this session)."
+    ),
+)
 def test_nothing_above_the_manager_reaches_its_compactor_archival_or_database() -> None:
     banned = {"compactor", "archival", "database"}
     reaching = []
@@ -212,8 +263,13 @@ def test_nothing_above_the_manager_reaches_its_compactor_archival_or_database() 
         if _layer(module) <= _layer("memory_agent.manager"):
             continue
         for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr in banned and (
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in banned
+                and (
                     (isinstance(node.value, ast.Name) and node.value.id == "memory")
-                    or (isinstance(node.value, ast.Attribute) and node.value.attr == "memory")):
+                    or (isinstance(node.value, ast.Attribute) and node.value.attr == "memory")
+                )
+            ):
                 reaching.append(f"{module}:{node.lineno} memory.{node.attr}")
     assert reaching == []

@@ -29,8 +29,16 @@ def test_constructors_name_each_kind() -> None:
     assert Author.importer("export.json") == Author("import", "export.json")
     assert Author.other_agent("a2") == Author("agent", "a2")
     assert Author.consolidator("s-1") == Author("consolidator", "s-1")
-    assert {a.kind for a in (Author.model("x"), Author.person(), Author.importer("x"), Author.other_agent("x"),
-                             Author.consolidator("x"))} == set(AUTHOR_KINDS)
+    assert {
+        a.kind
+        for a in (
+            Author.model("x"),
+            Author.person(),
+            Author.importer("x"),
+            Author.other_agent("x"),
+            Author.consolidator("x"),
+        )
+    } == set(AUTHOR_KINDS)
 
 
 def test_a_person_is_the_os_user_or_user(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,8 +51,10 @@ def test_a_person_is_the_os_user_or_user(monkeypatch: pytest.MonkeyPatch) -> Non
     assert Author.person() == Author("person", "user")
 
 
-@pytest.mark.parametrize(("kind", "name"), [("robot", "x"), ("model", ""), ("model", "  "), ("person", 3),
-                                            ("person", "bad\ud800")])
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("robot", "x"), ("model", ""), ("model", "  "), ("person", 3), ("person", "bad\ud800")],
+)
 def test_bad_authors_are_refused(kind: object, name: object) -> None:
     with pytest.raises(ConfigurationError, match="author"):
         Author(kind, name)  # type: ignore[arg-type]  # wrong on purpose
@@ -110,7 +120,9 @@ def test_the_python_api_defaults_to_a_person_and_can_be_told_otherwise(settings:
         entry = memory.journal(limit=1)[0]
         assert entry.acted_by == Author.consolidator("session-7")
         assert memory.block_history("human")[-1].author_kind == "consolidator"
-    with MemoryManager(agent_id="agent-a", settings=settings, author=Author.person("ada")) as memory:
+    with MemoryManager(
+        agent_id="agent-a", settings=settings, author=Author.person("ada")
+    ) as memory:
         memory.core_memory_append("human", "and coffee")
         assert _authors(memory, limit=1) == [("person", "ada", "core_memory_append")]
     with pytest.raises(ConfigurationError, match="Author"):
@@ -120,7 +132,9 @@ def test_the_python_api_defaults_to_a_person_and_can_be_told_otherwise(settings:
 def test_passage_lifecycle_entries_name_the_managers_author(settings: Settings) -> None:
     """Supersede, restore, importance, update, purge and delete all journal the default author, not
     only what an `acting_as` block sets."""
-    with MemoryManager(agent_id="agent-a", settings=settings, author=Author.person("ada")) as memory:
+    with MemoryManager(
+        agent_id="agent-a", settings=settings, author=Author.person("ada")
+    ) as memory:
         old = memory.archival_memory_insert("lives in Lisbon")
         new = memory.archival_memory_insert("moved to Porto")
         gone = memory.archival_memory_insert("parking note", expires_at="2000-01-01T00:00:00+00:00")
@@ -132,18 +146,32 @@ def test_passage_lifecycle_entries_name_the_managers_author(settings: Settings) 
         memory.archival_memory_delete(new)
         entries = [e for e in memory.journal(limit=50) if e.target_id in {old, new, gone}]
         actions = {e.action for e in entries}
-        assert {"supersede_passage", "restore_passage", "set_passage_importance", "update_passage",
-                "purge_passage", "delete_passage"} <= actions
+        assert {
+            "supersede_passage",
+            "restore_passage",
+            "set_passage_importance",
+            "update_passage",
+            "purge_passage",
+            "delete_passage",
+        } <= actions
         assert {(e.author_kind, e.author) for e in entries} == {("person", "ada")}
 
 
 def test_the_tool_path_is_the_model(memory: MemoryManager) -> None:
     memory.ensure_agent("agent-b")
-    assert not execute_tool(memory, "core_memory_append", {"label": "human", "content": "via tool"}).is_error
+    assert not execute_tool(
+        memory, "core_memory_append", {"label": "human", "content": "via tool"}
+    ).is_error
     assert not execute_tool(memory, "archival_memory_insert", {"content": "a passage"}).is_error
-    assert not execute_tool(memory, "memory", {"command": "create", "path": "/memories/notes.md",
-                                               "file_text": "hi"}, agent_id="agent-b").is_error
-    outcome = asyncio.run(aexecute_tool(memory, "core_memory_append", {"label": "persona", "content": "async"}))
+    assert not execute_tool(
+        memory,
+        "memory",
+        {"command": "create", "path": "/memories/notes.md", "file_text": "hi"},
+        agent_id="agent-b",
+    ).is_error
+    outcome = asyncio.run(
+        aexecute_tool(memory, "core_memory_append", {"label": "persona", "content": "async"})
+    )
     assert not outcome.is_error
     assert _authors(memory, limit=4) == [
         ("model", "agent-a", "core_memory_append"),
@@ -159,8 +187,11 @@ def test_the_tool_path_is_the_model(memory: MemoryManager) -> None:
 
 def test_a_refused_tool_call_journals_nothing(memory: MemoryManager) -> None:
     before = store_snapshot(memory.database)
-    outcome = execute_tool(memory, "core_memory_replace", {"label": "human", "old_content": "absent",
-                                                           "new_content": "x"})
+    outcome = execute_tool(
+        memory,
+        "core_memory_replace",
+        {"label": "human", "old_content": "absent", "new_content": "x"},
+    )
     assert outcome.is_error
     assert store_snapshot(memory.database) == before
 
@@ -171,13 +202,23 @@ def test_the_anthropic_memory_tool_is_the_model(memory: MemoryManager) -> None:
 
     tool = ManagedMemoryTool(memory)
     tool.call({"command": "create", "path": "/memories/prefs.md", "file_text": "dark mode"})
-    tool.call({"command": "str_replace", "path": "/memories/prefs.md", "old_str": "dark", "new_str": "light"})
-    assert _authors(memory, limit=2) == [("model", "agent-a", "memory_str_replace"),
-                                         ("model", "agent-a", "create_block")]
+    tool.call(
+        {
+            "command": "str_replace",
+            "path": "/memories/prefs.md",
+            "old_str": "dark",
+            "new_str": "light",
+        }
+    )
+    assert _authors(memory, limit=2) == [
+        ("model", "agent-a", "memory_str_replace"),
+        ("model", "agent-a", "create_block"),
+    ]
 
 
 def test_another_agent_writes_as_itself_and_a_shared_edit_is_another_agents_to_the_others(
-        memory: MemoryManager) -> None:
+    memory: MemoryManager,
+) -> None:
     memory.ensure_agent("agent-b")
     shared = memory.create_block("team", "start", is_shared=True)
     memory.attach_block("agent-b", shared.block_id)
@@ -185,8 +226,12 @@ def test_another_agent_writes_as_itself_and_a_shared_edit_is_another_agents_to_t
         memory.core_memory_append("human", "noted by agent-a for agent-b", agent_id="agent-b")
     entry = memory.journal(agent_id="agent-b", limit=1)[0]
     assert entry.acted_by == Author.other_agent("agent-a")
-    assert execute_tool(memory, "core_memory_append", {"label": "team", "content": "from b's model"},
-                        agent_id="agent-b").text
+    assert execute_tool(
+        memory,
+        "core_memory_append",
+        {"label": "team", "content": "from b's model"},
+        agent_id="agent-b",
+    ).text
     last = memory.block_history("team")[-1]
     stored = Author.from_columns(last.author_kind, last.author)
     assert stored == Author.model("agent-b")
@@ -194,8 +239,10 @@ def test_another_agent_writes_as_itself_and_a_shared_edit_is_another_agents_to_t
     assert stored.seen_by("agent-b") == Author.model("agent-b")
 
 
-@pytest.mark.sqlite_only(reason="builds a SQLite file at the version before authors by hand; PostgreSQL's "
-                                "upgrade from each version is tested in test_migrations.py")
+@pytest.mark.sqlite_only(
+    reason="builds a SQLite file at the version before authors by hand; PostgreSQL's "
+    "upgrade from each version is tested in test_migrations.py"
+)
 def test_rows_written_before_authors_keep_no_author(tmp_path: Path) -> None:
     """The migration adds the columns and leaves earlier entries as they were."""
     import sqlite3
@@ -209,22 +256,34 @@ def test_rows_written_before_authors_keep_no_author(tmp_path: Path) -> None:
     upto = [m.__name__ for m in MIGRATIONS].index("m007_issue28_journal_authors")
     for migration in MIGRATIONS[:upto]:
         migration(conn)
-    run_script(conn, "INSERT INTO agents (agent_id, created_at) VALUES ('old', '2024-01-01T00:00:00Z');\n"
-                     "INSERT INTO journal (agent_id, action, target_type, target_id, created_at)"
-                     " VALUES ('old', 'create_agent', 'agent', 'old', '2024-01-01T00:00:00Z');")
+    run_script(
+        conn,
+        "INSERT INTO agents (agent_id, created_at) VALUES ('old', '2024-01-01T00:00:00Z');\n"
+        "INSERT INTO journal (agent_id, action, target_type, target_id, created_at)"
+        " VALUES ('old', 'create_agent', 'agent', 'old', '2024-01-01T00:00:00Z');",
+    )
     conn.execute(f"PRAGMA user_version = {upto}")
     conn.execute("COMMIT")
     conn.close()
     settings = Settings.from_env({"PERSIST_DIRECTORY": str(path.parent)}, env_file=None)
     with MemoryManager(agent_id="old", settings=settings) as memory:
         old = memory.journal(agent_id="old")[-1]
-        assert (old.action, old.author_kind, old.author, old.acted_by) == ("create_agent", None, None, None)
+        assert (old.action, old.author_kind, old.author, old.acted_by) == (
+            "create_agent",
+            None,
+            None,
+            None,
+        )
         memory.create_block("notes", "new")
-        assert (memory.journal(limit=1)[0].action, memory.journal(limit=1)[0].author_kind) == ("create_block", "person")
+        assert (memory.journal(limit=1)[0].action, memory.journal(limit=1)[0].author_kind) == (
+            "create_block",
+            "person",
+        )
 
 
-def test_an_import_keeps_the_files_authors_and_is_the_author_of_the_rest(memory: MemoryManager,
-                                                                          settings: Settings, tmp_path: Path) -> None:
+def test_an_import_keeps_the_files_authors_and_is_the_author_of_the_rest(
+    memory: MemoryManager, settings: Settings, tmp_path: Path
+) -> None:
     from memory_agent.portability import export_memory, import_file, write_export
 
     execute_tool(memory, "core_memory_append", {"label": "human", "content": "by the model"})
@@ -234,8 +293,13 @@ def test_an_import_keeps_the_files_authors_and_is_the_author_of_the_rest(memory:
     import_file(path, settings.persist_directory, agent_id="copy", settings=settings)
     with MemoryManager(agent_id="copy", settings=settings) as copy:
         entries = copy.journal(agent_id="copy")
-        assert entries[0].acted_by == Author.importer("agent-a.json") and entries[0].action == "import_agent"
-        assert [e.acted_by for e in entries if e.action == "core_memory_append"] == [Author.model("agent-a")]
+        assert (
+            entries[0].acted_by == Author.importer("agent-a.json")
+            and entries[0].action == "import_agent"
+        )
+        assert [e.acted_by for e in entries if e.action == "core_memory_append"] == [
+            Author.model("agent-a")
+        ]
         assert copy.block_history("human")[-1].author_kind == "model"
 
     for entry in document["journal"]:  # a file from before authors: the import is their author
@@ -243,11 +307,14 @@ def test_an_import_keeps_the_files_authors_and_is_the_author_of_the_rest(memory:
     path = write_export(document, tmp_path / "old.json")
     import_file(path, settings.persist_directory, agent_id="old-copy", settings=settings)
     with MemoryManager(agent_id="old-copy", settings=settings) as copy:
-        assert {e.acted_by for e in copy.journal(agent_id="old-copy")} == {Author.importer("old.json")}
+        assert {e.acted_by for e in copy.journal(agent_id="old-copy")} == {
+            Author.importer("old.json")
+        }
 
 
-def test_an_import_naming_a_bad_author_is_refused_whole(memory: MemoryManager, settings: Settings,
-                                                        tmp_path: Path) -> None:
+def test_an_import_naming_a_bad_author_is_refused_whole(
+    memory: MemoryManager, settings: Settings, tmp_path: Path
+) -> None:
     from memory_agent import ImportFormatError
     from memory_agent.portability import export_memory, import_file, write_export
 
@@ -269,9 +336,13 @@ def test_deleting_an_agent_outside_the_manager_is_a_persons(memory: MemoryManage
     assert (deleted.action, deleted.acted_by) == ("delete_agent", Author.person())
 
 
-@given(st.text(min_size=0, max_size=20), st.sampled_from(["\n", "\r", "\x85", "\u2028", "\u2029", "\x0b", "\x0c",
-                                                          "\x1b", "\x00", "\t", "\u200b"]),
-       st.text(min_size=0, max_size=20))
+@given(
+    st.text(min_size=0, max_size=20),
+    st.sampled_from(
+        ["\n", "\r", "\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1b", "\x00", "\t", "\u200b"]
+    ),
+    st.text(min_size=0, max_size=20),
+)
 def test_an_author_name_is_one_printable_line(before: str, bad: str, after: str) -> None:
     """A line break (any Unicode one) or control character in a name could forge a second author
     wherever the journal is shown: refused on construction and when parsed from --author."""

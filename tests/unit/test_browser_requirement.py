@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from memory_agent.testing.browser import CHROMIUM_VARIABLE, REQUIRE_BROWSER, BrowserUnavailable, launch_chromium
+from memory_agent.testing.browser import (
+    CHROMIUM_VARIABLE,
+    REQUIRE_BROWSER,
+    BrowserUnavailable,
+    launch_chromium,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "tests/browser/test_inspector_read_only.py"
@@ -23,24 +28,48 @@ def run_browser_tests(tmp_path: Path, *, require: bool) -> subprocess.CompletedP
     environ.update({CHROMIUM_VARIABLE: str(tmp_path / "no-chromium"), "HOME": str(tmp_path)})
     if require:
         environ[REQUIRE_BROWSER] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                           "--basetemp", str(tmp_path / "run"), MODULE],
-                          cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "run"),
+            MODULE,
+        ],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
 
 
 def test_a_missing_browser_is_named() -> None:
     os.environ.pop(REQUIRE_BROWSER, None)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CHROMIUM_VARIABLE, "/nonexistent/chromium")
-        with pytest.raises(BrowserUnavailable, match=f"{CHROMIUM_VARIABLE} names /nonexistent/chromium"), \
-                launch_chromium():
+        with (
+            pytest.raises(
+                BrowserUnavailable, match=f"{CHROMIUM_VARIABLE} names /nonexistent/chromium"
+            ),
+            launch_chromium(),
+        ):
             pass
 
 
 def test_no_browser_skips_with_the_reason_and_fails_when_one_is_required(tmp_path: Path) -> None:
     skipped = run_browser_tests(tmp_path / "skip", require=False)
     assert skipped.returncode == 0, skipped.stdout[-3000:]
-    assert "2 skipped" in skipped.stdout and "no-chromium, which is not an executable file" in skipped.stdout
+    assert (
+        "2 skipped" in skipped.stdout
+        and "no-chromium, which is not an executable file" in skipped.stdout
+    )
 
     required = run_browser_tests(tmp_path / "require", require=True)
     assert required.returncode == 1, required.stdout[-3000:]

@@ -24,9 +24,10 @@ LABEL = COLLEGE_BLOCK_LABEL
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def _settings(directory: Path, **extra: str) -> Settings:
-    return Settings.from_env(backend_environ({"PERSIST_DIRECTORY": str(directory), **extra}), env_file=None)
+    return Settings.from_env(
+        backend_environ({"PERSIST_DIRECTORY": str(directory), **extra}), env_file=None
+    )
 
 
 @pytest.fixture
@@ -35,12 +36,16 @@ def college(settings: Settings) -> Iterator[CollegeSession]:
         yield session
 
 
-def test_instance_id_comes_from_the_argument_then_the_setting_then_is_generated(tmp_path: Path) -> None:
+def test_instance_id_comes_from_the_argument_then_the_setting_then_is_generated(
+    tmp_path: Path,
+) -> None:
     configured = _settings(tmp_path, AGENT_INSTANCE_ID="from-env")
     assert resolve_instance_id("given", configured) == "given"
     assert resolve_instance_id(None, configured) == "from-env"
     generated = resolve_instance_id(None, _settings(tmp_path))
-    assert generated.startswith("college-") and generated != resolve_instance_id(None, _settings(tmp_path))
+    assert generated.startswith("college-") and generated != resolve_instance_id(
+        None, _settings(tmp_path)
+    )
     with CollegeSession.open(storage_dir=tmp_path, settings=configured) as session:
         assert session.instance_id == "from-env"
         assert session.critic_id == "from-env_critic"
@@ -61,7 +66,11 @@ def test_unknown_roles_are_refused(college: CollegeSession) -> None:
 
 def test_open_creates_three_agents_sharing_one_block(college: CollegeSession) -> None:
     memory = college.memory
-    assert college.agent_ids == {"critic": "c1_critic", "professor": "c1_professor", "scribe": "c1_scribe"}
+    assert college.agent_ids == {
+        "critic": "c1_critic",
+        "professor": "c1_professor",
+        "scribe": "c1_scribe",
+    }
     assert {"c1_critic", "c1_professor", "c1_scribe"} <= set(memory.list_agents())
     blocks = [memory.get_agent_block(agent, LABEL) for agent in college.agent_ids.values()]
     assert {b.block_id for b in blocks} == {college.block_id}
@@ -73,15 +82,18 @@ def test_open_creates_three_agents_sharing_one_block(college: CollegeSession) ->
 
 def test_one_agents_edit_is_in_the_others_rendered_memory(college: CollegeSession) -> None:
     memory = college.memory
-    memory.core_memory_append(LABEL, "Critic: step 3 assumes a sorted input.", agent_id=college.critic_id)
+    memory.core_memory_append(
+        LABEL, "Critic: step 3 assumes a sorted input.", agent_id=college.critic_id
+    )
     for role in ("professor", "scribe"):
         prompt = memory.get_system_prompt_addition(agent_id=college.agent_id(role))
         assert "Critic: step 3 assumes a sorted input." in prompt
     assert college.shared_state() == "Critic: step 3 assumes a sorted input."
 
 
-def test_reopening_from_another_manager_joins_the_same_block_quietly(college: CollegeSession,
-                                                                     settings: Settings) -> None:
+def test_reopening_from_another_manager_joins_the_same_block_quietly(
+    college: CollegeSession, settings: Settings
+) -> None:
     attaches_before = [e for e in college.memory.journal(limit=1000) if e.action == "attach_block"]
     with MemoryManager(agent_id="c1_professor", settings=settings) as other:
         again = CollegeSession.open(other, instance_id="c1")
@@ -96,7 +108,9 @@ def test_two_instances_in_one_storage_dir_do_not_share_state(college: CollegeSes
     assert other.block_id != college.block_id
     college.memory.core_memory_append(LABEL, "Only in c1.", agent_id=college.critic_id)
     assert "Only in c1." not in other.shared_state()
-    assert "Only in c1." not in college.memory.get_system_prompt_addition(agent_id=other.professor_id)
+    assert "Only in c1." not in college.memory.get_system_prompt_addition(
+        agent_id=other.professor_id
+    )
 
 
 def test_concurrent_openers_agree_on_one_block(tmp_path: Path) -> None:
@@ -119,12 +133,16 @@ def test_concurrent_openers_agree_on_one_block(tmp_path: Path) -> None:
     assert len(found) == 6 and len(set(found)) == 1
     with MemoryManager(agent_id="bootstrap", settings=settings) as memory:
         with memory.db.reading() as conn:
-            count = conn.execute("SELECT COUNT(*) FROM blocks WHERE label = ?", (LABEL,)).fetchone()[0]
+            count = conn.execute(
+                "SELECT COUNT(*) FROM blocks WHERE label = ?", (LABEL,)
+            ).fetchone()[0]
     assert count == 1
 
 
 def test_a_read_only_role_sees_the_block_but_cannot_edit_it(settings: Settings) -> None:
-    with CollegeSession.open(instance_id="ro", settings=settings, read_only_roles=["scribe"]) as college:
+    with CollegeSession.open(
+        instance_id="ro", settings=settings, read_only_roles=["scribe"]
+    ) as college:
         memory = college.memory
         assert college.shared_block("scribe").read_only
         assert not college.shared_block("critic").read_only
@@ -159,8 +177,12 @@ def test_history_and_journal_name_the_author_of_every_change(college: CollegeSes
     memory.core_memory_append(LABEL, "Critic: a gap in the proof.", agent_id=college.critic_id)
     memory.memory_insert(LABEL, "Professor: close it by induction.", agent_id=college.professor_id)
     memory.get_system_prompt_addition(agent_id=college.scribe_id)
-    memory.memory_rethink(LABEL, "Scribe: gap found, closed by induction.", reasoning="condense",
-                          agent_id=college.scribe_id)
+    memory.memory_rethink(
+        LABEL,
+        "Scribe: gap found, closed by induction.",
+        reasoning="condense",
+        agent_id=college.scribe_id,
+    )
 
     history = memory.block_history(LABEL, agent_id=college.professor_id)
     assert [(v.version, v.action, v.agent_id) for v in history] == [
@@ -171,8 +193,11 @@ def test_history_and_journal_name_the_author_of_every_change(college: CollegeSes
     ]
     assert history[2].value == "Critic: a gap in the proof.\nProfessor: close it by induction."
 
-    edits = [e for e in reversed(memory.journal(limit=1000))
-             if e.target_id == college.block_id and e.action != "attach_block"]
+    edits = [
+        e
+        for e in reversed(memory.journal(limit=1000))
+        if e.target_id == college.block_id and e.action != "attach_block"
+    ]
     assert [(e.agent_id, e.action) for e in edits] == [
         ("c1_critic", "create_block"),
         ("c1_critic", "core_memory_append"),
@@ -187,13 +212,17 @@ def test_history_and_journal_name_the_author_of_every_change(college: CollegeSes
 
 
 def test_a_refused_write_leaves_no_trace_in_history_or_journal(settings: Settings) -> None:
-    with CollegeSession.open(instance_id="rf", settings=settings, read_only_roles=["critic"],
-                             block_limit=40) as college:
+    with CollegeSession.open(
+        instance_id="rf", settings=settings, read_only_roles=["critic"], block_limit=40
+    ) as college:
         memory = college.memory
         entries, versions = len(memory.journal(limit=1000)), len(memory.block_history(LABEL))
-        memory.execute_tool("core_memory_append", {"label": LABEL, "content": "no"}, agent_id=college.critic_id)
-        memory.execute_tool("core_memory_append", {"label": LABEL, "content": "x" * 41},
-                            agent_id=college.scribe_id)
+        memory.execute_tool(
+            "core_memory_append", {"label": LABEL, "content": "no"}, agent_id=college.critic_id
+        )
+        memory.execute_tool(
+            "core_memory_append", {"label": LABEL, "content": "x" * 41}, agent_id=college.scribe_id
+        )
         assert len(memory.journal(limit=1000)) == entries
         assert len(memory.block_history(LABEL)) == versions
 
@@ -208,8 +237,12 @@ def test_build_agent_puts_the_role_prompt_before_the_callers_own(college: Colleg
     assert "You are the Professor." in prompt and LABEL in prompt
     assert options.system_prompt == "Be brief."  # the caller's options are not changed
 
-    preset = college.build_agent("critic", ClaudeAgentOptions(
-        system_prompt={"type": "preset", "preset": "claude_code", "append": "Cite sources."}))
+    preset = college.build_agent(
+        "critic",
+        ClaudeAgentOptions(
+            system_prompt={"type": "preset", "preset": "claude_code", "append": "Cite sources."}
+        ),
+    )
     assert preset.options.system_prompt["append"].endswith("Cite sources.")  # type: ignore[index]
     assert "You are the Critic." in preset.options.system_prompt["append"]  # type: ignore[index]
     assert "You are the Scribe." in college.build_agent("scribe").options.system_prompt  # type: ignore[operator]

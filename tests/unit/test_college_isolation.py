@@ -22,7 +22,6 @@ TOOLS = ("core_memory_append", "memory_insert", "core_memory_replace", "memory_r
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 @pytest.fixture
 def college(settings: Settings) -> Iterator[CollegeSession]:
     with CollegeSession.open(instance_id="iso", settings=settings) as session:
@@ -44,7 +43,9 @@ def _arguments(tool: str, label: Any) -> dict[str, Any]:
 
 def _snapshot(memory: MemoryManager) -> list[tuple[str, str, int]]:
     with memory.db.reading() as conn:
-        rows = conn.execute("SELECT block_id, value, version FROM blocks ORDER BY block_id").fetchall()
+        rows = conn.execute(
+            "SELECT block_id, value, version FROM blocks ORDER BY block_id"
+        ).fetchall()
     return [tuple(row) for row in rows]
 
 
@@ -73,15 +74,25 @@ def _critic_notes_id(college: CollegeSession) -> str:
 
 
 HOSTILE_LABELS = [
-    "critic_notes",                       # another agent's label
-    "iso_critic",                         # another agent's id
-    "orphan",                             # a block attached to nobody
-    "../critic_notes", "iso_critic/critic_notes", "iso_critic.critic_notes", "/etc/passwd",
-    "critic_notes' OR '1'='1", "x'; DROP TABLE blocks; --", "critic_notes%", "critic_%", "*",
-    "critic_notes\n", " critic_notes", "critic_notes\x00", "",
-    "critic_nоtes",                       # Cyrillic 'о'
-    "ｃｒｉｔｉｃ_ｎｏｔｅｓ",                # fullwidth
-    "critic_notes\u200b",                 # zero-width space
+    "critic_notes",  # another agent's label
+    "iso_critic",  # another agent's id
+    "orphan",  # a block attached to nobody
+    "../critic_notes",
+    "iso_critic/critic_notes",
+    "iso_critic.critic_notes",
+    "/etc/passwd",
+    "critic_notes' OR '1'='1",
+    "x'; DROP TABLE blocks; --",
+    "critic_notes%",
+    "critic_%",
+    "*",
+    "critic_notes\n",
+    " critic_notes",
+    "critic_notes\x00",
+    "",
+    "critic_nоtes",  # Cyrillic 'о'
+    "ｃｒｉｔｉｃ_ｎｏｔｅｓ",  # fullwidth
+    "critic_notes\u200b",  # zero-width space
     "a" * 10_000,
     "critic_notes" + "_" * 60,
 ]
@@ -89,24 +100,36 @@ HOSTILE_LABELS = [
 
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("label", HOSTILE_LABELS, ids=lambda label: repr(label)[:30])
-def test_hostile_labels_cannot_reach_other_blocks(college: CollegeSession, tool: str, label: str) -> None:
+def test_hostile_labels_cannot_reach_other_blocks(
+    college: CollegeSession, tool: str, label: str
+) -> None:
     _assert_refused(college, tool, _arguments(tool, label))
 
 
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("target", ["critic_notes", "orphan"])
-def test_a_block_id_sent_as_the_label_reaches_nothing(college: CollegeSession, tool: str, target: str) -> None:
+def test_a_block_id_sent_as_the_label_reaches_nothing(
+    college: CollegeSession, tool: str, target: str
+) -> None:
     block_id = _critic_notes_id(college) if target == "critic_notes" else _orphan_id(college)
     text = _assert_refused(college, tool, _arguments(tool, block_id))
     assert "No block" in text
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-@pytest.mark.parametrize("extra", [
-    {"agent_id": "iso_critic"}, {"block_id": "BLOCK"}, {"label_override": "critic_notes"},
-    {"acting_agent_id": "iso_critic"}, {"__class__": "x"},
-])
-def test_extra_arguments_are_refused_not_obeyed(college: CollegeSession, tool: str, extra: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"agent_id": "iso_critic"},
+        {"block_id": "BLOCK"},
+        {"label_override": "critic_notes"},
+        {"acting_agent_id": "iso_critic"},
+        {"__class__": "x"},
+    ],
+)
+def test_extra_arguments_are_refused_not_obeyed(
+    college: CollegeSession, tool: str, extra: dict[str, str]
+) -> None:
     arguments = {**_arguments(tool, "critic_notes"), **extra}
     if arguments.get("block_id") == "BLOCK":
         arguments["block_id"] = _critic_notes_id(college)
@@ -119,23 +142,31 @@ def test_extra_arguments_are_refused_not_obeyed(college: CollegeSession, tool: s
 
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("label", [["critic_notes"], {"label": "critic_notes"}, 7, True])
-def test_labels_that_are_not_strings_are_refused(college: CollegeSession, tool: str, label: Any) -> None:
+def test_labels_that_are_not_strings_are_refused(
+    college: CollegeSession, tool: str, label: Any
+) -> None:
     _assert_refused(college, tool, _arguments(tool, label))
 
 
 def test_a_label_both_agents_have_edits_only_the_callers_block(college: CollegeSession) -> None:
     memory = college.memory
     critic_human = memory.get_agent_block(college.critic_id, "human")
-    outcome = memory.execute_tool("core_memory_append", {"label": "human", "content": "Likes proofs."},
-                                  agent_id=college.professor_id)
+    outcome = memory.execute_tool(
+        "core_memory_append",
+        {"label": "human", "content": "Likes proofs."},
+        agent_id=college.professor_id,
+    )
     assert not outcome.is_error
     assert memory.get_agent_block(college.professor_id, "human").value.endswith("Likes proofs.")
     assert memory.get_agent_block(college.critic_id, "human") == critic_human
 
 
 def test_errors_list_only_the_callers_own_blocks(college: CollegeSession) -> None:
-    outcome = college.memory.execute_tool("core_memory_append", {"label": "critic_notes", "content": "x"},
-                                          agent_id=college.professor_id)
+    outcome = college.memory.execute_tool(
+        "core_memory_append",
+        {"label": "critic_notes", "content": "x"},
+        agent_id=college.professor_id,
+    )
     assert outcome.is_error and "critic_notes" in outcome.text  # the label it asked for
     listed = outcome.text.split("Attached blocks:")[1]
     assert COLLEGE_BLOCK_LABEL in listed and "critic_notes" not in listed and "orphan" not in listed
@@ -152,7 +183,9 @@ def test_a_detached_agent_loses_access_to_the_shared_block(college: CollegeSessi
     memory.core_memory_append(COLLEGE_BLOCK_LABEL, "Critic: before.", agent_id=college.critic_id)
     memory.detach_block(college.scribe_id, college.block_id)
     for tool in TOOLS:
-        outcome = memory.execute_tool(tool, _arguments(tool, COLLEGE_BLOCK_LABEL), agent_id=college.scribe_id)
+        outcome = memory.execute_tool(
+            tool, _arguments(tool, COLLEGE_BLOCK_LABEL), agent_id=college.scribe_id
+        )
         assert outcome.is_error and "Critic: before." not in outcome.text
     assert college.shared_state() == "Critic: before."
     assert "Critic: before." not in memory.get_system_prompt_addition(agent_id=college.scribe_id)
@@ -161,9 +194,11 @@ def test_a_detached_agent_loses_access_to_the_shared_block(college: CollegeSessi
 def test_unknown_tools_and_unknown_agents_are_errors(college: CollegeSession) -> None:
     memory = college.memory
     before = _snapshot(memory)
-    assert memory.execute_tool("core_memory_read", {"label": "critic_notes"},
-                               agent_id=college.professor_id).is_error
-    outcome = memory.execute_tool("core_memory_append", {"label": "critic_notes", "content": "x"},
-                                  agent_id="nobody")
+    assert memory.execute_tool(
+        "core_memory_read", {"label": "critic_notes"}, agent_id=college.professor_id
+    ).is_error
+    outcome = memory.execute_tool(
+        "core_memory_append", {"label": "critic_notes", "content": "x"}, agent_id="nobody"
+    )
     assert outcome.is_error and "exam answers" not in outcome.text
     assert _snapshot(memory) == before

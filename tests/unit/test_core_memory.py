@@ -21,14 +21,15 @@ from memory_agent import (
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def test_new_agent_gets_persona_and_human(memory: MemoryManager) -> None:
     labels = [block.label for block in memory.list_blocks()]
     assert labels == ["persona", "human"]
     assert all(block.limit == 5000 for block in memory.list_blocks())
 
 
-def test_limit_exactly_at_boundary_is_accepted_and_one_past_is_refused(memory: MemoryManager) -> None:
+def test_limit_exactly_at_boundary_is_accepted_and_one_past_is_refused(
+    memory: MemoryManager,
+) -> None:
     memory.create_block("notes", "12345", limit=10)
     memory.core_memory_append("notes", "6789")  # "12345\n6789" is exactly 10 characters
     assert memory.get_block("notes").value == "12345\n6789"
@@ -135,7 +136,14 @@ def test_undo_walks_back_through_versions(memory: MemoryManager) -> None:
 
 
 def test_labels_that_climb_a_path_or_carry_sql_are_refused(memory: MemoryManager) -> None:
-    for label in ("../human", "human/../../etc", "x'; DROP TABLE blocks;--", "", "a" * 65, "human persona"):
+    for label in (
+        "../human",
+        "human/../../etc",
+        "x'; DROP TABLE blocks;--",
+        "",
+        "a" * 65,
+        "human persona",
+    ):
         with pytest.raises(InvalidLabelError):
             memory.create_block(label, "x")
         outcome = memory.execute_tool("core_memory_append", {"label": label, "content": "x"})
@@ -150,7 +158,9 @@ def test_an_agent_only_reaches_blocks_attached_to_it(settings) -> None:
         MemoryManager(agent_id="bob", settings=settings).close()
         with pytest.raises(BlockNotFoundError):
             alice.core_memory_append("secret", "bob was here", agent_id="bob")
-        outcome = alice.execute_tool("core_memory_append", {"label": "secret", "content": "x"}, agent_id="bob")
+        outcome = alice.execute_tool(
+            "core_memory_append", {"label": "secret", "content": "x"}, agent_id="bob"
+        )
         assert outcome.is_error and "No block 'secret'" in outcome.text
         assert alice.get_block("secret").value == "alice's secret"
 

@@ -20,7 +20,9 @@ SECRET = "s3cret-passphrase-do-not-show"
 
 def test_the_key_comes_from_the_variable_or_a_file(tmp_path: Path) -> None:
     assert Settings.from_env({}).encryption_key is None
-    assert Settings.from_env({"MEMORY_ENCRYPTION_KEY": SECRET}).encryption_key == EncryptionKey(SECRET)
+    assert Settings.from_env({"MEMORY_ENCRYPTION_KEY": SECRET}).encryption_key == EncryptionKey(
+        SECRET
+    )
     key_file = tmp_path / "key"
     key_file.write_text(SECRET + "\n", encoding="utf-8")
     from_file = Settings.from_env({"MEMORY_ENCRYPTION_KEY_FILE": str(key_file)}).encryption_key
@@ -29,15 +31,20 @@ def test_the_key_comes_from_the_variable_or_a_file(tmp_path: Path) -> None:
     assert key_from_environ({"MEMORY_ENCRYPTION_KEY_FILE": str(key_file)}) == EncryptionKey(SECRET)
 
 
-@pytest.mark.parametrize("environ, words", [
-    ({"MEMORY_ENCRYPTION_KEY": SECRET, "MEMORY_ENCRYPTION_KEY_FILE": "/x"}, "Both"),
-    ({"MEMORY_ENCRYPTION_KEY": "q7#Zp"}, "too short"),
-    ({"MEMORY_ENCRYPTION_KEY": f" {SECRET}"}, "white space"),
-    ({"MEMORY_ENCRYPTION_KEY": f"{SECRET}\x00x"}, "NUL"),
-    ({"MEMORY_ENCRYPTION_KEY_FILE": "/no/such/key/file"}, "cannot be read"),
-    ({"MEMORY_ENCRYPTION_KEY_FILE": "/dev/zero"}, "not a regular file"),
-])
-def test_a_bad_key_is_a_configuration_error_that_does_not_quote_it(environ: dict[str, str], words: str) -> None:
+@pytest.mark.parametrize(
+    "environ, words",
+    [
+        ({"MEMORY_ENCRYPTION_KEY": SECRET, "MEMORY_ENCRYPTION_KEY_FILE": "/x"}, "Both"),
+        ({"MEMORY_ENCRYPTION_KEY": "q7#Zp"}, "too short"),
+        ({"MEMORY_ENCRYPTION_KEY": f" {SECRET}"}, "white space"),
+        ({"MEMORY_ENCRYPTION_KEY": f"{SECRET}\x00x"}, "NUL"),
+        ({"MEMORY_ENCRYPTION_KEY_FILE": "/no/such/key/file"}, "cannot be read"),
+        ({"MEMORY_ENCRYPTION_KEY_FILE": "/dev/zero"}, "not a regular file"),
+    ],
+)
+def test_a_bad_key_is_a_configuration_error_that_does_not_quote_it(
+    environ: dict[str, str], words: str
+) -> None:
     with pytest.raises(ConfigurationError, match=words) as raised:
         Settings.from_env(environ)
     for value in environ.values():
@@ -57,8 +64,17 @@ def test_no_output_shows_the_key(caplog: pytest.LogCaptureFixture) -> None:
     configured = Settings.from_env({"MEMORY_ENCRYPTION_KEY": SECRET})
     key = configured.encryption_key
     assert key is not None
-    shown = [repr(configured), str(configured), repr(key), str(key), f"{key}", f"{key!r}", format(key, ""),
-             repr([key]), repr({"k": key})]
+    shown = [
+        repr(configured),
+        str(configured),
+        repr(key),
+        str(key),
+        f"{key}",
+        f"{key!r}",
+        format(key, ""),
+        repr([key]),
+        repr({"k": key}),
+    ]
     with caplog.at_level(logging.DEBUG):
         logging.getLogger("memory_agent").info("settings %s key %r", configured, key)
     assert all(SECRET not in text for text in shown + [caplog.text])

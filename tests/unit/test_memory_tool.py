@@ -34,23 +34,30 @@ from memory_agent.tools.memory_tool import MemoryFiles, specs_for_tool_set
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-
 def call(memory: MemoryManager, agent: str | None = None, **arguments: Any) -> tuple[str, bool]:
     outcome = memory.execute_tool("memory", arguments, agent_id=agent)
     return outcome.text, outcome.is_error
 
 
 def test_create_makes_an_on_demand_block_outside_system(memory: MemoryManager) -> None:
-    text, error = call(memory, command="create", path="/memories/project/notes.md", file_text="Deadline: May")
+    text, error = call(
+        memory, command="create", path="/memories/project/notes.md", file_text="Deadline: May"
+    )
     assert (text, error) == ("File created successfully at: /memories/project/notes.md", False)
     block = memory.get_block("project/notes.md")
     assert block.value == "Deadline: May" and not block.in_prompt
     call(memory, command="create", path="/memories/system/style.md", file_text="Be brief.")
     assert memory.get_block("system/style.md").in_prompt
-    assert default_in_prompt("persona") and default_in_prompt("human") and not default_in_prompt("systems/x")
+    assert (
+        default_in_prompt("persona")
+        and default_in_prompt("human")
+        and not default_in_prompt("systems/x")
+    )
 
 
-def test_on_demand_blocks_are_listed_not_rendered_and_not_marked_seen(memory: MemoryManager) -> None:
+def test_on_demand_blocks_are_listed_not_rendered_and_not_marked_seen(
+    memory: MemoryManager,
+) -> None:
     memory.create_block("project/notes.md", "SECRET-PLAN " * 10, in_prompt=False)
     memory.create_block("system/rules", "Always cite sources.")
     prompt = memory.get_system_prompt_addition()
@@ -60,7 +67,11 @@ def test_on_demand_blocks_are_listed_not_rendered_and_not_marked_seen(memory: Me
     markdown = memory.get_system_prompt_addition(use_xml_format=False)
     assert "## [MEMORY FILES]" in markdown and "SECRET-PLAN" not in markdown
     with memory.db.reading() as conn:
-        seen = dict(conn.execute("SELECT label, seen_version FROM agent_blocks WHERE agent_id = 'agent-a'").fetchall())
+        seen = dict(
+            conn.execute(
+                "SELECT label, seen_version FROM agent_blocks WHERE agent_id = 'agent-a'"
+            ).fetchall()
+        )
     assert seen["project/notes.md"] is None and seen["system/rules"] == 1
     # Switching it into the prompt renders it, and changes the fingerprint the agent watches.
     before = memory.memory_fingerprint()
@@ -79,7 +90,12 @@ def test_the_listing_is_capped(memory: MemoryManager) -> None:
 
 def test_view_lists_two_levels_with_sizes_and_hides_dot_names(memory: MemoryManager) -> None:
     files = MemoryFiles(memory)
-    for label, value in {"a/b/c/deep.md": "1234", "a/top.md": "12", ".hidden": "h", "a/.secret": "s"}.items():
+    for label, value in {
+        "a/b/c/deep.md": "1234",
+        "a/top.md": "12",
+        ".hidden": "h",
+        "a/.secret": "s",
+    }.items():
         memory.create_block(label, value, in_prompt=False)
     listing = files.view("/memories/a").splitlines()
     assert listing == [
@@ -103,7 +119,8 @@ def test_view_marks_the_block_seen_so_a_later_edit_is_not_stale(settings: Settin
         with pytest.raises(StaleBlockError):
             reader.insert("/memories/shared/plan.md", 1, "step two")
         assert reader.insert("/memories/shared/plan.md", 1, "step two") == (
-            "The file /memories/shared/plan.md has been edited.")
+            "The file /memories/shared/plan.md has been edited."
+        )
         MemoryFiles(memory, "writer").view("/memories/shared/plan.md")
         memory.core_memory_append("shared/plan.md", "step three", agent_id="writer")
         with pytest.raises(StaleBlockError):
@@ -120,12 +137,21 @@ def test_every_write_is_journalled_with_history_and_undo(memory: MemoryManager) 
     files.str_replace("/memories/log.md", "two", "TWO")
     files.rename("/memories/log.md", "/memories/archive/log.md")
     assert [v.action for v in memory.block_history("archive/log.md")] == [
-        "create", "memory_insert_line", "memory_str_replace"]
+        "create",
+        "memory_insert_line",
+        "memory_str_replace",
+    ]
     assert memory.undo_block("archive/log.md").value == "one\ntwo\n"
     files.delete("/memories/archive/log.md")
     actions = [entry.action for entry in memory.journal(agent_id="agent-a", limit=8)]
-    assert actions[:6] == ["delete_block", "undo_to_v2", "rename_block", "memory_str_replace",
-                           "memory_insert_line", "create_block"]
+    assert actions[:6] == [
+        "delete_block",
+        "undo_to_v2",
+        "rename_block",
+        "memory_str_replace",
+        "memory_insert_line",
+        "create_block",
+    ]
     deleted = memory.journal(agent_id="agent-a", limit=1)[0]
     assert deleted.old_value == "one\ntwo\n" and deleted.label == "archive/log.md"
 
@@ -134,14 +160,22 @@ def test_limits_and_read_only_hold_and_change_nothing(memory: MemoryManager) -> 
     memory.create_block("tiny", "abc", limit=5, in_prompt=False)
     memory.create_block("rules/law.md", "Never lie.", read_only=True)
     memory.create_block("rules/tip.md", "Smile.")
-    text, error = call(memory, command="insert", path="/memories/tiny", insert_line=1, insert_text="overflow")
+    text, error = call(
+        memory, command="insert", path="/memories/tiny", insert_line=1, insert_text="overflow"
+    )
     assert error and "over its limit of 5" in text
     text, error = call(memory, command="create", path="/memories/big", file_text="x" * 6000)
     assert error and "limit" in text
-    for arguments in ({"command": "str_replace", "path": "/memories/rules/law.md", "old_str": "Never",
-                       "new_str": "Always"},
-                      {"command": "delete", "path": "/memories/rules"},
-                      {"command": "rename", "old_path": "/memories/rules", "new_path": "/memories/laws"}):
+    for arguments in (
+        {
+            "command": "str_replace",
+            "path": "/memories/rules/law.md",
+            "old_str": "Never",
+            "new_str": "Always",
+        },
+        {"command": "delete", "path": "/memories/rules"},
+        {"command": "rename", "old_path": "/memories/rules", "new_path": "/memories/laws"},
+    ):
         text, error = call(memory, **arguments)
         assert error and "read-only" in text, arguments
     assert memory.get_block("tiny").value == "abc"
@@ -154,9 +188,13 @@ def test_directory_rename_and_delete_are_all_or_nothing(memory: MemoryManager) -
     for name in ("a", "b", "c"):
         files.create(f"/memories/proj/{name}.md", name)
     assert files.rename("/memories/proj", "/memories/done/proj") == (
-        "Successfully renamed /memories/proj to /memories/done/proj")
+        "Successfully renamed /memories/proj to /memories/done/proj"
+    )
     assert sorted(b.label for b in memory.list_blocks() if b.label.startswith("done/")) == [
-        "done/proj/a.md", "done/proj/b.md", "done/proj/c.md"]
+        "done/proj/a.md",
+        "done/proj/b.md",
+        "done/proj/c.md",
+    ]
     with pytest.raises(MemoryToolError, match="too long or too deep"):
         files.rename("/memories/done", "/memories/" + "x" * 60 + "/" + "y" * 30)
     with pytest.raises(MemoryToolError, match="into itself"):
@@ -199,7 +237,9 @@ def test_one_agents_paths_never_reach_another_agents_blocks(settings: Settings) 
         memory.attach_block("bob", shared.block_id)
         bob.create("/memories/team/taken.md", "bob's")
         with pytest.raises(BlockExistsError, match="already has a block 'team/taken.md'"):
-            MemoryFiles(memory, "alice").rename("/memories/team/archive.md", "/memories/team/taken.md")
+            MemoryFiles(memory, "alice").rename(
+                "/memories/team/archive.md", "/memories/team/taken.md"
+            )
         assert memory.get_block("team/archive.md").value == "done"
 
 
@@ -207,8 +247,19 @@ def test_malformed_calls_get_clear_errors(memory: MemoryManager) -> None:
     for arguments, expected in [
         ({"command": "explode", "path": "/memories"}, "Unknown memory command"),
         ({"command": "create", "path": "/memories/x"}, "needs 'file_text'"),
-        ({"command": "insert", "path": "/memories/human", "insert_line": "1", "insert_text": "x"}, "integer"),
-        ({"command": "view", "path": "/memories/human", "view_range": ["1", 2]}, "list of integers"),
+        (
+            {
+                "command": "insert",
+                "path": "/memories/human",
+                "insert_line": "1",
+                "insert_text": "x",
+            },
+            "integer",
+        ),
+        (
+            {"command": "view", "path": "/memories/human", "view_range": ["1", 2]},
+            "list of integers",
+        ),
         ({"command": "view", "path": 7}, "string"),
         ({"path": "/memories"}, "missing required argument(s): command"),
     ]:
@@ -223,7 +274,10 @@ def test_tool_sets_choose_the_tools(memory: MemoryManager) -> None:
     }
     assert "memory" not in names["letta"] and "core_memory_append" in names["letta"]
     assert "memory" in names["anthropic"] and "core_memory_append" not in names["anthropic"]
-    assert "archival_memory_search" in names["anthropic"] and "archival_memory_search" in names["letta"]
+    assert (
+        "archival_memory_search" in names["anthropic"]
+        and "archival_memory_search" in names["letta"]
+    )
     assert set(names["both"]) == set(names["letta"]) | set(names["anthropic"])
     with pytest.raises(ConfigurationError, match="Unknown memory tool set"):
         specs_for_tool_set(ALL_TOOLS, "all")
@@ -236,14 +290,17 @@ def test_paths_and_labels_map_both_ways() -> None:
     assert memory_path("project/notes.md") == "/memories/project/notes.md"
 
 
-def test_an_export_and_import_keep_on_demand_blocks_on_demand(memory: MemoryManager, tmp_path: Path,
-                                                             other_store_environ: OtherEnviron) -> None:
+def test_an_export_and_import_keep_on_demand_blocks_on_demand(
+    memory: MemoryManager, tmp_path: Path, other_store_environ: OtherEnviron
+) -> None:
     from memory_agent.portability import export_memory, import_file
 
     MemoryFiles(memory).create("/memories/project/notes.md", "on demand")
     document = export_memory(memory)
     (tmp_path / "export.json").write_text(json.dumps(document), encoding="utf-8")
-    target = Settings.from_env(other_store_environ({"PERSIST_DIRECTORY": str(tmp_path / "other")}), env_file=None)
+    target = Settings.from_env(
+        other_store_environ({"PERSIST_DIRECTORY": str(tmp_path / "other")}), env_file=None
+    )
     import_file(tmp_path / "export.json", tmp_path / "other", settings=target)
     with MemoryManager(agent_id="agent-a", settings=target) as imported:
         assert not imported.get_block("project/notes.md").in_prompt
@@ -260,9 +317,15 @@ def test_undo_brings_back_what_delete_removed(settings: Settings) -> None:
         files.delete("/memories/proj")
         restored = memory.undo_block("proj/a.md")
         assert (restored.value, restored.limit, restored.description, restored.in_prompt) == (
-            "alpha\nmore\n", 50, "A file", False)
+            "alpha\nmore\n",
+            50,
+            "A file",
+            False,
+        )
         assert [v.action for v in memory.block_history("proj/a.md")] == ["restore"]
-        assert "alpha" in files.view("/memories/proj/a.md") and "b.md" not in files.view("/memories")
+        assert "alpha" in files.view("/memories/proj/a.md") and "b.md" not in files.view(
+            "/memories"
+        )
         with pytest.raises(BlockExistsError):
             memory.core.restore_deleted("alice", "proj/a.md")
         # A shared block another agent still holds comes back as itself, history intact.

@@ -96,10 +96,14 @@ def seeded(memory: MemoryManager) -> MemoryManager:
     return memory
 
 
-@pytest.mark.sqlite_only(reason="each path is refused while it is parsed, before the store is read or written; "
-                          "the store's own refusals run on both backends in test_a_refused_operation_changes_nothing")
+@pytest.mark.sqlite_only(
+    reason="each path is refused while it is parsed, before the store is read or written; "
+    "the store's own refusals run on both backends in test_a_refused_operation_changes_nothing"
+)
 @pytest.mark.parametrize("path", list(HOSTILE_PATHS.values()), ids=list(HOSTILE_PATHS))
-def test_a_hostile_path_is_refused_cleanly_with_nothing_changed(seeded: MemoryManager, path: object) -> None:
+def test_a_hostile_path_is_refused_cleanly_with_nothing_changed(
+    seeded: MemoryManager, path: object
+) -> None:
     before = _snapshot(seeded)
     files = MemoryFiles(seeded)
     tool = ManagedMemoryTool(seeded)
@@ -116,41 +120,82 @@ def test_a_hostile_path_is_refused_cleanly_with_nothing_changed(seeded: MemoryMa
 
 
 RISKY_OPERATIONS: dict[str, dict[str, Any]] = {
-    "rename onto an existing file": {"command": "rename", "old_path": "/memories/persona",
-                                     "new_path": "/memories/human"},
-    "rename onto an existing directory": {"command": "rename", "old_path": "/memories/persona",
-                                          "new_path": "/memories/project"},
-    "rename onto the root": {"command": "rename", "old_path": "/memories/persona", "new_path": "/memories"},
+    "rename onto an existing file": {
+        "command": "rename",
+        "old_path": "/memories/persona",
+        "new_path": "/memories/human",
+    },
+    "rename onto an existing directory": {
+        "command": "rename",
+        "old_path": "/memories/persona",
+        "new_path": "/memories/project",
+    },
+    "rename onto the root": {
+        "command": "rename",
+        "old_path": "/memories/persona",
+        "new_path": "/memories",
+    },
     "rename the root": {"command": "rename", "old_path": "/memories", "new_path": "/memories/x"},
-    "rename a directory into itself": {"command": "rename", "old_path": "/memories/project",
-                                       "new_path": "/memories/project/inner"},
-    "rename below a file": {"command": "rename", "old_path": "/memories/persona",
-                            "new_path": "/memories/human/persona"},
+    "rename a directory into itself": {
+        "command": "rename",
+        "old_path": "/memories/project",
+        "new_path": "/memories/project/inner",
+    },
+    "rename below a file": {
+        "command": "rename",
+        "old_path": "/memories/persona",
+        "new_path": "/memories/human/persona",
+    },
     "delete the root": {"command": "delete", "path": "/memories"},
     "delete the root with a slash": {"command": "delete", "path": "/memories/"},
     "delete the root spelled with a dot": {"command": "delete", "path": "/memories/."},
     "delete the root spelled with dot dot": {"command": "delete", "path": "/memories/project/.."},
-    "rename the root spelled with dot dot": {"command": "rename", "old_path": "/memories/sub/..",
-                                             "new_path": "/memories/x"},
+    "rename the root spelled with dot dot": {
+        "command": "rename",
+        "old_path": "/memories/sub/..",
+        "new_path": "/memories/x",
+    },
     "create the root": {"command": "create", "path": "/memories", "file_text": "x"},
     "create over a file": {"command": "create", "path": "/memories/human", "file_text": "x"},
     "create over a directory": {"command": "create", "path": "/memories/project", "file_text": "x"},
     "create below a file": {"command": "create", "path": "/memories/human/x.md", "file_text": "x"},
-    "str_replace a directory": {"command": "str_replace", "path": "/memories/project", "old_str": "a",
-                                "new_str": "b"},
-    "insert past the end": {"command": "insert", "path": "/memories/human", "insert_line": 99,
-                            "insert_text": "x"},
-    "insert before the start": {"command": "insert", "path": "/memories/human", "insert_line": -1,
-                                "insert_text": "x"},
-    "insert a huge line number": {"command": "insert", "path": "/memories/human", "insert_line": 2**70,
-                                  "insert_text": "x"},
-    "create with a lone surrogate": {"command": "create", "path": "/memories/s.md", "file_text": "\ud800"},
+    "str_replace a directory": {
+        "command": "str_replace",
+        "path": "/memories/project",
+        "old_str": "a",
+        "new_str": "b",
+    },
+    "insert past the end": {
+        "command": "insert",
+        "path": "/memories/human",
+        "insert_line": 99,
+        "insert_text": "x",
+    },
+    "insert before the start": {
+        "command": "insert",
+        "path": "/memories/human",
+        "insert_line": -1,
+        "insert_text": "x",
+    },
+    "insert a huge line number": {
+        "command": "insert",
+        "path": "/memories/human",
+        "insert_line": 2**70,
+        "insert_text": "x",
+    },
+    "create with a lone surrogate": {
+        "command": "create",
+        "path": "/memories/s.md",
+        "file_text": "\ud800",
+    },
 }
 
 
 @pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize("arguments", list(RISKY_OPERATIONS.values()), ids=list(RISKY_OPERATIONS))
-def test_a_refused_operation_changes_nothing(seeded: MemoryManager, arguments: dict[str, Any]) -> None:
+def test_a_refused_operation_changes_nothing(
+    seeded: MemoryManager, arguments: dict[str, Any]
+) -> None:
     before = _snapshot(seeded)
     with pytest.raises(MemoryAgentError):
         MemoryFiles(seeded).run(arguments)
@@ -158,13 +203,17 @@ def test_a_refused_operation_changes_nothing(seeded: MemoryManager, arguments: d
     assert _snapshot(seeded) == before
 
 
-
 _PATH_TEXT = st.text(alphabet=st.sampled_from(list("/.%2eE\\\x00\n ab-_~é")), max_size=24)
 
 
 @settings(max_examples=200, deadline=None)
-@given(tail=_PATH_TEXT, prefix=st.sampled_from(["/memories", "/memories/", "", "/", "memories/", "/memoriesX"]))
-def test_any_path_is_refused_cleanly_or_names_a_label_that_maps_back(prefix: str, tail: str) -> None:
+@given(
+    tail=_PATH_TEXT,
+    prefix=st.sampled_from(["/memories", "/memories/", "", "/", "memories/", "/memoriesX"]),
+)
+def test_any_path_is_refused_cleanly_or_names_a_label_that_maps_back(
+    prefix: str, tail: str
+) -> None:
     path = prefix + tail
     try:
         parsed = parse_memory_path(path)
@@ -175,7 +224,9 @@ def test_any_path_is_refused_cleanly_or_names_a_label_that_maps_back(prefix: str
     if parsed.is_root:
         return
     assert validate_label(parsed.label) == parsed.label
-    assert ".." not in parsed.label.split("/") and "%" not in parsed.label and "\\" not in parsed.label
+    assert (
+        ".." not in parsed.label.split("/") and "%" not in parsed.label and "\\" not in parsed.label
+    )
     assert parse_memory_path(memory_path(parsed.label)).label == parsed.label
 
 

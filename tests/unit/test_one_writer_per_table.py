@@ -38,8 +38,18 @@ def _insert_sites() -> dict[str, set[str]]:
 
 def test_every_table_has_one_row_writer() -> None:
     sites = _insert_sites()
-    assert {"agents", "blocks", "agent_blocks", "block_history", "messages", "summaries", "passages",
-            "passage_tags", "journal", "meta"} <= set(sites)
+    assert {
+        "agents",
+        "blocks",
+        "agent_blocks",
+        "block_history",
+        "messages",
+        "summaries",
+        "passages",
+        "passage_tags",
+        "journal",
+        "meta",
+    } <= set(sites)
     shared = {table: sorted(where) for table, where in sites.items() if len(where) > 1}
     assert shared == {}
 
@@ -47,7 +57,15 @@ def test_every_table_has_one_row_writer() -> None:
 def test_import_writes_through_the_live_writers() -> None:
     source = (PACKAGE / "portability" / "tables.py").read_text(encoding="utf-8")
     assert not INSERT.search(source)
-    for writer in ("insert_agent_row", "insert_block_row", "insert_attachment_row", "insert_version_row",
-                   "insert_message_row", "insert_summary_row", "passage_table.insert_row", "journal.record",
-                   "write_state"):
+    for writer in (
+        "insert_agent_row",
+        "insert_block_row",
+        "insert_attachment_row",
+        "insert_version_row",
+        "insert_message_row",
+        "insert_summary_row",
+        "passage_table.insert_row",
+        "journal.record",
+        "write_state",
+    ):
         assert writer in source, writer

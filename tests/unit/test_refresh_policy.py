@@ -18,7 +18,9 @@ from memory_agent.turn_context import (
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-def test_only_the_agents_own_model_edits_are_not_changes_by_others(memory: MemoryManager, settings: Settings) -> None:
+def test_only_the_agents_own_model_edits_are_not_changes_by_others(
+    memory: MemoryManager, settings: Settings
+) -> None:
     memory.join_shared_block("team", value="start")
     since = memory.core.versions("agent-a")
     memory.core_memory_append("human", "own edit")
@@ -49,17 +51,24 @@ def test_a_model_edit_between_turns_is_not_the_models_own(memory: MemoryManager)
     assert policy.must_rebuild(memory, "agent-a")
 
 
-def test_announce_shows_changes_once_and_marks_them_seen(memory: MemoryManager, settings: Settings) -> None:
+def test_announce_shows_changes_once_and_marks_them_seen(
+    memory: MemoryManager, settings: Settings
+) -> None:
     policy = PromptRefreshPolicy("announce", max_stale_turns=5)
     policy.rebuilt(memory, "agent-a")
     policy.turn_ended(memory, "agent-a")
     memory.update_block("human", value="Likes <b>bold</b> tea")
     assert not policy.must_rebuild(memory, "agent-a")
     text = policy.announcement(memory, "agent-a")
-    assert "<memory_changes>" in text and "<human>\nLikes &lt;b&gt;bold&lt;/b&gt; tea\n</human>" in text
+    assert (
+        "<memory_changes>" in text
+        and "<human>\nLikes &lt;b&gt;bold&lt;/b&gt; tea\n</human>" in text
+    )
     assert policy.announcement(memory, "agent-a") == ""
     policy.turn_ended(memory, "agent-a")
-    assert not policy.must_rebuild(memory, "agent-a") and policy.announcement(memory, "agent-a") == ""
+    assert (
+        not policy.must_rebuild(memory, "agent-a") and policy.announcement(memory, "agent-a") == ""
+    )
     memory.core_memory_replace("human", "tea", "coffee")  # seen, so not refused as stale
 
 
@@ -82,10 +91,19 @@ def test_turn_context_text() -> None:
     moment = datetime(2026, 11, 23, 10, 16, 3, tzinfo=timezone.utc)
     text = render_turn_context(TurnContext(now=moment, recall_messages=1, archival_passages=2))
     assert text.splitlines() == [
-        "<turn_context>", "Current time: 2026-11-23 10:16:03 UTC (Monday)",
+        "<turn_context>",
+        "Current time: 2026-11-23 10:16:03 UTC (Monday)",
         "1 message is stored in recall memory (conversation_search finds them)",
-        "2 passages are stored in archival memory (archival_memory_search finds them)", "</turn_context>"]
-    assert with_turn_context("hi", "ctx") == [{"type": "text", "text": "ctx"}, {"type": "text", "text": "hi"}]
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
+        "2 passages are stored in archival memory (archival_memory_search finds them)",
+        "</turn_context>",
+    ]
+    assert with_turn_context("hi", "ctx") == [
+        {"type": "text", "text": "ctx"},
+        {"type": "text", "text": "hi"},
+    ]
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "AA=="},
+    }
     assert with_turn_context([image], "ctx")[1] is image
     assert render_memory_changes([]) == ""

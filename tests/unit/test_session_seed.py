@@ -8,15 +8,28 @@ from memory_agent.sdk_seams.transcript import SEED_OPENING, seed_lines, seed_mes
 
 def stored(number: int, role: str, content, *, reply: str | None = None) -> StoredMessage:
     text = content if isinstance(content, str) else ""
-    return StoredMessage(message_id=number, agent_id="a", role=role, message_type=role, content=content,
-                         text=text, created_at="", metadata={"message_id": reply} if reply else {})
+    return StoredMessage(
+        message_id=number,
+        agent_id="a",
+        role=role,
+        message_type=role,
+        content=content,
+        text=text,
+        created_at="",
+        metadata={"message_id": reply} if reply else {},
+    )
 
 
 def test_split_replies_are_merged_and_tool_pairs_kept() -> None:
     messages = [
         stored(1, "user", "read the log"),
         stored(2, "assistant", [{"type": "text", "text": "Reading."}], reply="msg_1"),
-        stored(3, "assistant", [{"type": "tool_use", "id": "t1", "name": "read_log", "input": {}}], reply="msg_1"),
+        stored(
+            3,
+            "assistant",
+            [{"type": "tool_use", "id": "t1", "name": "read_log", "input": {}}],
+            reply="msg_1",
+        ),
         stored(4, "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "LOG"}]),
         stored(5, "assistant", [{"type": "text", "text": "Done."}], reply="msg_2"),
     ]
@@ -28,9 +41,17 @@ def test_split_replies_are_merged_and_tool_pairs_kept() -> None:
 
 def test_orphan_tool_blocks_become_text_and_the_conversation_starts_with_the_user() -> None:
     messages = [
-        stored(1, "assistant", [{"type": "tool_use", "id": "gone", "name": "search", "input": {"q": "x"}}]),
+        stored(
+            1,
+            "assistant",
+            [{"type": "tool_use", "id": "gone", "name": "search", "input": {"q": "x"}}],
+        ),
         stored(2, "tool", "a tool row from an import"),
-        stored(3, "user", [{"type": "tool_result", "tool_use_id": "elsewhere", "content": "old result"}]),
+        stored(
+            3,
+            "user",
+            [{"type": "tool_result", "tool_use_id": "elsewhere", "content": "old result"}],
+        ),
     ]
     seeded = seed_messages(messages)
     assert seeded[0] == {"role": "user", "content": SEED_OPENING}
@@ -40,7 +61,9 @@ def test_orphan_tool_blocks_become_text_and_the_conversation_starts_with_the_use
 
 
 def test_lines_form_one_chain_in_the_new_session() -> None:
-    lines = seed_lines([stored(1, "user", "hi"), stored(2, "assistant", "hello")], session_id="s", cwd="/w")
+    lines = seed_lines(
+        [stored(1, "user", "hi"), stored(2, "assistant", "hello")], session_id="s", cwd="/w"
+    )
     assert [line["parentUuid"] for line in lines] == [None, lines[0]["uuid"]]
     assert {line["sessionId"] for line in lines} == {"s"}
     assert lines[1]["message"]["content"] == [{"type": "text", "text": "hello"}]

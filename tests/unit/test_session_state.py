@@ -10,7 +10,11 @@ from memory_agent.agent.session_state import Phase, SessionState, SessionStateEr
 def test_a_new_agent_resumes_its_stored_session_or_starts_without_one() -> None:
     assert SessionState.resuming("s-1") == SessionState(session_id="s-1", session_started=True)
     fresh = SessionState.resuming(None)
-    assert (fresh.phase, fresh.session_id, fresh.session_started) == (Phase.DISCONNECTED, None, False)
+    assert (fresh.phase, fresh.session_id, fresh.session_started) == (
+        Phase.DISCONNECTED,
+        None,
+        False,
+    )
 
 
 def test_a_turn_runs_from_ready_to_in_turn_and_back() -> None:
@@ -40,7 +44,11 @@ def test_a_compaction_drops_the_session_and_forbids_a_live_refresh() -> None:
     state.process_ready()
     assert state.can_refresh_live()
     state.compacted()
-    assert (state.session_id, state.session_started, state.can_refresh_live()) == (None, False, False)
+    assert (state.session_id, state.session_started, state.can_refresh_live()) == (
+        None,
+        False,
+        False,
+    )
     state.disconnected()
     assert state.phase is Phase.DISCONNECTED and not state.can_refresh_live()
     state.process_ready()  # the new process clears the need for one

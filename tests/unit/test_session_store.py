@@ -60,7 +60,9 @@ def test_public_names() -> None:
 
 
 @pytest.fixture
-def fresh_store_url(backend: str, request: pytest.FixtureRequest) -> Iterator[Callable[[], str | None]]:
+def fresh_store_url(
+    backend: str, request: pytest.FixtureRequest
+) -> Iterator[Callable[[], str | None]]:
     """A new empty database per call on PostgreSQL (dropped afterwards); None on SQLite, where a
     new directory is the new store. The conformance suite wants a fresh store per contract."""
     made: list[str] = []
@@ -76,7 +78,9 @@ def fresh_store_url(backend: str, request: pytest.FixtureRequest) -> Iterator[Ca
         request.getfixturevalue("postgres_cluster").drop(url)
 
 
-async def test_passes_the_sdk_conformance_suite(tmp_path: Path, fresh_store_url: Callable[[], str | None]) -> None:
+async def test_passes_the_sdk_conformance_suite(
+    tmp_path: Path, fresh_store_url: Callable[[], str | None]
+) -> None:
     # Every contract gets a fresh store; every optional method is implemented, none skipped.
     counter = itertools.count()
     opened: list[SQLiteSessionStore] = []
@@ -94,7 +98,8 @@ async def test_passes_the_sdk_conformance_suite(tmp_path: Path, fresh_store_url:
 
 
 async def test_passes_the_conformance_suite_across_two_connections(
-        tmp_path: Path, fresh_store_url: Callable[[], str | None]) -> None:
+    tmp_path: Path, fresh_store_url: Callable[[], str | None]
+) -> None:
     # Each contract gets its own file or database; writes go through one connection, reads through another.
     counter = itertools.count()
     dbs: list[Database] = []
@@ -184,11 +189,22 @@ def test_concurrent_writers_on_separate_connections_lose_nothing(db_path: Path) 
 async def test_summaries_are_persisted_verbatim(db_path: Path) -> None:
     batches = [
         [
-            entry(type="user", timestamp="2024-05-01T10:00:00.000Z", cwd="/repo",
-                  message={"role": "user", "content": "Plan the trip to Lisbon"}, gitBranch="main"),
+            entry(
+                type="user",
+                timestamp="2024-05-01T10:00:00.000Z",
+                cwd="/repo",
+                message={"role": "user", "content": "Plan the trip to Lisbon"},
+                gitBranch="main",
+            ),
             entry(type="assistant", timestamp="2024-05-01T10:00:01.000Z", uuid="a1"),
         ],
-        [entry(type="custom-title", customTitle="Lisbon ✈ trip", timestamp="2024-05-01T10:00:02.000Z")],
+        [
+            entry(
+                type="custom-title",
+                customTitle="Lisbon ✈ trip",
+                timestamp="2024-05-01T10:00:02.000Z",
+            )
+        ],
         [entry(type="tag", tag="travel")],
     ]
     expected = None
@@ -231,7 +247,11 @@ async def test_uuid_is_an_idempotency_key(store: SQLiteSessionStore) -> None:
     await store.append(KEY, [entry(uuid="a", v=1), entry(uuid="b", v=1)])
     # A retried batch overlapping the first: the line keeps its place, the last write wins.
     await store.append(KEY, [entry(uuid="a", v=2), entry(uuid="c", v=1)])
-    assert await store.load(KEY) == [entry(uuid="a", v=2), entry(uuid="b", v=1), entry(uuid="c", v=1)]
+    assert await store.load(KEY) == [
+        entry(uuid="a", v=2),
+        entry(uuid="b", v=1),
+        entry(uuid="c", v=1),
+    ]
 
 
 async def test_entries_without_uuid_are_never_deduplicated(store: SQLiteSessionStore) -> None:
@@ -240,7 +260,9 @@ async def test_entries_without_uuid_are_never_deduplicated(store: SQLiteSessionS
     assert await store.load(KEY) == [entry(tag="x")] * 3
 
 
-async def test_the_same_uuid_in_different_transcripts_is_kept_apart(store: SQLiteSessionStore) -> None:
+async def test_the_same_uuid_in_different_transcripts_is_kept_apart(
+    store: SQLiteSessionStore,
+) -> None:
     sub: SessionKey = {**KEY, "subpath": "subagents/agent-1"}
     await store.append(KEY, [entry(uuid="same", where="main")])
     await store.append(sub, [entry(uuid="same", where="sub")])
@@ -263,7 +285,9 @@ async def test_mtime_strictly_increases_across_sessions_and_connections(db_path:
         for n in range(20):
             key: SessionKey = {"project_key": "proj", "session_id": f"s{n}"}
             await stores[n % 2].append(key, [entry(n=n)])
-            [listed] = [s for s in await stores[0].list_sessions("proj") if s["session_id"] == f"s{n}"]
+            [listed] = [
+                s for s in await stores[0].list_sessions("proj") if s["session_id"] == f"s{n}"
+            ]
             seen.append(listed["mtime"])
     assert seen == sorted(set(seen))
     assert seen[0] > 10**12  # epoch milliseconds
@@ -277,14 +301,31 @@ async def test_empty_subpath_is_refused(store: SQLiteSessionStore) -> None:
 async def test_the_sdks_store_readers_work_on_it(store: SQLiteSessionStore, tmp_path: Path) -> None:
     session_id = "6f1c2a7e-9c1b-4f7a-8a39-0c5a3f1e2d4b"
     key: SessionKey = {"project_key": project_key_for_directory(tmp_path), "session_id": session_id}
-    user_uuid, assistant_uuid = "1b0b7a52-6a55-4f0b-9d44-6b3f7c1e0a01", "1b0b7a52-6a55-4f0b-9d44-6b3f7c1e0a02"
-    await store.append(key, [
-        entry(type="user", uuid=user_uuid, parentUuid=None, sessionId=session_id,
-              timestamp="2024-05-01T10:00:00.000Z", message={"role": "user", "content": "Hello there"}),
-        entry(type="assistant", uuid=assistant_uuid, parentUuid=user_uuid, sessionId=session_id,
-              timestamp="2024-05-01T10:00:01.000Z",
-              message={"role": "assistant", "content": [{"type": "text", "text": "Hi!"}]}),
-    ])
+    user_uuid, assistant_uuid = (
+        "1b0b7a52-6a55-4f0b-9d44-6b3f7c1e0a01",
+        "1b0b7a52-6a55-4f0b-9d44-6b3f7c1e0a02",
+    )
+    await store.append(
+        key,
+        [
+            entry(
+                type="user",
+                uuid=user_uuid,
+                parentUuid=None,
+                sessionId=session_id,
+                timestamp="2024-05-01T10:00:00.000Z",
+                message={"role": "user", "content": "Hello there"},
+            ),
+            entry(
+                type="assistant",
+                uuid=assistant_uuid,
+                parentUuid=user_uuid,
+                sessionId=session_id,
+                timestamp="2024-05-01T10:00:01.000Z",
+                message={"role": "assistant", "content": [{"type": "text", "text": "Hi!"}]},
+            ),
+        ],
+    )
     [info] = await list_sessions_from_store(store, directory=str(tmp_path))
     assert (info.session_id, info.summary) == (session_id, "Hello there")
     messages = await get_session_messages_from_store(store, session_id, directory=str(tmp_path))
@@ -306,8 +347,10 @@ def test_open_owns_its_database_and_a_passed_database_stays_open(tmp_path: Path)
             assert conn.execute("SELECT 1").fetchone()[0] == 1
 
 
-@pytest.mark.sqlite_only(reason="upgrades a version-2 SQLite file built by hand; PostgreSQL's schema "
-                          "(store/pg_schema.py) began at SQLite's version 5, so it has no version 2 to upgrade")
+@pytest.mark.sqlite_only(
+    reason="upgrades a version-2 SQLite file built by hand; PostgreSQL's schema "
+    "(store/pg_schema.py) began at SQLite's version 5, so it has no version 2 to upgrade"
+)
 def test_migration_upgrades_a_version_2_database(db_path: Path) -> None:
     # Build a database as the release before m003 left it: migrations 1 and 2 only, version 2.
     db_path.parent.mkdir(parents=True, exist_ok=True)

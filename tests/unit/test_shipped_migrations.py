@@ -54,25 +54,35 @@ def code_hash(function: Callable[..., Any]) -> str:
     assert isinstance(node, ast.FunctionDef)
     node.decorator_list = []
     first = node.body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         node.body = node.body[1:]
     return hashlib.sha256(ast.unparse(node).encode()).hexdigest()[:16]
 
 
-@pytest.mark.parametrize(("migrations", "shipped"), [(MIGRATIONS, SHIPPED_SQLITE), (PG_MIGRATIONS, SHIPPED_POSTGRES)],
-                         ids=["sqlite", "postgresql"])
-def test_shipped_migrations_are_unchanged_and_first(migrations: Sequence[Callable[..., Any]],
-                                                    shipped: tuple[tuple[str, str], ...]) -> None:
+@pytest.mark.parametrize(
+    ("migrations", "shipped"),
+    [(MIGRATIONS, SHIPPED_SQLITE), (PG_MIGRATIONS, SHIPPED_POSTGRES)],
+    ids=["sqlite", "postgresql"],
+)
+def test_shipped_migrations_are_unchanged_and_first(
+    migrations: Sequence[Callable[..., Any]], shipped: tuple[tuple[str, str], ...]
+) -> None:
     found = [(function.__name__, code_hash(function)) for function in migrations[: len(shipped)]]
     assert found == list(shipped), (
         "A shipped migration was edited, renamed or moved. Restore it and append a new migration "
-        "at the end of the list instead.")
+        "at the end of the list instead."
+    )
 
 
 def _original() -> Callable[..., None]:
     def step(cursor: Any) -> None:
         """Old words."""
         cursor.execute("CREATE TABLE t (a TEXT)")
+
     return step
 
 
@@ -82,6 +92,7 @@ def _reworded() -> Callable[..., None]:
         cursor.execute(
             "CREATE TABLE t (a TEXT)"  # a comment, new line breaks
         )
+
     return step
 
 
@@ -89,6 +100,7 @@ def _edited() -> Callable[..., None]:
     def step(cursor: Any) -> None:
         """Old words."""
         cursor.execute("CREATE TABLE t (a TEXT, b TEXT)")
+
     return step
 
 

@@ -11,13 +11,20 @@ from memory_agent.agent.turn_planner import TurnPlan, TurnPlanner
 
 pytestmark = pytest.mark.usefixtures("backend")
 
-SMALL = CompactionSettings(model="claude-haiku-4-5", context_window=6_000, trigger_threshold=0.8,
-                           window_percentage=0.5, min_kept_messages=2)
+SMALL = CompactionSettings(
+    model="claude-haiku-4-5",
+    context_window=6_000,
+    trigger_threshold=0.8,
+    window_percentage=0.5,
+    min_kept_messages=2,
+)
 
 
 def _planner(memory: MemoryManager, mode: str = "announce") -> TurnPlanner:
     policy = PromptRefreshPolicy(mode)  # type: ignore[arg-type]  # a literal given as str
-    return TurnPlanner(memory, memory.agent_id, memory.compactor, policy, count_fixed=memory.memory_tokens)
+    return TurnPlanner(
+        memory, memory.agent_id, memory.compactor, policy, count_fixed=memory.memory_tokens
+    )
 
 
 def _connected(planner: TurnPlanner, prompt: str | None = "Hi.") -> TurnPlan:
@@ -37,7 +44,9 @@ def test_connecting_builds_the_prompt_and_unchanged_memory_keeps_it(memory: Memo
     assert planner.before_turn(None, connected=False, can_refresh_live=False).rebuild
 
 
-def test_another_writers_change_is_announced_or_rebuilt_by_the_policy(memory: MemoryManager) -> None:
+def test_another_writers_change_is_announced_or_rebuilt_by_the_policy(
+    memory: MemoryManager,
+) -> None:
     for mode, rebuilds in (("announce", False), ("deferred", True), ("live", True)):
         planner = _planner(memory, mode)
         planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
@@ -59,8 +68,17 @@ def test_a_history_over_the_trigger_compacts_before_the_first_request(settings: 
         plan = planner.before_turn(None, connected=False, can_refresh_live=False)
         assert plan == TurnPlan(compact=True) and not planner.compaction_due  # the plan carries it
         # The summariser failed: nothing changed, and the prompt is built as it stands.
-        planner.compacted(CompactionOutcome(status="deferred", summary=None, evicted=(), kept=(), model=None,
-                                            tokens_before=5_000, tokens_after=5_000))
+        planner.compacted(
+            CompactionOutcome(
+                status="deferred",
+                summary=None,
+                evicted=(),
+                kept=(),
+                model=None,
+                tokens_before=5_000,
+                tokens_after=5_000,
+            )
+        )
         assert planner.replan(connected=False, can_refresh_live=False).rebuild
 
 

@@ -71,8 +71,10 @@ class MemoryFiles:
             raise MemoryToolError("The memory tool takes an object of arguments with a 'command'.")
         command = arguments.get("command")
         if not isinstance(command, str) or command not in COMMANDS:
-            raise MemoryToolError(f"Unknown memory command {path_preview(command)}. "
-                                  f"Use one of: {', '.join(COMMANDS)}.")
+            raise MemoryToolError(
+                f"Unknown memory command {path_preview(command)}. "
+                f"Use one of: {', '.join(COMMANDS)}."
+            )
         values: dict[str, Any] = {name: arguments.get(name) for name in COMMANDS[command]}
         for name, value in values.items():
             if value is None:
@@ -95,7 +97,10 @@ class MemoryFiles:
         if not self._is_directory(target, sizes):
             raise _missing(path)
         cut = len(target.label) + 1 if target.label else 0
-        return directory_view(path, {label[cut:]: size for label, size in sizes.items() if _under(label, target.label)})
+        return directory_view(
+            path,
+            {label[cut:]: size for label, size in sizes.items() if _under(label, target.label)},
+        )
 
     def create(self, path: str, file_text: str) -> str:
         """A new file: an on-demand block, or one in the prompt under `system/` (see
@@ -107,8 +112,12 @@ class MemoryFiles:
                 raise MemoryToolError(f"File {path} already exists", path)
             self._refuse_file_parent(path, target.label, sizes)
             _refuse_section_name(f"create {path}", target.label)
-            self.memory.create_block(target.label, file_text, agent_id=self.agent_id,
-                                     in_prompt=default_in_prompt(target.label))
+            self.memory.create_block(
+                target.label,
+                file_text,
+                agent_id=self.agent_id,
+                in_prompt=default_in_prompt(target.label),
+            )
         return f"File created successfully at: {path}"
 
     def str_replace(self, path: str, old_str: str, new_str: str) -> str:
@@ -121,14 +130,20 @@ class MemoryFiles:
             result.append(text)
             return replaced
 
-        self.memory.edit_block(target.label, compute, action="memory_str_replace", agent_id=self.agent_id)
+        self.memory.edit_block(
+            target.label, compute, action="memory_str_replace", agent_id=self.agent_id
+        )
         return result[0]
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         """Insert text after line `insert_line` (0 = at the top)."""
         target = self._existing_file(path)
-        self.memory.edit_block(target.label, lambda b: insert_lines(path, b.value, insert_line, insert_text),
-                               action="memory_insert_line", agent_id=self.agent_id)
+        self.memory.edit_block(
+            target.label,
+            lambda b: insert_lines(path, b.value, insert_line, insert_text),
+            action="memory_insert_line",
+            agent_id=self.agent_id,
+        )
         return f"The file {path} has been edited."
 
     def delete(self, path: str) -> str:
@@ -167,11 +182,19 @@ class MemoryFiles:
                 moves = {old.label: new.label}
             elif self._is_directory(old, sizes):
                 if _under(new.label, old.label):
-                    raise MemoryToolError(f"Cannot move {old_path} into itself ({new_path}).", new_path)
-                moves = {label: new.label + label[len(old.label):] for label in sizes if _under(label, old.label)}
+                    raise MemoryToolError(
+                        f"Cannot move {old_path} into itself ({new_path}).", new_path
+                    )
+                moves = {
+                    label: new.label + label[len(old.label) :]
+                    for label in sizes
+                    if _under(label, old.label)
+                }
             else:
                 raise MemoryToolError(f"The path {old_path} does not exist", old_path)
-            self._refuse_file_parent(new_path, new.label, [label for label in sizes if label not in moves])
+            self._refuse_file_parent(
+                new_path, new.label, [label for label in sizes if label not in moves]
+            )
             targets = {label: _moved_label(moved, new_path) for label, moved in moves.items()}
             for moved in targets.values():
                 _refuse_section_name(f"rename {old_path} to {new_path}", moved)
@@ -209,7 +232,8 @@ class MemoryFiles:
             parent = "/".join(parts[:depth])
             if parent in existing:
                 raise MemoryToolError(
-                    f"Cannot write {path}: {memory_path(parent)} is a file, not a directory.", path)
+                    f"Cannot write {path}: {memory_path(parent)} is a file, not a directory.", path
+                )
 
 
 def _under(label: str, directory: str) -> bool:
@@ -222,7 +246,9 @@ def _refuse_section_name(action: str, label: str) -> None:
     if is_section_name(label):
         raise MemoryToolError(
             f"Cannot {action}: {memory_path(label)} is named like the <{reserved_name(label)}> section that "
-            "memory-agent itself writes into your prompt. Choose another name.", label)
+            "memory-agent itself writes into your prompt. Choose another name.",
+            label,
+        )
 
 
 def _moved_label(label: str, new_path: str) -> str:
@@ -230,8 +256,11 @@ def _moved_label(label: str, new_path: str) -> str:
     try:
         return validate_label(label)
     except InvalidLabelError as error:
-        raise MemoryToolError(f"Cannot rename to {new_path}: {memory_path(label)} would be too long or "
-                              "too deep for a memory path. Choose a shorter destination.", new_path) from error
+        raise MemoryToolError(
+            f"Cannot rename to {new_path}: {memory_path(label)} would be too long or "
+            "too deep for a memory path. Choose a shorter destination.",
+            new_path,
+        ) from error
 
 
 def _check_type(command: str, name: str, value: object) -> None:
@@ -244,15 +273,20 @@ def _check_type(command: str, name: str, value: object) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise MemoryToolError(f"The {command} command's '{name}' is not valid Unicode text "
-                              "(it holds a lone surrogate).") from None
+        raise MemoryToolError(
+            f"The {command} command's '{name}' is not valid Unicode text "
+            "(it holds a lone surrogate)."
+        ) from None
 
 
 def _view_range(value: object) -> list[int] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise MemoryToolError("The view command's 'view_range' must be a list of two integers, "
-                              "[first line, last line] (-1 as the last means to the end).")
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise MemoryToolError(
+            "The view command's 'view_range' must be a list of two integers, "
+            "[first line, last line] (-1 as the last means to the end)."
+        )
     return value
-

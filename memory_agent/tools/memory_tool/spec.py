@@ -50,14 +50,22 @@ MEMORY_TOOL = ToolSpec(
     ),
     properties={
         "command": {"type": "string", "enum": list(COMMANDS), "description": "The command to run."},
-        "path": _text(f"view, create, str_replace, insert, delete: a path under {MEMORY_ROOT}, "
-                      f"e.g. {MEMORY_ROOT}/project/notes.md."),
-        "view_range": {"type": "array", "items": {"type": "integer"},
-                       "description": "view: [first line, last line], 1-based; -1 as last means to the end."},
+        "path": _text(
+            f"view, create, str_replace, insert, delete: a path under {MEMORY_ROOT}, "
+            f"e.g. {MEMORY_ROOT}/project/notes.md."
+        ),
+        "view_range": {
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "view: [first line, last line], 1-based; -1 as last means to the end.",
+        },
         "file_text": _text("create: the content of the new file."),
         "old_str": _text("str_replace: the exact text to replace (must occur exactly once)."),
         "new_str": _text("str_replace: the replacement text."),
-        "insert_line": {"type": "integer", "description": "insert: the line after which to insert (0 = top)."},
+        "insert_line": {
+            "type": "integer",
+            "description": "insert: the line after which to insert (0 = top).",
+        },
         "insert_text": _text("insert: the text to insert."),
         "old_path": _text("rename: the file or directory to move."),
         "new_path": _text("rename: where to move it (must not exist)."),
@@ -82,7 +90,9 @@ on and the only way to read on-demand blocks. The cost is one more tool definiti
 def check_tool_set(tool_set: object) -> ToolSet:
     """The tool set, if it is one; an unknown set is a ConfigurationError."""
     if tool_set not in TOOL_SETS:
-        raise ConfigurationError(f"Unknown memory tool set {tool_set!r}; use one of: {', '.join(TOOL_SETS)}.")
+        raise ConfigurationError(
+            f"Unknown memory tool set {tool_set!r}; use one of: {', '.join(TOOL_SETS)}."
+        )
     return cast(ToolSet, tool_set)  # one of TOOL_SETS, checked above
 
 

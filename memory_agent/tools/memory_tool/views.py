@@ -34,7 +34,10 @@ _MAX_DEPTH = 2
 
 
 def _numbered(lines: Sequence[str], first: int) -> str:
-    return "\n".join(f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line}" for number, line in enumerate(lines, first))
+    return "\n".join(
+        f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line}"
+        for number, line in enumerate(lines, first)
+    )
 
 
 def file_view(path: str, content: str, view_range: Sequence[int] | None) -> str:
@@ -43,7 +46,9 @@ def file_view(path: str, content: str, view_range: Sequence[int] | None) -> str:
     A file of more than `MAX_VIEW_LINES` lines is refused whatever the range (counted before
     anything is split)."""
     if content.count("\n") >= MAX_VIEW_LINES:
-        raise MemoryToolError(f"File {path} exceeds maximum line limit of {MAX_VIEW_LINES:,} lines.", path)
+        raise MemoryToolError(
+            f"File {path} exceeds maximum line limit of {MAX_VIEW_LINES:,} lines.", path
+        )
     lines = content.split("\n")
     first = 1
     if view_range and len(view_range) == 2:
@@ -99,7 +104,9 @@ def directory_view(path: str, files: Mapping[str, int]) -> str:
     root = _tree(files)
     lines = [f"{format_size(root.size)}\t{path}"]
     lines += [f"{format_size(size)}\t{path}/{relative}" for size, relative in _entries(root, "", 1)]
-    header = f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
+    header = (
+        f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
+    )
     return header + "\n" + "\n".join(lines)
 
 
@@ -117,19 +124,26 @@ def replace_once(path: str, content: str, old: str, new: str) -> tuple[str, str]
     two characters: the occurrences are walked once, counting newlines as the walk goes)."""
     first = content.find(old)
     if first == -1:
-        raise MemoryToolError(f"No replacement was performed, old_str `{preview(old, ECHO_LIMIT)}` did not appear "
-                              f"verbatim in {path}.", path)
+        raise MemoryToolError(
+            f"No replacement was performed, old_str `{preview(old, ECHO_LIMIT)}` did not appear "
+            f"verbatim in {path}.",
+            path,
+        )
     if (content.find(old, first + len(old)) != -1) if old else bool(content):
         raise MemoryToolError(
             f"No replacement was performed. Multiple occurrences of old_str `{preview(old, ECHO_LIMIT)}` in lines: "
-            f"{_occurrence_lines(content, old)}. Please ensure it is unique", path)
+            f"{_occurrence_lines(content, old)}. Please ensure it is unique",
+            path,
+        )
     changed_line = content.count("\n", 0, first)
-    replaced = content[:first] + new + content[first + len(old):]
+    replaced = content[:first] + new + content[first + len(old) :]
     new_lines = replaced.split("\n")
     start, stop = max(0, changed_line - 2), min(len(new_lines), changed_line + 3)
     snippet = _numbered(new_lines[start:stop], start + 1)
-    return replaced, ("The memory file has been edited. Here is the snippet showing the change "
-                      "(with line numbers):\n" + snippet)
+    return replaced, (
+        "The memory file has been edited. Here is the snippet showing the change "
+        "(with line numbers):\n" + snippet
+    )
 
 
 def _occurrence_lines(content: str, old: str) -> str:
@@ -157,7 +171,9 @@ def insert_lines(path: str, content: str, line: int, text: str) -> str:
         lines.pop()
     if line < 0 or line > len(lines):
         raise MemoryToolError(
-            f"Invalid `insert_line` parameter: {line}. It should be within the range [0, {len(lines)}].", path)
+            f"Invalid `insert_line` parameter: {line}. It should be within the range [0, {len(lines)}].",
+            path,
+        )
     lines.insert(line, text.rstrip("\n"))
     inserted = "\n".join(lines)
     return inserted if inserted.endswith("\n") else inserted + "\n"

@@ -10,7 +10,9 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sqlite_only(reason): runs on SQLite alone, with the reason why")
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): runs on SQLite alone, with the reason why"
+    )
     config.addinivalue_line("markers", "postgres: runs on PostgreSQL")
 
 
