@@ -13,7 +13,6 @@ journal entry; blocks shared with other agents stay with them.
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from .store import cipher, journal, passage_fts
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
 from .store.meta import read_meta, write_meta
+from .store.protocol import Connection, Row, Store
 
 __all__ = [
     "AgentInfo",
@@ -79,7 +79,7 @@ def open_database(
     create: bool = False,
     database_url: str | None = None,
     encryption_key: EncryptionKey | None = None,
-) -> Database:
+) -> Store:
     """The storage dir's database; without `create`, a missing one is an error, not a new file.
 
     With a PostgreSQL `database_url` the server holds the data (its schema is created on first use);
@@ -97,20 +97,20 @@ def open_database(
     return Database(path, encryption_key=encryption_key)
 
 
-def default_agent_id(db: Database) -> str | None:
+def default_agent_id(db: Store) -> str | None:
     """The agent a storage dir opens when none is named (set by the first MemoryManager)."""
     with db.reading() as conn:
         return read_meta(conn, DEFAULT_AGENT_KEY)
 
 
-def set_default_agent(db: Database, agent_id: str) -> None:
+def set_default_agent(db: Store, agent_id: str) -> None:
     """Make `agent_id` the agent opened when none is named."""
     with db.transaction() as conn:
         _require_agent(conn, agent_id)
         write_meta(conn, DEFAULT_AGENT_KEY, agent_id)
 
 
-def list_agent_info(db: Database) -> list[AgentInfo]:
+def list_agent_info(db: Store) -> list[AgentInfo]:
     """Every agent of the storage dir, oldest first."""
     default = default_agent_id(db)
     with db.reading() as conn:
@@ -118,7 +118,7 @@ def list_agent_info(db: Database) -> list[AgentInfo]:
     return [_info(row, default) for row in rows]
 
 
-def agent_info(db: Database, agent_id: str) -> AgentInfo:
+def agent_info(db: Store, agent_id: str) -> AgentInfo:
     default = default_agent_id(db)
     with db.reading() as conn:
         row = conn.execute(f"{_INFO_SQL} WHERE a.agent_id = ?", (agent_id,)).fetchone()
@@ -127,7 +127,7 @@ def agent_info(db: Database, agent_id: str) -> AgentInfo:
     return _info(row, default)
 
 
-def _info(row: sqlite3.Row, default: str | None) -> AgentInfo:
+def _info(row: Row, default: str | None) -> AgentInfo:
     return AgentInfo(
         agent_id=row["agent_id"],
         name=row["name"],
@@ -249,7 +249,7 @@ def _open_creating(
     return memory
 
 
-def _agent_exists(db: Database, agent_id: str) -> bool:
+def _agent_exists(db: Store, agent_id: str) -> bool:
     with db.reading() as conn:
         return (
             conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
@@ -257,7 +257,7 @@ def _agent_exists(db: Database, agent_id: str) -> bool:
         )
 
 
-def delete_agent(db: Database, agent_id: str) -> AgentInfo:
+def delete_agent(db: Store, agent_id: str) -> AgentInfo:
     """Delete the agent and what is only its own (see the module doc); returns what it held.
     Journalled as the current `acting_as` author, else a person (the OS user), as the Python API.
 
@@ -304,7 +304,7 @@ def delete_agent(db: Database, agent_id: str) -> AgentInfo:
     return info
 
 
-def _require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
+def _require_agent(conn: Connection, agent_id: str) -> None:
     if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
         raise AgentNotFoundError(agent_id)
 

@@ -37,7 +37,7 @@ from compaction import (
 
 from .recall import RecallMemory, StoredMessage, StoredSummary
 from .store import agent_state
-from .store.database import Database
+from .store.protocol import Store
 
 __all__ = ["Compactor", "Unread", "to_record"]
 
@@ -76,7 +76,7 @@ class Compactor:
         counter: TokenCounter | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
-        state_db: Database | None = None,
+        state_db: Store | None = None,
     ) -> None:
         self.recall = recall
         self._state_db = state_db

@@ -20,7 +20,6 @@ Invariants, whatever the write path:
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,8 @@ from .sensitivity import (
     visible_levels,
 )
 from .store import journal
-from .store.database import Database, utc_now
+from .store.database import utc_now
+from .store.protocol import Connection, Row, Store
 from .store.text_copies import replace_text
 
 __all__ = [
@@ -98,7 +98,7 @@ class Edit:
     (its model has not been shown the new value)."""
 
 
-def _block_from_row(row: sqlite3.Row) -> Block:
+def _block_from_row(row: Row) -> Block:
     return Block(
         block_id=row["block_id"],
         label=row["label"],
@@ -124,9 +124,7 @@ def _visible_sql(alias: str = "b") -> tuple[str, tuple[str, ...]]:
 class CoreMemory:
     """Blocks and attachments in one database; every method names the agent it acts for."""
 
-    def __init__(
-        self, db: Database, *, author: Callable[[], Author | None] = acting_author
-    ) -> None:
+    def __init__(self, db: Store, *, author: Callable[[], Author | None] = acting_author) -> None:
         """`author` says who acts for each write (the manager's current author); by default the
         innermost `acting_as`."""
         self._db = db
@@ -158,7 +156,7 @@ class CoreMemory:
                 )
             return created
 
-    def _require_agent(self, conn: sqlite3.Connection, agent_id: str) -> None:
+    def _require_agent(self, conn: Connection, agent_id: str) -> None:
         if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
             raise AgentNotFoundError(agent_id)
 
@@ -195,8 +193,8 @@ class CoreMemory:
             return _block_from_row(self._attached_row(conn, agent_id, label))
 
     def _attached_row(
-        self, conn: sqlite3.Connection, agent_id: str, label: str, *, cleared: bool = False
-    ) -> sqlite3.Row:
+        self, conn: Connection, agent_id: str, label: str, *, cleared: bool = False
+    ) -> Row:
         """The attached block's row; one above the current clearance is missing, unless `cleared`
         (a read-back of what the caller has just written)."""
         row = conn.execute(
@@ -612,7 +610,7 @@ class CoreMemory:
 
     def _link(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         agent_id: str,
         block_id: str,
         label: str,
@@ -652,9 +650,7 @@ class CoreMemory:
                 )
         raise stale
 
-    def _is_stale(
-        self, conn: sqlite3.Connection, agent_id: str, block: Block, seen: int | None
-    ) -> bool:
+    def _is_stale(self, conn: Connection, agent_id: str, block: Block, seen: int | None) -> bool:
         """Whether this agent has not seen the block's current version.
 
         An agent that was never shown the block (attached, never rendered) has seen it only if it
@@ -736,9 +732,7 @@ class CoreMemory:
             self._set_level(conn, agent_id, block, level)
             return _block_from_row(self._attached_row(conn, agent_id, label, cleared=True))
 
-    def _set_level(
-        self, conn: sqlite3.Connection, agent_id: str, block: Block, level: Sensitivity
-    ) -> None:
+    def _set_level(self, conn: Connection, agent_id: str, block: Block, level: Sensitivity) -> None:
         if block.sensitivity == level:
             return
         conn.execute(
@@ -787,9 +781,7 @@ class CoreMemory:
             for block in blocks:
                 self._mark_seen(conn, agent_id, block.block_id, block.version)
 
-    def _mark_seen(
-        self, conn: sqlite3.Connection, agent_id: str, block_id: str, version: int
-    ) -> None:
+    def _mark_seen(self, conn: Connection, agent_id: str, block_id: str, version: int) -> None:
         conn.execute(
             "UPDATE agent_blocks SET seen_version = ? WHERE agent_id = ? AND block_id = ?",
             (version, agent_id, block_id),
@@ -797,7 +789,7 @@ class CoreMemory:
 
     def _write(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         agent_id: str,
         block: Block,
         new_value: str,
@@ -835,7 +827,7 @@ class CoreMemory:
         return _block_from_row(self._attached_row(conn, agent_id, block.label, cleared=True))
 
     def _save_version(
-        self, conn: sqlite3.Connection, block_id: str, agent_id: str | None, action: str, now: str
+        self, conn: Connection, block_id: str, agent_id: str | None, action: str, now: str
     ) -> None:
         row = conn.execute("SELECT * FROM blocks WHERE block_id = ?", (block_id,)).fetchone()
         insert_version_row(
@@ -859,7 +851,7 @@ _HIDDEN_BLOCK = "(a block above your clearance)"
 
 
 def _refuse_path_clash(
-    conn: sqlite3.Connection, agent_ids: list[str], label: str, block_id: str = ""
+    conn: Connection, agent_ids: list[str], label: str, block_id: str = ""
 ) -> None:
     """Refuse `label` for these agents when one of them holds a label that it lies inside, or that lies
     inside it (`block_id`, the block being renamed, does not count)."""
@@ -924,9 +916,7 @@ class VersionRow:
     """Who wrote this version; None takes the current `acting_as` author (if any)."""
 
 
-def insert_agent_row(
-    conn: sqlite3.Connection, agent_id: str, name: str | None, created_at: str
-) -> bool:
+def insert_agent_row(conn: Connection, agent_id: str, name: str | None, created_at: str) -> bool:
     """The one writer of an agent row; False (nothing written) when the agent exists."""
     cursor = conn.execute(
         "INSERT OR IGNORE INTO agents (agent_id, name, created_at) VALUES (?, ?, ?)",
@@ -935,7 +925,7 @@ def insert_agent_row(
     return bool(cursor.rowcount)
 
 
-def insert_block_row(conn: sqlite3.Connection, row: BlockRow) -> None:
+def insert_block_row(conn: Connection, row: BlockRow) -> None:
     """The one writer of a block row."""
     conn.execute(
         "INSERT INTO blocks (block_id, label, value, description, char_limit, read_only,"
@@ -960,7 +950,7 @@ def insert_block_row(conn: sqlite3.Connection, row: BlockRow) -> None:
 
 
 def insert_attachment_row(
-    conn: sqlite3.Connection,
+    conn: Connection,
     agent_id: str,
     block_id: str,
     label: str,
@@ -975,7 +965,7 @@ def insert_attachment_row(
     )
 
 
-def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
+def insert_version_row(conn: Connection, row: VersionRow) -> None:
     """The one writer of a `block_history` row."""
     who = row.author if row.author is not None else acting_author()
     conn.execute(
@@ -1000,7 +990,7 @@ def insert_version_row(conn: sqlite3.Connection, row: VersionRow) -> None:
 # ----- forgetting (see memory_agent.forgetting): deletes and rewrites, never inserts --------------
 
 
-def block_texts(conn: sqlite3.Connection, block_id: str) -> list[str]:
+def block_texts(conn: Connection, block_id: str) -> list[str]:
     """Every value the block has held: its current value and each saved version."""
     rows = conn.execute(
         "SELECT value FROM blocks WHERE block_id = ? UNION SELECT value FROM block_history"
@@ -1010,7 +1000,7 @@ def block_texts(conn: sqlite3.Connection, block_id: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-def purge_block_rows(conn: sqlite3.Connection, block_id: str) -> tuple[list[str], int]:
+def purge_block_rows(conn: Connection, block_id: str) -> tuple[list[str], int]:
     """Delete the block outright: every agent's attachment, its saved versions, the block itself.
     Returns the agents it was attached to and how many versions went. Unjournalled: the caller
     records only that it forgot."""
@@ -1026,7 +1016,7 @@ def purge_block_rows(conn: sqlite3.Connection, block_id: str) -> tuple[list[str]
     return agents, max(versions, 0)
 
 
-def redact_text(conn: sqlite3.Connection, texts: list[str], agent_ids: Sequence[str]) -> int:
+def redact_text(conn: Connection, texts: list[str], agent_ids: Sequence[str]) -> int:
     """Replace copies of these texts by the mark in the values and saved versions of the blocks
     attached to these agents (never another agent's memory)."""
     marks = ", ".join("?" for _ in agent_ids)
@@ -1036,7 +1026,7 @@ def redact_text(conn: sqlite3.Connection, texts: list[str], agent_ids: Sequence[
     ) + replace_text(conn, "block_history", "value", texts, where=where, params=list(agent_ids))
 
 
-def purge_agent_row(conn: sqlite3.Connection, agent_id: str) -> None:
+def purge_agent_row(conn: Connection, agent_id: str) -> None:
     """Delete the agent row; its attachments, messages, summaries, passages and consolidation
     sessions go with it by cascade (its passage keyword index must be dropped first)."""
     conn.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))

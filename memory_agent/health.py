@@ -31,9 +31,10 @@ from .encryption_key import EncryptionKey
 from .errors import EncryptionKeyError, MemoryAgentError
 from .file_modes import loose_entries, tighten
 from .store import cipher, consolidation_log, journal
-from .store.database import VECTORS_DIRNAME, Database, is_damage, storage_error
+from .store.database import VECTORS_DIRNAME, is_damage, storage_error
 from .store.journal_chain import ChainReport
 from .store.passage_fts import all_fts_tables
+from .store.protocol import Store
 
 __all__ = [
     "FTS_TABLES",
@@ -130,12 +131,12 @@ def check_sqlite(path: Path, encryption_key: EncryptionKey | None = None) -> lis
     return [integrity, keys]
 
 
-def check_fts(db: Database) -> list[Check]:
+def check_fts(db: Store) -> list[Check]:
     """Each FTS5 index against its content ('passages_fts': every agent's passage index)."""
     return [_check_one_fts(db, name) for name in FTS_TABLES]
 
 
-def _physical_tables(db: Database, name: str) -> list[str]:
+def _physical_tables(db: Store, name: str) -> list[str]:
     """The FTS5 tables behind a name of FTS_TABLES (one per agent for 'passages_fts')."""
     if name != "passages_fts":
         return [name]
@@ -143,7 +144,7 @@ def _physical_tables(db: Database, name: str) -> list[str]:
         return all_fts_tables(conn)
 
 
-def _check_one_fts(db: Database, name: str) -> Check:
+def _check_one_fts(db: Store, name: str) -> Check:
     try:
         tables = _physical_tables(db, name)
         with db.transaction() as conn:
@@ -163,7 +164,7 @@ def _check_one_fts(db: Database, name: str) -> Check:
     return Check(f"{name} index", "ok", detail)
 
 
-def rebuild_fts(db: Database, tables: tuple[str, ...] = FTS_TABLES) -> list[Check]:
+def rebuild_fts(db: Store, tables: tuple[str, ...] = FTS_TABLES) -> list[Check]:
     """Rebuild FTS5 indexes from their tables (the repair for a failed FTS check)."""
     physical = [table for name in tables for table in _physical_tables(db, name)]
     with db.transaction() as conn:

@@ -77,8 +77,8 @@ from .settings import Settings
 from .store import agent_state, consolidation_log, journal, scrub
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
-from .store.database import Database
 from .store.meta import read_meta, write_meta
+from .store.protocol import Store
 from .turn_context import TurnContext
 from .validation import checked_methods
 
@@ -1318,7 +1318,7 @@ class MemoryManager:
     # ----- lifecycle ----------------------------------------------------------------------
 
     @property
-    def database(self) -> Database:
+    def database(self) -> Store:
         """The storage dir's database, for stores that keep tables of their own in it (the SDK
         session store). Memory's own tables are written through the manager's methods only."""
         return self.db

@@ -8,7 +8,6 @@ most once, so a retried or resumed turn cannot duplicate it.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,8 +15,9 @@ from typing import Any
 from .authors import Author, acting_author
 from .errors import ConfigurationError
 from .store import fts, journal, pg_fulltext
-from .store.database import Database, utc_now
+from .store.database import utc_now
 from .store.dialect import by_engine
+from .store.protocol import Connection, Row, Store
 from .store.text_copies import replace_text
 from .validation import checked_methods
 
@@ -91,7 +91,7 @@ def content_text(content: MessageContent) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def _message_from_row(row: sqlite3.Row) -> StoredMessage:
+def _message_from_row(row: Row) -> StoredMessage:
     raw = json.loads(row["content"])
     return StoredMessage(
         message_id=row["message_id"],
@@ -109,7 +109,7 @@ def _message_from_row(row: sqlite3.Row) -> StoredMessage:
     )
 
 
-def _summary_from_row(row: sqlite3.Row) -> StoredSummary:
+def _summary_from_row(row: Row) -> StoredSummary:
     return StoredSummary(
         summary_id=row["summary_id"],
         agent_id=row["agent_id"],
@@ -132,9 +132,7 @@ class RecallMemory:
     both write here, and a value SQLite cannot hold must be refused before the transaction.
     """
 
-    def __init__(
-        self, db: Database, *, author: Callable[[], Author | None] = acting_author
-    ) -> None:
+    def __init__(self, db: Store, *, author: Callable[[], Author | None] = acting_author) -> None:
         """`author` says who acts for each journalled write (the manager's current author)."""
         self._db = db
         self._author = author
@@ -374,7 +372,7 @@ class RecallMemory:
 
 
 def insert_message_row(
-    conn: sqlite3.Connection,
+    conn: Connection,
     agent_id: str,
     role: str,
     message_type: str,
@@ -413,7 +411,7 @@ def insert_message_row(
 
 
 def insert_summary_row(
-    conn: sqlite3.Connection,
+    conn: Connection,
     agent_id: str,
     summary: str,
     *,
@@ -449,7 +447,7 @@ def insert_summary_row(
 
 
 def purge_message_rows(
-    conn: sqlite3.Connection, agent_id: str, message_ids: Sequence[int]
+    conn: Connection, agent_id: str, message_ids: Sequence[int]
 ) -> list[StoredMessage]:
     """Delete these messages of the agent outright (their keyword-index rows follow by trigger);
     returns what was deleted. Unjournalled: the caller records only that it forgot."""
@@ -464,7 +462,7 @@ def purge_message_rows(
     return gone
 
 
-def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_id: str | None = None) -> int:
+def redact_text(conn: Connection, texts: Sequence[str], agent_id: str | None = None) -> int:
     """Replace copies of these texts in messages (text and JSON content) and summaries by the mark."""
     where, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
     return (
@@ -476,7 +474,7 @@ def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_id: str | 
     )
 
 
-def summaries_from(conn: sqlite3.Connection, agent_id: str, message_id: int) -> list[StoredSummary]:
+def summaries_from(conn: Connection, agent_id: str, message_id: int) -> list[StoredSummary]:
     """The summaries a message reached: the one that covered it and every later one (each rolling
     summary is written from the one before, so the message may be repeated in all of them)."""
     first = conn.execute(
@@ -493,7 +491,7 @@ def summaries_from(conn: sqlite3.Connection, agent_id: str, message_id: int) -> 
 
 
 def messages_between(
-    conn: sqlite3.Connection, agent_id: str, first_id: int | None, last_id: int | None
+    conn: Connection, agent_id: str, first_id: int | None, last_id: int | None
 ) -> list[StoredMessage]:
     """The agent's messages with ids in [first_id, last_id], in order (a summary's range)."""
     if first_id is None or last_id is None:
@@ -505,7 +503,7 @@ def messages_between(
     return [_message_from_row(row) for row in rows]
 
 
-def summary_rows(conn: sqlite3.Connection, agent_id: str) -> list[StoredSummary]:
+def summary_rows(conn: Connection, agent_id: str) -> list[StoredSummary]:
     """Every summary of the agent, oldest first."""
     rows = conn.execute(
         "SELECT * FROM summaries WHERE agent_id = ? ORDER BY summary_id", (agent_id,)
@@ -514,7 +512,7 @@ def summary_rows(conn: sqlite3.Connection, agent_id: str) -> list[StoredSummary]
 
 
 def rewrite_summary_row(
-    conn: sqlite3.Connection, summary_id: int, summary: str, *, model: str | None, is_fallback: bool
+    conn: Connection, summary_id: int, summary: str, *, model: str | None, is_fallback: bool
 ) -> None:
     """Replace a summary's text in place (forgetting re-summarises without the forgotten message)."""
     conn.execute(

@@ -30,7 +30,6 @@ event loop, and a blocking call could not be interrupted by the SDK's `load_time
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,9 +48,9 @@ from claude_agent_sdk import (
 
 from .encryption_key import EncryptionKey
 from .errors import ConfigurationError
-from .store import Database
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME
+from .store.protocol import Connection, Store
 
 __all__ = ["DATABASE_FILENAME", "SQLiteSessionStore"]
 
@@ -72,7 +71,7 @@ class SQLiteSessionStore(SessionStore):
         db: The database to store transcripts in; its migrations create the tables.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
         self._owns_db = False
 
@@ -241,14 +240,14 @@ def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _next_mtime(conn: sqlite3.Connection) -> int:
+def _next_mtime(conn: Connection) -> int:
     """Now in epoch ms, but always after the newest write (the caller holds the write lock)."""
     now = time.time_ns() // 1_000_000
     last = conn.execute("SELECT max(mtime) FROM session_transcripts").fetchone()[0]
     return now if last is None or now > last else int(last) + 1
 
 
-def _touch_transcript(conn: sqlite3.Connection, key: SessionKey, subpath: str, mtime: int) -> int:
+def _touch_transcript(conn: Connection, key: SessionKey, subpath: str, mtime: int) -> int:
     """Create the transcript row or bump its mtime; returns its id."""
     ident = (key["project_key"], key["session_id"], subpath)
     conn.execute(
@@ -266,7 +265,7 @@ def _touch_transcript(conn: sqlite3.Connection, key: SessionKey, subpath: str, m
 
 
 def _fold_summary(
-    conn: sqlite3.Connection,
+    conn: Connection,
     transcript_id: int,
     key: SessionKey,
     entries: list[SessionStoreEntry],

@@ -25,7 +25,8 @@ from ..authors import Author, acting_as, acting_author
 from ..errors import ArchivalError, MemoryAgentError
 from ..sensitivity import DEFAULT_CLEARANCE, LEVELS, Sensitivity, allowed, parse_level
 from ..store import journal
-from ..store.database import Database, utc_now
+from ..store.database import utc_now
+from ..store.protocol import Store
 from . import lifecycle, passage_table
 from .config import VectorConfig
 from .filters import PassageFilter, TagMode
@@ -65,7 +66,7 @@ class ArchivalMemory:
 
     def __init__(
         self,
-        db: Database,
+        db: Store,
         config: VectorConfig | None = None,
         embedding_function: Any = None,
         *,

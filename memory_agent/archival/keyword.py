@@ -14,7 +14,6 @@ recall@10 goes from 0.581 with every word to 0.624 without stop words).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from ..store.dialect import by_engine
 from ..store.fts import fts_query, query_tokens
 from ..store.fts_prune import pruned_head
 from ..store.passage_fts import TOKENIZER, agent_fts_table
+from ..store.protocol import Connection, Row
 from . import passage_table
 from .filters import PassageFilter
 from .timestamps import to_epoch
@@ -40,7 +40,7 @@ class KeywordMatch:
 
 
 def keyword_search(
-    conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int
+    conn: Connection, text: str, where: PassageFilter, limit: int
 ) -> list[KeywordMatch]:
     """The `limit` best bm25 matches for `text` among the filtered passages, best first.
 
@@ -52,15 +52,13 @@ def keyword_search(
     (a selective tag or date filter) the joined query runs instead. The head itself skips scoring
     the rows of very common words when that provably changes nothing (`store.fts_prune`).
     """
-    search: Callable[[sqlite3.Connection, str, PassageFilter, int], list[KeywordMatch]] = by_engine(
+    search: Callable[[Connection, str, PassageFilter, int], list[KeywordMatch]] = by_engine(
         conn, sqlite=_fts5, postgresql=_postgres
     )
     return search(conn, text, where, limit)
 
 
-def _fts5(
-    conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int
-) -> list[KeywordMatch]:
+def _fts5(conn: Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
     """SQLite's FTS5 with bm25, on the agent's own table (see `keyword_search`)."""
     match = fts_query(text, drop_stop_words=True)
     table = agent_fts_table(conn, where.agent_id)
@@ -79,9 +77,7 @@ def _fts5(
     return _joined(conn, table, match, where, limit)
 
 
-def _passing(
-    conn: sqlite3.Connection, head: list[sqlite3.Row], where: PassageFilter
-) -> list[KeywordMatch]:
+def _passing(conn: Connection, head: list[Row], where: PassageFilter) -> list[KeywordMatch]:
     """The head's rows that pass the filter, in the head's order.
 
     Rows are fetched by rowid alone and filtered here: with an `agent_id = ?` condition in the
@@ -106,7 +102,7 @@ def _passing(
     return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]
 
 
-def _superseded(conn: sqlite3.Connection, where: PassageFilter, named: list[str]) -> set[str]:
+def _superseded(conn: Connection, where: PassageFilter, named: list[str]) -> set[str]:
     """Of the ids that name a successor, those superseded now (one indexed lookup, only when the
     filter leaves superseded passages out)."""
     if where.include_superseded or not named or where.live_at is None:
@@ -115,7 +111,7 @@ def _superseded(conn: sqlite3.Connection, where: PassageFilter, named: list[str]
 
 
 def _joined(
-    conn: sqlite3.Connection, table: str, match: str, where: PassageFilter, limit: int
+    conn: Connection, table: str, match: str, where: PassageFilter, limit: int
 ) -> list[KeywordMatch]:
     clause, params = where.sql("p")
     rows = conn.execute(
@@ -128,9 +124,7 @@ def _joined(
     return [KeywordMatch(row[0], -float(row[1])) for row in rows]
 
 
-def _postgres(
-    conn: sqlite3.Connection, text: str, where: PassageFilter, limit: int
-) -> list[KeywordMatch]:
+def _postgres(conn: Connection, text: str, where: PassageFilter, limit: int) -> list[KeywordMatch]:
     """PostgreSQL's full-text ranking (see `store.pg_fulltext`); the filter is part of the query,
     whose planner has statistics to choose between the GIN index and the agent's rows."""
     clause, params = where.sql("p")

@@ -14,14 +14,14 @@ them on to its own successor, or makes them current again when it had none, so n
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ArchivalError
 from ..sensitivity import Sensitivity, allowed, current_clearance, parse_level
 from ..store import journal
-from ..store.database import Database, utc_now
+from ..store.database import utc_now
+from ..store.protocol import Connection, Store
 from . import passage_table
 from .passages import Passage, check_importance, encode_metadata, encode_provenance, normalise_tags
 
@@ -42,7 +42,7 @@ Detail = Mapping[str, Any] | None
 
 
 def journal_change(
-    conn: sqlite3.Connection,
+    conn: Connection,
     agent_id: str,
     passage_id: str,
     action: str,
@@ -66,7 +66,7 @@ def journal_change(
 
 
 def change_columns(
-    conn: sqlite3.Connection,
+    conn: Connection,
     agent_id: str,
     passage_id: str,
     action: str,
@@ -86,7 +86,7 @@ def change_columns(
     return True
 
 
-def _require(conn: sqlite3.Connection, agent_id: str, passage_id: str, what: str) -> Passage:
+def _require(conn: Connection, agent_id: str, passage_id: str, what: str) -> Passage:
     passage = passage_table.fetch_one(conn, agent_id, passage_id)
     if passage is None:
         raise ArchivalError(
@@ -96,9 +96,7 @@ def _require(conn: sqlite3.Connection, agent_id: str, passage_id: str, what: str
     return passage
 
 
-def _require_visible(
-    conn: sqlite3.Connection, agent_id: str, passage_id: str, what: str
-) -> Passage:
+def _require_visible(conn: Connection, agent_id: str, passage_id: str, what: str) -> Passage:
     """The passage a change is about: one above the current clearance (`with_clearance`) is missing,
     as for every read, since the change would return it and edit what the caller may not see."""
     passage = passage_table.fetch_one(conn, agent_id, passage_id)
@@ -111,9 +109,7 @@ def _require_visible(
     return passage
 
 
-def supersede(
-    db: Database, agent_id: str, old_id: str, new_id: str, detail: Detail = None
-) -> Passage:
+def supersede(db: Store, agent_id: str, old_id: str, new_id: str, detail: Detail = None) -> Passage:
     """Mark `old_id` as superseded by `new_id`; returns the old passage as now stored."""
     if old_id == new_id:
         raise ArchivalError(f"A passage cannot supersede itself ('{old_id}'); nothing was changed.")
@@ -140,7 +136,7 @@ def supersede(
         return _require(conn, agent_id, old_id, "after the change")
 
 
-def restore(db: Database, agent_id: str, passage_id: str, detail: Detail = None) -> Passage:
+def restore(db: Store, agent_id: str, passage_id: str, detail: Detail = None) -> Passage:
     """Make a superseded passage current again (its successor stays as it is)."""
     with db.transaction() as conn:
         _require_visible(conn, agent_id, passage_id, "the passage to restore")
@@ -157,7 +153,7 @@ def restore(db: Database, agent_id: str, passage_id: str, detail: Detail = None)
 
 
 def set_importance(
-    db: Database, agent_id: str, passage_id: str, importance: float, detail: Detail = None
+    db: Store, agent_id: str, passage_id: str, importance: float, detail: Detail = None
 ) -> Passage:
     value = check_importance(importance)
     with db.transaction() as conn:
@@ -175,7 +171,7 @@ def set_importance(
 
 
 def update(
-    db: Database,
+    db: Store,
     agent_id: str,
     passage_id: str,
     *,
@@ -209,7 +205,7 @@ def update(
 
 
 def set_sensitivity(
-    db: Database,
+    db: Store,
     agent_id: str,
     passage_id: str,
     level: Sensitivity,
@@ -243,7 +239,7 @@ def set_sensitivity(
 
 
 def unlink_successor(
-    conn: sqlite3.Connection, agent_id: str, passage: Passage, now: str, detail: Detail
+    conn: Connection, agent_id: str, passage: Passage, now: str, detail: Detail
 ) -> None:
     """Before `passage` is deleted: hand the passages it superseded on to its own successor (or make
     them current when it has none), journalled, so no `superseded_by` names a missing passage."""
@@ -263,7 +259,7 @@ def unlink_successor(
 
 
 def purge_expired(
-    db: Database, agent_id: str | None, detail: Detail = None
+    db: Store, agent_id: str | None, detail: Detail = None
 ) -> dict[str, list[Passage]]:
     """Delete every passage expired by now (of one agent, or of all) in one transaction, journalled
     with everything needed to restore it; returns the deleted passages by agent (the caller removes

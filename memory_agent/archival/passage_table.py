@@ -7,13 +7,13 @@ decide what is atomic: an insert, its tag rows and its journal entry commit toge
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Mapping, Sequence
 
 from ..errors import AgentNotFoundError
 from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
 from ..store import passage_fts
+from ..store.protocol import Connection
 from .filters import PassageFilter, superseded_sql
 from .passages import Passage, PreparedPassage, indexed_text, passage_from_row
 
@@ -63,13 +63,13 @@ LIFECYCLE_COLUMNS = (
 """The columns `update_columns` may change, as the journal records them (raw stored values)."""
 
 
-def require_agent(conn: sqlite3.Connection, agent_id: str) -> None:
+def require_agent(conn: Connection, agent_id: str) -> None:
     if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (agent_id,)).fetchone() is None:
         raise AgentNotFoundError(agent_id)
 
 
 def insert_or_get(
-    conn: sqlite3.Connection, agent_id: str, item: PreparedPassage, now: str
+    conn: Connection, agent_id: str, item: PreparedPassage, now: str
 ) -> tuple[Passage, bool]:
     """Insert the passage, or return the agent's existing one with identical content.
 
@@ -87,7 +87,7 @@ def insert_or_get(
 
 
 def insert_row(
-    conn: sqlite3.Connection, passage_id: str, agent_id: str, item: PreparedPassage, created_at: str
+    conn: Connection, passage_id: str, agent_id: str, item: PreparedPassage, created_at: str
 ) -> int | None:
     """The one writer of a passage row with its tag rows and keyword-index entry (live inserts and
     imports alike); the vectors are 'pending' until written. Returns the new row id, or None
@@ -121,7 +121,7 @@ def insert_row(
     return rowid
 
 
-def _write_tags(conn: sqlite3.Connection, rowid: int, tags: Sequence[str]) -> None:
+def _write_tags(conn: Connection, rowid: int, tags: Sequence[str]) -> None:
     """The one writer of tag rows (a new passage's, or a passage's new tags)."""
     if tags:
         conn.executemany(
@@ -130,16 +130,14 @@ def _write_tags(conn: sqlite3.Connection, rowid: int, tags: Sequence[str]) -> No
         )
 
 
-def fetch_one(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
+def fetch_one(conn: Connection, agent_id: str, passage_id: str) -> Passage | None:
     row = conn.execute(
         "SELECT * FROM passages WHERE passage_id = ? AND agent_id = ?", (passage_id, agent_id)
     ).fetchone()
     return None if row is None else passage_from_row(row)
 
 
-def fetch_by_ids(
-    conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]
-) -> dict[str, Passage]:
+def fetch_by_ids(conn: Connection, agent_id: str, passage_ids: Sequence[str]) -> dict[str, Passage]:
     """The agent's passages among these ids (others' and missing ids are left out).
 
     Looked up by id alone and checked for the agent afterwards: given both conditions, SQLite's
@@ -160,9 +158,7 @@ def fetch_by_ids(
     return found
 
 
-def list_rows(
-    conn: sqlite3.Connection, where: PassageFilter, limit: int, offset: int
-) -> list[Passage]:
+def list_rows(conn: Connection, where: PassageFilter, limit: int, offset: int) -> list[Passage]:
     """Newest first."""
     clause, params = where.sql("p")
     rows = conn.execute(
@@ -173,7 +169,7 @@ def list_rows(
     return [passage_from_row(row) for row in rows]
 
 
-def delete_row(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Passage | None:
+def delete_row(conn: Connection, agent_id: str, passage_id: str) -> Passage | None:
     """Delete the passage (its tags and keyword-index row follow by cascade and trigger)."""
     passage = fetch_one(conn, agent_id, passage_id)
     if passage is not None:
@@ -181,7 +177,7 @@ def delete_row(conn: sqlite3.Connection, agent_id: str, passage_id: str) -> Pass
     return passage
 
 
-def purge_rows(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> int:
+def purge_rows(conn: Connection, passage_ids: Sequence[str]) -> int:
     """Forgetting: delete these passages outright, unjournalled (the caller records only that it
     forgot). Their tags and keyword-index rows follow by cascade and trigger; a passage they
     superseded that is kept stops pointing at them. Returns how many rows went."""
@@ -198,7 +194,7 @@ def purge_rows(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> int:
     return gone
 
 
-def agent_rows(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
+def agent_rows(conn: Connection, agent_id: str) -> list[Passage]:
     """Every passage of the agent, superseded and expired ones included, oldest first."""
     rows = conn.execute(
         "SELECT * FROM passages WHERE agent_id = ? ORDER BY passage_rowid", (agent_id,)
@@ -206,7 +202,7 @@ def agent_rows(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
     return [passage_from_row(row) for row in rows]
 
 
-def rows_holding(conn: sqlite3.Connection, agent_id: str | None, text: str) -> list[Passage]:
+def rows_holding(conn: Connection, agent_id: str | None, text: str) -> list[Passage]:
     """Passages (of the agent, or of every agent) whose content or ranking-only context contains
     `text` exactly (a context quoting a forgotten turn is a copy of it too)."""
     clause, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
@@ -218,7 +214,7 @@ def rows_holding(conn: sqlite3.Connection, agent_id: str | None, text: str) -> l
     return [passage_from_row(row) for row in rows]
 
 
-def pending_rows(conn: sqlite3.Connection, agent_id: str | None, limit: int) -> list[Passage]:
+def pending_rows(conn: Connection, agent_id: str | None, limit: int) -> list[Passage]:
     """Passages whose embedding is still owed, oldest first."""
     agent_clause = "" if agent_id is None else "AND agent_id = ?"
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
@@ -230,7 +226,7 @@ def pending_rows(conn: sqlite3.Connection, agent_id: str | None, limit: int) -> 
     return [passage_from_row(row) for row in rows]
 
 
-def pending_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
+def pending_count(conn: Connection, agent_id: str | None = None) -> int:
     """Passages whose embedding is owed (answered from the partial index of pending rows)."""
     agent_clause = "" if agent_id is None else "AND agent_id = ?"
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
@@ -241,24 +237,24 @@ def pending_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
     )
 
 
-def passage_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
+def passage_count(conn: Connection, agent_id: str | None = None) -> int:
     agent_clause = "" if agent_id is None else "WHERE agent_id = ?"
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
     return int(conn.execute(f"SELECT COUNT(*) FROM passages {agent_clause}", params).fetchone()[0])
 
 
-def state_counts(conn: sqlite3.Connection, agent_id: str | None = None) -> dict[str, int]:
+def state_counts(conn: Connection, agent_id: str | None = None) -> dict[str, int]:
     """How many passages are 'indexed' and 'pending' (of one agent, or of all)."""
     pending = pending_count(conn, agent_id)
     return {"indexed": passage_count(conn, agent_id) - pending, "pending": pending}
 
 
-def known_ids(conn: sqlite3.Connection, agent_id: str, passage_ids: Sequence[str]) -> set[str]:
+def known_ids(conn: Connection, agent_id: str, passage_ids: Sequence[str]) -> set[str]:
     """Which of these ids are passages of the agent (in any vector state)."""
     return set(fetch_by_ids(conn, agent_id, passage_ids))
 
 
-def agents_with_passages(conn: sqlite3.Connection) -> set[str]:
+def agents_with_passages(conn: Connection) -> set[str]:
     """One index probe per agent, rather than a scan of every passage."""
     return {
         row[0]
@@ -268,7 +264,7 @@ def agents_with_passages(conn: sqlite3.Connection) -> set[str]:
     }
 
 
-def column_values(conn: sqlite3.Connection, passage_id: str) -> dict[str, object]:
+def column_values(conn: Connection, passage_id: str) -> dict[str, object]:
     """The stored (raw) values of LIFECYCLE_COLUMNS, as the journal keeps them for a rollback."""
     row = conn.execute(
         f"SELECT {', '.join(LIFECYCLE_COLUMNS)} FROM passages WHERE passage_id = ?", (passage_id,)
@@ -276,7 +272,7 @@ def column_values(conn: sqlite3.Connection, passage_id: str) -> dict[str, object
     return {} if row is None else {column: row[column] for column in LIFECYCLE_COLUMNS}
 
 
-def update_columns(conn: sqlite3.Connection, passage_id: str, values: Mapping[str, object]) -> None:
+def update_columns(conn: Connection, passage_id: str, values: Mapping[str, object]) -> None:
     """The one writer of a passage's changeable columns (raw stored values, e.g. tags as JSON text).
 
     A change of tags rewrites the tag rows too, so tag filters see it at once.
@@ -299,7 +295,7 @@ def update_columns(conn: sqlite3.Connection, passage_id: str, values: Mapping[st
 
 
 def excluded_ids(
-    conn: sqlite3.Connection,
+    conn: Connection,
     passage_ids: Sequence[str],
     now: str,
     *,
@@ -333,7 +329,7 @@ def excluded_ids(
     return found
 
 
-def superseded_now(conn: sqlite3.Connection, passage_ids: Sequence[str], now: str) -> set[str]:
+def superseded_now(conn: Connection, passage_ids: Sequence[str], now: str) -> set[str]:
     """Which of these ids are superseded at `now` (their chain of successors holds a live passage)."""
     found: set[str] = set()
     superseded, chain_params = superseded_sql("p", now)
@@ -350,7 +346,7 @@ def superseded_now(conn: sqlite3.Connection, passage_ids: Sequence[str], now: st
     return found
 
 
-def expired_rows(conn: sqlite3.Connection, agent_id: str | None, now: str) -> list[Passage]:
+def expired_rows(conn: Connection, agent_id: str | None, now: str) -> list[Passage]:
     """Passages whose expiry has passed (of one agent, or of all), oldest expiry first."""
     agent_clause = "" if agent_id is None else "AND agent_id = ?"
     params: tuple[object, ...] = (now,) if agent_id is None else (now, agent_id)
@@ -362,7 +358,7 @@ def expired_rows(conn: sqlite3.Connection, agent_id: str | None, now: str) -> li
     return [passage_from_row(row) for row in rows]
 
 
-def superseded_by_rows(conn: sqlite3.Connection, passage_id: str) -> list[Passage]:
+def superseded_by_rows(conn: Connection, passage_id: str) -> list[Passage]:
     """The passages this one superseded directly."""
     rows = conn.execute(
         "SELECT * FROM passages WHERE superseded_by = ? ORDER BY passage_rowid", (passage_id,)
@@ -371,7 +367,7 @@ def superseded_by_rows(conn: sqlite3.Connection, passage_id: str) -> list[Passag
 
 
 def successor_chain(
-    conn: sqlite3.Connection, agent_id: str, passage_id: str, limit: int = 10_000
+    conn: Connection, agent_id: str, passage_id: str, limit: int = 10_000
 ) -> list[str]:
     """The ids reached by following `superseded_by` from this passage (itself first); stops at a
     repeat, so a cycle cannot loop."""
@@ -387,7 +383,7 @@ def successor_chain(
     return chain
 
 
-def record_access(conn: sqlite3.Connection, passage_ids: Sequence[str], when: str) -> None:
+def record_access(conn: Connection, passage_ids: Sequence[str], when: str) -> None:
     """Count one more use of each passage (returned by a search); not journalled, like a read."""
     conn.executemany(
         "UPDATE passages SET access_count = access_count + 1, last_accessed_at = ? WHERE passage_id = ?",
@@ -395,7 +391,7 @@ def record_access(conn: sqlite3.Connection, passage_ids: Sequence[str], when: st
     )
 
 
-def mark_indexed(conn: sqlite3.Connection, chunks: Sequence[tuple[str, int]]) -> None:
+def mark_indexed(conn: Connection, chunks: Sequence[tuple[str, int]]) -> None:
     """Mark these (passage id, number of vectors written) pairs indexed."""
     conn.executemany(
         "UPDATE passages SET vector_state = 'indexed', vector_chunks = ?"
@@ -404,7 +400,7 @@ def mark_indexed(conn: sqlite3.Connection, chunks: Sequence[tuple[str, int]]) ->
     )
 
 
-def vector_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
+def vector_count(conn: Connection, agent_id: str | None = None) -> int:
     """How many vectors the indexed passages should have in the vector store (one per chunk).
 
     The extra chunks are summed over the few multi-chunk rows only (a partial index), so the
@@ -420,7 +416,7 @@ def vector_count(conn: sqlite3.Connection, agent_id: str | None = None) -> int:
     return state_counts(conn, agent_id)["indexed"] + int(extra)
 
 
-def indexed_chunks(conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
+def indexed_chunks(conn: Connection, agent_id: str) -> dict[str, int]:
     """The agent's indexed passages and how many vectors each has."""
     return {
         row[0]: int(row[1])
@@ -431,7 +427,7 @@ def indexed_chunks(conn: sqlite3.Connection, agent_id: str) -> dict[str, int]:
     }
 
 
-def truncated_count(conn: sqlite3.Connection) -> int:
+def truncated_count(conn: Connection) -> int:
     """Indexed passages embedded before chunking from their first window only (`vector_chunks` 0)."""
     return int(
         conn.execute(
@@ -440,7 +436,7 @@ def truncated_count(conn: sqlite3.Connection) -> int:
     )
 
 
-def mark_truncated_pending(conn: sqlite3.Connection) -> int:
+def mark_truncated_pending(conn: Connection) -> int:
     """Owe whole-passage vectors for every passage embedded from its first window only."""
     return int(
         conn.execute(
@@ -450,7 +446,7 @@ def mark_truncated_pending(conn: sqlite3.Connection) -> int:
     )
 
 
-def mark_pending(conn: sqlite3.Connection, passage_ids: Sequence[str]) -> None:
+def mark_pending(conn: Connection, passage_ids: Sequence[str]) -> None:
     conn.executemany(
         "UPDATE passages SET vector_state = 'pending' WHERE passage_id = ?",
         [(passage_id,) for passage_id in passage_ids],

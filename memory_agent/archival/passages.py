@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -28,6 +27,7 @@ from typing import Any
 
 from ..errors import ArchivalError
 from ..sensitivity import DEFAULT_LEVEL, Sensitivity, parse_level
+from ..store.protocol import Row
 from ..validation import check_json, check_text
 from .scoring import SearchExplanation
 from .timestamps import Timestamp, aware_utc_iso, to_utc_iso
@@ -351,7 +351,7 @@ def _json_object_text(what: str, value: Mapping[str, Any] | None) -> str:
         raise ArchivalError(f"{what} must be JSON-serialisable: {error}") from error
 
 
-def passage_from_row(row: sqlite3.Row) -> Passage:
+def passage_from_row(row: Row) -> Passage:
     return Passage(
         passage_id=row["passage_id"],
         agent_id=row["agent_id"],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..store.database import Database
+from ..store.protocol import Store
 from . import passage_table
 from .archive import ArchivalMemory
 from .chroma_store import release_embedded_store
@@ -78,6 +78,6 @@ def reembed_truncated(
     return archival.reconcile(None, progress)
 
 
-def _mark_all_pending(db: Database) -> None:
+def _mark_all_pending(db: Store) -> None:
     with db.transaction() as conn:
         conn.execute("UPDATE passages SET vector_state = 'pending' WHERE vector_state != 'pending'")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..store.database import Database
+from ..store.protocol import Store
 from . import passage_table
 from .chunks import passage_of, vector_ids
 from .failures import vector_failure_text
@@ -53,7 +53,7 @@ class ReconcileReport:
 
 
 def reconcile(
-    db: Database,
+    db: Store,
     index: VectorIndex,
     agent_id: str | None = None,
     progress: Progress | None = None,
@@ -81,7 +81,7 @@ def reconcile(
 
 
 def _embed_pending(
-    db: Database,
+    db: Store,
     index: VectorIndex,
     agent_id: str | None,
     progress: Progress | None,
@@ -105,7 +105,7 @@ def _embed_pending(
             return
 
 
-def _agents_in_scope(db: Database, index: VectorIndex, agent_id: str | None) -> list[str]:
+def _agents_in_scope(db: Store, index: VectorIndex, agent_id: str | None) -> list[str]:
     """The one agent asked for, or every agent with passages or vectors."""
     if agent_id is not None:
         return [agent_id]
@@ -114,13 +114,13 @@ def _agents_in_scope(db: Database, index: VectorIndex, agent_id: str | None) -> 
     return sorted(in_sqlite | index.store.agents())
 
 
-def _counts_disagree(db: Database, index: VectorIndex, agent_id: str) -> bool:
+def _counts_disagree(db: Store, index: VectorIndex, agent_id: str) -> bool:
     with db.reading() as conn:
         expected = passage_table.vector_count(conn, agent_id)
     return index.store.count(agent_id) != expected
 
 
-def _compare_ids(db: Database, index: VectorIndex, agent_id: str, report: ReconcileReport) -> None:
+def _compare_ids(db: Store, index: VectorIndex, agent_id: str, report: ReconcileReport) -> None:
     report.compared_ids = True
     in_store = index.store.ids(agent_id)
     with db.reading() as conn:

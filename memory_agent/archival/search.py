@@ -29,7 +29,7 @@ from concurrent.futures import Executor
 from typing import Literal
 
 from ..errors import ArchivalError
-from ..store.database import Database
+from ..store.protocol import Store
 from . import passage_table
 from .failures import vector_failure_text
 from .filters import PassageFilter
@@ -54,7 +54,7 @@ MAX_VECTOR_DEPTH = 4000
 
 
 def search_passages(
-    db: Database,
+    db: Store,
     index: VectorIndex,
     query: str,
     where: PassageFilter,
@@ -77,7 +77,7 @@ def search_passages(
 
 
 def _search(
-    db: Database,
+    db: Store,
     index: VectorIndex,
     query: str,
     where: PassageFilter,
@@ -201,7 +201,7 @@ def _explained(
 
 
 def _keyword_only(
-    keyword: Sequence[KeywordMatch], db: Database, where: PassageFilter, limit: int
+    keyword: Sequence[KeywordMatch], db: Store, where: PassageFilter, limit: int
 ) -> list[SearchHit]:
     return _hydrate(db, where, [(m.passage_id, m.score) for m in keyword[:limit]], keyword, [])
 
@@ -222,15 +222,13 @@ def _check(query: object, limit: object, mode: object) -> None:
         )
 
 
-def _keyword_matches(
-    db: Database, query: str, where: PassageFilter, depth: int
-) -> list[KeywordMatch]:
+def _keyword_matches(db: Store, query: str, where: PassageFilter, depth: int) -> list[KeywordMatch]:
     with db.reading() as conn:
         return keyword_search(conn, query, where, depth)
 
 
 def _vector_matches(
-    index: VectorIndex, query: str, where: PassageFilter, depth: int, db: Database | None = None
+    index: VectorIndex, query: str, where: PassageFilter, depth: int, db: Store | None = None
 ) -> list[VectorMatch] | None:
     """Live vector candidates, or None when the vector side failed (the caller falls back)."""
     try:
@@ -255,7 +253,7 @@ def _vector_matches(
         return None
 
 
-def _live(db: Database, where: PassageFilter, matches: Sequence[VectorMatch]) -> list[VectorMatch]:
+def _live(db: Store, where: PassageFilter, matches: Sequence[VectorMatch]) -> list[VectorMatch]:
     """The matches whose passages the filter's lifecycle rules admit (one indexed lookup)."""
     if not matches:
         return []
@@ -270,7 +268,7 @@ def _live(db: Database, where: PassageFilter, matches: Sequence[VectorMatch]) ->
     return [match for match in matches if match.passage_id not in excluded]
 
 
-def _newest(db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
+def _newest(db: Store, where: PassageFilter, limit: int) -> list[SearchHit]:
     with db.reading() as conn:
         return [
             SearchHit(passage, 0.0) for passage in passage_table.list_rows(conn, where, limit, 0)
@@ -278,7 +276,7 @@ def _newest(db: Database, where: PassageFilter, limit: int) -> list[SearchHit]:
 
 
 def _hydrate(
-    db: Database,
+    db: Store,
     where: PassageFilter,
     ranked: Sequence[tuple[str, float]],
     keyword: Sequence[KeywordMatch],

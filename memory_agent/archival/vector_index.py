@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MemoryAgentError
-from ..store.database import Database
+from ..store.protocol import Store
 from . import passage_table
 from .chunks import best_per_passage, chunk_id, embed_whole, vector_ids
 from .config import VectorConfig, collection_prefix_for
@@ -62,7 +62,7 @@ class VectorIndex:
 
     def __init__(
         self,
-        db: Database,
+        db: Store,
         config: VectorConfig,
         embedding_function: Any = None,
         vector_store: VectorStore | None = None,

@@ -19,6 +19,7 @@ from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
 from ..store.journal_chain import ChainReport
 from ..store.pg_schema import PG_SCHEMA_VERSION
 from ..store.postgres import PostgresDatabase
+from ..store.protocol import Store
 from .app import load_settings, shared_options, state
 from .output import console, emit, make_table, say
 
@@ -122,7 +123,7 @@ def _start_empty_database(path: Path, settings: Settings) -> None:
 
 
 def _archival_checks(
-    db: Database, config: VectorConfig, repair: bool, full: bool
+    db: Store, config: VectorConfig, repair: bool, full: bool
 ) -> list[health.Check]:
     # Its own ArchivalMemory, not the manager's: that one reconciles silently when opened,
     # and the doctor is to report what it found, then repair it in view.
@@ -166,7 +167,7 @@ def _archival_checks(
         archival.close()
 
 
-def _fts_checks(db: Database, repair: bool) -> list[health.Check]:
+def _fts_checks(db: Store, repair: bool) -> list[health.Check]:
     checks = health.check_fts(db)
     broken = tuple(
         table for table, check in zip(health.FTS_TABLES, checks, strict=True) if not check.ok

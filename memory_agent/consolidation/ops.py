@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from ..archival import ArchivalMemory, Passage
 from ..blocks import Block, BlockVersion
 from ..recall import StoredMessage
-from ..store.database import Database
+from ..store.protocol import Store
 
 __all__ = ["MemoryOps"]
 
@@ -25,7 +25,7 @@ class MemoryOps(Protocol):
     """What `MemoryManager` offers the consolidation engine (its public methods, by name)."""
 
     @property
-    def database(self) -> Database: ...
+    def database(self) -> Store: ...
 
     @property
     def archival(self) -> ArchivalMemory: ...

@@ -22,7 +22,6 @@ the item and the entries about it still go.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -37,6 +36,7 @@ from ..labels import validate_label
 from ..store import journal, passage_fts, scrub
 from ..store.database import utc_now
 from ..store.meta import read_meta
+from ..store.protocol import Connection
 from . import session_mirror
 from .resummarize import PENDING_SUMMARY, SummaryRewrite
 
@@ -265,7 +265,7 @@ class Forgetting:
 
     def _forget_found(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         agent_id: str,
         found: _Found,
         targets: list[tuple[str, str]],
@@ -290,7 +290,7 @@ class Forgetting:
         found.add("journal_entries_redacted", journal.redact(conn, sorted(entries)))
 
     def _record(
-        self, conn: sqlite3.Connection, agent_id: str, kind: str, target: str, found: _Found
+        self, conn: Connection, agent_id: str, kind: str, target: str, found: _Found
     ) -> None:
         journal.record(
             conn,
@@ -359,11 +359,11 @@ def _copy_texts(texts: Iterable[str]) -> list[str]:
     return sorted({t for t in texts if len(t.strip()) >= MIN_COPY_CHARS}, key=len, reverse=True)
 
 
-def _agent_passages(conn: sqlite3.Connection, agent_id: str) -> list[Passage]:
+def _agent_passages(conn: Connection, agent_id: str) -> list[Passage]:
     return passage_table.agent_rows(conn, agent_id)
 
 
-def _deleted_blocks(conn: sqlite3.Connection, agent_id: str, label: str) -> list[str]:
+def _deleted_blocks(conn: Connection, agent_id: str, label: str) -> list[str]:
     """The blocks this agent deleted under `label` that no agent holds any more: the journal keeps
     their values (for undo), so they are still there to forget."""
     rows = conn.execute(
@@ -381,7 +381,7 @@ def _deleted_blocks(conn: sqlite3.Connection, agent_id: str, label: str) -> list
     ]
 
 
-def _journalled_values(conn: sqlite3.Connection, block_id: str) -> list[str]:
+def _journalled_values(conn: Connection, block_id: str) -> list[str]:
     """The values the journal holds about the block (a deleted block's last value lives only there)."""
     rows = conn.execute(
         "SELECT old_value, new_value FROM journal WHERE forgotten = 0 AND target_type = 'block'"
@@ -404,9 +404,7 @@ def _provenance_messages(passage: Passage) -> set[int]:
     return {m for m in messages if isinstance(m, int)} if isinstance(messages, list) else set()
 
 
-def _collect_passages(
-    conn: sqlite3.Connection, agent_id: str, start: list[Passage], found: _Found
-) -> None:
+def _collect_passages(conn: Connection, agent_id: str, start: list[Passage], found: _Found) -> None:
     """The passages and their chain: what each superseded (transitively) and the agent's passages
     holding its text."""
     seen = {p.passage_id for p in found.passages}

@@ -6,15 +6,15 @@ only ones outside it that touch its tables, and they only delete and redact, nev
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
+from ..store.protocol import Connection
 from ..store.text_copies import replace_text
 
 __all__ = ["purge_entries", "purge_sessions", "redact_text"]
 
 
-def purge_entries(conn: sqlite3.Connection, uuids: Sequence[str]) -> int:
+def purge_entries(conn: Connection, uuids: Sequence[str]) -> int:
     """Delete the transcript lines with these SDK uuids (a forgotten message's own lines), and the
     summary sidecars of their transcripts: a sidecar may hold a clipped copy of the first prompt,
     which no exact-text search finds. The sidecar is derived state (the SDK folds it from the
@@ -40,7 +40,7 @@ def purge_entries(conn: sqlite3.Connection, uuids: Sequence[str]) -> int:
     return gone
 
 
-def purge_sessions(conn: sqlite3.Connection, session_ids: Sequence[str]) -> int:
+def purge_sessions(conn: Connection, session_ids: Sequence[str]) -> int:
     """Delete whole transcripts of these sessions (their lines and summaries follow by cascade)."""
     gone = 0
     for session_id in session_ids:
@@ -53,7 +53,7 @@ def purge_sessions(conn: sqlite3.Connection, session_ids: Sequence[str]) -> int:
     return gone
 
 
-def redact_text(conn: sqlite3.Connection, texts: Sequence[str], agent_ids: Sequence[str]) -> int:
+def redact_text(conn: Connection, texts: Sequence[str], agent_ids: Sequence[str]) -> int:
     """Replace copies of these texts in transcript lines and summary sidecars by the mark, leaving
     the transcripts of sessions that only other agents' messages name."""
     marks = ", ".join("?" for _ in agent_ids)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
+
+from .protocol import Connection
 
 __all__ = ["BASE_PROMPT_KEY", "LETTA_KEY", "TOKEN_SCALE_KEY", "read_state", "write_state"]
 
@@ -17,12 +18,12 @@ TOKEN_SCALE_KEY = "token_scale"
 agent sizes its first request by it (see `compaction.budget`)."""
 
 
-def read_state(conn: sqlite3.Connection, agent_id: str) -> dict[str, Any]:
+def read_state(conn: Connection, agent_id: str) -> dict[str, Any]:
     row = conn.execute("SELECT metadata FROM agents WHERE agent_id = ?", (agent_id,)).fetchone()
     return {} if row is None else dict(json.loads(row["metadata"] or "{}"))
 
 
-def write_state(conn: sqlite3.Connection, agent_id: str, updates: dict[str, Any]) -> None:
+def write_state(conn: Connection, agent_id: str, updates: dict[str, Any]) -> None:
     """Merge `updates` into the agent's state (None removes a key); call inside a transaction."""
     state = read_state(conn, agent_id)
     for key, value in updates.items():

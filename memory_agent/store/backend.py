@@ -2,13 +2,12 @@
 
 The choice is made once, here, from the database URL (`MEMORY_DATABASE_URL`, the CLI's
 `--database-url`, `MemoryManager(database_url=...)`); everything above the store sees the same
-`transaction()` / `reading()` interface either way.
+`Store` protocol (`store.protocol`) either way.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError
@@ -16,6 +15,7 @@ from ..redaction import redact_url
 from ..validation import check_path
 from .database import DATABASE_FILENAME, Database
 from .postgres import PostgresDatabase, is_postgres_url
+from .protocol import Store
 
 __all__ = ["open_store"]
 
@@ -26,15 +26,14 @@ def open_store(
     *,
     create: bool = True,
     encryption_key: EncryptionKey | None = None,
-) -> Database:
+) -> Store:
     """The store for `storage_dir`: the PostgreSQL server at `database_url`, else its SQLite file.
 
     Without `create`, a PostgreSQL database where memory-agent never ran is an error (SQLite's
     equivalent, a missing file, is checked by the caller, which knows the storage dir's rules).
 
-    Typed as `Database` because that is the interface every caller uses: `PostgresDatabase`
-    implements it structurally (its connection speaks sqlite3's calls), and the contract suite,
-    run on both backends, is what holds the two to the same behaviour.
+    Typed as the `Store` protocol, which both engines implement (mypy checks it; the conformance
+    suite, tests/integration/test_store_protocol.py, holds them to the same behaviour).
 
     `encryption_key` encrypts the SQLite file (see `store.cipher`); a PostgreSQL server encrypts
     its data at rest itself (docs/encryption.md), so there the key only keeps text out of the
@@ -47,4 +46,4 @@ def open_store(
             f"MEMORY_DATABASE_URL must be a postgresql:// URL, got {redact_url(database_url)!r}. "
             "Leave it unset to keep SQLite in the storage dir."
         )
-    return cast(Database, PostgresDatabase(database_url, Path(storage_dir), create=create))
+    return PostgresDatabase(database_url, Path(storage_dir), create=create)

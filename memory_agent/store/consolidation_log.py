@@ -8,9 +8,10 @@ the journal (entries authored by the session), which rollback reads.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
+
+from .protocol import Connection
 
 __all__ = [
     "COUNT_FIELDS",
@@ -89,7 +90,7 @@ engine writes (in the transactions that insert and finish the session row): an e
 claims the session's author (imported, or from before this rule) lies outside them."""
 
 
-def session_entry_range(conn: sqlite3.Connection, session_id: str) -> tuple[int, int | None] | None:
+def session_entry_range(conn: Connection, session_id: str) -> tuple[int, int | None] | None:
     """The entry ids of the session's first start marker and first finish marker after it (None
     while it runs); None when the session wrote no start marker."""
     row = conn.execute(
@@ -108,7 +109,7 @@ def session_entry_range(conn: sqlite3.Connection, session_id: str) -> tuple[int,
     return first, (None if end is None or end["last"] is None else int(end["last"]))
 
 
-def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
+def session_exists(conn: Connection, session_id: str) -> bool:
     """Whether this storage has a session with this id (an import must not write as it)."""
     row = conn.execute(
         "SELECT 1 FROM consolidation_sessions WHERE session_id = ?", (session_id,)
@@ -117,7 +118,7 @@ def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
 
 
 def insert_session_row(
-    conn: sqlite3.Connection, session_id: str, agent_id: str, consolidator: str, started_at: str
+    conn: Connection, session_id: str, agent_id: str, consolidator: str, started_at: str
 ) -> None:
     """The one writer of a consolidation_sessions row: a run starting."""
     conn.execute(
@@ -128,7 +129,7 @@ def insert_session_row(
 
 
 def finish_row(
-    conn: sqlite3.Connection,
+    conn: Connection,
     session_id: str,
     *,
     status: str,
@@ -162,7 +163,7 @@ def finish_row(
     )
 
 
-def mark_rolled_back(conn: sqlite3.Connection, session_id: str, at: str) -> bool:
+def mark_rolled_back(conn: Connection, session_id: str, at: str) -> bool:
     """Set a finished session's status to rolled_back; False when it was not completed or failed."""
     cursor = conn.execute(
         "UPDATE consolidation_sessions SET status = 'rolled_back', rolled_back_at = ?"
@@ -190,16 +191,14 @@ def _from_row(row: Any) -> ConsolidationSession:
     )
 
 
-def read_row(conn: sqlite3.Connection, session_id: str) -> ConsolidationSession | None:
+def read_row(conn: Connection, session_id: str) -> ConsolidationSession | None:
     row = conn.execute(
         "SELECT * FROM consolidation_sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     return None if row is None else _from_row(row)
 
 
-def list_rows(
-    conn: sqlite3.Connection, agent_id: str | None, limit: int
-) -> list[ConsolidationSession]:
+def list_rows(conn: Connection, agent_id: str | None, limit: int) -> list[ConsolidationSession]:
     """Newest first; every agent's when `agent_id` is None."""
     where, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
     rows = conn.execute(
@@ -210,7 +209,7 @@ def list_rows(
     return [_from_row(row) for row in rows]
 
 
-def latest_by_status(conn: sqlite3.Connection, status: str) -> dict[str, ConsolidationSession]:
+def latest_by_status(conn: Connection, status: str) -> dict[str, ConsolidationSession]:
     """Each agent's newest session with this status (what `doctor` shows)."""
     rows = conn.execute(
         "SELECT * FROM consolidation_sessions s WHERE status = ? AND started_at = (SELECT MAX(started_at)"

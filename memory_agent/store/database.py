@@ -174,6 +174,8 @@ class Database:
     (calls are serialised by a lock). Open one instance per process.
     """
 
+    dialect = "sqlite"
+
     def __init__(
         self,
         path: Path,

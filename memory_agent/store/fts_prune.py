@@ -24,8 +24,9 @@ same tokenizer computes.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Sequence
+
+from .protocol import Connection, Row
 
 __all__ = ["MARGIN", "pruned_head"]
 
@@ -42,8 +43,8 @@ _STEM_TERMS = "temp.memory_agent_stem_terms"
 
 
 def pruned_head(
-    conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Sequence[str], depth: int
-) -> list[sqlite3.Row] | None:
+    conn: Connection, table: str, tokenizer: str, tokens: Sequence[str], depth: int
+) -> list[Row] | None:
     """The best `depth` (rowid, bm25) rows of the OR query of `tokens`, or None when the caller
     must run that query itself (no common word, no rare one, or exactness not shown)."""
     frequencies = _row_counts(conn, table, tokenizer, tokens)
@@ -53,7 +54,7 @@ def pruned_head(
     if not common or not rare or depth <= 0:
         return None
     rare_words, common_words = _any_of(rare), _any_of(common)
-    rows: list[sqlite3.Row] = []
+    rows: list[Row] = []
     for match in (f"({rare_words}) AND ({common_words})", f"({rare_words}) NOT ({common_words})"):
         rows += conn.execute(
             f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
@@ -93,13 +94,13 @@ def _idf(rows: int, holding: int) -> float:
     return max(math.log((rows - holding + 0.5) / (holding + 0.5)), 1e-6)
 
 
-def _rows_at_most(conn: sqlite3.Connection, table: str) -> int:
+def _rows_at_most(conn: Connection, table: str) -> int:
     """An upper bound of the index's row count in one b-tree step: its largest rowid."""
     return int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}_docsize").fetchone()[0])
 
 
 def _row_counts(
-    conn: sqlite3.Connection, table: str, tokenizer: str, tokens: Sequence[str]
+    conn: Connection, table: str, tokenizer: str, tokens: Sequence[str]
 ) -> dict[str, int]:
     """How many rows of the index hold each token (by its stem); tokens the tokenizer does not
     turn into exactly one term are left out (the caller treats them as rare)."""
@@ -114,7 +115,7 @@ def _row_counts(
     return counts
 
 
-def _stems(conn: sqlite3.Connection, tokenizer: str, tokens: Sequence[str]) -> dict[str, str]:
+def _stems(conn: Connection, tokenizer: str, tokens: Sequence[str]) -> dict[str, str]:
     """Each token's term as the index's tokenizer makes it (a TEMP FTS5 table does the work)."""
     conn.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEMS} USING fts5(word, tokenize='{tokenizer}')"

@@ -13,7 +13,6 @@ entry's label, values, detail and salt and marks it forgotten, keeping what the 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from ..authors import AUTHOR_KINDS, Author, acting_author
 from ..errors import ConfigurationError
 from .dialect import is_postgres
 from .journal_chain import ChainReport, chain_hash, content_digest, new_salt, verify
+from .protocol import Connection
 
 __all__ = ["JournalEntry", "entries_about", "list_entries", "record", "redact", "verify_chain"]
 
@@ -51,7 +51,7 @@ class JournalEntry:
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     agent_id: str | None,
     action: str,
@@ -99,7 +99,7 @@ def record(
     )
 
 
-def _next_link(conn: sqlite3.Connection) -> tuple[int, str | None]:
+def _next_link(conn: Connection) -> tuple[int, str | None]:
     """The id the next entry gets and the hash it links to.
 
     Both come from inside the write transaction: SQLite's write lock, and on PostgreSQL the chain's
@@ -121,7 +121,7 @@ def _next_link(conn: sqlite3.Connection) -> tuple[int, str | None]:
     return entry_id, (last[0] if last else None)
 
 
-def redact(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> int:
+def redact(conn: Connection, entry_ids: Sequence[int]) -> int:
     """Erase these entries' label, values, detail and salt and mark them forgotten (forgetting only).
 
     The database's trigger refuses every other UPDATE of the journal; this is the one it allows.
@@ -139,7 +139,7 @@ def redact(conn: sqlite3.Connection, entry_ids: Sequence[int]) -> int:
 
 
 def entries_about(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     targets: Sequence[tuple[str, str]] = (),
     agent_id: str | None = None,
@@ -186,7 +186,7 @@ def entries_about(
     return found
 
 
-def verify_chain(conn: sqlite3.Connection) -> ChainReport:
+def verify_chain(conn: Connection) -> ChainReport:
     """Walk the whole journal in entry order (see `journal_chain.verify`)."""
     rows = conn.execute(
         "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
@@ -197,7 +197,7 @@ def verify_chain(conn: sqlite3.Connection) -> ChainReport:
     return report if not report.ok else _check_tail(conn, report)
 
 
-def _check_tail(conn: sqlite3.Connection, report: ChainReport) -> ChainReport:
+def _check_tail(conn: Connection, report: ChainReport) -> ChainReport:
     """The chain cannot show its newest entries removed (nothing links to them). On SQLite the
     AUTOINCREMENT counter remembers the highest id ever written, and a rolled-back write takes its
     id back, so a counter above the last entry means entries were removed from the end. PostgreSQL's
@@ -221,7 +221,7 @@ def _chunks(items: Sequence[int], size: int) -> list[Sequence[int]]:
 
 
 def list_entries(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     agent_id: str | None = None,
     target_type: str | None = None,

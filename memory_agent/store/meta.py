@@ -5,17 +5,17 @@ The one reader and writer of the table, so its SQL lives in one place.
 
 from __future__ import annotations
 
-import sqlite3
+from .protocol import Connection
 
 __all__ = ["read_meta", "write_meta"]
 
 
-def read_meta(conn: sqlite3.Connection, key: str) -> str | None:
+def read_meta(conn: Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
 
 
-def write_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+def write_meta(conn: Connection, key: str, value: str) -> None:
     """Set `key` to `value`, replacing any value it had."""
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

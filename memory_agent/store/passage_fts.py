@@ -23,10 +23,10 @@ FTS5 removes exactly the words it added. A passage without context is indexed as
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from .dialect import is_postgres
+from .protocol import Connection
 
 __all__ = [
     "REGISTRY_TABLE",
@@ -54,7 +54,7 @@ def indexed_sql(row: str) -> str:
     return f"CASE WHEN {row}.index_context = '' THEN {row}.content ELSE {row}.content || ' ' || {row}.index_context END"
 
 
-def _indexed_expression(conn: sqlite3.Connection, row: str) -> str:
+def _indexed_expression(conn: Connection, row: str) -> str:
     """`indexed_sql`, or the text alone while an older migration runs before the context column exists."""
     columns = {column[1] for column in conn.execute("PRAGMA table_info(passages)")}
     return indexed_sql(row) if "index_context" in columns else f"{row}.content"
@@ -65,7 +65,7 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def agent_fts_table(conn: sqlite3.Connection, agent_id: str) -> str | None:
+def agent_fts_table(conn: Connection, agent_id: str) -> str | None:
     """The name of the agent's FTS5 table, or None when the agent has never had passages."""
     if is_postgres(conn):
         return None  # PostgreSQL's index is a generated column of `passages` (see pg_fulltext)
@@ -75,7 +75,7 @@ def agent_fts_table(conn: sqlite3.Connection, agent_id: str) -> str | None:
     return None if row is None else _names(int(row[0]))[0]
 
 
-def all_fts_tables(conn: sqlite3.Connection) -> list[str]:
+def all_fts_tables(conn: Connection) -> list[str]:
     """Every agent's FTS5 table, in registry order (for health checks and repairs)."""
     if is_postgres(conn):
         return []
@@ -85,7 +85,7 @@ def all_fts_tables(conn: sqlite3.Connection) -> list[str]:
     ]
 
 
-def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
+def ensure_agent_index(conn: Connection, agent_id: str) -> str:
     """The agent's FTS5 table, created (empty) with its content view if it does not exist yet."""
     existing = agent_fts_table(conn, agent_id)
     if existing is not None:
@@ -115,7 +115,7 @@ def ensure_agent_index(conn: sqlite3.Connection, agent_id: str) -> str:
     return table
 
 
-def index_rows(conn: sqlite3.Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
+def index_rows(conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
     """Add (passage_rowid, indexed text) rows of the agent to its index (creating the index if needed).
 
     On PostgreSQL the database derives the index from the row itself: nothing to add."""
@@ -125,7 +125,7 @@ def index_rows(conn: sqlite3.Connection, agent_id: str, rows: Sequence[tuple[int
     conn.executemany(f"INSERT INTO {table} (rowid, content) VALUES (?, ?)", rows)
 
 
-def drop_agent_index(conn: sqlite3.Connection, agent_id: str) -> None:
+def drop_agent_index(conn: Connection, agent_id: str) -> None:
     """Drop the agent's index, view, trigger and registry row (before the agent is deleted)."""
     if is_postgres(conn):
         return
@@ -137,14 +137,14 @@ def drop_agent_index(conn: sqlite3.Connection, agent_id: str) -> None:
         conn.execute(f"DELETE FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,))
 
 
-def _drop(conn: sqlite3.Connection, fts_id: int) -> None:
+def _drop(conn: Connection, fts_id: int) -> None:
     table, view, trigger = _names(fts_id)
     conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(f"DROP VIEW IF EXISTS {view}")
 
 
-def optimize_all(conn: sqlite3.Connection) -> None:
+def optimize_all(conn: Connection) -> None:
     """Merge every FTS5 index (messages' and each agent's passages') into one segment.
 
     Forgetting needs it: an FTS5 'delete' only adds a tombstone, and the deleted row's words stay in

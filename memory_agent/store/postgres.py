@@ -21,7 +21,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,7 @@ class PostgresConnection:
         self.raw = self._reconnect()
         return self.raw.execute(text, params)
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> PgCursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         text, _ = translate(sql)
         cursor = self.raw.cursor()
         cursor.executemany(text, [_params(row) for row in rows])

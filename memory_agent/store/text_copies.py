@@ -10,8 +10,9 @@ calls `replace_text` for its columns; this holds only the SQL they share.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
+
+from .protocol import Connection
 
 __all__ = ["FORGOTTEN_MARK", "json_forms", "replace_text"]
 
@@ -29,7 +30,7 @@ def json_forms(text: str) -> tuple[str, ...]:
 
 
 def replace_text(
-    conn: sqlite3.Connection,
+    conn: Connection,
     table: str,
     column: str,
     texts: Sequence[str],

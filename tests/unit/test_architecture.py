@@ -150,7 +150,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walker_sees_the_imports_it_should() -> None:
     graph = _graph(deferred=False)
-    assert "memory_agent.store.database" in graph["memory_agent.manager"]
+    assert "memory_agent.store.protocol" in graph["memory_agent.manager"]
     assert (
         "memory_agent.manager" in graph["memory_agent.tools.dispatch"]
     )  # a TYPE_CHECKING import counts
@@ -222,6 +222,104 @@ def test_the_storage_engine_is_asked_about_in_store_only() -> None:
 
 def test_the_engine_check_finds_a_use() -> None:
     assert "is_postgres" in _names_used("memory_agent.store.snapshot")
+
+
+SQLITE_TYPES = {"Connection", "Cursor", "Row"}
+SQLITE_TYPING_EXCEPTIONS = {
+    "memory_agent.portability": (
+        "rewritten by the snapshot branch this session; the lead removes this exception after "
+        "merging it (its annotations become store.protocol's)"
+    ),
+}
+"""Packages still allowed to annotate with sqlite3's types, each with the reason."""
+
+
+def _annotations(tree: ast.AST) -> Iterator[ast.expr]:
+    """Every annotation of a module: arguments, returns, annotated assignments, `cast` targets."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+            yield from (arg.annotation for arg in every if arg.annotation is not None)
+            if node.returns is not None:
+                yield node.returns
+        elif isinstance(node, ast.AnnAssign):
+            yield node.annotation
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "cast"
+            and node.args
+        ):
+            yield node.args[0]
+
+
+def _sqlite_typing(module: str, source: str | None = None) -> list[str]:
+    """Where `module` types something as sqlite3's (an annotation, or sqlite3 imported for it)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8") if source is None else source)
+    found: list[str] = []
+    in_annotations: set[int] = set()
+    for annotation in _annotations(tree):
+        for node in ast.walk(annotation):
+            in_annotations.add(id(node))
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sqlite3"
+                and node.attr in SQLITE_TYPES
+            ):
+                found.append(f"{module}:{node.lineno} sqlite3.{node.attr}")
+            elif isinstance(node, ast.Constant) and "sqlite3." in str(node.value):
+                found.append(f"{module}:{node.lineno} {node.value!r}")
+    imports_sqlite3 = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "sqlite3":
+            typing_names = {alias.name for alias in node.names} & SQLITE_TYPES
+            found += [f"{module}:{node.lineno} from sqlite3 import {n}" for n in typing_names]
+        elif isinstance(node, ast.Import) and any(a.name == "sqlite3" for a in node.names):
+            imports_sqlite3 = True
+    uses = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id == "sqlite3" and id(node) not in in_annotations
+    ]
+    if imports_sqlite3 and not uses:
+        found.append(f"{module}: imports sqlite3 only to annotate with it")
+    return found
+
+
+def test_only_store_types_connections_as_sqlite3() -> None:
+    """Writers and readers are typed with `store.protocol` (either engine), never sqlite3's types:
+    only `store/` knows the engine (and the named exceptions, each with its reason)."""
+    typed = [
+        place
+        for module in MODULES
+        if module.startswith("memory_agent.")
+        and not module.startswith("memory_agent.store.")
+        and not any(
+            module == package or module.startswith(package + ".")
+            for package in SQLITE_TYPING_EXCEPTIONS
+        )
+        for place in _sqlite_typing(module)
+    ]
+    assert typed == []
+
+
+def test_the_sqlite3_typing_check_finds_a_use() -> None:
+    """The check sees what it should: migrations (SQLite's own) annotate with sqlite3 for good;
+    an argument, a return, a variable, a cast and an import kept only for them are all seen."""
+    assert any("sqlite3.Connection" in p for p in _sqlite_typing("memory_agent.store.migrations"))
+    source = (
+        "import sqlite3\n"
+        "from sqlite3 import Row\n"
+        "def f(conn: sqlite3.Connection, *rows: 'sqlite3.Row') -> sqlite3.Cursor:\n"
+        "    seen: sqlite3.Row | None = cast(sqlite3.Row, None)\n"
+    )
+    found = _sqlite_typing("memory_agent.recall", source)
+    assert len(found) == 7 and found[-1].endswith("imports sqlite3 only to annotate with it")
+    used = "import sqlite3\nerror = sqlite3.Error\n"
+    assert _sqlite_typing("memory_agent.recall", used) == []
 
 
 def test_the_layers_above_the_manager_use_its_public_api_only() -> None:
