@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +27,6 @@ from ..file_modes import private_dir, private_file
 from ..validation import check_path
 from . import cipher
 from .migrations import migrate
-from .savepoint import savepoint
 from .sqlite_codes import (
     SQLITE_CANTOPEN,
     SQLITE_CORRUPT,
@@ -38,6 +35,7 @@ from .sqlite_codes import (
     SQLITE_NOTADB,
     SQLITE_READONLY,
 )
+from .transactions import TransactionalStore
 
 __all__ = [
     "DATABASE_FILENAME",
@@ -167,7 +165,7 @@ def _is_busy(error: BaseException) -> bool:
     )
 
 
-class Database:
+class Database(TransactionalStore[sqlite3.Connection]):
     """A connection to memory.db with the pragmas, migrations and the write-transaction helper.
 
     One instance holds one connection; it is safe to share between threads of one process
@@ -183,6 +181,7 @@ class Database:
         allow_orphaned: bool = False,
         encryption_key: EncryptionKey | None = None,
     ) -> None:
+        super().__init__()
         self.path = check_path("The database path", path)
         cipher.verify_key(
             self.path, encryption_key
@@ -217,8 +216,6 @@ class Database:
         except sqlite3.Error as error:
             raise storage_error(self.path, error) from error
         self._conn.row_factory = sqlite3.Row
-        self._lock = threading.RLock()
-        self._depth = 0
         self._stat_path = os.path.abspath(self.path)
         try:
             self._apply_pragmas()
@@ -258,40 +255,40 @@ class Database:
             with attempt:
                 self._conn.execute("BEGIN IMMEDIATE")
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One short write transaction; nested use joins the outer one (a savepoint).
+    # ----- the hooks of the shared transaction skeleton (store.transactions) ----------------
 
-        Commits when the block ends, rolls everything back if it raises.
-        """
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    with savepoint(self._conn.execute, self._depth - 1):
-                        yield self._conn
-                finally:
-                    self._depth -= 1
-                return
-            try:
-                self._begin_immediate()
-            except sqlite3.Error as error:
-                if not _is_busy(error):
-                    raise storage_error(self.path, error) from error
-                raise StorageError(
-                    f"The database {self.path} stayed locked: {error}. "
-                    "Another process holds a long write; try again."
-                ) from error
-            self._depth = 1
-            try:
-                yield self._conn
-                self._check_identity()
-                self._conn.execute("COMMIT")
-            except BaseException as error:
-                self._rollback()
-                raise _translated(self.path, error) from error
-            finally:
-                self._depth = 0
+    def _usable(self) -> sqlite3.Connection:
+        return self._conn
+
+    def _statement(self, conn: sqlite3.Connection) -> Callable[[str], object]:
+        return conn.execute
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE: SQLite's write lock, taken up front (see the module's docstring)."""
+        try:
+            self._begin_immediate()
+        except sqlite3.Error as error:
+            if not _is_busy(error):
+                raise storage_error(self.path, error) from error
+            raise StorageError(
+                f"The database {self.path} stayed locked: {error}. "
+                "Another process holds a long write; try again."
+            ) from error
+
+    def _commit(self, conn: sqlite3.Connection, begun: object) -> None:
+        """COMMIT, unless the file is no longer the storage dir's memory.db (`_check_identity`)."""
+        try:
+            self._check_identity()
+            conn.execute("COMMIT")
+        except BaseException as error:
+            self._rollback(conn)
+            raise _translated(self.path, error) from error
+
+    def _translated(self, error: BaseException) -> BaseException:
+        return _translated(self.path, error)
+
+    def _close(self) -> None:
+        self._conn.close()
 
     def _file_identity(self) -> tuple[int, int] | None:
         """The file's device and inode (None if it cannot be seen: then the first write says why)."""
@@ -322,32 +319,10 @@ class Database:
             "would be lost."
         )
 
-    def _rollback(self) -> None:
+    def _rollback(self, conn: sqlite3.Connection) -> None:
         """Roll back if a transaction is open (a failed COMMIT, e.g. disk full, may leave one)."""
-        if self._conn.in_transaction:
+        if conn.in_transaction:
             try:
-                self._conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # SQLite already rolled back on its own; the original error is what matters
-
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
-        """The connection for reads (autocommit: each statement sees the latest commit).
-
-        A SQLite failure becomes a StorageError naming the file (see `storage_error`).
-        """
-        with self._lock:
-            try:
-                yield self._conn
-            except (sqlite3.Error, UnicodeEncodeError, OverflowError) as error:
-                raise _translated(self.path, error) from error
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> Database:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

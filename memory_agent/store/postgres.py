@@ -1,9 +1,10 @@
 """The store on a PostgreSQL server, for agents on many hosts sharing one memory.
 
-`PostgresDatabase` has `Database`'s interface (`transaction()`, `reading()`, `close()`), and
-hands the writers a connection adapter that speaks like `sqlite3.Connection` (`execute` with `?`
-placeholders, rows readable by name and position, `rowcount`, `lastrowid`), so every writer and
-reader of the store is written once (see `store.dialect` for the translation).
+`PostgresDatabase` is a `store.protocol.Store` (`transaction()`, `reading()`, `close()`, on the
+skeleton in `store.transactions` that SQLite's `Database` shares), and hands the writers a
+`store.protocol.Connection` (`execute` with `?` placeholders, rows readable by name and position,
+`rowcount`, `lastrowid`), so every writer and reader of the store is written once (see
+`store.dialect` for the translation).
 
 Why one advisory lock per write transaction: the writers were written for SQLite, where
 `BEGIN IMMEDIATE` serialises writers, so a read-modify-write (an append reads the block's value,
@@ -19,10 +20,8 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..redaction import redact_url
 from .dialect import translate
 from .pg_errors import Target, connect_error, server_condition
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
-from .savepoint import savepoint
+from .transactions import TransactionalStore
 
 __all__ = ["WRITE_LOCK_KEY", "PostgresConnection", "PostgresDatabase", "is_postgres_url"]
 
@@ -178,8 +177,8 @@ class PostgresConnection:
         return PgCursor(cursor, None)
 
 
-class PostgresDatabase:
-    """`Database` on a PostgreSQL server: same calls, one connection per instance.
+class PostgresDatabase(TransactionalStore[PostgresConnection]):
+    """The `Store` on a PostgreSQL server: the same calls as `Database`, one connection per instance.
 
     `path` is the storage dir's nominal database path: PostgreSQL holds the data, and the storage
     dir beside it holds only local derived data (the embedded vector store, if no Chroma server).
@@ -189,11 +188,10 @@ class PostgresDatabase:
     _closed = False  # set by close(): from then on the store refuses use
 
     def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
+        super().__init__()
         self.url = url
         self.display = redact_url(url)
         self.path = Path(storage_dir) / "postgresql"
-        self._lock = threading.RLock()
-        self._depth = 0
         self.target = Target(url)
         self._conn = PostgresConnection(self._connect(), self._connect)
         try:
@@ -296,37 +294,25 @@ class PostgresDatabase:
 
     # ----- transactions ------------------------------------------------------------------
 
-    @contextmanager
-    def transaction(self) -> Iterator[PostgresConnection]:
-        """One short write transaction holding the write lock; nested use is a savepoint."""
-        with self._lock:
-            conn = self._usable()
-            if self._depth:
-                self._depth += 1
-                try:
-                    with savepoint(conn.raw.execute, self._depth - 1):
-                        yield conn
-                finally:
-                    self._depth -= 1
-                return
-            try:
-                conn.execute(BEGIN_WRITE)
-                xid = conn.raw.execute(
+    # ----- the hooks of the shared transaction skeleton (store.transactions) ----------------
+
+    def _statement(self, conn: PostgresConnection) -> Callable[[str], object]:
+        return conn.raw.execute
+
+    def _begin(self, conn: PostgresConnection) -> str:
+        """BEGIN and take the write lock (see the module's docstring); returns the transaction's
+        id, which `_commit` needs to look up a COMMIT whose answer was lost."""
+        try:
+            conn.execute(BEGIN_WRITE)
+            return str(
+                conn.raw.execute(
                     "SELECT pg_current_xact_id()::text, pg_advisory_xact_lock(%s)",
                     (WRITE_LOCK_KEY,),
                 ).fetchone()[0]
-            except BaseException as error:
-                self._rollback(conn)
-                raise self._translated(error) from error
-            self._depth = 1
-            try:
-                yield conn
-            except BaseException as error:
-                self._rollback(conn)
-                raise self._translated(error) from error
-            finally:
-                self._depth = 0
-            self._commit(conn, xid)
+            )
+        except BaseException as error:
+            self._rollback(conn)
+            raise self._translated(error) from error
 
     def _commit(self, conn: PostgresConnection, xid: str) -> None:
         """COMMIT; if the connection is lost on the way, ask the server whether it committed.
@@ -396,19 +382,6 @@ class PostgresDatabase:
                 "ROLLBACK after a failed transaction on %s failed too: %s", self.display, error
             )
 
-    @contextmanager
-    def reading(self) -> Iterator[PostgresConnection]:
-        """The connection for reads (autocommit: each statement sees the latest commit)."""
-        with self._lock:
-            conn = self._usable()
-            try:
-                yield conn
-            except BaseException as error:
-                translated = self._translated(error)
-                if translated is error:
-                    raise
-                raise translated from error
-
     def _translated(self, error: BaseException) -> BaseException:
         """Our error for a driver failure: bad values are ConfigurationErrors, the rest StorageErrors."""
         psycopg = _psycopg()
@@ -456,16 +429,9 @@ class PostgresDatabase:
             f"({type(error).__name__}: {_first_line(error)}); nothing was written."
         )
 
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._conn.raw.close()
-
-    def __enter__(self) -> PostgresDatabase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _close(self) -> None:
+        self._closed = True
+        self._conn.raw.close()
 
 
 def _first_line(error: BaseException) -> str:
