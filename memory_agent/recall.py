@@ -280,20 +280,17 @@ class RecallMemory:
             params.append(end_date)
         where = " AND ".join(clauses)
         with self._db.reading() as conn:
-            to_match: Callable[[str], str | None] = by_engine(
-                conn, sqlite=fts.fts_query, postgresql=pg_fulltext.tsquery_text
+            search: fts.MessageSearch = by_engine(
+                conn, sqlite=fts.FTS5_MESSAGES, postgresql=pg_fulltext.TSVECTOR_MESSAGES
             )
-            match = to_match(query)
+            match = search.query(query)
             if match is None:
                 rows = conn.execute(
                     f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? OFFSET ?",
                     (*params, limit, offset),
                 ).fetchall()
             else:
-                search: Callable[[Any, str, str, list[Any], int, int], list[Any]] = by_engine(
-                    conn, sqlite=fts.messages_search, postgresql=pg_fulltext.messages_search
-                )
-                rows = search(conn, match, where, params, limit, offset)
+                rows = search.rows(conn, match, where, params, limit, offset)
         return [_message_from_row(row) for row in rows]
 
     def add_summary(

@@ -13,9 +13,20 @@ of stop words keeps them, so "what is it" still finds something.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_QUERY_TOKENS", "STOP_WORDS", "fts_query", "query_tokens"]
+from .protocol import Connection
+
+__all__ = [
+    "FTS5_MESSAGES",
+    "MAX_QUERY_TOKENS",
+    "STOP_WORDS",
+    "MessageSearch",
+    "fts_query",
+    "query_tokens",
+]
 
 MAX_QUERY_TOKENS = 64
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -66,3 +77,19 @@ def messages_search(
         " ORDER BY bm25(messages_fts), m.message_id DESC LIMIT ? OFFSET ?",
         (match, *params, limit, offset),
     ).fetchall()
+
+
+@dataclass(frozen=True)
+class MessageSearch:
+    """Keyword search of messages on one engine (FTS5 here, `pg_fulltext.TSVECTOR_MESSAGES` on
+    PostgreSQL); `store.dialect.by_engine` picks one for a connection."""
+
+    query: Callable[[str], str | None]
+    """The engine's query for a user's text, or None when it holds no searchable word."""
+    rows: Callable[[Connection, str, str, list[Any], int, int], list[Any]]
+    """(conn, query, where, params, limit, offset): message rows of `where` (alias `m`) matching
+    the query, best first."""
+
+
+FTS5_MESSAGES = MessageSearch(query=fts_query, rows=messages_search)
+"""Messages on SQLite: the `messages_fts` FTS5 table, ranked by bm25."""

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..authors import AUTHOR_KINDS, Author, acting_author
 from ..errors import ConfigurationError
-from .dialect import is_postgres
+from .dialect import by_engine
 from .journal_chain import ChainReport, chain_hash, content_digest, new_salt, verify
 from .protocol import Connection
 
@@ -106,17 +106,7 @@ def _next_link(conn: Connection) -> tuple[int, str | None]:
     own advisory lock (besides the store's write lock), keep two writers from linking to the same
     entry, so the chain never forks. Ids are taken, not left to the database, because the hash
     covers the id."""
-    if is_postgres(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (CHAIN_LOCK_KEY,))
-        entry_id = int(
-            conn.execute(
-                "SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))"
-            ).fetchone()[0]
-        )
-    else:
-        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
-        highest = conn.execute("SELECT COALESCE(MAX(entry_id), 0) FROM journal").fetchone()[0]
-        entry_id = max(int(row[0]) if row else 0, int(highest)) + 1
+    entry_id = _ids(conn).next_id(conn)
     last = conn.execute("SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1").fetchone()
     return entry_id, (last[0] if last else None)
 
@@ -202,18 +192,67 @@ def _check_tail(conn: Connection, report: ChainReport) -> ChainReport:
     AUTOINCREMENT counter remembers the highest id ever written, and a rolled-back write takes its
     id back, so a counter above the last entry means entries were removed from the end. PostgreSQL's
     identity sequence keeps ids a rolled-back write used, so there a gap proves nothing."""
-    if is_postgres(conn):
+    given = _ids(conn).highest_given(conn)
+    if given is None:
         return report
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
     last = conn.execute("SELECT MAX(entry_id) FROM journal").fetchone()[0] or 0
-    if row is None or int(row[0]) <= int(last):
+    if given <= int(last):
         return report
     return ChainReport(
         report.entries,
         report.forgotten,
         int(last) + 1,
-        f"entries {int(last) + 1} to {int(row[0])} were removed from the end of the journal",
+        f"entries {int(last) + 1} to {given} were removed from the end of the journal",
     )
+
+
+class _EntryIds(Protocol):
+    """How an engine hands out journal entry ids (one implementation per engine)."""
+
+    def next_id(self, conn: Connection) -> int:
+        """The id the next entry gets, taken inside the write transaction (see `_next_link`)."""
+        ...
+
+    def highest_given(self, conn: Connection) -> int | None:
+        """The highest id ever handed out, or None when the engine's count proves nothing about
+        removed entries (see `_check_tail`)."""
+        ...
+
+
+class _SqliteEntryIds(_EntryIds):
+    """SQLite's AUTOINCREMENT counter: it remembers the highest id, and a rollback takes it back."""
+
+    def next_id(self, conn: Connection) -> int:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+        highest = conn.execute("SELECT COALESCE(MAX(entry_id), 0) FROM journal").fetchone()[0]
+        return max(int(row[0]) if row else 0, int(highest)) + 1
+
+    def highest_given(self, conn: Connection) -> int | None:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+        return None if row is None else int(row[0])
+
+
+class _PostgresEntryIds(_EntryIds):
+    """PostgreSQL's identity sequence, read under the chain's own advisory lock."""
+
+    def next_id(self, conn: Connection) -> int:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (CHAIN_LOCK_KEY,))
+        return int(
+            conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))"
+            ).fetchone()[0]
+        )
+
+    def highest_given(self, conn: Connection) -> int | None:
+        return None  # the sequence keeps the ids of rolled-back writes too
+
+
+_SQLITE_IDS = _SqliteEntryIds()
+_POSTGRES_IDS = _PostgresEntryIds()
+
+
+def _ids(conn: Connection) -> _EntryIds:
+    return by_engine(conn, sqlite=_SQLITE_IDS, postgresql=_POSTGRES_IDS)
 
 
 def _chunks(items: Sequence[int], size: int) -> list[Sequence[int]]:

@@ -24,8 +24,9 @@ FTS5 removes exactly the words it added. A passage without context is indexed as
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
-from .dialect import is_postgres
+from .dialect import by_engine
 from .protocol import Connection
 
 __all__ = [
@@ -65,24 +66,89 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+class _PassageIndex(Protocol):
+    """The upkeep of an engine's keyword index of passages (one implementation per engine)."""
+
+    def table(self, conn: Connection, agent_id: str) -> str | None: ...
+
+    def tables(self, conn: Connection) -> list[str]: ...
+
+    def add(self, conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None: ...
+
+    def drop(self, conn: Connection, agent_id: str) -> None: ...
+
+    def optimize(self, conn: Connection) -> None: ...
+
+
+class _Fts5PerAgent(_PassageIndex):
+    """SQLite: each agent's own FTS5 table (see the module's docstring)."""
+
+    def table(self, conn: Connection, agent_id: str) -> str | None:
+        row = conn.execute(
+            f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return None if row is None else _names(int(row[0]))[0]
+
+    def tables(self, conn: Connection) -> list[str]:
+        return [
+            _names(int(row[0]))[0]
+            for row in conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} ORDER BY fts_id")
+        ]
+
+    def add(self, conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
+        table = ensure_agent_index(conn, agent_id)
+        conn.executemany(f"INSERT INTO {table} (rowid, content) VALUES (?, ?)", rows)
+
+    def drop(self, conn: Connection, agent_id: str) -> None:
+        row = conn.execute(
+            f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        if row is not None:
+            _drop(conn, int(row[0]))
+            conn.execute(f"DELETE FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,))
+
+    def optimize(self, conn: Connection) -> None:
+        for table in ("messages_fts", *self.tables(conn)):
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+
+class _GeneratedColumn(_PassageIndex):
+    """PostgreSQL: the index is a generated column of `passages` with a GIN index (see
+    `pg_fulltext`); the database derives it from the row, so there is nothing to keep up."""
+
+    def table(self, conn: Connection, agent_id: str) -> str | None:
+        return None
+
+    def tables(self, conn: Connection) -> list[str]:
+        return []
+
+    def add(self, conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
+        return None
+
+    def drop(self, conn: Connection, agent_id: str) -> None:
+        return None
+
+    def optimize(self, conn: Connection) -> None:
+        return None  # VACUUM FULL rebuilds the GIN index
+
+
+_FTS5 = _Fts5PerAgent()
+_GENERATED = _GeneratedColumn()
+
+
+def _index(conn: Connection) -> _PassageIndex:
+    return by_engine(conn, sqlite=_FTS5, postgresql=_GENERATED)
+
+
 def agent_fts_table(conn: Connection, agent_id: str) -> str | None:
-    """The name of the agent's FTS5 table, or None when the agent has never had passages."""
-    if is_postgres(conn):
-        return None  # PostgreSQL's index is a generated column of `passages` (see pg_fulltext)
-    row = conn.execute(
-        f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)
-    ).fetchone()
-    return None if row is None else _names(int(row[0]))[0]
+    """The name of the agent's FTS5 table, or None when the agent has never had passages (always
+    None on PostgreSQL)."""
+    return _index(conn).table(conn, agent_id)
 
 
 def all_fts_tables(conn: Connection) -> list[str]:
     """Every agent's FTS5 table, in registry order (for health checks and repairs)."""
-    if is_postgres(conn):
-        return []
-    return [
-        _names(int(row[0]))[0]
-        for row in conn.execute(f"SELECT fts_id FROM {REGISTRY_TABLE} ORDER BY fts_id")
-    ]
+    return _index(conn).tables(conn)
 
 
 def ensure_agent_index(conn: Connection, agent_id: str) -> str:
@@ -119,22 +185,13 @@ def index_rows(conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]])
     """Add (passage_rowid, indexed text) rows of the agent to its index (creating the index if needed).
 
     On PostgreSQL the database derives the index from the row itself: nothing to add."""
-    if not rows or is_postgres(conn):
-        return
-    table = ensure_agent_index(conn, agent_id)
-    conn.executemany(f"INSERT INTO {table} (rowid, content) VALUES (?, ?)", rows)
+    if rows:
+        _index(conn).add(conn, agent_id, rows)
 
 
 def drop_agent_index(conn: Connection, agent_id: str) -> None:
     """Drop the agent's index, view, trigger and registry row (before the agent is deleted)."""
-    if is_postgres(conn):
-        return
-    row = conn.execute(
-        f"SELECT fts_id FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,)
-    ).fetchone()
-    if row is not None:
-        _drop(conn, int(row[0]))
-        conn.execute(f"DELETE FROM {REGISTRY_TABLE} WHERE agent_id = ?", (agent_id,))
+    _index(conn).drop(conn, agent_id)
 
 
 def _drop(conn: Connection, fts_id: int) -> None:
@@ -151,7 +208,4 @@ def optimize_all(conn: Connection) -> None:
     the older segment pages until a merge rewrites them; 'optimize' rewrites all of them now, and
     the VACUUM that follows drops the freed pages. Nothing to do on PostgreSQL (a GIN index over a
     generated column: VACUUM FULL rebuilds it)."""
-    if is_postgres(conn):
-        return
-    for table in ("messages_fts", *all_fts_tables(conn)):
-        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+    _index(conn).optimize(conn)

@@ -36,11 +36,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .fts import query_tokens
+from .fts import MessageSearch, query_tokens
 
 __all__ = [
     "RANKING",
     "TEXT_SEARCH_CONFIG",
+    "TSVECTOR_MESSAGES",
     "PgRanking",
     "messages_search",
     "passage_search",
@@ -185,3 +186,7 @@ def messages_search(
         " LIMIT ? OFFSET ?",
         (query, *params, limit, offset),
     ).fetchall()
+
+
+TSVECTOR_MESSAGES = MessageSearch(query=tsquery_text, rows=messages_search)
+"""Messages on PostgreSQL: the generated `text_tsv` column and its GIN index, by `ts_rank`."""

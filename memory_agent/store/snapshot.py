@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .dialect import is_postgres
+from .dialect import by_engine
 
 __all__ = ["Readable", "Snapshot", "store_snapshot", "table_names"]
 
@@ -30,15 +30,16 @@ class Readable(Protocol):
     def reading(self) -> Any: ...
 
 
+_SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+_POSTGRES_TABLES = (
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    " AND table_type = 'BASE TABLE' ORDER BY table_name"
+)
+
+
 def table_names(conn: Any) -> list[str]:
-    """The store's tables, by name, on either backend."""
-    if is_postgres(conn):
-        sql = (
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-            " AND table_type = 'BASE TABLE' ORDER BY table_name"
-        )
-    else:
-        sql = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    """The store's tables, by name, on either backend (each engine's catalog query)."""
+    sql = by_engine(conn, sqlite=_SQLITE_TABLES, postgresql=_POSTGRES_TABLES)
     return [str(row[0]) for row in conn.execute(sql)]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_agent.encryption_key import key_from_environ
 from memory_agent.errors import StorageError
 from memory_agent.store.backend import open_store
 from memory_agent.store.meta import read_meta, write_meta
@@ -26,7 +27,13 @@ class _Refused(Exception):
 
 
 def _open(directory: Path) -> Store:
-    return open_store(directory, os.environ.get("MEMORY_DATABASE_URL"))
+    """The backend fixture's store (an encrypted SQLite one under MEMORY_AGENT_TEST_ENCRYPTION=1,
+    whose connection is `store.cipher`'s, a third implementation of `Connection`)."""
+    return open_store(
+        directory,
+        os.environ.get("MEMORY_DATABASE_URL"),
+        encryption_key=key_from_environ(os.environ),
+    )
 
 
 @pytest.fixture

@@ -221,7 +221,20 @@ def test_the_storage_engine_is_asked_about_in_store_only() -> None:
 
 
 def test_the_engine_check_finds_a_use() -> None:
-    assert "is_postgres" in _names_used("memory_agent.store.snapshot")
+    assert "is_postgres" in _names_used("memory_agent.store.dialect")
+
+
+def test_within_store_the_engine_is_picked_by_by_engine_only() -> None:
+    """Each engine-specific piece is an interface with two implementations: `by_engine` picks
+    one, and no module of `store/` branches on `is_postgres` itself (see store.dialect)."""
+    asking = sorted(
+        module
+        for module in MODULES
+        if module.startswith("memory_agent.store.")
+        and module != "memory_agent.store.dialect"
+        and "is_postgres" in _names_used(module)
+    )
+    assert asking == []
 
 
 SQLITE_TYPES = {"Connection", "Cursor", "Row"}
