@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from .archival import ArchivalMemory
 from .archival.passage_table import (
@@ -277,7 +277,7 @@ def first_line(error: object) -> str:
     return (text.splitlines() or [""])[0][:300]
 
 
-def check_consolidations(db: Any) -> list[Check]:
+def check_consolidations(db: Store) -> list[Check]:
     """Each agent's last successful and last failed consolidation (either backend). A failure newer
     than the last success is a warning: consolidation is not keeping that agent's memory tidy."""
     with db.reading() as conn:
@@ -304,7 +304,7 @@ def check_consolidations(db: Any) -> list[Check]:
     return checks
 
 
-def check_journal_chain(db: Any) -> tuple[Check, ChainReport]:
+def check_journal_chain(db: Store) -> tuple[Check, ChainReport]:
     """Walk the journal's hash chain (either backend); a failure names the first broken entry.
 
     Nothing can repair it: an edited, removed or inserted entry is what the chain exists to show.

@@ -78,7 +78,7 @@ from .store import agent_state, consolidation_log, journal, scrub
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
 from .store.meta import read_meta, write_meta
-from .store.protocol import Store
+from .store.protocol import Connection, Store
 from .turn_context import TurnContext
 from .validation import checked_methods
 
@@ -1342,7 +1342,7 @@ class MemoryManager:
         self.close()
 
 
-def _hidden_targets(conn: Any, clearance: Sensitivity) -> set[tuple[str, str | None]]:
+def _hidden_targets(conn: Connection, clearance: Sensitivity) -> set[tuple[str, str | None]]:
     """The blocks and passages whose journal entries a caller of `clearance` may not see: those above
     it now, and those the journal ever records above it (a deleted secret's level lives only there)."""
     levels = visible_levels(clearance)

@@ -26,7 +26,7 @@ from ..errors import ArchivalError, MemoryAgentError
 from ..sensitivity import DEFAULT_CLEARANCE, LEVELS, Sensitivity, allowed, parse_level
 from ..store import journal
 from ..store.database import utc_now
-from ..store.protocol import Store
+from ..store.protocol import Connection, Store
 from . import lifecycle, passage_table
 from .config import VectorConfig
 from .filters import PassageFilter, TagMode
@@ -449,7 +449,7 @@ class ArchivalMemory:
 
 
 def _reinsert(
-    conn: Any, author: Author | None, passage: Passage, item: PreparedPassage, now: str
+    conn: Connection, author: Author | None, passage: Passage, item: PreparedPassage, now: str
 ) -> Passage:
     """The agent wrote again the text of a live passage: the same id is acknowledged. A write
     with a later expiry (or none) extends the passage's, else the fact would vanish at the older
@@ -481,7 +481,7 @@ def _reinsert(
     return passage
 
 
-def _raise_level(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:
+def _raise_level(conn: Connection, passage: Passage, item: PreparedPassage, now: str) -> Passage:
     """The same text written again at a stricter level makes the passage that level (journalled);
     a laxer write never lowers it: only `set_sensitivity` does, on purpose."""
     if LEVELS.index(item.sensitivity) <= LEVELS.index(
@@ -500,7 +500,7 @@ def _raise_level(conn: Any, passage: Passage, item: PreparedPassage, now: str) -
     return passage_table.fetch_one(conn, passage.agent_id, passage.passage_id) or passage
 
 
-def _revive(conn: Any, passage: Passage, item: PreparedPassage, now: str) -> Passage:
+def _revive(conn: Connection, passage: Passage, item: PreparedPassage, now: str) -> Passage:
     """The agent wrote again the text of a superseded or expired passage: the text is current again
     (a write must not vanish into a hidden passage), with the new write's expiry; journalled."""
     lifecycle.change_columns(

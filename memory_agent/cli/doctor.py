@@ -82,7 +82,7 @@ def doctor(repair: bool, full: bool) -> None:
         click.get_current_context().exit(1)
 
 
-def _chain_check(db: object, chain: list[ChainReport]) -> list[health.Check]:
+def _chain_check(db: Store, chain: list[ChainReport]) -> list[health.Check]:
     check, report = health.check_journal_chain(db)
     chain.append(report)
     return [check]

@@ -25,6 +25,7 @@ from ..errors import ConsolidationError, RollbackRefusedError
 from ..store import consolidation_log
 from ..store.consolidation_log import ConsolidationSession
 from ..store.database import utc_now
+from ..store.protocol import Connection
 from .ops import MemoryOps
 
 __all__ = ["ROLLBACK_ACTION", "rollback_session"]
@@ -81,7 +82,7 @@ def rollback_session(ops: MemoryOps, session_id: str) -> ConsolidationSession:
     return rolled_back
 
 
-def _finished_session(conn: Any, session_id: str) -> ConsolidationSession:
+def _finished_session(conn: Connection, session_id: str) -> ConsolidationSession:
     session = consolidation_log.read_row(conn, session_id)
     if session is None:
         raise ConsolidationError(
@@ -101,7 +102,7 @@ def _finished_session(conn: Any, session_id: str) -> ConsolidationSession:
     return session
 
 
-def _refuse_if_edited_later(conn: Any, session_id: str, item: _Item) -> None:
+def _refuse_if_edited_later(conn: Connection, session_id: str, item: _Item) -> None:
     later = conn.execute(
         "SELECT action, author_kind, author, created_at FROM journal WHERE target_type = ? AND target_id = ?"
         " AND entry_id > ? ORDER BY entry_id LIMIT 1",
@@ -130,7 +131,7 @@ def _name(item: _Item) -> str:
     return f"passage {item.target_id}"
 
 
-def _own_entries(conn: Any, session_id: str) -> tuple[int, int]:
+def _own_entries(conn: Connection, session_id: str) -> tuple[int, int]:
     """The journal entry ids between the session's start and finish markers (only the engine writes
     them): an entry outside them that names the session as author (imported, say) is not its own."""
     bounds = consolidation_log.session_entry_range(conn, session_id)
@@ -143,7 +144,7 @@ def _own_entries(conn: Any, session_id: str) -> tuple[int, int]:
     return bounds[0], bounds[1]
 
 
-def _items(conn: Any, session_id: str, bounds: tuple[int, int]) -> list[_Item]:
+def _items(conn: Connection, session_id: str, bounds: tuple[int, int]) -> list[_Item]:
     """The items the session touched, in the order it first touched them, with their old state."""
     items: dict[tuple[str, str], _Item] = {}
     rows = conn.execute(

@@ -36,7 +36,7 @@ from ..labels import validate_label
 from ..store import journal, passage_fts, scrub
 from ..store.database import utc_now
 from ..store.meta import read_meta
-from ..store.protocol import Connection
+from ..store.protocol import Connection, Store
 from . import session_mirror
 from .resummarize import PENDING_SUMMARY, SummaryRewrite
 
@@ -82,7 +82,7 @@ class Forgetting:
 
     def __init__(
         self,
-        db: Any,
+        db: Store,
         *,
         author: Callable[[], Author | None],
         vectors: Callable[[], VectorForget | None],

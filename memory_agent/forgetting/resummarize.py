@@ -22,6 +22,7 @@ from compaction import MessageRecord, Summarizer, truncation_summary
 
 from .. import recall
 from ..compactor import to_record
+from ..store.protocol import Store
 
 __all__ = ["PENDING_SUMMARY", "Resummarizer", "RewriteOutcome", "SummaryRewrite"]
 
@@ -43,7 +44,7 @@ SummaryRewrite = Callable[[str, list[int]], RewriteOutcome]
 class Resummarizer:
     """Writes marked summaries again; `summarizer` None means no model is configured (the rules)."""
 
-    def __init__(self, db: Any, summarizer: Summarizer | None, clip_chars: int) -> None:
+    def __init__(self, db: Store, summarizer: Summarizer | None, clip_chars: int) -> None:
         self._db = db
         self._summarizer = summarizer
         self._clip = clip_chars

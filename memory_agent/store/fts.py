@@ -67,7 +67,7 @@ def fts_query(text: str, *, drop_stop_words: bool = False) -> str | None:
 
 
 def messages_search(
-    conn: Any, match: str, where: str, params: list[Any], limit: int, offset: int
+    conn: Connection, match: str, where: str, params: list[Any], limit: int, offset: int
 ) -> list[Any]:
     """Message rows of `where` (alias `m`) matching the FTS5 expression `match`, best bm25 first
     (`pg_fulltext.messages_search` is PostgreSQL's)."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .fts import MessageSearch, query_tokens
+from .protocol import Connection
 
 __all__ = [
     "RANKING",
@@ -98,7 +99,7 @@ def tsquery_text(text: str, *, drop_stop_words: bool = False, prefix: bool = Fal
     return " | ".join(_lexemes(tokens, prefix)) if tokens else None
 
 
-def _matching(conn: Any, query: str, alias: str, column: str, text: str) -> tuple[str, str]:
+def _matching(conn: Connection, query: str, alias: str, column: str, text: str) -> tuple[str, str]:
     """The tsvector expression and the tsquery config for `query` on `alias`: the stored,
     indexed english vector, or for a query of stop words only an on-the-fly 'simple' one."""
     lexemes = conn.execute(
@@ -113,7 +114,12 @@ def _matching(conn: Any, query: str, alias: str, column: str, text: str) -> tupl
 
 
 def passage_search(
-    conn: Any, text: str, clause: str, params: list[Any], limit: int, ranking: PgRanking = RANKING
+    conn: Connection,
+    text: str,
+    clause: str,
+    params: list[Any],
+    limit: int,
+    ranking: PgRanking = RANKING,
 ) -> list[tuple[str, float]]:
     """(passage_id, score) of the `limit` best matches for `text` among rows passing `clause`
     (alias `p`), best first; scores only grow with rank, so fusion can normalise them."""
@@ -174,7 +180,7 @@ def _scored(rows: list[Any], all_words_first: bool) -> list[tuple[str, float]]:
 
 
 def messages_search(
-    conn: Any, query: str, where: str, params: list[Any], limit: int, offset: int
+    conn: Connection, query: str, where: str, params: list[Any], limit: int, offset: int
 ) -> list[Any]:
     """Message rows of `where` (alias `m`) matching `query`, best first, by plain `ts_rank` (the
     LoCoMo harness that chose `RANKING` measures passages, not messages)."""

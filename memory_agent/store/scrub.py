@@ -10,11 +10,11 @@ replicas and backups are the operator's to expire, which the docs say.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from .dialect import by_engine
 from .passage_fts import optimize_all
-from .protocol import Connection
+from .protocol import Connection, Store
 
 __all__ = ["FORGET_TABLES", "scrub", "secure_delete"]
 
@@ -37,13 +37,13 @@ FORGET_TABLES = (
 """The tables a forget can touch (rewritten on PostgreSQL)."""
 
 
-def secure_delete(db: Any, on: bool) -> None:
+def secure_delete(db: Store, on: bool) -> None:
     """SQLite's `secure_delete` for this connection: deleted content is overwritten with zeros."""
     with db.reading() as conn:
         _scrubber(conn).secure_delete(conn, on)
 
 
-def scrub(db: Any) -> list[str]:
+def scrub(db: Store) -> list[str]:
     """Rewrite the store's files so that nothing deleted stays readable; returns warnings."""
     with db.reading() as conn:
         return _scrubber(conn).scrub(conn)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .dialect import by_engine
+from .protocol import Connection
 
 __all__ = ["Readable", "Snapshot", "store_snapshot", "table_names"]
 
@@ -37,7 +38,7 @@ _POSTGRES_TABLES = (
 )
 
 
-def table_names(conn: Any) -> list[str]:
+def table_names(conn: Connection) -> list[str]:
     """The store's tables, by name, on either backend (each engine's catalog query)."""
     sql = by_engine(conn, sqlite=_SQLITE_TABLES, postgresql=_POSTGRES_TABLES)
     return [str(row[0]) for row in conn.execute(sql)]
