@@ -1,6 +1,8 @@
-"""SQLite storage: the database, its migrations, the journal and FTS query handling."""
+"""Storage: the `Store` protocol and its two engines (SQLite, PostgreSQL), migrations, the journal
+and keyword search."""
 
 from .database import Database, utc_now
 from .migrations import SCHEMA_VERSION
+from .protocol import Connection, Store
 
-__all__ = ["SCHEMA_VERSION", "Database", "utc_now"]
+__all__ = ["SCHEMA_VERSION", "Connection", "Database", "Store", "utc_now"]
