@@ -49,6 +49,7 @@ from claude_agent_sdk import (
 
 from .encryption_key import EncryptionKey
 from .errors import ConfigurationError
+from .manager import MemoryManager
 from .store import Database
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME
@@ -75,6 +76,13 @@ class SQLiteSessionStore(SessionStore):
     def __init__(self, db: Database) -> None:
         self.db = db
         self._owns_db = False
+
+    @classmethod
+    def for_memory(cls, memory: MemoryManager) -> SQLiteSessionStore:
+        """The store in the database of `memory`'s storage dir, sharing its connection (the
+        manager keeps it open; closing this store leaves it open). The session tables are this
+        store's own: the one module above the manager that takes `MemoryManager.database`."""
+        return cls(memory.database)
 
     @classmethod
     def open(

@@ -1,4 +1,4 @@
-"""Reading a Snapshot out of the database, and writing one into it in a single transaction.
+"""Reading a Snapshot out of the database, and writing one into it, in one transaction each way.
 
 An import is all or nothing: every record is checked before the transaction starts (labels,
 limits, references between records), and the rows are written in one transaction, so a bad file
@@ -42,6 +42,7 @@ from ..sensitivity import parse_level
 from ..store import consolidation_log, journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import Database, utc_now
+from ..store.meta import read_meta, write_meta
 from ..validation import check_int, check_json
 from .records import (
     AgentRecord,
@@ -490,19 +491,28 @@ class _IdMaps:
 
 
 def write_snapshot(
-    db: Database, snapshot: Snapshot, *, agent_id: str | None = None, author: Author | None = None
+    db: Database,
+    snapshot: Snapshot,
+    *,
+    agent_id: str | None = None,
+    author: Author | None = None,
+    default_agent_key: str | None = None,
 ) -> ImportReport:
     """Write the snapshot as new agents; `agent_id` renames the file's only agent.
 
     Refuses (writing nothing) when an agent id is already used in this storage dir. Journal
     entries and block versions keep the author the file gives them; the rest (and the
-    `import_agent` entries) are by `author`, `Author.importer("snapshot")` by default.
+    `import_agent` entries) are by `author`, `Author.importer("snapshot")` by default. With
+    `default_agent_key`, a storage dir without a default agent gets the first imported agent as
+    its default (the meta row under that key), in the same transaction as the rows.
     """
     with acting_as(author or Author.importer("snapshot")):
-        return _write_snapshot(db, snapshot, agent_id)
+        return _write_snapshot(db, snapshot, agent_id, default_agent_key)
 
 
-def _write_snapshot(db: Database, snapshot: Snapshot, agent_id: str | None) -> ImportReport:
+def _write_snapshot(
+    db: Database, snapshot: Snapshot, agent_id: str | None, default_agent_key: str | None
+) -> ImportReport:
     validate_snapshot(snapshot)
     passages = _prepared_passages(snapshot)
     maps = _IdMaps(_agent_targets(snapshot, agent_id))
@@ -523,6 +533,8 @@ def _write_snapshot(db: Database, snapshot: Snapshot, agent_id: str | None) -> I
         _insert_summaries(conn, snapshot, maps, report)
         _insert_passages(conn, passages, maps, report, now)
         _insert_journal(conn, snapshot, maps, report, now)
+        if default_agent_key is not None and read_meta(conn, default_agent_key) is None:
+            write_meta(conn, default_agent_key, report.agent_ids[0])
     return report
 
 
