@@ -34,7 +34,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 from claude_agent_sdk import (
@@ -49,10 +49,12 @@ from claude_agent_sdk import (
 
 from .encryption_key import EncryptionKey
 from .errors import ConfigurationError
-from .manager import MemoryManager
 from .store import Database
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME
+
+if TYPE_CHECKING:
+    from .manager import MemoryManager
 
 __all__ = ["DATABASE_FILENAME", "SQLiteSessionStore"]
 
