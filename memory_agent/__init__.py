@@ -47,6 +47,7 @@ from .manager import MemoryManager
 from .recall import StoredMessage, StoredSummary
 from .sensitivity import Sensitivity
 from .settings import Settings
+from .snapshots import ImportReport, Snapshot
 from .store.journal import JournalEntry
 from .tools import ToolOutcome, ToolSpec
 
@@ -97,6 +98,7 @@ __all__ = [
     "EncryptionKeyError",
     "ForgetReport",
     "ImportFormatError",
+    "ImportReport",
     "InvalidLabelError",
     "LabelConflictError",
     "JournalEntry",
@@ -121,6 +123,7 @@ __all__ = [
     "Sensitivity",
     "SensitivityError",
     "Settings",
+    "Snapshot",
     "StaleBlockError",
     "StorageError",
     "WriteOutcomeUnknownError",

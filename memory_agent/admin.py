@@ -15,12 +15,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from .archival import ArchivalMemory, VectorConfig
 from .authors import Author, acting_author
 from .encryption_key import EncryptionKey
 from .errors import AgentNotFoundError, ConfigurationError, StorageError
 from .manager import DEFAULT_AGENT_KEY, MemoryManager
 from .settings import Settings
+from .snapshots import ImportReport, Snapshot, restore_snapshot, validate_snapshot
 from .store import cipher, journal, passage_fts
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
@@ -39,6 +42,7 @@ __all__ = [
     "open_agent",
     "open_database",
     "reencrypt_storage",
+    "restore_into",
     "set_default_agent",
     "storage_path",
 ]
@@ -110,21 +114,63 @@ def set_default_agent(db: Store, agent_id: str) -> None:
         write_meta(conn, DEFAULT_AGENT_KEY, agent_id)
 
 
-def list_agent_info(db: Store) -> list[AgentInfo]:
-    """Every agent of the storage dir, oldest first."""
+def _database_of(source: Store | MemoryManager) -> Store:
+    return source.database if isinstance(source, MemoryManager) else source
+
+
+def list_agent_info(source: Store | MemoryManager) -> list[AgentInfo]:
+    """Every agent of the storage dir (of a database, or of an open manager), oldest first."""
+    db = _database_of(source)
     default = default_agent_id(db)
     with db.reading() as conn:
         rows = conn.execute(f"{_INFO_SQL} ORDER BY a.created_at, a.agent_id").fetchall()
     return [_info(row, default) for row in rows]
 
 
-def agent_info(db: Store, agent_id: str) -> AgentInfo:
+def agent_info(source: Store | MemoryManager, agent_id: str) -> AgentInfo:
+    """One agent of the storage dir (of a database, or of an open manager) with its counts."""
+    db = _database_of(source)
     default = default_agent_id(db)
     with db.reading() as conn:
         row = conn.execute(f"{_INFO_SQL} WHERE a.agent_id = ?", (agent_id,)).fetchone()
     if row is None:
         raise AgentNotFoundError(agent_id)
     return _info(row, default)
+
+
+def restore_into(
+    snapshot: Snapshot,
+    storage_dir: str | Path | None = None,
+    *,
+    settings: Settings | None = None,
+    agent_id: str | None = None,
+    embedding_function: Any = None,
+    author: Author | None = None,
+) -> ImportReport:
+    """Write a snapshot into a storage dir (created if needed) as new agents, without opening a
+    manager (which would create an agent of its own): `MemoryManager.restore` for a storage dir
+    nobody has opened. The snapshot is checked before the store is opened, so a refused one
+    creates no store either; the rows are one transaction; the first restored agent becomes the
+    default of a storage dir that has none. `embedding_function` is the one the storage dir's
+    agents use (default: offline MiniLM)."""
+    settings = settings or Settings.from_env()
+    directory = storage_path(storage_dir, settings)
+    validate_snapshot(snapshot)
+    with open_database(
+        directory,
+        create=True,
+        database_url=settings.database_url,
+        encryption_key=settings.encryption_key,
+    ) as db:
+        vectors = VectorConfig.from_settings(settings, directory)
+        return restore_snapshot(
+            db,
+            snapshot,
+            lambda: ArchivalMemory(db, vectors, embedding_function),
+            agent_id=agent_id,
+            author=author,
+            default_agent_key=DEFAULT_AGENT_KEY,
+        )
 
 
 def _info(row: Row, default: str | None) -> AgentInfo:

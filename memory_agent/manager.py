@@ -74,6 +74,13 @@ from .sensitivity import (
     with_clearance,
 )
 from .settings import Settings
+from .snapshots import (
+    ImportReport,
+    Snapshot,
+    read_snapshot,
+    restore_snapshot,
+    within_clearance,
+)
 from .store import agent_state, consolidation_log, journal, scrub
 from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
@@ -309,6 +316,17 @@ class MemoryManager:
             base_url=self.settings.anthropic_base_url,
             state_db=self.db,
         )
+
+    def compactor_for(self, settings: CompactionSettings | None = None) -> Compactor:
+        """The compactor an agent compacts this memory with: the manager's own, or (with
+        `settings`) one with those settings sharing the manager's token counter."""
+        if settings is None:
+            return self.compactor
+        return self.make_compactor(settings, counter=self.compactor.counter)
+
+    def count_tokens(self, text: str) -> int:
+        """How many tokens `text` takes, by the token counter compaction uses."""
+        return self.compactor.count_text(text)
 
     def get_agent_state(self, *, agent_id: str | None = None) -> dict[str, Any]:
         """Small bookkeeping values of an agent (e.g. its current SDK session)."""
@@ -1314,6 +1332,62 @@ class MemoryManager:
         """Restore every block and passage the session changed, in one transaction; refused
         (RollbackRefusedError, nothing changed) when a later edit touched any of them."""
         return rollback_session(self, session_id)
+
+    # ----- snapshots ----------------------------------------------------------------------
+
+    def snapshot(
+        self,
+        agent_ids: Sequence[str] | None = None,
+        *,
+        allow_secret: bool | None = None,
+        max_sensitivity: str | None = None,
+    ) -> Snapshot:
+        """The named agents' whole memory (default: this manager's agent), read in one
+        transaction: agents, blocks with their versions and attachments, messages, summaries,
+        passages and the journal, in the order the agents are named.
+
+        What export carries and nothing more: secret blocks and passages, and every copy of them
+        (versions, journal entries), are left out unless `allow_secret=True`;
+        `max_sensitivity='public'` keeps only what may be shared (`snapshots.clearance`).
+        Conversation messages and summaries have no level and are always included. An unknown
+        agent id is an AgentNotFoundError.
+        """
+        clearance = clearance_of(allow_secret, max_sensitivity)
+        wanted = list(dict.fromkeys(agent_ids if agent_ids is not None else [self.agent_id]))
+        if not wanted:
+            raise ConfigurationError("Name at least one agent to snapshot.")
+        return within_clearance(read_snapshot(self.db, wanted), clearance)
+
+    def restore(
+        self,
+        snapshot: Snapshot,
+        *,
+        agent_id: str | None = None,
+        author: Author | None = None,
+    ) -> ImportReport:
+        """Write a snapshot into this storage dir as new agents, all or nothing, in one
+        transaction; then the vectors of its passages (a failure there leaves them pending for
+        `reconcile_archival`, it never undoes the rows).
+
+        `agent_id` imports the snapshot's only agent under that id. An agent id already used
+        here, or any record the live paths would refuse, is refused and nothing is written.
+        What the snapshot does not attribute is journalled as `author`
+        (`Author.importer("snapshot")` by default). A storage dir with no default agent gets
+        the first restored agent as its default.
+        """
+        if not isinstance(snapshot, Snapshot):
+            raise ConfigurationError(
+                f"restore takes a Snapshot (from MemoryManager.snapshot or a parsed export), "
+                f"got {type(snapshot).__name__}; nothing was imported."
+            )
+        return restore_snapshot(
+            self.db,
+            snapshot,
+            lambda: self.archival,
+            agent_id=agent_id,
+            author=author,
+            default_agent_key=DEFAULT_AGENT_KEY,
+        )
 
     # ----- lifecycle ----------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 from claude_agent_sdk import (
@@ -51,6 +51,9 @@ from .errors import ConfigurationError
 from .store.backend import open_store
 from .store.database import DATABASE_FILENAME
 from .store.protocol import Connection, Store
+
+if TYPE_CHECKING:
+    from .manager import MemoryManager
 
 __all__ = ["DATABASE_FILENAME", "SQLiteSessionStore"]
 
@@ -74,6 +77,13 @@ class SQLiteSessionStore(SessionStore):
     def __init__(self, db: Store) -> None:
         self.db = db
         self._owns_db = False
+
+    @classmethod
+    def for_memory(cls, memory: MemoryManager) -> SQLiteSessionStore:
+        """The store in the database of `memory`'s storage dir, sharing its connection (the
+        manager keeps it open; closing this store leaves it open). The session tables are this
+        store's own: the one module above the manager that takes `MemoryManager.database`."""
+        return cls(memory.database)
 
     @classmethod
     def open(

@@ -415,7 +415,7 @@ async def run_soak(
                 result.fds.append((number + 1, _open_fds()))
             if progress is not None:
                 progress(record)
-        result.trigger_tokens = memory.compactor.settings.trigger_tokens if memory else 0
+        result.trigger_tokens = memory.compaction_settings.trigger_tokens if memory else 0
     finally:
         if agent is not None and memory is not None:
             result.prompt_rebuilds += agent.reconnects + agent.live_refreshes

@@ -146,12 +146,10 @@ class MemoryAwareAgent:
         self.options = with_base_prompt(
             self.options, self.memory.get_base_system_prompt(agent_id=self.agent_id)
         )
-        self.compactor = (
-            self.memory.make_compactor(compaction_settings, counter=self.memory.compactor.counter)
-            if compaction_settings is not None and memory is not None
-            else self.memory.compactor
+        self.compactor = self.memory.compactor_for(
+            compaction_settings if memory is not None else None
         )
-        self.session_store = SQLiteSessionStore(self.memory.database)
+        self.session_store = SQLiteSessionStore.for_memory(self.memory)
         self._prompt_file = PromptFile()
         self._client: ClaudeSDKClient | None = None
         # What the last API usage covered, for calibrating the token budget after the turn.

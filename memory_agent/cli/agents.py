@@ -82,7 +82,7 @@ def show_agent(agent_id: str | None) -> None:
     if agent_id:
         state().agent_id = agent_id
     with open_memory() as memory:
-        info = admin.agent_info(memory.database, memory.agent_id)
+        info = admin.agent_info(memory, memory.agent_id)
         blocks = memory.list_blocks()
         summary = memory.get_summary()
 

@@ -50,9 +50,7 @@ def export(format_: str, output: Path | None, all_agents: bool, encrypt: bool) -
             "--encrypt needs a key: set MEMORY_ENCRYPTION_KEY or MEMORY_ENCRYPTION_KEY_FILE."
         )
     with open_memory() as memory:
-        agent_ids = (
-            [info.agent_id for info in list_agent_info(memory.database)] if all_agents else None
-        )
+        agent_ids = [info.agent_id for info in list_agent_info(memory)] if all_agents else None
         document = portability.export_memory(memory, agent_ids=agent_ids, format=format_)  # type: ignore[arg-type]  # click.Choice
     if output is None:
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))

@@ -1,5 +1,6 @@
 """Moving agents between storage dirs: the project's JSON export and Letta's Agent File (.af)."""
 
+from ..snapshots import ImportReport, Snapshot
 from .files import (
     ExportFormat,
     decode_document,
@@ -13,8 +14,6 @@ from .files import (
 from .letta_af import parse_letta
 from .letta_export import to_letta
 from .project_json import parse_project, to_project
-from .records import Snapshot
-from .tables import ImportReport, read_snapshot, write_snapshot
 
 __all__ = [
     "ExportFormat",
@@ -28,9 +27,7 @@ __all__ = [
     "parse_document",
     "parse_letta",
     "parse_project",
-    "read_snapshot",
     "to_letta",
     "to_project",
     "write_export",
-    "write_snapshot",
 ]

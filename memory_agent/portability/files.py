@@ -1,13 +1,15 @@
 """Export and import of whole agents, to and from files, in either format.
 
-`export_memory` reads the agents' rows (one consistent read) and renders them as the project's
-JSON or as a Letta `.af`; `write_export` writes that file atomically (a temporary file renamed
+`export_memory` takes the agents' snapshot from the manager (`MemoryManager.snapshot`, one
+consistent read, cut to the exporter's clearance) and renders it as the project's JSON or as a
+Letta `.af`; `write_export` writes that file atomically (a temporary file renamed
 into place), so an interrupted export never leaves a half-written file. `import_file` reads a
 file of either format (the format is recognised from its content; `.af` files stored as a JSON
-string holding the JSON document are accepted too), writes everything in one transaction, makes
-the first imported agent the storage dir's default if it has none, then writes the passages'
-vectors (a failure there leaves them pending for `reconcile`, never undoes the import). Nothing
-here needs a MemoryManager: an import creates agents, it does not act as one.
+string holding the JSON document are accepted too) and hands its snapshot to
+`admin.restore_into`, which writes everything in one transaction (the first imported agent
+becomes the storage dir's default if it has none), then the passages' vectors (a failure there
+leaves them pending for `reconcile`, never undoes the import). An import needs no MemoryManager:
+it creates agents, it does not act as one. Nothing here reads or writes a table.
 """
 
 from __future__ import annotations
@@ -20,22 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..admin import default_agent_id, open_database, set_default_agent, storage_path
-from ..archival import ArchivalMemory, VectorConfig
+from ..admin import restore_into
 from ..authors import Author
 from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError, ImportFormatError
 from ..manager import MemoryManager
-from ..sensitivity import clearance_of
 from ..settings import Settings
+from ..snapshots import ImportReport, Snapshot
 from ..validation import MAX_JSON_DEPTH, check_json, check_path
-from .clearance import within_clearance
 from .letta_af import is_letta_document, parse_letta
 from .letta_export import to_letta
 from .project_json import is_project_document, parse_project, to_project
-from .records import Snapshot
 from .sealed import is_sealed, seal, unseal
-from .tables import ImportReport, read_snapshot, validate_snapshot, write_snapshot
 
 __all__ = [
     "MAX_IMPORT_BYTES",
@@ -69,9 +67,8 @@ def export_memory(
     The manager's agent comes first: an import makes the first agent the default of a storage
     dir that has none, so the default survives a round trip. Secret blocks and passages (and their
     copies: versions, journal entries) are left out unless `allow_secret=True`;
-    `max_sensitivity='public'` exports only what may be shared (`portability.clearance`).
+    `max_sensitivity='public'` exports only what may be shared (`snapshots.clearance`).
     """
-    clearance = clearance_of(allow_secret, max_sensitivity)
     if format not in FORMATS:
         raise ConfigurationError(
             f"Unknown export format '{format}'; use one of: {', '.join(FORMATS)}."
@@ -80,7 +77,7 @@ def export_memory(
     if memory.agent_id in wanted:  # first, so that it is the default again after an import
         wanted.remove(memory.agent_id)
         wanted.insert(0, memory.agent_id)
-    snapshot = within_clearance(read_snapshot(memory.database, wanted), clearance)
+    snapshot = memory.snapshot(wanted, allow_secret=allow_secret, max_sensitivity=max_sensitivity)
     return (
         to_project(snapshot)
         if format == "json"
@@ -201,28 +198,14 @@ def import_snapshot(
     `embedding_function` is the one the storage dir's agents use (default: offline MiniLM).
     What the file does not attribute is journalled as `author` (`Author.importer("snapshot")`).
     """
-    settings = settings or Settings.from_env()
-    directory = storage_path(storage_dir, settings)
-    validate_snapshot(
-        snapshot
-    )  # before the store is opened: a refused file creates no store either
-    with open_database(
-        directory,
-        create=True,
-        database_url=settings.database_url,
-        encryption_key=settings.encryption_key,
-    ) as db:
-        report = write_snapshot(db, snapshot, agent_id=agent_id, author=author)
-        if default_agent_id(db) is None:
-            set_default_agent(db, report.agent_ids[0])
-        if report.passages:
-            archival = ArchivalMemory(
-                db, VectorConfig.from_settings(settings, directory), embedding_function
-            )
-            report.vectors_pending = sum(
-                archival.reconcile(imported).still_pending for imported in report.agent_ids
-            )
-    return report
+    return restore_into(
+        snapshot,
+        storage_dir,
+        settings=settings,
+        agent_id=agent_id,
+        embedding_function=embedding_function,
+        author=author,
+    )
 
 
 def import_file(

@@ -37,12 +37,11 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..archival.passages import DEFAULT_IMPORTANCE
-from ..archival.timestamps import to_utc_iso
 from ..errors import ImportFormatError, MemoryAgentError
 from ..labels import validate_label
 from ..sensitivity import DEFAULT_LEVEL
-from ..store.database import utc_now
+from ..snapshots.records import AgentRecord, BlockRecord, MessageRecord, PassageRecord, Snapshot
+from ..snapshots.values import DEFAULT_IMPORTANCE, to_utc_iso, utc_now
 from .letta_export import IN_PROMPT_KEY, PASSAGES_KEY, RECORDS_KEY, SENSITIVITY_KEY, VERSION_KEY
 from .letta_parts import (
     OUR_AGENT_ID_KEY,
@@ -52,7 +51,6 @@ from .letta_parts import (
     attach_block,
     note_not_imported,
 )
-from .records import AgentRecord, BlockRecord, MessageRecord, PassageRecord, Snapshot
 
 __all__ = ["is_letta_document", "parse_letta"]
 

@@ -43,9 +43,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import count
 from typing import Any
 
-from ..store.database import utc_now
+from ..snapshots.records import AgentRecord, MessageRecord, PassageRecord, Snapshot
+from ..snapshots.values import utc_now
 from .letta_parts import OUR_AGENT_ID_KEY, OUR_CREATED_AT_KEY
-from .records import AgentRecord, MessageRecord, PassageRecord, Snapshot
 
 __all__ = [
     "DEFAULT_MODEL",

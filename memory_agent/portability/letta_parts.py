@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ..snapshots.records import AttachmentRecord, ImportNotes, Snapshot
 from ..tools import ARCHIVAL_TOOLS, CORE_MEMORY_TOOLS
-from .records import AttachmentRecord, ImportNotes, Snapshot
 
 __all__ = [
     "OUR_AGENT_ID_KEY",

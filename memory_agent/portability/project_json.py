@@ -28,8 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import ImportFormatError
-from ..store.database import utc_now
-from .records import (
+from ..snapshots.records import (
     AgentRecord,
     AttachmentRecord,
     BlockRecord,
@@ -40,6 +39,7 @@ from .records import (
     Snapshot,
     SummaryRecord,
 )
+from ..snapshots.values import utc_now
 
 __all__ = [
     "FORMAT_NAME",

@@ -33,8 +33,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..recall import StoredMessage
+from ..turn_context import TURN_CONTEXT_TAG
 
-__all__ = ["SEED_OPENING", "seed_lines", "seed_messages"]
+__all__ = [
+    "SEED_OPENING",
+    "seed_lines",
+    "seed_messages",
+    "normal_conversation",
+    "transcript_conversation",
+]
 
 SEED_OPENING = "(The earlier conversation is summarised in the system prompt; it continues here.)"
 """The user line put first when the kept window would otherwise start with the assistant."""
@@ -102,6 +109,56 @@ def seed_lines(
         lines.append(line)
         parent = line_uuid
     return lines
+
+
+def transcript_conversation(entries: Sequence[Any]) -> list[_Message]:
+    """The conversation a CLI transcript carries, as Messages API messages (role + content), in
+    the form `seed_messages` gives recall's: what the CLI sends when it resumes the session.
+
+    Kept: the main chain's user and assistant lines (not sidechains, not the CLI's bookkeeping
+    lines: queue operations, attachments, tool lists). Assistant lines of one API reply (one line
+    per content block) are merged, and the `<turn_context>` block the agent puts in front of each
+    prompt is left out (recall stores the prompt as the user wrote it). Text content is given as
+    a list of text blocks on both sides, so `normal_conversation` of each compares equal exactly
+    when they carry the same turns."""
+    merged: list[_Message] = []
+    previous_reply: Any = None
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("isSidechain"):
+            continue
+        kind, inner = entry.get("type"), entry.get("message")
+        if kind not in ("user", "assistant") or not isinstance(inner, dict):
+            continue
+        content = inner.get("content")
+        if kind == "user" and isinstance(content, list):
+            content = [block for block in content if not _is_turn_context(block)]
+        reply = inner.get("id") if kind == "assistant" else None
+        if reply is not None and reply == previous_reply and merged:
+            merged[-1]["content"] = [*merged[-1]["content"], *_as_blocks(content)]
+        else:
+            merged.append({"role": kind, "content": _as_blocks(content)})
+        previous_reply = reply
+    return merged
+
+
+def normal_conversation(messages: Sequence[_Message]) -> list[_Message]:
+    """Messages with text content given as text blocks (`"hi"` and `[{"type": "text", ...}]`
+    say the same to the model), for comparing a transcript with recall."""
+    return [{"role": m["role"], "content": _as_blocks(m["content"])} for m in messages]
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def _is_turn_context(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and str(block.get("text", "")).startswith(f"<{TURN_CONTEXT_TAG}>")
+    )
 
 
 def _merge_split_replies(messages: Sequence[StoredMessage]) -> list[_Message]:

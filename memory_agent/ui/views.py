@@ -55,7 +55,7 @@ def require_agent(memory: MemoryManager, agent_id: str) -> None:
 
 def agents_page(memory: MemoryManager) -> dict[str, Any]:
     rows = []
-    for info in list_agent_info(memory.database):
+    for info in list_agent_info(memory):
         newest = memory.journal(agent_id=info.agent_id, limit=1)
         recent = memory.get_recent_messages(1, agent_id=info.agent_id, in_context_only=False)
         times = [
@@ -290,14 +290,13 @@ def prompt_page(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
     base = memory.get_base_system_prompt(agent_id=agent_id)
     rendered = memory.get_system_prompt_addition(agent_id=agent_id, mark_seen=False)
     text = rendered if not base else f"{base}\n\n{rendered}"
-    counter = memory.compactor
     tools = memory.get_tools_definitions()
     return {
         "agent_id": agent_id,
         "text": text,
-        "tokens": counter.count_text(text),
+        "tokens": memory.count_tokens(text),
         "has_base": base is not None,
-        "tool_tokens": counter.count_text(json.dumps(tools, ensure_ascii=False)),
+        "tool_tokens": memory.count_tokens(json.dumps(tools, ensure_ascii=False)),
         "tool_count": len(tools),
     }
 

@@ -23,6 +23,11 @@ RUN_ELSEWHERE = {
 """Script -> the test file that runs its `--quick` mode in the default suite and checks its figures."""
 EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
+    "conversation_copies_bench": (
+        r"conversations_agree: True",
+        r"resumed from the mirror: \{'same_session': True",
+        r"^\s+200\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+",
+    ),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
     "encryption_overhead": (
         r"^block edit p95 ms\s",

@@ -210,11 +210,9 @@ def test_public_names() -> None:
             "parse_document",
             "parse_letta",
             "parse_project",
-            "read_snapshot",
             "to_letta",
             "to_project",
             "write_export",
-            "write_snapshot",
         ]
     )
     for module in (portability, memory_agent.admin, memory_agent.health):

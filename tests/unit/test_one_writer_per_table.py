@@ -1,5 +1,5 @@
 """Each table has one row writer: the function whose SQL inserts into it. The live paths and
-import (`portability.tables`) call the same writers, so a schema change is made in one place."""
+import (`snapshots.tables`) call the same writers, so a schema change is made in one place."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_every_table_has_one_row_writer() -> None:
 
 
 def test_import_writes_through_the_live_writers() -> None:
-    source = (PACKAGE / "portability" / "tables.py").read_text(encoding="utf-8")
+    source = (PACKAGE / "snapshots" / "tables.py").read_text(encoding="utf-8")
     assert not INSERT.search(source)
     for writer in (
         "insert_agent_row",

@@ -1,4 +1,4 @@
-"""Reading a Snapshot out of the database, and writing one into it in a single transaction.
+"""Reading a Snapshot out of the database, and writing one into it, in one transaction each way.
 
 An import is all or nothing: every record is checked before the transaction starts (labels,
 limits, references between records), and the rows are written in one transaction, so a bad file
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,7 +40,9 @@ from ..reserved_names import section_tags_in
 from ..sensitivity import parse_level
 from ..store import consolidation_log, journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
-from ..store.database import Database, utc_now
+from ..store.database import utc_now
+from ..store.meta import read_meta, write_meta
+from ..store.protocol import Connection, Row, Store
 from ..validation import check_int, check_json
 from .records import (
     AgentRecord,
@@ -92,7 +93,7 @@ class ImportReport:
 
 
 @contextmanager
-def _consistent_read(db: Database) -> Iterator[sqlite3.Connection]:
+def _consistent_read(db: Store) -> Iterator[Connection]:
     """One read transaction, so every table is read at the same commit."""
     with db.reading() as conn:
         conn.execute("BEGIN")
@@ -102,7 +103,7 @@ def _consistent_read(db: Database) -> Iterator[sqlite3.Connection]:
             conn.execute("COMMIT")
 
 
-def read_snapshot(db: Database, agent_ids: Sequence[str]) -> Snapshot:
+def read_snapshot(db: Store, agent_ids: Sequence[str]) -> Snapshot:
     """The named agents' memory (in the order named), with every block attached to any of them
     and the unattached blocks they own."""
     with _consistent_read(db) as conn:
@@ -176,7 +177,7 @@ def read_snapshot(db: Database, agent_ids: Sequence[str]) -> Snapshot:
         )
 
 
-def _agent(row: sqlite3.Row) -> AgentRecord:
+def _agent(row: Row) -> AgentRecord:
     state = json.loads(row["metadata"] or "{}")
     letta = state.get(LETTA_KEY)
     return AgentRecord(
@@ -188,7 +189,7 @@ def _agent(row: sqlite3.Row) -> AgentRecord:
     )
 
 
-def _block(row: sqlite3.Row) -> BlockRecord:
+def _block(row: Row) -> BlockRecord:
     return BlockRecord(
         block_id=row["block_id"],
         label=row["label"],
@@ -206,7 +207,7 @@ def _block(row: sqlite3.Row) -> BlockRecord:
     )
 
 
-def _version(row: sqlite3.Row) -> BlockVersionRecord:
+def _version(row: Row) -> BlockVersionRecord:
     return BlockVersionRecord(
         block_id=row["block_id"],
         version=row["version"],
@@ -222,13 +223,13 @@ def _version(row: sqlite3.Row) -> BlockVersionRecord:
     )
 
 
-def _attachment(row: sqlite3.Row) -> AttachmentRecord:
+def _attachment(row: Row) -> AttachmentRecord:
     return AttachmentRecord(
         row["agent_id"], row["block_id"], row["label"], bool(row["read_only"]), row["attached_at"]
     )
 
 
-def _message(row: sqlite3.Row) -> MessageRecord:
+def _message(row: Row) -> MessageRecord:
     return MessageRecord(
         message_id=row["message_id"],
         agent_id=row["agent_id"],
@@ -245,7 +246,7 @@ def _message(row: sqlite3.Row) -> MessageRecord:
     )
 
 
-def _summary(row: sqlite3.Row) -> SummaryRecord:
+def _summary(row: Row) -> SummaryRecord:
     return SummaryRecord(
         summary_id=row["summary_id"],
         agent_id=row["agent_id"],
@@ -260,7 +261,7 @@ def _summary(row: sqlite3.Row) -> SummaryRecord:
     )
 
 
-def _passage(row: sqlite3.Row) -> PassageRecord:
+def _passage(row: Row) -> PassageRecord:
     return PassageRecord(
         row["passage_id"],
         row["agent_id"],
@@ -279,7 +280,7 @@ def _passage(row: sqlite3.Row) -> PassageRecord:
     )
 
 
-def _journal(row: sqlite3.Row) -> JournalRecord:
+def _journal(row: Row) -> JournalRecord:
     return JournalRecord(
         agent_id=row["agent_id"],
         action=row["action"],
@@ -490,19 +491,28 @@ class _IdMaps:
 
 
 def write_snapshot(
-    db: Database, snapshot: Snapshot, *, agent_id: str | None = None, author: Author | None = None
+    db: Store,
+    snapshot: Snapshot,
+    *,
+    agent_id: str | None = None,
+    author: Author | None = None,
+    default_agent_key: str | None = None,
 ) -> ImportReport:
     """Write the snapshot as new agents; `agent_id` renames the file's only agent.
 
     Refuses (writing nothing) when an agent id is already used in this storage dir. Journal
     entries and block versions keep the author the file gives them; the rest (and the
-    `import_agent` entries) are by `author`, `Author.importer("snapshot")` by default.
+    `import_agent` entries) are by `author`, `Author.importer("snapshot")` by default. With
+    `default_agent_key`, a storage dir without a default agent gets the first imported agent as
+    its default (the meta row under that key), in the same transaction as the rows.
     """
     with acting_as(author or Author.importer("snapshot")):
-        return _write_snapshot(db, snapshot, agent_id)
+        return _write_snapshot(db, snapshot, agent_id, default_agent_key)
 
 
-def _write_snapshot(db: Database, snapshot: Snapshot, agent_id: str | None) -> ImportReport:
+def _write_snapshot(
+    db: Store, snapshot: Snapshot, agent_id: str | None, default_agent_key: str | None
+) -> ImportReport:
     validate_snapshot(snapshot)
     passages = _prepared_passages(snapshot)
     maps = _IdMaps(_agent_targets(snapshot, agent_id))
@@ -523,6 +533,8 @@ def _write_snapshot(db: Database, snapshot: Snapshot, agent_id: str | None) -> I
         _insert_summaries(conn, snapshot, maps, report)
         _insert_passages(conn, passages, maps, report, now)
         _insert_journal(conn, snapshot, maps, report, now)
+        if default_agent_key is not None and read_meta(conn, default_agent_key) is None:
+            write_meta(conn, default_agent_key, report.agent_ids[0])
     return report
 
 
@@ -537,7 +549,7 @@ def _agent_targets(snapshot: Snapshot, agent_id: str | None) -> dict[str, str]:
     return {snapshot.agents[0].agent_id: agent_id}
 
 
-def _insert_agents(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
+def _insert_agents(conn: Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
     for agent in snapshot.agents:
         target = maps.agents[agent.agent_id]
         if conn.execute("SELECT 1 FROM agents WHERE agent_id = ?", (target,)).fetchone():
@@ -549,7 +561,7 @@ def _insert_agents(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) 
 
 
 def _write_agent_state(
-    conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
+    conn: Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
 ) -> None:
     """Each agent's base prompt and Letta details, with the agent and block ids its groups name
     mapped to the ones written here."""
@@ -591,7 +603,7 @@ def _mapped_group(group: dict[str, Any], maps: _IdMaps) -> dict[str, Any]:
 
 
 def _free_id(
-    conn: sqlite3.Connection,
+    conn: Connection,
     table: str,
     column: str,
     wanted: str,
@@ -612,7 +624,7 @@ def _free_id(
 
 
 def _insert_blocks(
-    conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
+    conn: Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
 ) -> None:
     for block in snapshot.blocks:
         new_id = _free_id(
@@ -650,7 +662,7 @@ def _insert_blocks(
         )
 
 
-def _insert_history(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
+def _insert_history(conn: Connection, snapshot: Snapshot, maps: _IdMaps) -> None:
     """The versions in the file, and the current one when the file has no row for it (so that
     history and undo work on imported blocks)."""
     known = {(v.block_id, v.version) for v in snapshot.block_history}
@@ -690,7 +702,7 @@ def _insert_history(conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps)
 
 
 def _insert_messages(
-    conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
+    conn: Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
 ) -> None:
     for message in snapshot.messages:
         new_id = insert_message_row(
@@ -718,7 +730,7 @@ def _insert_messages(
 
 
 def _insert_summaries(
-    conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
+    conn: Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport
 ) -> None:
     for summary in snapshot.summaries:
         first = maps.messages.get((summary.agent_id, str(summary.first_message_id)))
@@ -828,7 +840,7 @@ def _refuse_supersession_cycles(prepared: list[tuple[PassageRecord, PreparedPass
 
 
 def _insert_passages(
-    conn: sqlite3.Connection,
+    conn: Connection,
     passages: list[tuple[PassageRecord, PreparedPassage]],
     maps: _IdMaps,
     report: ImportReport,
@@ -868,7 +880,7 @@ def _insert_passages(
 
 
 def _insert_journal(
-    conn: sqlite3.Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport, now: str
+    conn: Connection, snapshot: Snapshot, maps: _IdMaps, report: ImportReport, now: str
 ) -> None:
     for index, entry in enumerate(snapshot.journal):
         session = (entry.author or "").split(":")[0]
