@@ -13,7 +13,11 @@ from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.testing.chroma_server import ChromaServer, ChromaUnavailable
-from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnavailable
+from memory_agent.testing.postgres_cluster import (
+    PostgresCluster,
+    PostgresUnavailable,
+    TemplateCopies,
+)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -102,14 +106,23 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     postgres_cluster.drop(url)
 
 
-@pytest.fixture
-def migrated_postgres_url(
+@pytest.fixture(scope="session")
+def postgres_template_copies(
     postgres_cluster: PostgresCluster, postgres_template: str
-) -> Iterator[str]:
+) -> Iterator[TemplateCopies]:
+    """Copies of the template made ahead by a thread while tests run, and dropped by it after:
+    a test on PostgreSQL waits neither for CREATE DATABASE nor for DROP DATABASE."""
+    copies = postgres_cluster.copies_ahead(postgres_template)
+    yield copies
+    copies.close()
+
+
+@pytest.fixture
+def migrated_postgres_url(postgres_template_copies: TemplateCopies) -> Iterator[str]:
     """A fresh database of its own at the current schema (a copy of the template), dropped afterwards."""
-    url = postgres_cluster.database_url(template=postgres_template)
+    url = postgres_template_copies.take()
     yield url
-    postgres_cluster.drop(url)
+    postgres_template_copies.release(url)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
