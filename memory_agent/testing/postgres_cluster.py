@@ -120,7 +120,18 @@ class PostgresCluster:
             "--locale=C",
             "--no-sync",
         )
-        self.start_server()
+        for attempt in (1, 2, 3):
+            try:
+                self.start_server()
+                return self
+            except PostgresUnavailable:
+                # The free port found was taken before the server bound it (another process,
+                # another pytest-xdist worker starting its own cluster): try another one.
+                log = self.root / "server.log"
+                taken = log.is_file() and "could not bind" in log.read_text(errors="replace")
+                if not taken or attempt == 3:
+                    raise
+                self.port = _free_port()
         return self
 
     def start_server(self) -> None:
