@@ -58,10 +58,14 @@ def pytest_report_header() -> str:
 def isolated_environment(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No test reads the developer's HOME, ~/.memory_agent or exported settings."""
+    """No test reads the developer's HOME, ~/.memory_agent, exported settings or terminal size."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     for name in [*_OUR_VARIABLES, *(n for n in os.environ if n.startswith("COMPACTION_"))]:
+        monkeypatch.delenv(name, raising=False)
+    # A terminal size the run inherits (pytest-xdist workers get COLUMNS=80) would narrow the
+    # CLI's tables; a test that wants a width sets one itself.
+    for name in ("COLUMNS", "LINES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 
