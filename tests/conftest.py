@@ -114,8 +114,8 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
 def postgres_template_copies(
     postgres_cluster: PostgresCluster, postgres_template: str
 ) -> Iterator[TemplateCopies]:
-    """Copies of the template made ahead by a thread while tests run, and dropped by it after:
-    a test on PostgreSQL waits neither for CREATE DATABASE nor for DROP DATABASE."""
+    """Copies of the template made ahead by a thread while tests run: a test on PostgreSQL does not
+    wait for CREATE DATABASE (its DROP stays in its teardown, see TemplateCopies)."""
     copies = postgres_cluster.copies_ahead(postgres_template)
     yield copies
     copies.close()
