@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.agents, args.edits, args.appends, args.writers, args.passages = 20, 80, 20, [1, 4], 500
+        args.agents, args.edits, args.appends, args.writers, args.passages = 20, 80, 20, [1, 4], 150
     turns_cap = 60 if args.quick else None
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster

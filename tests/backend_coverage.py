@@ -46,7 +46,13 @@ BACKEND_FIXTURES = frozenset({"backend"})
 """A test requesting one of these runs on both backends."""
 
 SERVER_FIXTURES = frozenset(
-    {"postgres_url", "migrated_postgres_url", "postgres_template", "postgres_cluster"}
+    {
+        "postgres_url",
+        "migrated_postgres_url",
+        "postgres_template",
+        "postgres_template_copies",
+        "postgres_cluster",
+    }
 )
 """A test requesting one of these starts the PostgreSQL server: it must be marked `postgres`."""
 

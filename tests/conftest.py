@@ -13,7 +13,11 @@ from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.testing.chroma_server import ChromaServer, ChromaUnavailable
-from memory_agent.testing.postgres_cluster import PostgresCluster, PostgresUnavailable
+from memory_agent.testing.postgres_cluster import (
+    PostgresCluster,
+    PostgresUnavailable,
+    TemplateCopies,
+)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -54,10 +58,14 @@ def pytest_report_header() -> str:
 def isolated_environment(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No test reads the developer's HOME, ~/.memory_agent or exported settings."""
+    """No test reads the developer's HOME, ~/.memory_agent, exported settings or terminal size."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     for name in [*_OUR_VARIABLES, *(n for n in os.environ if n.startswith("COMPACTION_"))]:
+        monkeypatch.delenv(name, raising=False)
+    # A terminal size the run inherits (pytest-xdist workers get COLUMNS=80) would narrow the
+    # CLI's tables; a test that wants a width sets one itself.
+    for name in ("COLUMNS", "LINES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 
@@ -102,14 +110,23 @@ def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     postgres_cluster.drop(url)
 
 
-@pytest.fixture
-def migrated_postgres_url(
+@pytest.fixture(scope="session")
+def postgres_template_copies(
     postgres_cluster: PostgresCluster, postgres_template: str
-) -> Iterator[str]:
+) -> Iterator[TemplateCopies]:
+    """Copies of the template made ahead by a thread while tests run: a test on PostgreSQL does not
+    wait for CREATE DATABASE (its DROP stays in its teardown, see TemplateCopies)."""
+    copies = postgres_cluster.copies_ahead(postgres_template)
+    yield copies
+    copies.close()
+
+
+@pytest.fixture
+def migrated_postgres_url(postgres_template_copies: TemplateCopies) -> Iterator[str]:
     """A fresh database of its own at the current schema (a copy of the template), dropped afterwards."""
-    url = postgres_cluster.database_url(template=postgres_template)
+    url = postgres_template_copies.take()
     yield url
-    postgres_cluster.drop(url)
+    postgres_template_copies.release(url)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

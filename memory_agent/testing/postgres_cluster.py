@@ -9,22 +9,27 @@ so tests never see each other's rows; given a template (`freeze_as_template`), t
 is a copy of it, which is cheaper than running the same migrations again for every test.
 Databases are made and dropped with SQL over one admin connection (psycopg, which any use of a
 memory-agent store on PostgreSQL needs anyway): starting `createdb`/`dropdb` per database cost
-more than the work itself.
+more than the work itself. `copies_ahead` goes one step further for a test suite: a thread makes
+the next copies of the template while tests run, so a test does not wait for one (CREATE
+DATABASE ... TEMPLATE checkpoints and copies files: most of a PostgreSQL test's setup time when
+made on demand).
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import queue
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PostgresCluster", "PostgresUnavailable", "find_server_binaries"]
+__all__ = ["PostgresCluster", "PostgresUnavailable", "TemplateCopies", "find_server_binaries"]
 
 SEARCH_DIRS = [Path(f"/usr/lib/postgresql/{v}/bin") for v in (17, 16, 15, 14)]
 
@@ -57,6 +62,13 @@ def _identifier(name: str) -> str:
     if not name.replace("_", "").isalnum() or not name.isascii():
         raise ValueError(f"not a database name made by PostgresCluster: {name!r}")
     return name
+
+
+def _create_statement(prefix: str, template: str | None) -> tuple[str, str]:
+    """A fresh database name and the CREATE DATABASE statement making it (a copy of `template`)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    copy = f" TEMPLATE {_identifier(template)} STRATEGY FILE_COPY" if template else ""
+    return name, f"CREATE DATABASE {name}{copy}"
 
 
 def _free_port() -> int:
@@ -108,7 +120,18 @@ class PostgresCluster:
             "--locale=C",
             "--no-sync",
         )
-        self.start_server()
+        for attempt in (1, 2, 3):
+            try:
+                self.start_server()
+                return self
+            except PostgresUnavailable:
+                # The free port found was taken before the server bound it (another process,
+                # another pytest-xdist worker starting its own cluster): try another one.
+                log = self.root / "server.log"
+                taken = log.is_file() and "could not bind" in log.read_text(errors="replace")
+                if not taken or attempt == 3:
+                    raise
+                self.port = _free_port()
         return self
 
     def start_server(self) -> None:
@@ -146,10 +169,13 @@ class PostgresCluster:
     def database_url(self, prefix: str = "t", *, template: str | None = None) -> str:
         """A new database on this cluster, and its URL: empty, or a copy of `template` (a database
         frozen by `freeze_as_template`)."""
-        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-        copy = f" TEMPLATE {_identifier(template)} STRATEGY FILE_COPY" if template else ""
-        self._sql(f"CREATE DATABASE {name}{copy}")
+        name, statement = _create_statement(prefix, template)
+        self._sql(statement)
         return self.url(name)
+
+    def copies_ahead(self, template: str, ahead: int = 2) -> TemplateCopies:
+        """Copies of `template` made in advance by a thread (see `TemplateCopies`)."""
+        return TemplateCopies(self, template, ahead)
 
     def freeze_as_template(self, url: str) -> str:
         """Turn a database made by `database_url` (its connections closed) into a template nobody
@@ -211,3 +237,77 @@ class PostgresCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class TemplateCopies:
+    """Copies of a frozen template, made ahead of need by a thread of its own.
+
+    `take()` hands out a ready copy (or waits for the one being made, or makes one itself when the
+    thread cannot: the server is down, say); `release(url)` drops it. Each copy is still a
+    database of its own, a copy of the frozen template, so tests stay as isolated as with
+    `database_url(template=...)`; only the waiting moves off the test's path. The thread has its
+    own connection, opened again when a test restarts the server under it. Drops stay on the
+    caller's path: a DROP DATABASE in the thread, beside the next test, left bytes that test
+    forgot readable in its data files after its CHECKPOINT (tests/integration/test_forget.py)."""
+
+    WAIT_S = 20.0
+    """How long `take()` waits for the thread before making the copy itself."""
+
+    def __init__(self, cluster: PostgresCluster, template: str, ahead: int = 2) -> None:
+        self._cluster = cluster
+        self._template = _identifier(template)
+        self._ready: queue.Queue[str] = queue.Queue()
+        self._jobs: queue.Queue[bool] = queue.Queue()  # True: make a copy; False: stop
+        self._connection: Any = None
+        for _ in range(max(1, ahead)):
+            self._jobs.put(True)
+        self._thread = threading.Thread(target=self._work, name="pg-template-copies", daemon=True)
+        self._thread.start()
+
+    def take(self) -> str:
+        """The URL of a fresh copy of the template, the caller's alone."""
+        try:
+            url = self._ready.get(timeout=self.WAIT_S if self._thread.is_alive() else 0)
+        except queue.Empty:
+            return self._cluster.database_url(template=self._template)
+        self._jobs.put(True)
+        return url
+
+    def release(self, url: str) -> None:
+        """Drop a copy taken (its connections are ended first)."""
+        self._cluster.drop(url)
+
+    def close(self) -> None:
+        """Stop the thread; copies still unused go with the cluster."""
+        self._jobs.put(False)
+        self._thread.join(timeout=60)
+        if self._connection is not None:
+            self._connection.close()
+
+    def _work(self) -> None:
+        while self._jobs.get():
+            name, statement = _create_statement("t", self._template)
+            if self._run(statement):
+                self._ready.put(self._cluster.url(name))
+            else:
+                self._jobs.put(True)  # try again after the jobs queued meanwhile
+
+    def _run(self, statement: str) -> bool:
+        """Run one statement on the thread's connection, reconnecting (the server restarted) and
+        retrying a few times; False when it still failed (the copy is then tried again later)."""
+        import psycopg
+
+        for attempt in range(5):
+            try:
+                if self._connection is None or self._connection.closed:
+                    self._connection = psycopg.connect(
+                        self._cluster.url(), autocommit=True, connect_timeout=10
+                    )
+                self._connection.execute(statement)
+                return True
+            except psycopg.Error:
+                if self._connection is not None:
+                    self._connection.close()
+                    self._connection = None
+                threading.Event().wait(0.2 * (attempt + 1))
+        return False

@@ -55,11 +55,19 @@ def seeded(hashed: ArchivalMemory) -> ArchivalMemory:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
-@pytest.mark.parametrize("query", HOSTILE, ids=lambda q: repr(q[:20]))
-def test_hostile_query_never_raises(seeded: ArchivalMemory, query: str, mode: str) -> None:
-    hits = seeded.search("alice", query, limit=5, mode=mode)  # type: ignore[arg-type]
-    assert len(hits) <= 5
-    assert all(hit.passage.agent_id == "alice" for hit in hits)
+def test_hostile_query_never_raises(seeded: ArchivalMemory, mode: str) -> None:
+    """Every hostile query against one seeded store (a store per query made this file a sixth of
+    the suite's store setups); each one that raises or answers wrongly is named."""
+    wrong: dict[str, str] = {}
+    for query in HOSTILE:
+        try:
+            hits = seeded.search("alice", query, limit=5, mode=mode)  # type: ignore[arg-type]
+        except Exception as error:  # noqa: BLE001 - every query must answer: collected, reported
+            wrong[repr(query[:20])] = f"raised {error!r}"
+            continue
+        if len(hits) > 5 or any(hit.passage.agent_id != "alice" for hit in hits):
+            wrong[repr(query[:20])] = f"answered {[(h.passage.agent_id, h.content) for h in hits]}"
+    assert wrong == {}
 
 
 @pytest.mark.parametrize(

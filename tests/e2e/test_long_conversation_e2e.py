@@ -3,9 +3,9 @@
 Linux refuses one command-line argument over 128 KiB, and a kept window after a compaction at
 the default 200,000-token window is about 400 kB; these tests carry far more than that, through
 compactions, restarts in the same and another working directory, and `memory-agent import`.
-Every test runs on SQLite and on PostgreSQL. The two longest are slow on PostgreSQL (about 40 and
-20 s there under load), so its default run is a shorter soak: 70 turns, still three compactions
-and a restart of each kind.
+Every test runs on SQLite and on PostgreSQL. The two longest are slow (the 115-turn soak on both
+backends, the 10,000 stored messages on PostgreSQL), so the default suite's soak is a shorter one
+on both backends: 70 turns, still three compactions and a restart of each kind.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ async def soak_with_restarts(
     assert result.final_database_url == config.import_database_url
 
 
-@POSTGRES_SLOW
+@pytest.mark.slow
 async def test_pasted_logs_compactions_and_restarts_at_real_length(
     server: ScriptedMessagesServer,
     tmp_path: Path,
@@ -119,19 +119,16 @@ async def test_pasted_logs_compactions_and_restarts_at_real_length(
     )
 
 
-@pytest.mark.parametrize(
-    "backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
-)
-async def test_a_shorter_soak_on_postgres(
+@pytest.mark.usefixtures("backend")
+async def test_a_shorter_soak_on_both_backends(
     server: ScriptedMessagesServer,
     tmp_path: Path,
-    backend: str,
     other_store_environ: Callable[[Mapping[str, str]], dict[str, str]],
 ) -> None:
-    """PostgreSQL's run in the default suite: 70 turns at the default window, compacting at
-    turns 41 and 55 and on reopening after the import, each reopened agent reading its
-    conversation back from the database. (At a smaller window the same checks cost as much:
-    each compaction and restart starts a CLI, and they come more often.)"""
+    """The default suite's soak: 70 turns at the default window, compacting at turns 41 and 55
+    and on reopening after the import, each reopened agent reading its conversation back from
+    the store. (At a smaller window the same checks cost as much: each compaction and restart
+    starts a CLI, and they come more often.)"""
     await soak_with_restarts(
         server,
         tmp_path,
