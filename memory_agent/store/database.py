@@ -171,7 +171,9 @@ class Database:
     """A connection to memory.db with the pragmas, migrations and the write-transaction helper.
 
     One instance holds one connection; it is safe to share between threads of one process
-    (calls are serialised by a lock). Open one instance per process.
+    (calls are serialised by a lock). Open one instance per process. Worker threads that must read
+    beside it (the two legs of a hybrid search) take `parallel_reading`, a read-only connection of
+    their own.
     """
 
     def __init__(
@@ -217,6 +219,11 @@ class Database:
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._depth = 0
+        self._writer: int | None = None  # the thread inside `transaction()`, if any
+        self._encryption_key = encryption_key
+        self._readers = threading.local()
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._closed = False
         self._stat_path = os.path.abspath(self.path)
         try:
             self._apply_pragmas()
@@ -281,6 +288,7 @@ class Database:
                     "Another process holds a long write; try again."
                 ) from error
             self._depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield self._conn
                 self._check_identity()
@@ -290,6 +298,7 @@ class Database:
                 raise _translated(self.path, error) from error
             finally:
                 self._depth = 0
+                self._writer = None
 
     def _file_identity(self) -> tuple[int, int] | None:
         """The file's device and inode (None if it cannot be seen: then the first write says why)."""
@@ -340,8 +349,62 @@ class Database:
             except (sqlite3.Error, UnicodeEncodeError, OverflowError) as error:
                 raise _translated(self.path, error) from error
 
+    def writing_here(self) -> bool:
+        """Whether the calling thread is inside `transaction()` (its reads must then see its own
+        uncommitted writes, so they use the main connection, never `parallel_reading`)."""
+        return self._writer == threading.get_ident()
+
+    @contextmanager
+    def parallel_reading(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection of the calling thread's own, opened on its first use.
+
+        Reads through it run beside the main connection's (WAL readers do not wait for one another
+        or for a writer) and see the latest commit. Meant for a few long-lived worker threads: each
+        keeps its connection until `close()`. Inside this thread's own transaction the main
+        connection is used instead, so the read sees that transaction's writes.
+        """
+        if self._closed or self.writing_here():
+            with self.reading() as main:
+                yield main
+            return
+        own: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        if own is None:
+            own = self._open_reader()
+        try:
+            yield own
+        except (sqlite3.Error, UnicodeEncodeError, OverflowError) as error:
+            raise _translated(self.path, error) from error
+
+    def _open_reader(self) -> sqlite3.Connection:
+        """A `mode=ro` connection to the same file (TEMP tables, which keyword search's pruning
+        uses, still work on it), registered so that `close()` closes it."""
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        timeout = BUSY_TIMEOUT_MS / 1000
+        try:
+            if self._encryption_key is not None:
+                conn = cipher.connect(uri, self._encryption_key, timeout=timeout, uri=True)
+            else:
+                conn = sqlite3.connect(
+                    uri, isolation_level=None, check_same_thread=False, timeout=timeout, uri=True
+                )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as error:
+            raise storage_error(self.path, error) from error
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise StorageError(f"{self.path} was closed; open it again to read it.")
+            self._reader_conns.append(conn)
+        self._readers.conn = conn
+        return conn
+
     def close(self) -> None:
         with self._lock:
+            self._closed = True
+            for reader in self._reader_conns:
+                reader.close()
+            self._reader_conns.clear()
             self._conn.close()
 
     def __enter__(self) -> Database:

@@ -194,6 +194,9 @@ class PostgresDatabase:
         self.path = Path(storage_dir) / "postgresql"
         self._lock = threading.RLock()
         self._depth = 0
+        self._writer: int | None = None  # the thread inside `transaction()`, if any
+        self._readers = threading.local()
+        self._reader_conns: list[PostgresConnection] = []
         self.target = Target(url)
         self._conn = PostgresConnection(self._connect(), self._connect)
         try:
@@ -319,6 +322,7 @@ class PostgresDatabase:
                 self._rollback(conn)
                 raise self._translated(error) from error
             self._depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield conn
             except BaseException as error:
@@ -326,6 +330,7 @@ class PostgresDatabase:
                 raise self._translated(error) from error
             finally:
                 self._depth = 0
+                self._writer = None
             self._commit(conn, xid)
 
     def _commit(self, conn: PostgresConnection, xid: str) -> None:
@@ -409,6 +414,42 @@ class PostgresDatabase:
                     raise
                 raise translated from error
 
+    def writing_here(self) -> bool:
+        """Whether the calling thread is inside `transaction()` (as `Database.writing_here`)."""
+        return self._writer == threading.get_ident()
+
+    @contextmanager
+    def parallel_reading(self) -> Iterator[PostgresConnection]:
+        """A connection of the calling thread's own for reads beside the main one (as
+        `Database.parallel_reading`): opened on first use, kept until `close()`, reopened if the
+        server dropped it; inside this thread's own transaction the main connection is used."""
+        if self._closed or self.writing_here():
+            with self.reading() as main:
+                yield main
+            return
+        own: PostgresConnection | None = getattr(self._readers, "conn", None)
+        if own is None or own.lost:
+            own = self._open_reader()
+        try:
+            yield own
+        except BaseException as error:
+            translated = self._translated(error)
+            if translated is error:
+                raise
+            raise translated from error
+
+    def _open_reader(self) -> PostgresConnection:
+        conn = PostgresConnection(self._connect(), self._connect)
+        with self._lock:
+            if self._closed:
+                conn.raw.close()
+                raise StorageError(
+                    f"The store at {self.display} was closed; open it again to use it."
+                )
+            self._reader_conns.append(conn)
+        self._readers.conn = conn
+        return conn
+
     def _translated(self, error: BaseException) -> BaseException:
         """Our error for a driver failure: bad values are ConfigurationErrors, the rest StorageErrors."""
         psycopg = _psycopg()
@@ -459,6 +500,9 @@ class PostgresDatabase:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            for reader in self._reader_conns:
+                reader.raw.close()
+            self._reader_conns.clear()
             self._conn.raw.close()
 
     def __enter__(self) -> PostgresDatabase:
