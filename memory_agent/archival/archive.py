@@ -456,11 +456,12 @@ class ArchivalMemory:
             log.warning("archival reconcile left work for later: %s", report.errors)
 
     def close(self) -> None:
-        """Release the vector store's client and the search threads (the database stays open)."""
-        self.index.close()
+        """Release the vector store's client and the search threads, after any search still
+        running on them ends (the database stays open)."""
         if self._executor is not None:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown(wait=True)
             self._executor = None
+        self.index.close()
 
     def pending_count(self, agent_id: str | None = None) -> int:
         """Passages still waiting for their vectors."""

@@ -227,6 +227,11 @@ class PostgresDatabase:
         except psycopg.Error as error:
             raise connect_error(self.url, self.target, error) from None
 
+    def _connect_read_only(self) -> Any:
+        raw = self._connect()
+        raw.execute("SET default_transaction_read_only = on")
+        return raw
+
     def _usable(self) -> PostgresConnection:
         """The connection, reopened if the server dropped it (a restart, a network cut); never after
         `close()`, which would leave a connection nobody closes (SQLite refuses that use too)."""
@@ -439,7 +444,8 @@ class PostgresDatabase:
             raise translated from error
 
     def _open_reader(self) -> PostgresConnection:
-        conn = PostgresConnection(self._connect(), self._connect)
+        """A new connection whose every statement is a read-only transaction."""
+        conn = PostgresConnection(self._connect_read_only(), self._connect_read_only)
         with self._lock:
             if self._closed:
                 conn.raw.close()
