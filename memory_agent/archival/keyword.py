@@ -97,10 +97,15 @@ def _passing(
         [row[0] for row in head],
     ).fetchall()
     superseded = _superseded(conn, where, [row[1] for row in rows if row[6] is not None])
+    # Tags and dates are parsed only when the filter names some: for a head of 200 rows, parsing
+    # every row's tags and timestamp was a third of the keyword leg's time at 100,000 passages.
+    tagged, dated = bool(where.tags), where.start is not None or where.end is not None
     passing = {
         row[0]: row[1]
         for row in rows
-        if where.accepts(row[2], json.loads(row[3]), to_epoch(row[4]))
+        if where.accepts(
+            row[2], json.loads(row[3]) if tagged else (), to_epoch(row[4]) if dated else 0.0
+        )
         and where.admits(row[5], row[1] in superseded, row[7])
     }
     return [KeywordMatch(passing[row[0]], -float(row[1])) for row in head if row[0] in passing]

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 __all__ = ["MARGIN", "pruned_head"]
 
+MARGINS: tuple[float, ...] = (0.8,)
 MARGIN = 0.8
 """A word is skipped (scored only where a rarer query word also is) while the most the skipped
 words can add to a row, 2.2 * their summed idf, stays within MARGIN of the idf of the commonest
@@ -46,11 +47,32 @@ def pruned_head(
 ) -> list[sqlite3.Row] | None:
     """The best `depth` (rowid, bm25) rows of the OR query of `tokens`, or None when the caller
     must run that query itself (no common word, no rare one, or exactness not shown)."""
+    if depth <= 0:
+        return None
     frequencies = _row_counts(conn, table, tokenizer, tokens)
     rows_at_most = _rows_at_most(conn, table)
-    common = _skippable(tokens, frequencies, rows_at_most)
+    tried: list[list[str]] = []
+    for margin in MARGINS:
+        common = _skippable(tokens, frequencies, rows_at_most, margin)
+        if not common or common in tried:
+            continue
+        tried.append(common)
+        head = _split_head(conn, table, tokens, common, depth)
+        if head is None:
+            continue
+        bound = sum(_K1_PLUS_1 * _idf(rows_at_most, frequencies[token]) for token in common)
+        if -float(head[-1][1]) > bound:
+            return head
+    return None
+
+
+def _split_head(
+    conn: sqlite3.Connection, table: str, tokens: Sequence[str], common: list[str], depth: int
+) -> list[sqlite3.Row] | None:
+    """The best `depth` rows holding a word not in `common`, scored as the OR query scores them
+    (None when fewer come back: rows of common words only might then be needed)."""
     rare = [token for token in tokens if token not in common]
-    if not common or not rare or depth <= 0:
+    if not rare:
         return None
     rare_words, common_words = _any_of(rare), _any_of(common)
     rows: list[sqlite3.Row] = []
@@ -62,23 +84,26 @@ def pruned_head(
     if len(rows) < depth:
         return None
     rows.sort(key=lambda row: (row[1], row[0]))
-    head = rows[:depth]
-    bound = sum(_K1_PLUS_1 * _idf(rows_at_most, frequencies[token]) for token in common)
-    return head if -float(head[-1][1]) > bound else None
+    return rows[:depth]
 
 
-def _skippable(tokens: Sequence[str], frequencies: dict[str, int], rows: int) -> list[str]:
+def _skippable(
+    tokens: Sequence[str], frequencies: dict[str, int], rows: int, margin: float
+) -> list[str]:
     """The commonest words whose whole possible share of a score is small beside the rarer words'
-    idf (see MARGIN); a word of unknown frequency is never skipped."""
+    idf (see MARGIN). A word of unknown frequency is never skipped and, like a word no row holds,
+    sets no floor: a word that matches nothing adds nothing to any score, so it must not make every
+    other word look skippable (with it as the floor, a query such as "when did Alex go to Seville"
+    skipped "seville" too, and the pruned head then came back short)."""
     known = sorted((t for t in tokens if frequencies.get(t, 0) > 0), key=lambda t: -frequencies[t])
     idf = {token: _idf(rows, frequencies[token]) for token in known}
     skipped: list[str] = []
     for token in known:
-        kept = [t for t in tokens if t not in skipped and t != token]
+        kept = [t for t in known if t not in skipped and t != token]
         if not kept:
             break
-        kept_floor = min(idf.get(t, math.inf) for t in kept)
-        if _K1_PLUS_1 * (sum(idf[t] for t in skipped) + idf[token]) > MARGIN * kept_floor:
+        kept_floor = min(idf[t] for t in kept)
+        if _K1_PLUS_1 * (sum(idf[t] for t in skipped) + idf[token]) > margin * kept_floor:
             break
         skipped.append(token)
     return skipped
