@@ -102,6 +102,15 @@ def test_it_declines_without_both_kinds_of_word(filled: Database) -> None:
     assert _pruned(filled, ["alex", "absent"], 40) is None  # too few rows with a rare word
 
 
+def test_a_word_no_row_holds_does_not_stop_the_pruning(filled: Database) -> None:
+    """A query word that matches nothing ("go") adds nothing to any score: it once made every other
+    word look skippable, and the head then came back short (the full query ran instead)."""
+    tokens = ["alex", "go", "lisbon"]
+    pruned = _pruned(filled, tokens, 40)
+    assert pruned is not None
+    assert [rowid for rowid, _ in pruned] == [rowid for rowid, _ in _plain(filled, tokens, 40)]
+
+
 def test_keyword_search_answers_as_before(filled: Database) -> None:
     from memory_agent.archival.filters import PassageFilter
     from memory_agent.archival.keyword import keyword_search
