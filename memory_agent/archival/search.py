@@ -92,7 +92,8 @@ def _search(
 
     In hybrid and scored modes the two legs run concurrently on `executor` (when given, see
     `_both_legs`): the indexes are independent, so the search takes about the longer of the two,
-    not the sum. A `reranker` (hybrid mode only) reorders the fused head before it is cut to `limit`.
+    not the sum. A `reranker` (hybrid mode only) reorders the fused head before it is cut to
+    `limit`.
     """
     _check(query, limit, mode)
     if not query.strip():

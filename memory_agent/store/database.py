@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -397,7 +398,15 @@ class Database:
                 raise StorageError(f"{self.path} was closed; open it again to read it.")
             self._reader_conns.append(conn)
         self._readers.conn = conn
+        # A thread that ends (a closed archive's pool) takes its connection with it.
+        weakref.finalize(threading.current_thread(), self._drop_reader, conn)
         return conn
+
+    def _drop_reader(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if conn in self._reader_conns:
+                self._reader_conns.remove(conn)
+        conn.close()
 
     def close(self) -> None:
         with self._lock:

@@ -21,6 +21,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -454,7 +455,15 @@ class PostgresDatabase:
                 )
             self._reader_conns.append(conn)
         self._readers.conn = conn
+        # A thread that ends (a closed archive's pool) takes its connection with it.
+        weakref.finalize(threading.current_thread(), self._drop_reader, conn)
         return conn
+
+    def _drop_reader(self, conn: PostgresConnection) -> None:
+        with self._lock:
+            if conn in self._reader_conns:
+                self._reader_conns.remove(conn)
+        conn.raw.close()
 
     def _translated(self, error: BaseException) -> BaseException:
         """Our error for a driver failure: bad values are ConfigurationErrors, the rest StorageErrors."""

@@ -3,6 +3,7 @@ and answer exactly what they answer one after the other (both backends)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -66,8 +67,9 @@ def test_concurrent_legs_answer_exactly_what_sequential_legs_answer(
     sequential = ArchivalMemory(db, chroma_config, HashEmbedding(), search_threads=0)
     try:
         for query in QUERIES:
-            together = archive.search("alice", query, mode=mode, explain=True, count_access=False)  # type: ignore[arg-type]
-            apart = sequential.search("alice", query, mode=mode, explain=True, count_access=False)  # type: ignore[arg-type]
+            options: dict[str, Any] = {"mode": mode, "explain": True, "count_access": False}
+            together = archive.search("alice", query, **options)
+            apart = sequential.search("alice", query, **options)
             assert together, query
             assert [(h.passage_id, h.score, h.explanation) for h in together] == [
                 (h.passage_id, h.score, h.explanation) for h in apart
@@ -215,8 +217,28 @@ def test_parallel_reading_is_a_read_only_connection_of_the_thread_closed_with_th
         assert found["first"] is not main
         assert main.execute("SELECT count(*) FROM agents").fetchone()[0] == found["count"]
     db.close()
-    with pytest.raises(Exception):  # noqa: B017 - sqlite3 and psycopg name a closed connection differently
+    # sqlite3 and psycopg name a closed connection's error differently
+    with pytest.raises(Exception):  # noqa: B017
         found["first"].execute("SELECT 1")
+
+
+def test_a_finished_threads_reader_is_closed(db: Database) -> None:
+    """A thread that ends (the pool of a closed archive) does not leave its connection open until
+    the store closes."""
+    found: dict[str, Any] = {}
+
+    def worker() -> None:
+        with db.parallel_reading() as conn:
+            found["conn"] = conn
+            conn.execute("SELECT 1").fetchone()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    del thread
+    gc.collect()
+    with pytest.raises(Exception):  # noqa: B017 - as above
+        found["conn"].execute("SELECT 1")
 
 
 def test_the_pool_closes_with_the_archive(archive: ArchivalMemory) -> None:
