@@ -10,7 +10,9 @@ So when some query words are that common (see MARGIN) and others are not, the he
 is read as two cheaper queries: rows holding a rare word and a common one ("(rare) AND (common)"),
 and rows holding a rare word only ("(rare) NOT (common)"). FTS5 walks the common words' lists
 to intersect them but scores only the rows it returns, and bm25 sums the same per-word terms
-whatever the query's shape, so each row's score is the one the plain OR query gives it. Rows
+whatever the query's shape, so each row's score is the one the plain OR query gives it (up to
+the last bits: the terms are added in the split query's word order, so rows whose scores agree to
+the last bits may come out in another order; measured on LoCoMo, docs/search-latency.md). Rows
 holding only common words are left out, which is exact when the head's last score beats the most
 such a row could score (2.2 * the common words' idf, with N bounded from above); otherwise, or
 when fewer rows than asked for come back, the caller runs the plain query. The result is the
