@@ -40,13 +40,17 @@ from .timestamps import Timestamp
 from .vector_index import VectorIndex
 from .vector_store import VectorStore
 
-__all__ = ["INSERT_CHUNK", "ArchivalMemory"]
+__all__ = ["INSERT_CHUNK", "SEARCH_THREADS", "ArchivalMemory"]
 
 log = logging.getLogger(__name__)
 
 INSERT_CHUNK = 1000
 """insert_many commits and indexes this many passages at a time, bounding memory and the work
 a crash can leave pending."""
+
+SEARCH_THREADS = 4
+"""Threads running hybrid searches' legs: two concurrent searches without queueing (a third waits
+for a free thread, which costs it time, never correctness)."""
 
 
 class ArchivalMemory:
@@ -62,6 +66,10 @@ class ArchivalMemory:
         author: Who acts for each journalled write (the manager's current author); by default the
             innermost `acting_as`.
         scoring: The weights of the scored mode (recency and importance added to the fused match).
+        search_threads: Threads of the pool on which hybrid and scored searches run their keyword
+            and vector legs concurrently, each leg on its own reading connection (created on the
+            first such search, closed with the archive); two per concurrent search. 0 runs the
+            legs one after the other on the calling thread.
     """
 
     def __init__(
@@ -75,7 +83,17 @@ class ArchivalMemory:
         reranker: Reranker | None = None,
         author: Callable[[], Author | None] = acting_author,
         scoring: ScoringConfig | None = None,
+        search_threads: int = SEARCH_THREADS,
     ) -> None:
+        if (
+            not isinstance(search_threads, int)
+            or isinstance(search_threads, bool)
+            or search_threads < 0
+        ):
+            raise ArchivalError(
+                f"search_threads must be a whole number, 0 or more, got {search_threads!r}."
+            )
+        self.search_threads = search_threads
         self.db = db
         self._author = author
         self.scoring = scoring or DEFAULT_SCORING
@@ -402,13 +420,16 @@ class ArchivalMemory:
         ) as error:  # a read must not fail because its bookkeeping could not be written
             log.warning("Access counts of %d passage(s) not recorded: %s", len(passage_ids), error)
 
-    def _search_executor(self) -> ThreadPoolExecutor:
-        """Threads for the vector half of hybrid searches (created on the first search)."""
+    def _search_executor(self) -> ThreadPoolExecutor | None:
+        """Threads for the two legs of hybrid searches (created on the first search), or None when
+        `search_threads` is 0 (the legs then run one after the other)."""
+        if self.search_threads == 0:
+            return None
         if self._executor is None:
             with self._executor_lock:
                 if self._executor is None:
                     self._executor = ThreadPoolExecutor(
-                        max_workers=4, thread_name_prefix="archival-search"
+                        max_workers=self.search_threads, thread_name_prefix="archival-search"
                     )
         return self._executor
 
@@ -436,11 +457,12 @@ class ArchivalMemory:
             log.warning("archival reconcile left work for later: %s", report.errors)
 
     def close(self) -> None:
-        """Release the vector store's client and the search threads (the database stays open)."""
-        self.index.close()
+        """Release the vector store's client and the search threads, after any search still
+        running on them ends (the database stays open)."""
         if self._executor is not None:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown(wait=True)
             self._executor = None
+        self.index.close()
 
     def pending_count(self, agent_id: str | None = None) -> int:
         """Passages still waiting for their vectors."""

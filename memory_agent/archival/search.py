@@ -90,9 +90,10 @@ def _search(
 ) -> tuple[list[SearchHit], str | None]:
     """The hits, and the newest creation time among the candidates recency was measured against.
 
-    In hybrid and scored modes the vector side runs on `executor` (when given) while the keyword
-    side runs here: the two indexes are independent, so the search takes the longer of the two, not
-    the sum. A `reranker` (hybrid mode only) reorders the fused head before it is cut to `limit`.
+    In hybrid and scored modes the two legs run concurrently on `executor` (when given, see
+    `_both_legs`): the indexes are independent, so the search takes about the longer of the two,
+    not the sum. A `reranker` (hybrid mode only) reorders the fused head before it is cut to
+    `limit`.
     """
     _check(query, limit, mode)
     if not query.strip():
@@ -115,13 +116,9 @@ def _search(
             _hydrate(db, where, [(m.passage_id, m.similarity) for m in vector], [], vector)[:limit]
         )
     depth = max(wanted, fusion.vector_depth)
-    if executor is None:
-        vector = _vector_matches(index, query, where, depth, db)
-        keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
-    else:
-        vector_future = executor.submit(_vector_matches, index, query, where, depth, db)
-        keyword = _keyword_matches(db, query, where, max(limit, fusion.keyword_depth))
-        vector = vector_future.result()
+    keyword, vector = _both_legs(
+        db, index, query, where, max(limit, fusion.keyword_depth), depth, executor
+    )
     if vector is None:
         return _with_newest(_degraded(_keyword_only(keyword, db, where, limit)))
     fused = fuse(
@@ -144,6 +141,39 @@ def _search(
     if reranker is not None:
         hits = apply_order(reranker, query, hits, [hit.content for hit in hits])
     return _with_newest(hits[:limit])
+
+
+def _both_legs(
+    db: Store,
+    index: VectorIndex,
+    query: str,
+    where: PassageFilter,
+    keyword_depth: int,
+    vector_depth: int,
+    executor: Executor | None,
+) -> tuple[list[KeywordMatch], list[VectorMatch] | None]:
+    """Both legs' candidates: concurrently on `executor`, each leg on its own thread and reading
+    connection (`Database.parallel_reading`), or one after the other on the calling thread when
+    there is no executor or the caller is inside a write transaction (its reads must see its own
+    uncommitted writes, which only the main connection does).
+
+    A keyword failure is raised (after the vector leg has finished, so nothing still runs on the
+    pool for this search); a vector failure is None, and the caller answers from keywords alone.
+    """
+    if executor is None or db.writing_here():
+        keyword = _keyword_matches(db, query, where, keyword_depth)
+        return keyword, _vector_matches(index, query, where, vector_depth, db)
+    vector_future = executor.submit(
+        _vector_matches, index, query, where, vector_depth, db, parallel=True
+    )
+    keyword_future = executor.submit(
+        _keyword_matches, db, query, where, keyword_depth, parallel=True
+    )
+    try:
+        keyword = keyword_future.result()
+    finally:
+        vector = vector_future.result()
+    return keyword, vector
 
 
 def _with_newest(hits: list[SearchHit]) -> tuple[list[SearchHit], str | None]:
@@ -222,22 +252,32 @@ def _check(query: object, limit: object, mode: object) -> None:
         )
 
 
-def _keyword_matches(db: Store, query: str, where: PassageFilter, depth: int) -> list[KeywordMatch]:
-    with db.reading() as conn:
+def _keyword_matches(
+    db: Store, query: str, where: PassageFilter, depth: int, *, parallel: bool = False
+) -> list[KeywordMatch]:
+    """The keyword leg (on a worker's own connection when `parallel`)."""
+    with db.parallel_reading() if parallel else db.reading() as conn:
         return keyword_search(conn, query, where, depth)
 
 
 def _vector_matches(
-    index: VectorIndex, query: str, where: PassageFilter, depth: int, db: Store | None = None
+    index: VectorIndex,
+    query: str,
+    where: PassageFilter,
+    depth: int,
+    db: Store | None = None,
+    *,
+    parallel: bool = False,
 ) -> list[VectorMatch] | None:
-    """Live vector candidates, or None when the vector side failed (the caller falls back)."""
+    """Live vector candidates, or None when the vector side failed (the caller falls back); the
+    lifecycle check reads on a worker's own connection when `parallel`."""
     try:
         asked = depth
         while True:
             matches = index.query(query, where, asked)
             if db is None or not where.checks_lifecycle:
                 return matches
-            live = _live(db, where, matches)
+            live = _live(db, where, matches, parallel)
             if len(live) >= depth or len(matches) < asked:
                 return live[:depth]
             if asked >= MAX_VECTOR_DEPTH and not where.hides_levels:
@@ -253,11 +293,13 @@ def _vector_matches(
         return None
 
 
-def _live(db: Store, where: PassageFilter, matches: Sequence[VectorMatch]) -> list[VectorMatch]:
+def _live(
+    db: Store, where: PassageFilter, matches: Sequence[VectorMatch], parallel: bool = False
+) -> list[VectorMatch]:
     """The matches whose passages the filter's lifecycle rules admit (one indexed lookup)."""
     if not matches:
         return []
-    with db.reading() as conn:
+    with db.parallel_reading() if parallel else db.reading() as conn:
         excluded = passage_table.excluded_ids(
             conn,
             [m.passage_id for m in matches],

@@ -169,7 +169,9 @@ class Database(TransactionalStore[sqlite3.Connection]):
     """A connection to memory.db with the pragmas, migrations and the write-transaction helper.
 
     One instance holds one connection; it is safe to share between threads of one process
-    (calls are serialised by a lock). Open one instance per process.
+    (calls are serialised by a lock). Open one instance per process. Worker threads that must read
+    beside it (the two legs of a hybrid search) take `parallel_reading`, a read-only connection of
+    their own.
     """
 
     dialect = "sqlite"
@@ -216,6 +218,7 @@ class Database(TransactionalStore[sqlite3.Connection]):
         except sqlite3.Error as error:
             raise storage_error(self.path, error) from error
         self._conn.row_factory = sqlite3.Row
+        self._encryption_key = encryption_key
         self._stat_path = os.path.abspath(self.path)
         try:
             self._apply_pragmas()
@@ -326,3 +329,24 @@ class Database(TransactionalStore[sqlite3.Connection]):
                 conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # SQLite already rolled back on its own; the original error is what matters
+
+    def _open_reader_connection(self) -> sqlite3.Connection:
+        """A `mode=ro` connection to the same file (TEMP tables, which keyword search's pruning
+        uses, still work on it)."""
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        timeout = BUSY_TIMEOUT_MS / 1000
+        try:
+            if self._encryption_key is not None:
+                conn = cipher.connect(uri, self._encryption_key, timeout=timeout, uri=True)
+            else:
+                conn = sqlite3.connect(
+                    uri, isolation_level=None, check_same_thread=False, timeout=timeout, uri=True
+                )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as error:
+            raise storage_error(self.path, error) from error
+        return conn
+
+    def _close_connection(self, conn: sqlite3.Connection) -> None:
+        conn.close()

@@ -222,6 +222,11 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
         except psycopg.Error as error:
             raise connect_error(self.url, self.target, error) from None
 
+    def _connect_read_only(self) -> Any:
+        raw = self._connect()
+        raw.execute("SET default_transaction_read_only = on")
+        return raw
+
     def _usable(self) -> PostgresConnection:
         """The connection, reopened if the server dropped it (a restart, a network cut); never after
         `close()`, which would leave a connection nobody closes (SQLite refuses that use too)."""
@@ -381,6 +386,19 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
             logger.debug(
                 "ROLLBACK after a failed transaction on %s failed too: %s", self.display, error
             )
+
+    def _open_reader_connection(self) -> PostgresConnection:
+        """A new connection whose every statement is a read-only transaction."""
+        return PostgresConnection(self._connect_read_only(), self._connect_read_only)
+
+    def _close_connection(self, conn: PostgresConnection) -> None:
+        conn.raw.close()
+
+    def _reader_usable(self, conn: PostgresConnection) -> bool:
+        return not conn.lost
+
+    def _name(self) -> str:
+        return f"The store at {self.display}"
 
     def _translated(self, error: BaseException) -> BaseException:
         """Our error for a driver failure: bad values are ConfigurationErrors, the rest StorageErrors."""

@@ -11,12 +11,14 @@ begin, the write lock, how to commit, what a driver error means) is each engine'
 from __future__ import annotations
 
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ..errors import StorageError
 from .savepoint import savepoint
 
 __all__ = ["TransactionalStore"]
@@ -38,6 +40,10 @@ class TransactionalStore(ABC, Generic[C]):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._depth = 0
+        self._writer: int | None = None  # the thread inside `transaction()`, if any
+        self._closed = False
+        self._readers = threading.local()  # each worker thread's own read connection
+        self._reader_conns: list[C] = []
 
     # ----- the engine's hooks -------------------------------------------------------------
 
@@ -71,6 +77,22 @@ class TransactionalStore(ABC, Generic[C]):
     def _close(self) -> None:
         """Close the connection (under the lock)."""
 
+    @abstractmethod
+    def _open_reader_connection(self) -> C:
+        """A new read-only connection to the same store, for one worker thread."""
+
+    @abstractmethod
+    def _close_connection(self, conn: C) -> None:
+        """Close a worker's read connection."""
+
+    def _reader_usable(self, conn: C) -> bool:
+        """Whether a worker's kept read connection can still be used (an engine may see it lost)."""
+        return True
+
+    def _name(self) -> str:
+        """The store as messages name it."""
+        return str(self.path)
+
     # ----- the skeleton -------------------------------------------------------------------
 
     @contextmanager
@@ -91,6 +113,7 @@ class TransactionalStore(ABC, Generic[C]):
                 return
             begun = self._begin(conn)
             self._depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield conn
             except BaseException as error:
@@ -98,6 +121,7 @@ class TransactionalStore(ABC, Generic[C]):
                 raise self._translated(error) from error
             finally:
                 self._depth = 0
+                self._writer = None
             self._commit(conn, begun)
 
     @contextmanager
@@ -115,8 +139,59 @@ class TransactionalStore(ABC, Generic[C]):
                     raise
                 raise translated from error
 
+    def writing_here(self) -> bool:
+        """Whether the calling thread is inside `transaction()` (its reads must then see its own
+        uncommitted writes, so they use the main connection, never `parallel_reading`)."""
+        return self._writer == threading.get_ident()
+
+    @contextmanager
+    def parallel_reading(self) -> Iterator[C]:
+        """A read-only connection of the calling thread's own, opened on its first use.
+
+        Reads through it run beside the main connection's and see the latest commit. Meant for a
+        few long-lived worker threads (the two legs of a hybrid search): each keeps its connection
+        until `close()` or until the thread ends. Inside this thread's own transaction, or after
+        `close()`, the main connection is used instead (so the read sees that transaction's
+        writes, or the closed store refuses as it always does)."""
+        if self._closed or self.writing_here():
+            with self.reading() as main:
+                yield main
+            return
+        own: C | None = getattr(self._readers, "conn", None)
+        if own is None or not self._reader_usable(own):
+            own = self._open_reader()
+        try:
+            yield own
+        except BaseException as error:
+            translated = self._translated(error)
+            if translated is error:
+                raise
+            raise translated from error
+
+    def _open_reader(self) -> C:
+        conn = self._open_reader_connection()
+        with self._lock:
+            if self._closed:
+                self._close_connection(conn)
+                raise StorageError(f"{self._name()} was closed; open it again to read it.")
+            self._reader_conns.append(conn)
+        self._readers.conn = conn
+        # A thread that ends (a closed archive's pool) takes its connection with it.
+        weakref.finalize(threading.current_thread(), self._drop_reader, conn)
+        return conn
+
+    def _drop_reader(self, conn: C) -> None:
+        with self._lock:
+            if conn in self._reader_conns:
+                self._reader_conns.remove(conn)
+        self._close_connection(conn)
+
     def close(self) -> None:
         with self._lock:
+            self._closed = True
+            for reader in self._reader_conns:
+                self._close_connection(reader)
+            self._reader_conns.clear()
             self._close()
 
     def __enter__(self: _S) -> _S:

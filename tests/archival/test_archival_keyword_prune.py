@@ -102,6 +102,15 @@ def test_it_declines_without_both_kinds_of_word(filled: Database) -> None:
     assert _pruned(filled, ["alex", "absent"], 40) is None  # too few rows with a rare word
 
 
+def test_a_word_no_row_holds_does_not_stop_the_pruning(filled: Database) -> None:
+    """A query word that matches nothing ("go") adds nothing to any score: it once made every other
+    word look skippable, and the head then came back short (the full query ran instead)."""
+    tokens = ["alex", "go", "lisbon"]
+    pruned = _pruned(filled, tokens, 40)
+    assert pruned is not None
+    assert [rowid for rowid, _ in pruned] == [rowid for rowid, _ in _plain(filled, tokens, 40)]
+
+
 def test_keyword_search_answers_as_before(filled: Database) -> None:
     from memory_agent.archival.filters import PassageFilter
     from memory_agent.archival.keyword import keyword_search
@@ -111,3 +120,28 @@ def test_keyword_search_answers_as_before(filled: Database) -> None:
         found = keyword_search(conn, "Alex painted a quilt in the garden", where, 10)
     plain = _plain(filled, ["alex", "painted", "quilt", "garden"], 10)
     assert [-m.score for m in found] == pytest.approx([rank for _, rank in plain])
+
+
+def test_a_shallow_head_crowded_by_hidden_passages_still_answers_exactly(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Without tags or dates the head is read only a little deeper than asked (HEAD_SLACK). When
+    secret passages (hidden at the default clearance) fill it, the deeper head and then the joined
+    query answer: the hits are still the best visible matches, in bm25 order."""
+    from memory_agent import MemoryManager, Settings
+
+    memory = MemoryManager(agent_id="alice", settings=Settings(persist_directory=tmp_path))
+    try:
+        archival = ArchivalMemory(
+            memory.db, embedding_function=HashEmbedding(), vector_store=InMemoryVectorStore()
+        )
+        # Shorter passages score higher: the 30 best matches are secret, the next 20 visible.
+        secret = [
+            NewPassage(f"zebra {'x ' * n}secret note {n}", sensitivity="secret") for n in range(30)
+        ]
+        visible = [NewPassage(f"zebra {'x ' * (30 + n)}open note {n}") for n in range(20)]
+        archival.insert_many("alice", secret + visible)
+        hits = archival.search("alice", "zebra", limit=10, mode="keyword")
+        assert [hit.content for hit in hits] == [passage.content for passage in visible[:10]]
+        everything = archival.search("alice", "zebra", limit=10, mode="keyword", clearance="secret")
+        assert [hit.content for hit in everything] == [passage.content for passage in secret[:10]]
+    finally:
+        memory.close()
