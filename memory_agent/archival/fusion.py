@@ -3,7 +3,7 @@
 Three fusion functions are available; the default is the score fusion.
 
 `"score"` (default): each list's scores are min-max normalised over its candidates (bm25 over the
-keyword top 50, cosine similarity over the vector top 50), and a passage's fused score is the
+keyword top 100, cosine similarity over the vector top 100), and a passage's fused score is the
 weighted sum of its two normalised scores (0 for a list it is not in): 0.6 keyword, 0.4 vector.
 `"zscore"`: the same with standardised scores (mean 0, standard deviation 1 per list; a passage
 missing from a list counts as that list's worst candidate).
@@ -15,12 +15,14 @@ beats one decisive BM25 match, and on LoCoMo it loses to BM25 alone. Normalised 
 margin (Bruch et al. 2022, "An Analysis of Fusion Functions for Hybrid Retrieval").
 
 How the default was chosen: leave-one-conversation-out on the three LoCoMo dev conversations
-(`bench/archival_locomo.py`; 36 settings: min-max or z-score, keyword weight 0.3-0.7, depth
-20/50/100, RRF k 10/60). Choosing on two conversations and scoring on the third gives evidence
-recall 0.591/0.688/0.770 at k = 5/10/20, against 0.539/0.620/0.695 for BM25 alone; the setting
-chosen on all three, shipped here, is min-max with keyword weight 0.6 over the top 50 of each.
-The folds chose different neighbours of it (z-score 0.6-0.7, depth 20-50), and equal weights
-score within noise of it (0.579/0.680/0.777): the fusion is not finely tuned, and need not be.
+(`bench/archival_locomo.py`; min-max or z-score, keyword weight 0.3-0.7, depth 20/50/100, RRF k
+10/60). First on plain passages (BM25 alone 0.539/0.620/0.695 at k = 5/10/20, fused 0.591/0.688/
+0.770): min-max, keyword weight 0.6, top 50. Then, once turns carried their context at index time
+(docs/context-at-index-time.md), the setting chosen on all three conversations became z-score or
+min-max (within 0.001 of each other), weight 0.6, top 100: the depth rose to 100, which adds
++0.014 at k = 20 (95% CI [+0.000, +0.030]) and changes k = 5 and 10 by less than 0.005. Min-max
+stays the method: z-score is no better, and min-max keeps the fused score in [0, 1], which the
+scored mode's weights assume. What else was tried and did not help: docs/ranking.md.
 """
 
 from __future__ import annotations
@@ -31,7 +33,18 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 
-__all__ = ["FusedCandidate", "FusionConfig", "fuse", "min_max", "reciprocal_rank", "z_score"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "FusedCandidate",
+    "FusionConfig",
+    "fuse",
+    "min_max",
+    "reciprocal_rank",
+    "z_score",
+]
+
+DEFAULT_DEPTH = 100
+"""Candidates read from each index by default (chosen leave-one-out; see the module docstring)."""
 
 Ranking = Sequence[tuple[str, float]]
 """(passage id, score) pairs, best first; higher scores are better."""
@@ -47,9 +60,9 @@ class FusionConfig:
     Fusion."""
     keyword_weight: float = 0.6
     vector_weight: float = 0.4
-    keyword_depth: int = 50
+    keyword_depth: int = DEFAULT_DEPTH
     """Keyword candidates fetched per search (at least the search's limit)."""
-    vector_depth: int = 50
+    vector_depth: int = DEFAULT_DEPTH
     """Vector candidates fetched per search (at least the search's limit)."""
     k: int = 60
     """The RRF constant (method 'rrf' only)."""
