@@ -3,7 +3,7 @@
 Three fusion functions are available; the default is the score fusion.
 
 `"score"` (default): each list's scores are min-max normalised over its candidates (bm25 over the
-keyword top 100, cosine similarity over the vector top 100), and a passage's fused score is the
+keyword top 50, cosine similarity over the vector top 50), and a passage's fused score is the
 weighted sum of its two normalised scores (0 for a list it is not in): 0.6 keyword, 0.4 vector.
 `"zscore"`: the same with standardised scores (mean 0, standard deviation 1 per list; a passage
 missing from a list counts as that list's worst candidate).
@@ -16,13 +16,13 @@ margin (Bruch et al. 2022, "An Analysis of Fusion Functions for Hybrid Retrieval
 
 How the default was chosen: leave-one-conversation-out on the three LoCoMo dev conversations
 (`bench/archival_locomo.py`; min-max or z-score, keyword weight 0.3-0.7, depth 20/50/100, RRF k
-10/60). First on plain passages (BM25 alone 0.539/0.620/0.695 at k = 5/10/20, fused 0.591/0.688/
-0.770): min-max, keyword weight 0.6, top 50. Then, once turns carried their context at index time
-(docs/context-at-index-time.md), the setting chosen on all three conversations became z-score or
-min-max (within 0.001 of each other), weight 0.6, top 100: the depth rose to 100, which adds
-+0.014 at k = 20 (95% CI [+0.000, +0.030]) and changes k = 5 and 10 by less than 0.005. Min-max
-stays the method: z-score is no better, and min-max keeps the fused score in [0, 1], which the
-scored mode's weights assume. What else was tried and did not help: docs/ranking.md.
+10/60). Choosing on two conversations and scoring on the third gives evidence recall 0.596/0.701/
+0.781 at k = 5/10/20 on plain turns, against 0.539/0.620/0.695 for BM25 alone; the setting chosen
+on all three is min-max, keyword weight 0.6, top 50. With context at index time
+(docs/context-at-index-time.md) the folds chose top 100 instead (+0.014 at k = 20 there), but on
+plain passages top 100 loses about 0.018 at k = 5, and most passages carry no context, so the
+depth stays 50. Every other idea tried (calibration, dynamic weights, feedback from the keyword
+leg, reordering only keyword candidates) is in docs/ranking.md: none beat this fusion held out.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ __all__ = [
     "z_score",
 ]
 
-DEFAULT_DEPTH = 100
+DEFAULT_DEPTH = 50
 """Candidates read from each index by default (chosen leave-one-out; see the module docstring)."""
 
 Ranking = Sequence[tuple[str, float]]

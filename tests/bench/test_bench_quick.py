@@ -24,6 +24,10 @@ RUN_ELSEWHERE = {
 EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
+    "ranking_candidates": (
+        r"^array fusion equals fusion\.fuse \(shipped default\) on (\d+)/\1 questions",
+        r"^hybrid, chunk mean \(",
+    ),
     "encryption_overhead": (
         r"^block edit p95 ms\s",
         r"^hybrid search p95 ms\s",
