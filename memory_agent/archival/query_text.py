@@ -4,10 +4,10 @@ A sentence embedding of "What did Caroline research?" is pulled towards every ot
 text by its function words ("what", "did"); the passages it should find are statements. Embedding
 the content words alone ("Caroline research") moves the probe towards them. Measured on the LoCoMo
 dev conversations (docs/ranking.md, `bench/ranking_candidates.py`), leave-one-conversation-out:
-vector search alone gains about +0.03 / +0.04 / +0.04 evidence recall at k = 5 / 10 / 20, and
-every fold chose it. In hybrid search it does not help (about -0.01 at k = 10 and 20: the keyword
-leg already carries the content words, and the whole question adds a signal the fusion uses), so
-hybrid and scored searches embed the question as it is.
+vector search alone gains +0.029 / +0.044 / +0.045 evidence recall at k = 5 / 10 / 20 (turns with
+context; +0.046 / +0.040 / +0.051 on plain turns), and every fold chose it. In hybrid search it
+does not help (-0.014 at k = 10: the keyword leg already carries the content words, and the whole
+question adds a signal the fusion uses), so hybrid and scored searches embed the question as it is.
 
 The keyword index is not affected: it drops the same stop words by itself (`store.fts`).
 """
