@@ -8,8 +8,10 @@ passage is always the turn ("Speaker: text"), and its ranking-only `context`
 ('previous+date'), or the turn it replies to and the reply to it ('window'). A '/extra' variant
 embeds the context as extra vectors beside the turn's own (best chunk wins) instead of one vector
 of turn and context together ('joined'). For every question the
-harness reads the keyword ranking and the vector ranking once through `ArchivalMemory.search`,
-then fuses them with `memory_agent.archival.fusion.fuse` under every candidate setting (fusion
+harness reads the keyword ranking once through `ArchivalMemory.search`, the vector leg as hybrid
+search reads it (the question as it is, `VectorIndex.query`) and vector search alone
+(`mode="vector"`, which embeds the question's content words: `archival/query_text.py`), then fuses
+keyword and vector leg with `memory_agent.archival.fusion.fuse` under every candidate setting (fusion
 method, weights, candidate depth). Recall@k is the share of a question's evidence turns in the
 top k.
 
@@ -58,6 +60,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa:
 
 from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, VectorConfig  # noqa: E402
+from memory_agent.archival.filters import PassageFilter  # noqa: E402
 from memory_agent.archival.fusion import fuse  # noqa: E402
 from memory_agent.archival.scoring import DEFAULT_SCORING, ScoringConfig, recency, scored  # noqa: E402
 from memory_agent.archival.vector_index import ContextVectors  # noqa: E402
@@ -271,6 +274,9 @@ class Candidates:
     question: Question
     keyword: Ranking
     vector: Ranking
+    """The vector leg as hybrid search fuses it: the question embedded as it is."""
+    vector_mode: Ranking = field(default_factory=list)
+    """Vector search alone (`mode="vector"`), which embeds the question's content words."""
     default_hybrid: list[str] = field(default_factory=list)
     default_scored: list[str] = field(default_factory=list)
     created: dict[str, str] = field(default_factory=dict)
@@ -282,14 +288,19 @@ def read_candidates(
 ) -> list[Candidates]:
     """Keyword and vector rankings (DEPTH deep) per question; with `default`, the live hybrid and
     scored searches too."""
-    created = {p.metadata["dia_id"]: p.created_at for p in archival.list(agent_id, limit=1_000_000)}
+    passages = archival.list(agent_id, limit=1_000_000)
+    created = {p.metadata["dia_id"]: p.created_at for p in passages}
+    dia_of = {p.passage_id: p.metadata["dia_id"] for p in passages}
+    everything = PassageFilter.build(agent_id)
     found = []
     for question in questions:
         keyword = archival.search(agent_id, question.text, limit=DEPTH, mode="keyword")
         vector = archival.search(agent_id, question.text, limit=DEPTH, mode="vector")
+        leg = archival.index.query(question.text, everything, DEPTH)
         candidate = Candidates(
             question,
             [(hit.passage.metadata["dia_id"], float(hit.keyword_score or 0.0)) for hit in keyword],
+            [(dia_of[match.passage_id], match.similarity) for match in leg],
             [
                 (hit.passage.metadata["dia_id"], float(hit.vector_similarity or 0.0))
                 for hit in vector
@@ -518,7 +529,15 @@ def scorer(
                 cache[(setting, name)] = [
                     (
                         c.question.category,
-                        recall([pid for pid, _ in getattr(c, setting.single)], c.question.evidence),
+                        recall(
+                            [
+                                pid
+                                for pid, _ in (
+                                    c.keyword if setting.single == "keyword" else c.vector_mode
+                                )
+                            ],
+                            c.question.evidence,
+                        ),
                     )
                     for c in rows
                 ]

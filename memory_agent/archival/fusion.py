@@ -15,12 +15,14 @@ beats one decisive BM25 match, and on LoCoMo it loses to BM25 alone. Normalised 
 margin (Bruch et al. 2022, "An Analysis of Fusion Functions for Hybrid Retrieval").
 
 How the default was chosen: leave-one-conversation-out on the three LoCoMo dev conversations
-(`bench/archival_locomo.py`; 36 settings: min-max or z-score, keyword weight 0.3-0.7, depth
-20/50/100, RRF k 10/60). Choosing on two conversations and scoring on the third gives evidence
-recall 0.591/0.688/0.770 at k = 5/10/20, against 0.539/0.620/0.695 for BM25 alone; the setting
-chosen on all three, shipped here, is min-max with keyword weight 0.6 over the top 50 of each.
-The folds chose different neighbours of it (z-score 0.6-0.7, depth 20-50), and equal weights
-score within noise of it (0.579/0.680/0.777): the fusion is not finely tuned, and need not be.
+(`bench/archival_locomo.py`; min-max or z-score, keyword weight 0.3-0.7, depth 20/50/100, RRF k
+10/60). Choosing on two conversations and scoring on the third gives evidence recall 0.596/0.701/
+0.781 at k = 5/10/20 on plain turns, against 0.539/0.620/0.695 for BM25 alone; the setting chosen
+on all three is min-max, keyword weight 0.6, top 50. With context at index time
+(docs/context-at-index-time.md) the folds chose top 100 instead (+0.014 at k = 20 there), but on
+plain passages top 100 loses about 0.018 at k = 5, and most passages carry no context, so the
+depth stays 50. Every other idea tried (calibration, dynamic weights, feedback from the keyword
+leg, reordering only keyword candidates) is in docs/ranking.md: none beat it by 0.02 held out.
 """
 
 from __future__ import annotations
@@ -31,7 +33,18 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 
-__all__ = ["FusedCandidate", "FusionConfig", "fuse", "min_max", "reciprocal_rank", "z_score"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "FusedCandidate",
+    "FusionConfig",
+    "fuse",
+    "min_max",
+    "reciprocal_rank",
+    "z_score",
+]
+
+DEFAULT_DEPTH = 50
+"""Candidates read from each index by default (chosen leave-one-out; see the module docstring)."""
 
 Ranking = Sequence[tuple[str, float]]
 """(passage id, score) pairs, best first; higher scores are better."""
@@ -47,9 +60,9 @@ class FusionConfig:
     Fusion."""
     keyword_weight: float = 0.6
     vector_weight: float = 0.4
-    keyword_depth: int = 50
+    keyword_depth: int = DEFAULT_DEPTH
     """Keyword candidates fetched per search (at least the search's limit)."""
-    vector_depth: int = 50
+    vector_depth: int = DEFAULT_DEPTH
     """Vector candidates fetched per search (at least the search's limit)."""
     k: int = 60
     """The RRF constant (method 'rrf' only)."""

@@ -36,6 +36,7 @@ from .filters import PassageFilter
 from .fusion import FusionConfig, fuse
 from .keyword import KeywordMatch, keyword_search
 from .passages import Passage, SearchHit
+from .query_text import vector_query_text
 from .rerank import Reranker, apply_order
 from .scoring import DEFAULT_SCORING, ScoringConfig, SearchExplanation, newest, recency, scored
 from .vector_index import VectorIndex
@@ -105,7 +106,7 @@ def _search(
             _keyword_only(_keyword_matches(db, query, where, limit), db, where, limit)
         )
     if mode == "vector":
-        vector = _vector_matches(index, query, where, wanted, db)
+        vector = _vector_matches(index, vector_query_text(query, mode), where, wanted, db)
         if vector is None:
             return _with_newest(
                 _degraded(

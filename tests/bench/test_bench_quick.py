@@ -29,6 +29,10 @@ EXPECTED = {
         r"^\s+200\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+",
     ),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
+    "ranking_candidates": (
+        r"^array fusion equals fusion\.fuse \(shipped default\) on (\d+)/\1 questions",
+        r"^hybrid, chunk mean \(",
+    ),
     "encryption_overhead": (
         r"^block edit p95 ms\s",
         r"^hybrid search p95 ms\s",
