@@ -54,7 +54,8 @@ from ..tools import (
     memory_tool_names,
 )
 from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
-from ..turn_context import render_turn_context, with_turn_context
+from ..turn_context import RecalledItem, render_recalled, render_turn_context, with_turn_context
+from .auto_recall import AutoRecall, AutoRecallSetting, auto_recall_settings
 from .background_consolidation import BackgroundConsolidation
 from .consolidation_schedule import DEFAULT_CONSOLIDATION, ConsolidationSetting, schedule_from
 from .model_errors import raise_for_authentication_failure
@@ -106,7 +107,11 @@ class MemoryAwareAgent:
             A run never delays a turn; the model sees what it changed on its next turn, as any
             change it did not make (`prompt_refresh`). `disconnect` waits for a running one.
         allow_secret: Whether the model sees this agent's secret blocks (in its system prompt) and
-            secret passages (through its tools); default False (`memory_agent.sensitivity`).
+            secret passages (through its tools and automatic recall); default False
+            (`memory_agent.sensitivity`).
+        auto_recall: Whether memories relevant to each prompt are found before the turn and sent
+            with it, in its `<turn_context>`: False (default), True (the defaults: 2,000 tokens,
+            archival and conversation, hybrid) or an `AutoRecallSettings`. See `auto_recall`.
     """
 
     def __init__(
@@ -122,10 +127,12 @@ class MemoryAwareAgent:
         clock: Callable[[], datetime] | None = None,
         consolidation: ConsolidationSetting = DEFAULT_CONSOLIDATION,
         allow_secret: bool = False,
+        auto_recall: AutoRecallSetting = False,
     ) -> None:
         if not isinstance(allow_secret, bool):
             raise ConfigurationError(f"allow_secret must be True or False, got {allow_secret!r}.")
         self.allow_secret = allow_secret
+        recall_settings = auto_recall_settings(auto_recall)
         self.memory_tools: ToolSet = check_tool_set(memory_tools)
         schedule = schedule_from(consolidation)
         if refresh_mode not in ("live", "reconnect"):
@@ -172,8 +179,22 @@ class MemoryAwareAgent:
             self.compactor,
             self.prompt_refresh,
             count_fixed=self._request_fixed_tokens,
+            auto_recall=(
+                AutoRecall(
+                    self.memory,
+                    self.agent_id,
+                    recall_settings,
+                    count_text=self.compactor.count_text,
+                    allow_secret=allow_secret,
+                    clock=self._clock,
+                )
+                if recall_settings is not None
+                else None
+            ),
         )
         """What happens before and after each turn, and the state it is decided from."""
+        # What the planner recalled for the next user message (sent once, then cleared).
+        self._recalled: tuple[tuple[RecalledItem, ...], tuple[str, ...]] = ((), ())
         stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
         self.state = SessionState.resuming(stored or self.options.resume)
         self.consolidation = BackgroundConsolidation(self.memory, self.agent_id, schedule)
@@ -337,6 +358,7 @@ class MemoryAwareAgent:
             )
         if plan.rebuild:
             await self._build_prompt(plan)
+        self._recalled = (plan.recalled, plan.recall_notes)
 
     async def _build_prompt(self, plan: TurnPlan) -> None:
         """Give the running process the current memory live, else start a new process with it."""
@@ -516,10 +538,12 @@ class MemoryAwareAgent:
                 yield message
 
     async def _with_context(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """The user message with the turn's context (time, memory sizes) as its first block: what
-        changes every turn travels with the turn, so the system prompt stays byte-identical."""
+        """The user message with the turn's context (time, memory sizes, recalled memories) as its
+        first block: what changes every turn travels with the turn, so the system prompt stays
+        byte-identical."""
+        recalled, self._recalled = render_recalled(*self._recalled), ((), ())
         context = render_turn_context(
-            self.memory.turn_context(self._clock(), agent_id=self.agent_id)
+            self.memory.turn_context(self._clock(), agent_id=self.agent_id), recalled
         )
         changes = self.planner.announcement()
         context = f"{context}\n{changes}" if changes else context

@@ -16,13 +16,15 @@ new summary themselves); a turn on unchanged memory reads the summary and the bu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compaction import CompactionOutcome, ContextBudget, MessageRecord, message_tokens
 
 from ..compactor import Compactor, Unread
 from ..manager import MemoryManager
 from ..recall import StoredSummary
+from ..turn_context import RecalledItem
+from .auto_recall import AutoRecall, RecallReport
 from .refresh_policy import PromptRefreshPolicy
 from .turn_growth import TurnGrowth
 
@@ -45,8 +47,10 @@ class TurnPlan:
     then still counts as unseen, and reaches the model next turn."""
     announce: tuple[str, ...] = ()
     """Ids of blocks whose new values travel in this turn's `<turn_context>` (`announce` policy)."""
-    recalled: tuple[str, ...] = field(default=())
-    """Items recalled for this turn's `<turn_context>`; none yet (room for automatic recall)."""
+    recalled: tuple[RecalledItem, ...] = field(default=())
+    """Memories recalled for this turn's `<turn_context>` (automatic recall; empty when off)."""
+    recall_notes: tuple[str, ...] = ()
+    """What recall could not do this turn (a failed search, a fallback), told to the model."""
 
 
 class TurnPlanner:
@@ -64,8 +68,14 @@ class TurnPlanner:
         policy: PromptRefreshPolicy,
         *,
         count_fixed: Callable[[], int],
+        auto_recall: AutoRecall | None = None,
     ) -> None:
         self.memory = memory
+        self.auto_recall = auto_recall
+        """Automatic recall, run before each turn with a known prompt (None: off)."""
+        self.last_recall: RecallReport | None = None
+        """What recall did for the latest turn (its items, tokens, time and notes)."""
+        self._recall_prompt: str | None = None
         self.agent_id = agent_id
         self.compactor = compactor
         self.policy = policy
@@ -107,6 +117,7 @@ class TurnPlanner:
         process runs yet (an import, a restart, a long-closed agent), before the first request.
         """
         self._summary = self.memory.get_summary_record(agent_id=self.agent_id)
+        self._recall_prompt = prompt
         fixed = self._fixed_tokens if connected else self._count_fixed()
         budget = self._read_budget(fixed)
         if not self._due:
@@ -135,7 +146,19 @@ class TurnPlanner:
             self._budget = None
 
     def replan(self, *, connected: bool, can_refresh_live: bool) -> TurnPlan:
-        """Whether the prompt must be built again, on the summary already read this turn."""
+        """Whether the prompt must be built again, on the summary already read this turn; and,
+        once no compaction comes first, what automatic recall finds for the turn's prompt."""
+        plan = self._prompt_plan(connected=connected, can_refresh_live=can_refresh_live)
+        prompt, self._recall_prompt = self._recall_prompt, None
+        if self.auto_recall is None or prompt is None:
+            return plan
+        # Recalled after any compaction (messages it evicted can be found) and before the prompt
+        # is stored (the prompt cannot find itself).
+        report = self.auto_recall.recall(prompt)
+        self.last_recall = report
+        return replace(plan, recalled=report.items, recall_notes=report.notes)
+
+    def _prompt_plan(self, *, connected: bool, can_refresh_live: bool) -> TurnPlan:
         summary_id = self._summary.summary_id if self._summary else 0
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id, summary_id=summary_id)
         if connected and self.policy.is_current(fingerprint):
