@@ -7,7 +7,9 @@ How a turn runs:
    the running CLI process gets the new prompt through a control request (about 20 ms); where
    that is not possible it reconnects, resuming the same SDK session from the SQLite session
    store (about 600 ms). While memory is unchanged the running process is reused, at no cost.
-2. The prompt is stored, then sent.
+2. With `auto_recall` on, the planner searches memory for the prompt (`TurnPlanner.recall`).
+   The prompt is stored, then sent, with the turn's `<turn_context>` (time, memory sizes, and
+   what recall found) as its first block.
 3. Every message the SDK yields is stored before it is handed to the caller unchanged.
 4. After the result, the planner calibrates the token budget with the usage the API reported and
    decides whether the next turn compacts first (`TurnPlanner.after_turn`).
@@ -23,6 +25,7 @@ session store.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -358,6 +361,10 @@ class MemoryAwareAgent:
             )
         if plan.rebuild:
             await self._build_prompt(plan)
+        if self.planner.auto_recall is not None:
+            # Searching embeds the prompt: in a worker thread, as the memory tools run, so other
+            # agents sharing the event loop are not stalled.
+            plan = await asyncio.to_thread(self.planner.recall, plan)
         self._recalled = (plan.recalled, plan.recall_notes)
 
     async def _build_prompt(self, plan: TurnPlan) -> None:

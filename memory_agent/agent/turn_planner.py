@@ -8,6 +8,8 @@ answers rest on: the token budget (read from the compactor once per turn, with t
 read once per turn), how much recent turns grew the context (`TurnGrowth`), the fixed part of the
 request, whether a compaction is due, and the refresh policy, which also records what the running
 prompt was built from (the memory fingerprint): the one answer to "is the prompt current?".
+With automatic recall on (`auto_recall.AutoRecall`), `recall(plan)` adds to the plan what was
+found in memory for the turn's prompt, for its `<turn_context>`.
 
 A turn that compacts or rebuilds its prompt reads more (the compaction and the rendering read the
 new summary themselves); a turn on unchanged memory reads the summary and the budget once each.
@@ -146,14 +148,17 @@ class TurnPlanner:
             self._budget = None
 
     def replan(self, *, connected: bool, can_refresh_live: bool) -> TurnPlan:
-        """Whether the prompt must be built again, on the summary already read this turn; and,
-        once no compaction comes first, what automatic recall finds for the turn's prompt."""
-        plan = self._prompt_plan(connected=connected, can_refresh_live=can_refresh_live)
+        """Whether the prompt must be built again, on the summary already read this turn."""
+        return self._prompt_plan(connected=connected, can_refresh_live=can_refresh_live)
+
+    def recall(self, plan: TurnPlan) -> TurnPlan:
+        """`plan` with what automatic recall finds for the prompt given to `before_turn` (once:
+        the prompt is then spent). Asked after any compaction, so messages it evicted can be
+        found, and before the prompt is stored, so the prompt cannot find itself. Unchanged when
+        recall is off or the turn's prompt is not known (a streamed prompt, connecting)."""
         prompt, self._recall_prompt = self._recall_prompt, None
         if self.auto_recall is None or prompt is None:
             return plan
-        # Recalled after any compaction (messages it evicted can be found) and before the prompt
-        # is stored (the prompt cannot find itself).
         report = self.auto_recall.recall(prompt)
         self.last_recall = report
         return replace(plan, recalled=report.items, recall_notes=report.notes)
