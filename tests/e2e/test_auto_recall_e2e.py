@@ -4,12 +4,15 @@ recall off (the default) nothing does. Asserted on the requests the scripted ser
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import socket
 from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
-from memory_agent import AutoRecallSettings, MemoryAwareAgent, MemoryManager
+from memory_agent import AutoRecallSettings, MemoryAwareAgent, MemoryManager, Settings
 from memory_agent.testing import ScriptedMessagesServer, text_response
 from memory_agent.testing.recorded import RecordedRequest
 
@@ -85,3 +88,29 @@ async def test_nothing_is_recalled_when_auto_recall_is_off(
     block = context_block(server.turn_requests()[-1], PROMPT)
     assert "recalled_memories" not in block and "lapsang" not in block
     assert all("lapsang" not in str(request.body) for request in server.turn_requests())
+
+
+async def test_a_vector_store_that_is_down_costs_the_turn_nothing_and_the_model_is_told(
+    server: ScriptedMessagesServer,
+    options: ClaudeAgentOptions,
+    storage_settings: Settings,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on: the Chroma server is down
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    down = dataclasses.replace(storage_settings, chroma_host="127.0.0.1", chroma_port=port)
+    server.enqueue(text_response("Lapsang souchong."))
+    with MemoryManager(agent_id="e2e-agent", settings=down) as memory:
+        memory.archival_memory_insert(FACT)  # kept, its vector pending
+        with caplog.at_level(logging.WARNING, logger="memory_agent.agent.auto_recall"):
+            async with MemoryAwareAgent(options, memory=memory, auto_recall=True) as agent:
+                result = await agent.process_turn(PROMPT)
+                report = agent.planner.last_recall
+        assert result.text == "Lapsang souchong."
+        assert report is not None and any("keywords only" in note for note in report.notes)
+        assert memory.get_agent_state()["auto_recall_warning"]["notes"] == list(report.notes)
+    block = context_block(server.turn_requests()[-1], PROMPT)
+    assert FACT in block  # found by its words all the same
+    assert "Note: archival search fell back to keywords only" in block
+    assert any("fell back to keywords" in record.getMessage() for record in caplog.records)
