@@ -17,6 +17,7 @@ new summary themselves); a turn on unchanged memory reads the summary and the bu
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -31,6 +32,8 @@ from .refresh_policy import PromptRefreshPolicy
 from .turn_growth import TurnGrowth
 
 __all__ = ["TurnPlan", "TurnPlanner"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,13 @@ class TurnPlanner:
         prompt, self._recall_prompt = self._recall_prompt, None
         if self.auto_recall is None or prompt is None:
             return plan
-        report = self.auto_recall.recall(prompt)
+        try:
+            report = self.auto_recall.recall(prompt)
+        except Exception as error:  # recall is a help: the turn goes on without it, and says so
+            logger.warning("auto-recall of agent %s failed", self.agent_id, exc_info=True)
+            report = RecallReport(
+                notes=(f"automatic recall failed ({type(error).__name__}); nothing was recalled",)
+            )
         self.last_recall = report
         return replace(plan, recalled=report.items, recall_notes=report.notes)
 
