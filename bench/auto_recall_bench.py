@@ -13,7 +13,8 @@ Figures per source and budget: the time recall adds to a turn (p50/p95 ms), the 
 recall@budget: the share of a question's evidence turns that land in the injected context
 (pooled over questions). No model runs: this is the rules path, the same that a turn takes.
 
-    python bench/auto_recall_bench.py [--data DIR] [--budgets 500,1000,2000] [--quick]
+    python bench/auto_recall_bench.py [--data DIR] [--budgets 500,1000,2000] [--max-items 8]
+                                      [--quick]
 
 `--quick` keeps the first 40 turns of the first conversation, the questions on them and one budget.
 """
@@ -102,6 +103,7 @@ def _run(
     conversations: Sequence[Conversation],
     budgets: Sequence[int],
     tallies: dict[tuple[str, int], Tally],
+    max_items: int,
 ) -> int:
     questions = 0
     for conversation in conversations:
@@ -113,7 +115,7 @@ def _run(
                 recall = AutoRecall(
                     memory,
                     conversation.name,
-                    AutoRecallSettings(token_budget=budget, sources=sources),
+                    AutoRecallSettings(token_budget=budget, sources=sources, max_items=max_items),
                     count_text=memory.compactor.count_text,
                 )
                 tally = tallies.setdefault((label, budget), Tally())
@@ -152,12 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env({"PERSIST_DIRECTORY": directory}, env_file=None)
         with MemoryManager(agent_id="bench", settings=settings) as memory:
             started = time.perf_counter()
-            questions = _run(memory, conversations, budgets, tallies)
+            questions = _run(memory, conversations, budgets, tallies, args.max_items)
             took = time.perf_counter() - started
     turns = sum(len(c.turns) for c in conversations)
     print(
         f"{len(conversations)} conversations, {turns} turns, {questions} questions (categories"
-        f" 1-4), {took:.0f} s in all"
+        f" 1-4), {took:.0f} s in all; at most {args.max_items} items per turn"
     )
     print(
         f"{'source / budget':<22} {'p50 ms':>7} {'p95 ms':>7} {'tokens':>8} {'p95 tk':>7}"
