@@ -76,7 +76,7 @@ class AutoRecallSettings:
     """Hits asked of each source before the budget chooses among them."""
 
     def __post_init__(self) -> None:
-        _positive("token_budget", self.token_budget, minimum=100)
+        _positive("token_budget", self.token_budget, minimum=200)
         _positive("max_items", self.max_items)
         _positive("max_item_tokens", self.max_item_tokens, minimum=20)
         _positive("candidates", self.candidates)

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 from backends import backend_environ
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory_agent import AutoRecallSettings, MemoryManager, Settings
-from memory_agent.agent.auto_recall import WARNING_STATE_KEY, AutoRecall
+from memory_agent.agent.auto_recall import WARNING_STATE_KEY, AutoRecall, RecallSource
 from memory_agent.recall_guard import WITHHELD_LINE
 from memory_agent.turn_context import render_recalled
 
@@ -74,6 +76,43 @@ def test_the_section_stays_within_the_budget_and_the_item_cap(memory: MemoryMana
         "garden tomatoes"
     )
     assert len(small.items) < len(large.items)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    budget=st.integers(200, 3_000),
+    cap=st.integers(1, 30),
+    item_tokens=st.integers(20, 600),
+    sources=st.sampled_from([("archival",), ("conversation",), ("archival", "conversation")]),
+)
+def test_any_settings_keep_the_budget_and_the_caps(
+    memory: MemoryManager,
+    budget: int,
+    cap: int,
+    item_tokens: int,
+    sources: tuple[RecallSource, ...],
+) -> None:
+    if not memory.archival_memory_list(limit=1):
+        for number in range(12):
+            words = "river boat bridge market " * (3 + 25 * (number % 4))
+            memory.archival_memory_insert(f"Passage {number}: {words}")
+            memory.store_message("user", f"Message {number}: {words}", in_context=False)
+    recall = recaller(
+        memory,
+        token_budget=budget,
+        max_items=cap,
+        max_item_tokens=item_tokens,
+        sources=sources,
+        mode="keyword",
+    )
+    report = recall.recall("Tell me about the river boat at the market")
+    assert report.items and len(report.items) <= cap
+    assert report.tokens == memory.compactor.count_text(report.section) <= budget
+    assert {item.source for item in report.items} <= set(sources)
+    for item in report.items:
+        assert memory.compactor.count_text(item.text) <= item_tokens
 
 
 def test_min_score_drops_weaker_hits(memory: MemoryManager) -> None:
@@ -145,7 +184,8 @@ def test_a_vector_store_that_is_down_falls_back_to_keywords_and_says_so(
     store = tmp_path / "store"
     environ = {"PERSIST_DIRECTORY": str(store)}
     with MemoryManager(
-        agent_id="agent-a", settings=Settings.from_env(backend_environ(environ), env_file=None)
+        agent_id="agent-a",
+        settings=Settings.from_env(backend_environ(environ), env_file=None),
     ) as memory:
         memory.archival_memory_insert("The ferry to the island leaves at seven.")
     down = backend_environ(
