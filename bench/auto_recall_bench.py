@@ -136,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--budgets", default="500,1000,2000")
+    parser.add_argument("--max-items", type=int, default=AutoRecallSettings().max_items)
     parser.add_argument(
         "--quick", action="store_true", help="first 40 turns of one conversation, one budget"
     )
