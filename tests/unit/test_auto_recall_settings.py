@@ -9,7 +9,7 @@ from memory_agent.agent.auto_recall import auto_recall_settings
 
 
 @pytest.mark.parametrize(
-    "settings",
+    "values",
     [
         {"token_budget": 10},
         {"token_budget": True},
@@ -24,9 +24,9 @@ from memory_agent.agent.auto_recall import auto_recall_settings
         {"min_score": "high"},
     ],
 )
-def test_bad_settings_are_refused_with_a_clear_error(settings: dict[str, object]) -> None:
+def test_bad_settings_are_refused_with_a_clear_error(values: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError, match="auto-recall"):
-        AutoRecallSettings(**settings)  # type: ignore[arg-type]  # deliberately wrong values
+        AutoRecallSettings(**values)  # type: ignore[arg-type]  # deliberately wrong values
 
 
 def test_the_auto_recall_argument() -> None:
