@@ -13,10 +13,11 @@ Figures per source and budget: the time recall adds to a turn (p50/p95 ms), the 
 recall@budget: the share of a question's evidence turns that land in the injected context
 (pooled over questions). No model runs: this is the rules path, the same that a turn takes.
 
-    python bench/auto_recall_bench.py [--data DIR] [--budgets 500,1000,2000] [--max-items 8]
+    python bench/auto_recall_bench.py [--data DIR] [--budgets 500,1000,2000] [--max-items N]
                                       [--quick]
 
-`--quick` keeps the first 40 turns of the first conversation, the questions on them and one budget.
+`--max-items` defaults to `AutoRecallSettings().max_items`. `--quick` keeps the first 40 turns
+of the first conversation, the questions on them and one budget.
 """
 
 from __future__ import annotations

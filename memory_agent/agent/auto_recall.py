@@ -61,7 +61,7 @@ class AutoRecallSettings:
 
     token_budget: int = 2_000
     """Tokens the whole `<recalled_memories>` section may take, tags and notes included."""
-    max_items: int = 8
+    max_items: int = 20
     """At most this many memories per turn."""
     sources: tuple[RecallSource, ...] = SOURCES
     """Where to search: "archival" (passages) and/or "conversation" (stored messages)."""
