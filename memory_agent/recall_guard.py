@@ -20,6 +20,7 @@ Two steps keep it data:
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from .rendering import escape_markdown, escape_text
 
@@ -60,8 +61,11 @@ _LINE_BREAK = re.compile(r"(\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029])")
 
 
 def is_instruction_like(line: str) -> bool:
-    """Whether a line reads as a role's turn, chat markup, or an order to the model."""
-    stripped = line.strip()
+    """Whether a line reads as a role's turn, chat markup, or an order to the model: read as a
+    model may read it, with compatibility forms folded (full-width letters) and invisible
+    format characters (zero-width spaces and joiners) removed."""
+    folded = unicodedata.normalize("NFKC", line)
+    stripped = "".join(c for c in folded if unicodedata.category(c) != "Cf").strip()
     if not stripped:
         return False
     if _ROLE_PREFIX.match(stripped) or _CHAT_MARKUP.search(stripped):
