@@ -40,7 +40,8 @@ _ROLE_PREFIX = re.compile(
     re.IGNORECASE,
 )
 _CHAT_MARKUP = re.compile(
-    r"(\[/?inst\]|<\|?im_(start|end)\|?>|\|im_(start|end)\||<<\s*/?sys\s*>>|###\s*(instruction|system|response))",
+    r"(\[/?inst\]|<\|?im_(start|end)\|?>|\|im_(start|end)\||<<\s*/?sys\s*>>"
+    r"|###\s*(instruction|system|response))",
     re.IGNORECASE,
 )
 _VERBS = r"(ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon)"

@@ -1,4 +1,4 @@
-"""Automatic recall: memories relevant to the user's message, found before the turn and sent with it.
+"""Automatic recall: memories relevant to the user's message, found before the turn, sent with it.
 
 Without it the model sees only what is in its context window and must think of calling
 `archival_memory_search` or `conversation_search` itself. With `MemoryAwareAgent(auto_recall=...)`
