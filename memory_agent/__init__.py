@@ -54,6 +54,7 @@ from .tools import ToolOutcome, ToolSpec
 # The SDK-facing classes import claude_agent_sdk, which takes a while; processes that only touch
 # storage (CLI listings, worker processes) should not pay for it, so they load on first use.
 _LAZY = {
+    "AutoRecallSettings": ".agent",
     "MemoryAwareAgent": ".agent",
     "TurnResult": ".agent",
     "ConsolidationSchedule": ".agent",
@@ -74,6 +75,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AgentNotFoundError",
+    "AutoRecallSettings",
     "AmbiguousContentError",
     "ArchivalError",
     "Author",

@@ -32,6 +32,8 @@ __all__ = [
     "MEMORY_CHANGES",
     "MEMORY_FILES",
     "MEMORY_METADATA",
+    "RECALLED_ITEM",
+    "RECALLED_MEMORIES",
     "RESERVED_NAMES",
     "ROLE_NAMES",
     "SECTION_NAMES",
@@ -48,6 +50,8 @@ MEMORY_METADATA = "memory_metadata"
 CONVERSATION_SUMMARY = "conversation_summary"
 TURN_CONTEXT = "turn_context"
 MEMORY_CHANGES = "memory_changes"
+RECALLED_MEMORIES = "recalled_memories"
+RECALLED_ITEM = "recalled_item"
 
 SECTION_NAMES: dict[str, str] = {
     MEMORY_BLOCKS: "the system prompt's blocks (rendering)",
@@ -57,12 +61,16 @@ SECTION_NAMES: dict[str, str] = {
     "recent_conversation": "an older layout's section, still recognised",
     TURN_CONTEXT: "each user message's time and memory sizes (turn_context)",
     MEMORY_CHANGES: "each user message's blocks changed by others (turn_context)",
+    RECALLED_MEMORIES: "each user message's automatically recalled memories (turn_context)",
 }
 """The sections memory-agent writes into the prompt, and where each comes from."""
 
-ELEMENT_NAMES: frozenset[str] = frozenset({"block", "description", "metadata", "value"})
+ELEMENT_NAMES: frozenset[str] = frozenset(
+    {"block", "description", "metadata", "value", RECALLED_ITEM}
+)
 """The elements inside a rendered block (`rendering`): `block` wraps a block whose label cannot be
-its tag, the others hold its description, size and flags, and text."""
+its tag, the others hold its description, size and flags, and text; and the element holding one
+recalled memory (`turn_context.render_recalled`)."""
 
 ROLE_NAMES: frozenset[str] = frozenset(
     {

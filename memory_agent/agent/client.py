@@ -7,7 +7,9 @@ How a turn runs:
    the running CLI process gets the new prompt through a control request (about 20 ms); where
    that is not possible it reconnects, resuming the same SDK session from the SQLite session
    store (about 600 ms). While memory is unchanged the running process is reused, at no cost.
-2. The prompt is stored, then sent.
+2. With `auto_recall` on, the planner searches memory for the prompt (`TurnPlanner.recall`).
+   The prompt is stored, then sent, with the turn's `<turn_context>` (time, memory sizes, and
+   what recall found) as its first block.
 3. Every message the SDK yields is stored before it is handed to the caller unchanged.
 4. After the result, the planner calibrates the token budget with the usage the API reported and
    decides whether the next turn compacts first (`TurnPlanner.after_turn`).
@@ -23,6 +25,7 @@ session store.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -54,7 +57,8 @@ from ..tools import (
     memory_tool_names,
 )
 from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
-from ..turn_context import render_turn_context, with_turn_context
+from ..turn_context import RecalledItem, render_recalled, render_turn_context, with_turn_context
+from .auto_recall import AutoRecall, AutoRecallSetting, auto_recall_settings
 from .background_consolidation import BackgroundConsolidation
 from .consolidation_schedule import DEFAULT_CONSOLIDATION, ConsolidationSetting, schedule_from
 from .model_errors import raise_for_authentication_failure
@@ -106,7 +110,11 @@ class MemoryAwareAgent:
             A run never delays a turn; the model sees what it changed on its next turn, as any
             change it did not make (`prompt_refresh`). `disconnect` waits for a running one.
         allow_secret: Whether the model sees this agent's secret blocks (in its system prompt) and
-            secret passages (through its tools); default False (`memory_agent.sensitivity`).
+            secret passages (through its tools and automatic recall); default False
+            (`memory_agent.sensitivity`).
+        auto_recall: Whether memories relevant to each prompt are found before the turn and sent
+            with it, in its `<turn_context>`: False (default), True (the defaults: 2,000 tokens,
+            archival and conversation, hybrid) or an `AutoRecallSettings`. See `auto_recall`.
     """
 
     def __init__(
@@ -122,10 +130,12 @@ class MemoryAwareAgent:
         clock: Callable[[], datetime] | None = None,
         consolidation: ConsolidationSetting = DEFAULT_CONSOLIDATION,
         allow_secret: bool = False,
+        auto_recall: AutoRecallSetting = False,
     ) -> None:
         if not isinstance(allow_secret, bool):
             raise ConfigurationError(f"allow_secret must be True or False, got {allow_secret!r}.")
         self.allow_secret = allow_secret
+        recall_settings = auto_recall_settings(auto_recall)
         self.memory_tools: ToolSet = check_tool_set(memory_tools)
         schedule = schedule_from(consolidation)
         if refresh_mode not in ("live", "reconnect"):
@@ -170,8 +180,22 @@ class MemoryAwareAgent:
             self.compactor,
             self.prompt_refresh,
             count_fixed=self._request_fixed_tokens,
+            auto_recall=(
+                AutoRecall(
+                    self.memory,
+                    self.agent_id,
+                    recall_settings,
+                    count_text=self.compactor.count_text,
+                    allow_secret=allow_secret,
+                    clock=self._clock,
+                )
+                if recall_settings is not None
+                else None
+            ),
         )
         """What happens before and after each turn, and the state it is decided from."""
+        # What the planner recalled for the next user message (sent once, then cleared).
+        self._recalled: tuple[tuple[RecalledItem, ...], tuple[str, ...]] = ((), ())
         stored = self.memory.get_agent_state(agent_id=self.agent_id).get(_SESSION_KEY)
         self.state = SessionState.resuming(stored or self.options.resume)
         self.consolidation = BackgroundConsolidation(self.memory, self.agent_id, schedule)
@@ -335,6 +359,11 @@ class MemoryAwareAgent:
             )
         if plan.rebuild:
             await self._build_prompt(plan)
+        if self.planner.auto_recall is not None:
+            # Searching embeds the prompt: in a worker thread, as the memory tools run, so other
+            # agents sharing the event loop are not stalled.
+            plan = await asyncio.to_thread(self.planner.recall, plan)
+        self._recalled = (plan.recalled, plan.recall_notes)
 
     async def _build_prompt(self, plan: TurnPlan) -> None:
         """Give the running process the current memory live, else start a new process with it."""
@@ -514,10 +543,12 @@ class MemoryAwareAgent:
                 yield message
 
     async def _with_context(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """The user message with the turn's context (time, memory sizes) as its first block: what
-        changes every turn travels with the turn, so the system prompt stays byte-identical."""
+        """The user message with the turn's context (time, memory sizes, recalled memories) as its
+        first block: what changes every turn travels with the turn, so the system prompt stays
+        byte-identical."""
+        recalled, self._recalled = render_recalled(*self._recalled), ((), ())
         context = render_turn_context(
-            self.memory.turn_context(self._clock(), agent_id=self.agent_id)
+            self.memory.turn_context(self._clock(), agent_id=self.agent_id), recalled
         )
         changes = self.planner.announcement()
         context = f"{context}\n{changes}" if changes else context

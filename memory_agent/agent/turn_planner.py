@@ -8,6 +8,8 @@ answers rest on: the token budget (read from the compactor once per turn, with t
 read once per turn), how much recent turns grew the context (`TurnGrowth`), the fixed part of the
 request, whether a compaction is due, and the refresh policy, which also records what the running
 prompt was built from (the memory fingerprint): the one answer to "is the prompt current?".
+With automatic recall on (`auto_recall.AutoRecall`), `recall(plan)` adds to the plan what was
+found in memory for the turn's prompt, for its `<turn_context>`.
 
 A turn that compacts or rebuilds its prompt reads more (the compaction and the rendering read the
 new summary themselves); a turn on unchanged memory reads the summary and the budget once each.
@@ -15,18 +17,23 @@ new summary themselves); a turn on unchanged memory reads the summary and the bu
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compaction import CompactionOutcome, ContextBudget, MessageRecord, message_tokens
 
 from ..compactor import Compactor, Unread
 from ..manager import MemoryManager
 from ..recall import StoredSummary
+from ..turn_context import RecalledItem
+from .auto_recall import AutoRecall, RecallReport
 from .refresh_policy import PromptRefreshPolicy
 from .turn_growth import TurnGrowth
 
 __all__ = ["TurnPlan", "TurnPlanner"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,8 +52,10 @@ class TurnPlan:
     then still counts as unseen, and reaches the model next turn."""
     announce: tuple[str, ...] = ()
     """Ids of blocks whose new values travel in this turn's `<turn_context>` (`announce` policy)."""
-    recalled: tuple[str, ...] = field(default=())
-    """Items recalled for this turn's `<turn_context>`; none yet (room for automatic recall)."""
+    recalled: tuple[RecalledItem, ...] = field(default=())
+    """Memories recalled for this turn's `<turn_context>` (automatic recall; empty when off)."""
+    recall_notes: tuple[str, ...] = ()
+    """What recall could not do this turn (a failed search, a fallback), told to the model."""
 
 
 class TurnPlanner:
@@ -64,8 +73,14 @@ class TurnPlanner:
         policy: PromptRefreshPolicy,
         *,
         count_fixed: Callable[[], int],
+        auto_recall: AutoRecall | None = None,
     ) -> None:
         self.memory = memory
+        self.auto_recall = auto_recall
+        """Automatic recall, run before each turn with a known prompt (None: off)."""
+        self.last_recall: RecallReport | None = None
+        """What recall did for the latest turn (its items, tokens, time and notes)."""
+        self._recall_prompt: str | None = None
         self.agent_id = agent_id
         self.compactor = compactor
         self.policy = policy
@@ -107,6 +122,7 @@ class TurnPlanner:
         process runs yet (an import, a restart, a long-closed agent), before the first request.
         """
         self._summary = self.memory.get_summary_record(agent_id=self.agent_id)
+        self._recall_prompt = prompt
         fixed = self._fixed_tokens if connected else self._count_fixed()
         budget = self._read_budget(fixed)
         if not self._due:
@@ -136,6 +152,27 @@ class TurnPlanner:
 
     def replan(self, *, connected: bool, can_refresh_live: bool) -> TurnPlan:
         """Whether the prompt must be built again, on the summary already read this turn."""
+        return self._prompt_plan(connected=connected, can_refresh_live=can_refresh_live)
+
+    def recall(self, plan: TurnPlan) -> TurnPlan:
+        """`plan` with what automatic recall finds for the prompt given to `before_turn` (once:
+        the prompt is then spent). Asked after any compaction, so messages it evicted can be
+        found, and before the prompt is stored, so the prompt cannot find itself. Unchanged when
+        recall is off or the turn's prompt is not known (a streamed prompt, connecting)."""
+        prompt, self._recall_prompt = self._recall_prompt, None
+        if self.auto_recall is None or prompt is None:
+            return plan
+        try:
+            report = self.auto_recall.recall(prompt)
+        except Exception as error:  # recall is a help: the turn goes on without it, and says so
+            logger.warning("auto-recall of agent %s failed", self.agent_id, exc_info=True)
+            report = RecallReport(
+                notes=(f"automatic recall failed ({type(error).__name__}); nothing was recalled",)
+            )
+        self.last_recall = report
+        return replace(plan, recalled=report.items, recall_notes=report.notes)
+
+    def _prompt_plan(self, *, connected: bool, can_refresh_live: bool) -> TurnPlan:
         summary_id = self._summary.summary_id if self._summary else 0
         fingerprint = self.memory.memory_fingerprint(agent_id=self.agent_id, summary_id=summary_id)
         if connected and self.policy.is_current(fingerprint):

@@ -22,6 +22,7 @@ RUN_ELSEWHERE = {
 }
 """Script -> the test file that runs its `--quick` mode in the default suite and checks its figures."""
 EXPECTED = {
+    "auto_recall_bench": (r"^archival 2000\s+\d", r"^conversation 2000\s+\d", r"^both 2000\s+\d"),
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "conversation_copies_bench": (
         r"conversations_agree: True",

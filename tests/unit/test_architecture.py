@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memory_agent.settings",
         "memory_agent.rendering",
         "memory_agent.turn_context",
+        "memory_agent.recall_guard",
         "memory_agent.reserved_names",
         "memory_agent.testing",
         "memory_agent.redaction",

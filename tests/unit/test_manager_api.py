@@ -157,6 +157,7 @@ def test_public_names_are_pinned() -> None:
         "AmbiguousContentError",
         "ArchivalError",
         "Author",
+        "AutoRecallSettings",
         "Block",
         "BlockError",
         "BlockExistsError",

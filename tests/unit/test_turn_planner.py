@@ -6,6 +6,7 @@ import pytest
 
 from compaction import CompactionOutcome, CompactionSettings
 from memory_agent import MemoryManager, Settings
+from memory_agent.agent.auto_recall import AutoRecall, AutoRecallSettings
 from memory_agent.agent.refresh_policy import PromptRefreshPolicy
 from memory_agent.agent.turn_planner import TurnPlan, TurnPlanner
 
@@ -35,7 +36,7 @@ def test_connecting_builds_the_prompt_and_unchanged_memory_keeps_it(memory: Memo
     planner = _planner(memory)
     first = planner.before_turn(None, connected=False, can_refresh_live=False)
     assert first.rebuild and not first.compact and first.versions == memory.block_versions()
-    assert first.recalled == ()  # room for automatic recall, empty until it exists
+    assert first.recalled == () and planner.recall(first) == first  # recall is off
     planner.prompt_built(first)
     assert planner.fixed_tokens == memory.memory_tokens()
     again = _connected(planner)
@@ -100,3 +101,39 @@ def test_a_large_prompt_makes_the_turn_compact_first(settings: Settings) -> None
         planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
         assert not _connected(planner, "Short.").compact
         assert _connected(planner, "A long paste. " * 2_000).compact
+
+
+def _recalling_planner(memory: MemoryManager) -> TurnPlanner:
+    recall = AutoRecall(
+        memory, memory.agent_id, AutoRecallSettings(), count_text=memory.compactor.count_text
+    )
+    return TurnPlanner(
+        memory,
+        memory.agent_id,
+        memory.compactor,
+        PromptRefreshPolicy("announce"),
+        count_fixed=memory.memory_tokens,
+        auto_recall=recall,
+    )
+
+
+def test_recall_fills_the_plan_once_for_the_turns_prompt(memory: MemoryManager) -> None:
+    passage = memory.archival_memory_insert("The lighthouse keeper is called Ines.")
+    planner = _recalling_planner(memory)
+    planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
+    assert planner.recall(_connected(planner, None)).recalled == ()  # no prompt, nothing to find
+    plan = planner.recall(_connected(planner, "Who keeps the lighthouse?"))
+    assert [item.item_id for item in plan.recalled] == [passage]
+    assert planner.last_recall is not None and planner.last_recall.items == plan.recalled
+    assert planner.recall(plan) == plan  # the prompt is spent: asked again, nothing changes
+
+
+def test_a_recall_that_raises_leaves_the_turn_a_plan_and_a_note(
+    memory: MemoryManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    planner = _recalling_planner(memory)
+    assert planner.auto_recall is not None
+    planner.auto_recall._count = lambda text: 1 // 0  # a counter that breaks
+    plan = planner.recall(_connected(planner, "Who keeps the lighthouse?"))
+    assert plan.recalled == () and plan.recall_notes[0].startswith("automatic recall failed")
+    assert "auto-recall of agent" in caplog.text
