@@ -23,6 +23,12 @@ RUN_ELSEWHERE = {
 """Script -> the test file that runs its `--quick` mode in the default suite and checks its figures."""
 EXPECTED = {
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
+    "conversation_search_locomo": (
+        r"^keyword\s+\d\.\d{3}",
+        r"^hybrid \(default\)\s+\d\.\d{3}",
+        r"^hybrid - keyword\s+@5",
+        r"^time-aware: \d+ of \d+ questions",
+    ),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
     "encryption_overhead": (
         r"^block edit p95 ms\s",
