@@ -36,7 +36,6 @@ from .archival import (
     VectorStore,
 )
 from .archival.chunks import passage_of
-from .archival.config import collection_prefix_for
 from .archival.fusion import FusionConfig
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
@@ -67,7 +66,7 @@ from .errors import (
 )
 from .forgetting import ForgetReport, Forgetting, Resummarizer
 from .labels import validate_label
-from .message_vectors import MessageReconcileReport, MessageVectors, message_prefix
+from .message_vectors import MessageReconcileReport, MessageVectors, chroma_message_store
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .sensitivity import (
@@ -1062,11 +1061,7 @@ class MemoryManager:
         under a prefix of its own (archival's reconcile and rebuild never see them)."""
         if self._message_vector_store is not None:
             return self._message_vector_store
-        from .archival.chroma_store import ChromaVectorStore
-
-        index = self.archival.index
-        prefix = index.config.collection_prefix or collection_prefix_for(index.embedding_function)
-        return ChromaVectorStore(index.config, message_prefix(prefix))
+        return chroma_message_store(self.archival.index)
 
     def block_versions(self, *, agent_id: str | None = None) -> dict[str, int]:
         """Each attached block's id and current version (what a rendered prompt showed)."""

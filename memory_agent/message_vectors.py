@@ -35,6 +35,7 @@ from .store.database import Database
 
 __all__ = [
     "CATCH_UP_BATCH",
+    "chroma_message_store",
     "MessageReconcileReport",
     "MessageVectors",
     "message_context",
@@ -55,6 +56,16 @@ def message_prefix(archival_prefix: str) -> str:
     """The collection-name prefix of message vectors beside archival's `archival_prefix` (the
     same model's name, another kind: archival's listing and rebuild never match it)."""
     return ("messages_" + archival_prefix.removeprefix("archival_"))[:63].rstrip("._-")
+
+
+def chroma_message_store(index: VectorIndex) -> VectorStore:
+    """Chroma beside archival's collections (same place, same model's name) under the message
+    prefix: the default store of message vectors, for the manager and `doctor` alike."""
+    from .archival.chroma_store import ChromaVectorStore
+    from .archival.config import collection_prefix_for
+
+    prefix = index.config.collection_prefix or collection_prefix_for(index.embedding_function)
+    return ChromaVectorStore(index.config, message_prefix(prefix))
 
 
 def message_vector_id(message_id: int) -> str:
@@ -108,6 +119,10 @@ class MessageVectors:
         self._store: VectorStore | None = None
         self._lock = threading.Lock()
         self._writing = threading.Lock()
+
+    @property
+    def database(self) -> Database:
+        return self._db
 
     @property
     def store(self) -> VectorStore:
