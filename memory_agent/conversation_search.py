@@ -26,7 +26,7 @@ from typing import Literal
 from .archival.failures import vector_failure_text
 from .archival.filters import PassageFilter
 from .archival.fusion import FusionConfig, fuse
-from .errors import ArchivalError, ConfigurationError
+from .errors import ArchivalError, ConfigurationError, preview
 from .message_vectors import CATCH_UP_BATCH, MessageVectors
 from .recall import RecallMemory, StoredMessage, message_filter, messages_by_ids
 from .store.database import Database
@@ -62,7 +62,8 @@ def search_messages(
     """The messages best matching `query` in `mode`, best first, `offset` then `limit` of them."""
     if mode not in MESSAGE_MODES:
         raise ConfigurationError(
-            f"Unknown conversation search mode '{mode}'; use one of {', '.join(MESSAGE_MODES)}."
+            f"Unknown conversation search mode '{preview(str(mode))}'; use one of "
+            f"{', '.join(MESSAGE_MODES)}."
         )
     if not isinstance(query, str):
         raise ConfigurationError(f"A search query must be text, got {type(query).__name__}.")

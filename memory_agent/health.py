@@ -235,11 +235,12 @@ def check_message_vectors(vectors: MessageVectors, repair: bool, *, full: bool =
     if not repair:
         if not pending:
             return Check("message vectors", "ok", "every message has its vectors")
+        # Not a fault: vectors are written once search by meaning is in use (message_vectors).
         return Check(
             "message vectors",
-            "warn",
-            f"{pending} messages have no vectors yet (conversation search by meaning misses "
-            "them until written); --repair writes them",
+            "ok",
+            f"{pending} messages have no vectors yet: the first conversation search by meaning "
+            "writes the newest, the agent the rest after its turns; --repair writes them all now",
         )
     report = vectors.reconcile(None, full=full)
     detail = (

@@ -35,6 +35,7 @@ from .store.database import Database
 
 __all__ = [
     "CATCH_UP_BATCH",
+    "MAX_EMBEDDED_CHARS",
     "chroma_message_store",
     "MessageReconcileReport",
     "MessageVectors",
@@ -47,6 +48,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MESSAGE_ID_PREFIX = "message-"
+MAX_EMBEDDED_CHARS = 16_000
+"""How much of one message its vectors cover (about eight model windows): a pasted log or a
+tool's listing of megabytes is found by its words (keyword search covers every character), and
+embedding all of it would stall the writer for minutes. Stated in docs/conversation-search.md."""
 CATCH_UP_BATCH = 256
 """How many pending messages one call of `write_pending(limit=...)` embeds when bounded (a search
 catches up at most this many, newest first, so a first search of a long history stays short)."""
@@ -169,7 +174,8 @@ class MessageVectors:
         chunks: list[list[object]] = [[] for _ in batch]
         if texted:
             found = self._index_of().vectors_with_context(
-                [batch[i].text for i in texted], [contexts[i] for i in texted]
+                [batch[i].text[:MAX_EMBEDDED_CHARS] for i in texted],
+                [contexts[i][:MAX_EMBEDDED_CHARS] for i in texted],
             )
             if len(found) != len(texted) or not all(found):
                 raise MemoryAgentError(
