@@ -53,11 +53,11 @@ from archival_locomo import (  # noqa: E402
 from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival.filters import PassageFilter  # noqa: E402
 from memory_agent.archival.fusion import FusionConfig, fuse  # noqa: E402
-from memory_agent.conversation_search import search_messages  # noqa: E402
+from memory_agent.conversation_search import TIME_BOOST, search_messages  # noqa: E402
 from memory_agent.time_phrases import time_window  # noqa: E402
 
 DEPTH = 100
-BOOST = 0.25
+BOOST = TIME_BOOST
 """What an in-window candidate gains in the 'boost' variant (fused scores lie in [0, 1])."""
 
 
@@ -70,7 +70,8 @@ class Read:
     vector: list[tuple[str, float]]
     live_hybrid: list[str]
     window: tuple[datetime, datetime] | None = None
-    filtered: list[str] = field(default_factory=list)
+    live_time: list[str] = field(default_factory=list)
+    """The live `search_messages(time_aware=True)` ranking (the window as a boost)."""
 
 
 def store_conversation(
@@ -135,7 +136,7 @@ def read(memory: MemoryManager, agent_id: str, conversation: Conversation) -> li
                 time_aware=True,
                 now=now,
             )
-            row.filtered = [dia_of[m.message_id] for m in found]
+            row.live_time = [dia_of[m.message_id] for m in found]
         rows.append(row)
     return rows
 
@@ -145,15 +146,25 @@ def fused(row: Read, config: FusionConfig) -> list[str]:
     return [c.passage_id for c in ranking][: max(KS)]
 
 
-def boosted(row: Read, config: FusionConfig, when: dict[str, datetime]) -> list[str]:
+def boosted(
+    row: Read, config: FusionConfig, when: dict[str, datetime], boost: float = BOOST
+) -> list[str]:
+    """The fused ranking with candidates from the named window raised by `boost`."""
     assert row.window is not None
     start, end = row.window
     ranking = fuse(row.keyword[: config.keyword_depth], row.vector[: config.vector_depth], config)
     scores = [
-        (c.score + (BOOST if start <= when[c.passage_id] <= end else 0.0), -n, c.passage_id)
+        (c.score + (boost if start <= when[c.passage_id] <= end else 0.0), -n, c.passage_id)
         for n, c in enumerate(ranking)
     ]
     return [pid for _, _, pid in sorted(scores, reverse=True)][: max(KS)]
+
+
+def filtered(row: Read, config: FusionConfig, when: dict[str, datetime]) -> list[str]:
+    """The fused ranking keeping only candidates from the named window (a filter)."""
+    assert row.window is not None
+    start, end = row.window
+    return [pid for pid in fused(row, config) if start <= when[pid] <= end]
 
 
 def grid(quick: bool) -> list[FusionConfig]:
@@ -310,20 +321,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     count = sum(len(rows) for rows in timed.values())
     print(f"time-aware: {count} of {questions} questions name a time the rules read")
     if count:
+        timed = {n: rows for n, rows in timed.items() if rows}
         plain = {n: scored(rows, lambda row: fused(row, default)) for n, rows in timed.items()}
-        filtered = {n: scored(rows, lambda row: row.filtered) for n, rows in timed.items()}
-        boost = {
+        kept = {
+            n: scored(rows, lambda row, n=n: filtered(row, default, when[n]))
+            for n, rows in timed.items()
+        }
+        lifted = {
             n: scored(rows, lambda row, n=n: boosted(row, default, when[n]))
             for n, rows in timed.items()
         }
+        live_time = {n: scored(rows, lambda row: row.live_time) for n, rows in timed.items()}
         print(line("  hybrid, no time", plain))
-        print(line("  hybrid, window as filter", filtered))
-        print(line("  hybrid, window as boost", boost))
-        if all(plain.values()):
-            print(interval("  filter - none", filtered, plain, rounds))
-            print(interval("  boost - none", boost, plain, rounds))
+        print(line("  hybrid, window as filter", kept))
+        print(line(f"  hybrid, window as boost {BOOST}", lifted))
+        print(line("  live time_aware=True", live_time))
+        for other in (0.1, 0.5, 1.0):
+            variant = {
+                n: scored(rows, lambda row, n=n, b=other: boosted(row, default, when[n], b))
+                for n, rows in timed.items()
+            }
+            print(line(f"  hybrid, window as boost {other}", variant))
+        print(interval("  filter - none", kept, plain, rounds))
+        print(interval("  boost - none", lifted, plain, rounds))
         for name, rows in timed.items():
-            for row in rows[:3]:
+            for row in rows[:2]:
                 print(f"  e.g. {name}: {row.question.text!r}")
     return 0
 

@@ -11,9 +11,9 @@ A vector or hybrid search first embeds a bounded batch of the agent's messages s
 vectors (the newest first), so a message stored moments ago is found by meaning. When the vector
 side fails (model or store), the search answers from keywords alone and logs a warning.
 
-`time_aware` reads a time the query names ("yesterday", "last May": `time_phrases`) and keeps
-the messages of that window (when the caller gave no dates); see docs/conversation-search.md for
-what was measured.
+`time_aware` reads a time the query names ("yesterday", "last May": `time_phrases`) and raises
+the messages of that window in the ranking (when the caller gave no dates): a boost, not a filter,
+which lost recall on LoCoMo; see docs/conversation-search.md for what was measured.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Literal
 
 from .archival.failures import vector_failure_text
 from .archival.filters import PassageFilter
-from .archival.fusion import FusionConfig, fuse
+from .archival.fusion import FusionConfig, fuse, min_max
 from .errors import ArchivalError, ConfigurationError, preview
 from .message_vectors import CATCH_UP_BATCH, MessageVectors
 from .recall import RecallMemory, StoredMessage, message_filter, messages_by_ids
 from .store.database import Database
-from .time_phrases import time_window
+from .time_phrases import TimeWindow, time_window
 
 __all__ = ["MESSAGE_MODES", "MessageSearchMode", "search_messages"]
 
@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 MessageSearchMode = Literal["keyword", "vector", "hybrid"]
 MESSAGE_MODES: tuple[str, ...] = ("keyword", "vector", "hybrid")
 SLACK = 10
+TIME_BOOST = 0.25
+"""What a message from the time the query names gains on its score (fused or normalised, in
+[0, 1]). Boosting beat filtering on LoCoMo's questions naming a time (docs/conversation-search.md):
+their time is often the event's, told in a later session, which a filter drops."""
 """Vector candidates beyond the page asked for, for vectors whose message was forgotten."""
 
 
@@ -69,43 +73,77 @@ def search_messages(
         raise ConfigurationError(f"A search query must be text, got {type(query).__name__}.")
     window = _window(agent_id, roles, start_date, end_date)
     start, end = window.start, window.end
-    if time_aware and start is None and end is None:
-        named = time_window(query, now)
-        if named is not None:
-            start, end = named.start.isoformat(), named.end.isoformat()
-            window = _window(agent_id, roles, start, end)
+    named = (
+        time_window(query, now)
+        if time_aware and start is None and end is None and query.strip()
+        else None
+    )
 
     def keyword(depth: int, skip: int) -> list[tuple[StoredMessage, float]]:
         return recall.keyword_ranked(
             agent_id, query, roles=roles, start_date=start, end_date=end, limit=depth, offset=skip
         )
 
-    if mode == "keyword" or not query.strip():
+    if not query.strip() or (mode == "keyword" and named is None):
         return [message for message, _ in keyword(limit, offset)]
     wanted = offset + limit
     vector = (
         None
-        if vectors is None
+        if vectors is None or mode == "keyword"
         else _vector_candidates(vectors, query, window, max(wanted + SLACK, fusion.vector_depth))
     )
-    if vector is None:
+    if vector is None and mode != "keyword":
         if vectors is None:
             log.warning("No vector store for messages: answering from keyword search only")
-        return [message for message, _ in keyword(limit, offset)]
-    if mode == "vector":
-        order = [message_id for message_id, _ in vector]
+        if named is None:
+            return [message for message, _ in keyword(limit, offset)]
+    if vector is None:  # keyword alone, its candidates to be re-ranked by the named time
+        ranking = [
+            (str(m.message_id), score) for m, score in keyword(max(wanted, fusion.keyword_depth), 0)
+        ]
+        scores = dict(min_max(ranking))
+    elif mode == "vector":
+        scores = dict(min_max([(str(message_id), sim) for message_id, sim in vector]))
     else:
-        keyword_ranking = keyword(max(wanted, fusion.keyword_depth), 0)
         fused = fuse(
-            [(str(message.message_id), score) for message, score in keyword_ranking],
+            [
+                (str(m.message_id), score)
+                for m, score in keyword(max(wanted, fusion.keyword_depth), 0)
+            ],
             [(str(message_id), similarity) for message_id, similarity in vector],
             fusion,
         )
-        order = [int(candidate.passage_id) for candidate in fused]
+        scores = {candidate.passage_id: candidate.score for candidate in fused}
+    order = [
+        int(message_id) for message_id in scores
+    ]  # best first: both keep their ranking's order
     where, params = message_filter(agent_id, roles, start, end)
     with db.reading() as conn:
         found = messages_by_ids(conn, where, params, order)
-    return [found[i] for i in order if i in found][offset:wanted]
+    ranked = [found[i] for i in order if i in found]
+    if named is not None:
+        ranked = _boosted(ranked, scores, named)
+    return ranked[offset:wanted]
+
+
+def _boosted(
+    ranked: list[StoredMessage], scores: dict[str, float], named: TimeWindow
+) -> list[StoredMessage]:
+    """The ranking with messages from the window the query names raised by TIME_BOOST (their
+    normalised or fused score plus it); ties keep the order they had."""
+
+    def inside(message: StoredMessage) -> bool:
+        try:
+            return named.contains(datetime.fromisoformat(message.created_at))
+        except ValueError:
+            return False
+
+    keyed = [
+        (scores[str(m.message_id)] + (TIME_BOOST if inside(m) else 0.0), -position, m)
+        for position, m in enumerate(ranked)
+    ]
+    keyed.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [m for _, _, m in keyed]
 
 
 def _window(

@@ -126,16 +126,26 @@ def test_roles_filter_in_every_mode(memory: MemoryManager, talk: dict[str, int],
     assert found and {m.role for m in found} == {"assistant"}
 
 
-def test_a_question_naming_a_time_keeps_that_window(
+def test_a_question_naming_a_time_raises_messages_of_that_window(
     memory: MemoryManager, talk: dict[str, int]
 ) -> None:
-    yesterday = memory.store_message("user", "We bought a red kayak for the lake.", session_id="y")
-    assert yesterday is not None
-    _set_time(memory, yesterday.message_id, datetime.now(timezone.utc) - timedelta(days=1, hours=0))
-    found = memory.search_messages("what did we buy yesterday", time_aware=True)
-    assert [m.message_id for m in found] == [yesterday.message_id]
-    everything = memory.search_messages("what did we buy yesterday", time_aware=False, limit=20)
-    assert len(everything) > 1
+    now = datetime.now(timezone.utc)
+    kayak = memory.store_message("user", "We bought a red kayak for the lake.", session_id="y")
+    canoe = memory.store_message("user", "We bought a green canoe for the river.", session_id="z")
+    assert kayak is not None and canoe is not None
+    _set_time(memory, kayak.message_id, now - timedelta(days=1))
+    _set_time(memory, canoe.message_id, now - timedelta(days=30))
+    for mode in MODES:
+        recent = memory.search_messages(
+            "what boat did we buy yesterday", mode=mode, time_aware=True
+        )  # type: ignore[arg-type]
+        older = memory.search_messages(
+            "what boat did we buy a month ago", mode=mode, time_aware=True
+        )  # type: ignore[arg-type]
+        assert recent[0].message_id == kayak.message_id, mode
+        assert older[0].message_id == canoe.message_id, mode
+        # A boost, not a filter: the other boat is still found.
+        assert canoe.message_id in {m.message_id for m in recent}
 
 
 def test_agents_never_see_each_others_messages(memory: MemoryManager, talk: dict[str, int]) -> None:
