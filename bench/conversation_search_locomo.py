@@ -109,7 +109,7 @@ def read(memory: MemoryManager, agent_id: str, conversation: Conversation) -> li
         keyword = memory.recall.keyword_ranked(agent_id, question.text, limit=DEPTH)
         vector = vectors.query(question.text, PassageFilter(agent_id), DEPTH)
         live = memory.search_messages(
-            question.text, agent_id=agent_id, mode="hybrid", limit=max(KS)
+            question.text, agent_id=agent_id, mode="hybrid", limit=max(KS), time_aware=False
         )
         row = Read(
             question,

@@ -1011,15 +1011,16 @@ class MemoryManager:
         limit: int = 10,
         offset: int = 0,
         mode: MessageSearchMode = "hybrid",
-        time_aware: bool = False,
+        time_aware: bool = True,
     ) -> list[StoredMessage]:
         """Search the agent's messages, evicted ones included, best first.
 
         `mode`: 'keyword' (full text, bm25), 'vector' (by meaning) or 'hybrid' (both fused, the
         default; see docs/conversation-search.md). `start_date`/`end_date` (ISO dates or times,
         inclusive; a bare end date covers its day) and `roles` filter in every mode. With
-        `time_aware`, a time the query names ("yesterday", "last May") is read by rules and used
-        as the window when no dates are given. An empty query lists messages newest first.
+        `time_aware` (the default), a time the query names ("yesterday", "last May") is read by
+        rules and the messages of that window are raised in the ranking when no dates are given
+        (`time_aware=False` ranks by the words alone). An empty query lists messages newest first.
         """
         return _search_messages(
             self.db,
