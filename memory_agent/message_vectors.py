@@ -100,9 +100,13 @@ class MessageReconcileReport:
     """What a catch-up of message vectors did; `errors` holds each vector-store failure."""
 
     embedded: int = 0
+    """Messages whose vectors were written."""
     removed_vectors: int = 0
+    """Vectors whose message is gone (forgotten, deleted) that were deleted."""
     missing_vectors: int = 0
+    """Messages marked as having vectors whose vectors were absent (written again)."""
     still_pending: int = 0
+    """Messages still without vectors afterwards (see `errors`)."""
     errors: list[str] = field(default_factory=list)
 
     @property
