@@ -50,15 +50,11 @@ def talk(memory: MemoryManager) -> Iterator[dict[str, int]]:
     yield ids
 
 
-def _texts(found: list) -> list[str]:  # type: ignore[type-arg]  # StoredMessage list
-    return [message.text for message in found]
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_finds_a_message_that_names_its_words(
     memory: MemoryManager, talk: dict[str, int], mode: str
 ) -> None:
-    found = memory.search_messages("Lisbon conference", mode=mode, limit=3)  # type: ignore[arg-type]
+    found = memory.search_messages("Lisbon conference", mode=mode, limit=3)  # type: ignore[arg-type]  # a mode or bad argument on purpose
     assert found and found[0].message_id == talk["m2"]
 
 
@@ -110,19 +106,19 @@ def test_date_filters_hold_in_every_mode(
     query = "Biscuit the puppy"
     within = memory.search_messages(
         query,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,  # type: ignore[arg-type]  # a mode or bad argument on purpose
         start_date="2023-05-10",
         end_date="2023-05-10",  # a bare end date covers its whole day
     )
     assert [m.message_id for m in within] == [old.message_id]
-    after = memory.search_messages(query, mode=mode, start_date="2024-01-01")  # type: ignore[arg-type]
+    after = memory.search_messages(query, mode=mode, start_date="2024-01-01")  # type: ignore[arg-type]  # a mode or bad argument on purpose
     assert old.message_id not in {m.message_id for m in after}
     assert talk["m0"] in {m.message_id for m in after}
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_roles_filter_in_every_mode(memory: MemoryManager, talk: dict[str, int], mode: str) -> None:
-    found = memory.search_messages("quarterly tax filing", mode=mode, roles=["assistant"])  # type: ignore[arg-type]
+    found = memory.search_messages("quarterly tax filing", mode=mode, roles=["assistant"])  # type: ignore[arg-type]  # a mode or bad argument on purpose
     assert found and {m.role for m in found} == {"assistant"}
 
 
@@ -138,10 +134,10 @@ def test_a_question_naming_a_time_raises_messages_of_that_window(
     for mode in MODES:
         recent = memory.search_messages(
             "what boat did we buy yesterday", mode=mode, time_aware=True
-        )  # type: ignore[arg-type]
+        )  # type: ignore[arg-type]  # a mode or bad argument on purpose
         older = memory.search_messages(
             "what boat did we buy a month ago", mode=mode, time_aware=True
-        )  # type: ignore[arg-type]
+        )  # type: ignore[arg-type]  # a mode or bad argument on purpose
         assert recent[0].message_id == kayak.message_id, mode
         assert older[0].message_id == canoe.message_id, mode
         # A boost, not a filter: the other boat is still found.
@@ -155,9 +151,9 @@ def test_agents_never_see_each_others_messages(memory: MemoryManager, talk: dict
     )
     assert other is not None
     for mode in MODES:
-        mine = memory.search_messages("beekeeping and honey", mode=mode, limit=50)  # type: ignore[arg-type]
+        mine = memory.search_messages("beekeeping and honey", mode=mode, limit=50)  # type: ignore[arg-type]  # a mode or bad argument on purpose
         assert other.message_id not in {m.message_id for m in mine}
-        theirs = memory.search_messages("beekeeping and honey", mode=mode, agent_id="agent-b")  # type: ignore[arg-type]
+        theirs = memory.search_messages("beekeeping and honey", mode=mode, agent_id="agent-b")  # type: ignore[arg-type]  # a mode or bad argument on purpose
         assert [m.message_id for m in theirs] == [other.message_id]
 
 
@@ -226,5 +222,5 @@ def test_bad_arguments_are_refused_and_change_nothing(
 ) -> None:
     before = store_snapshot(memory.database)
     with pytest.raises(ConfigurationError, match="mode|date|nothing can match"):
-        memory.search_messages("Lisbon", **arguments)  # type: ignore[arg-type]
+        memory.search_messages("Lisbon", **arguments)  # type: ignore[arg-type]  # a mode or bad argument on purpose
     assert store_snapshot(memory.database) == before
