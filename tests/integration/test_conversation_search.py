@@ -133,10 +133,10 @@ def test_a_question_naming_a_time_raises_messages_of_that_window(
     _set_time(memory, canoe.message_id, now - timedelta(days=30))
     for mode in MODES:
         recent = memory.search_messages(
-            "what boat did we buy yesterday", mode=mode, time_aware=True
+            "which boat we bought yesterday", mode=mode, time_aware=True
         )  # type: ignore[arg-type]  # a mode or bad argument on purpose
         older = memory.search_messages(
-            "what boat did we buy a month ago", mode=mode, time_aware=True
+            "which boat we bought a month ago", mode=mode, time_aware=True
         )  # type: ignore[arg-type]  # a mode or bad argument on purpose
         assert recent[0].message_id == kayak.message_id, mode
         assert older[0].message_id == canoe.message_id, mode
