@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Literal
 
 from .archival.failures import vector_failure_text
@@ -39,11 +39,11 @@ log = logging.getLogger(__name__)
 MessageSearchMode = Literal["keyword", "vector", "hybrid"]
 MESSAGE_MODES: tuple[str, ...] = ("keyword", "vector", "hybrid")
 SLACK = 10
+"""Vector candidates beyond the page asked for, for vectors whose message was forgotten."""
 TIME_BOOST = 0.25
 """What a message from the time the query names gains on its score (fused or normalised, in
 [0, 1]). Boosting beat filtering on LoCoMo's questions naming a time (docs/conversation-search.md):
 their time is often the event's, told in a later session, which a filter drops."""
-"""Vector candidates beyond the page asked for, for vectors whose message was forgotten."""
 
 
 def search_messages(
@@ -114,9 +114,8 @@ def search_messages(
             fusion,
         )
         scores = {candidate.passage_id: candidate.score for candidate in fused}
-    order = [
-        int(message_id) for message_id in scores
-    ]  # best first: both keep their ranking's order
+    # Best first: min_max and fuse both keep their ranking's order.
+    order = [int(message_id) for message_id in scores]
     where, params = message_filter(agent_id, roles, start, end)
     with db.reading() as conn:
         found = messages_by_ids(conn, where, params, order)
@@ -134,9 +133,10 @@ def _boosted(
 
     def inside(message: StoredMessage) -> bool:
         try:
-            return named.contains(datetime.fromisoformat(message.created_at))
+            moment = datetime.fromisoformat(message.created_at)
         except ValueError:
             return False
+        return named.contains(moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
 
     keyed = [
         (scores[str(m.message_id)] + (TIME_BOOST if inside(m) else 0.0), -position, m)
