@@ -7,8 +7,8 @@ fusion (`archival.fusion.fuse`, the same settings). The filters (agent, roles, a
 window of dates) apply in every mode: in SQL for the keyword side, in the vector store's filter
 and again in SQL for the vector side, so a hit is always a message of the searching agent.
 
-A vector or hybrid search first embeds a bounded batch of the agent's messages still without
-vectors (the newest first), so a message stored moments ago is found by meaning. When the vector
+A vector or hybrid search first spends up to about a second embedding the agent's messages still
+without vectors (the newest first), so a message stored moments ago is found by meaning. When the vector
 side fails (model or store), the search answers from keywords alone and logs a warning.
 
 `time_aware` reads a time the query names ("yesterday", "last May": `time_phrases`) and raises
@@ -27,7 +27,7 @@ from .archival.failures import vector_failure_text
 from .archival.filters import PassageFilter
 from .archival.fusion import FusionConfig, fuse, min_max
 from .errors import ArchivalError, ConfigurationError, preview
-from .message_vectors import CATCH_UP_BATCH, MessageVectors
+from .message_vectors import CATCH_UP_BATCH, SEARCH_BUDGET_SECONDS, MessageVectors
 from .recall import RecallMemory, StoredMessage, message_filter, messages_by_ids
 from .store.database import Database
 from .time_phrases import TimeWindow, time_window
@@ -162,7 +162,7 @@ def _vector_candidates(
 ) -> list[tuple[int, float]] | None:
     """The nearest messages, or None when the vector side failed (the caller falls back)."""
     try:
-        vectors.write_pending(where.agent_id, limit=CATCH_UP_BATCH)
+        vectors.write_pending(where.agent_id, limit=CATCH_UP_BATCH, budget=SEARCH_BUDGET_SECONDS)
         return vectors.query(query, where, depth)
     except Exception as error:  # any model or store failure: answer from keywords instead
         log.warning(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,7 @@ from .store.database import Database
 __all__ = [
     "CATCH_UP_BATCH",
     "MAX_EMBEDDED_CHARS",
+    "SEARCH_BUDGET_SECONDS",
     "chroma_message_store",
     "MessageReconcileReport",
     "MessageVectors",
@@ -48,10 +50,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MESSAGE_ID_PREFIX = "message-"
-MAX_EMBEDDED_CHARS = 16_000
-"""How much of one message its vectors cover (about eight model windows): a pasted log or a
+MAX_EMBEDDED_CHARS = 4_000
+"""How much of one message its vectors cover (about four model windows): a pasted log or a
 tool's listing of megabytes is found by its words (keyword search covers every character), and
 embedding all of it would stall the writer for minutes. Stated in docs/conversation-search.md."""
+SEARCH_BUDGET_SECONDS = 1.0
+"""How long a search spends catching up on messages without vectors before it ranks (at least one
+small batch): a search must answer promptly even over a long history never embedded; the rest
+is written by the agent after its turns, or by `doctor --repair`."""
+SEARCH_BATCH = 16
 CATCH_UP_BATCH = 256
 """How many pending messages one call of `write_pending(limit=...)` embeds when bounded (a search
 catches up at most this many, newest first, so a first search of a long history stays short)."""
@@ -146,14 +153,21 @@ class MessageVectors:
         """Whether the store was opened (the agent writes after a turn only once it is)."""
         return self._store is not None
 
-    def write_pending(self, agent_id: str | None, limit: int | None = None) -> int:
+    def write_pending(
+        self, agent_id: str | None, limit: int | None = None, *, budget: float | None = None
+    ) -> int:
         """Embed pending messages (newest first; at most `limit`, all when None) and mark them;
-        returns how many. Never raises for a vector-side failure: what failed stays pending and
-        a warning is logged (search then answers from keywords and says so)."""
+        returns how many. With `budget` (seconds), small batches until it is spent. Never raises
+        for a vector-side failure: what failed stays pending and a warning is logged (search
+        then answers from keywords and says so)."""
         done = 0
+        started = time.monotonic()
+        batch_size = CATCH_UP_BATCH if budget is None else SEARCH_BATCH
         with self._writing:  # one writer at a time: the agent's thread and a search may both call
             while limit is None or done < limit:
-                size = CATCH_UP_BATCH if limit is None else min(CATCH_UP_BATCH, limit - done)
+                if budget is not None and done and time.monotonic() - started > budget:
+                    break
+                size = batch_size if limit is None else min(batch_size, limit - done)
                 with self._db.reading() as conn:
                     batch = recall.pending_vector_rows(conn, agent_id, size)
                     contexts = [

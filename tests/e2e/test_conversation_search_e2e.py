@@ -38,6 +38,9 @@ async def test_the_model_finds_a_compacted_message_by_meaning(
         options, memory=agent_memory, compaction_settings=settings
     ) as agent:
         await agent.process_turn(FACT)
+        # A search by meaning puts message vectors in use: from now on the agent writes each
+        # turn's vectors after it, off the turn's path.
+        agent_memory.search_messages("boat", mode="vector")
         number = 0
         while agent.last_compaction is None or not agent.last_compaction.changed:
             number += 1
