@@ -58,7 +58,9 @@ SEARCH_BUDGET_SECONDS = 1.0
 """How long a search spends catching up on messages without vectors before it ranks (at least one
 small batch): a search must answer promptly even over a long history never embedded; the rest
 is written by the agent after its turns, or by `doctor --repair`."""
-SEARCH_BATCH = 16
+SEARCH_BATCH = 4
+MAX_CONTEXT_CHARS = 1_000
+"""How much of the turn a message answers goes into its context (about one model window)."""
 CATCH_UP_BATCH = 256
 """How many pending messages one call of `write_pending(limit=...)` embeds when bounded (a search
 catches up at most this many, newest first, so a first search of a long history stays short)."""
@@ -171,7 +173,10 @@ class MessageVectors:
                 with self._db.reading() as conn:
                     batch = recall.pending_vector_rows(conn, agent_id, size)
                     contexts = [
-                        message_context(recall.previous_text(conn, m), m.created_at) for m in batch
+                        message_context(
+                            recall.previous_text(conn, m)[:MAX_CONTEXT_CHARS], m.created_at
+                        )
+                        for m in batch
                     ]
                 if not batch:
                     break
@@ -193,7 +198,7 @@ class MessageVectors:
         if texted:
             found = self._index_of().vectors_with_context(
                 [batch[i].text[:MAX_EMBEDDED_CHARS] for i in texted],
-                [contexts[i][:MAX_EMBEDDED_CHARS] for i in texted],
+                [contexts[i] for i in texted],
             )
             if len(found) != len(texted) or not all(found):
                 raise MemoryAgentError(
