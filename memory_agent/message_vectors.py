@@ -59,6 +59,9 @@ SEARCH_BUDGET_SECONDS = 1.0
 small batch): a search must answer promptly even over a long history never embedded; the rest
 is written by the agent after its turns, or by `doctor --repair`."""
 SEARCH_BATCH = 4
+SMALL_BACKLOG = 64
+"""A backlog this small is embedded whole even under a budget: results then do not depend on the
+machine's speed; a larger one (a long history never embedded) is cut by the budget."""
 MAX_CONTEXT_CHARS = 1_000
 """How much of the turn a message answers goes into its context (about one model window)."""
 CATCH_UP_BATCH = 256
@@ -164,6 +167,10 @@ class MessageVectors:
         then answers from keywords and says so)."""
         done = 0
         started = time.monotonic()
+        if budget is not None:
+            with self._db.reading() as conn:
+                if recall.pending_vector_count(conn, agent_id) <= SMALL_BACKLOG:
+                    budget = None
         batch_size = CATCH_UP_BATCH if budget is None else SEARCH_BATCH
         with self._writing:  # one writer at a time: the agent's thread and a search may both call
             while limit is None or done < limit:
