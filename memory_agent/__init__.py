@@ -44,6 +44,7 @@ from .errors import (
 )
 from .forgetting import ForgetReport
 from .manager import MemoryManager
+from .message_vectors import MessageReconcileReport
 from .recall import StoredMessage, StoredSummary
 from .sensitivity import Sensitivity
 from .settings import Settings
@@ -109,6 +110,7 @@ __all__ = [
     "MemoryManager",
     "MemoryToolError",
     "MessageNotFoundError",
+    "MessageReconcileReport",
     "ModelConsolidator",
     "ModelAuthenticationError",
     "NewPassage",

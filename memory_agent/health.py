@@ -30,6 +30,8 @@ from .archival.reconcile import Progress
 from .encryption_key import EncryptionKey
 from .errors import EncryptionKeyError, MemoryAgentError
 from .file_modes import loose_entries, tighten
+from .message_vectors import MessageVectors
+from .recall import pending_vector_count
 from .store import cipher, consolidation_log, journal
 from .store.database import VECTORS_DIRNAME, is_damage, storage_error
 from .store.journal_chain import ChainReport
@@ -45,6 +47,7 @@ __all__ = [
     "check_file_modes",
     "check_fts",
     "check_journal_chain",
+    "check_message_vectors",
     "check_sqlite",
     "first_line",
     "is_orphaned",
@@ -223,6 +226,32 @@ def check_archival(
         Check("archival reconcile", "ok" if report.ok else "fail", done),
         check_whole_passages(archival),
     ]
+
+
+def check_message_vectors(vectors: MessageVectors, repair: bool, *, full: bool = False) -> Check:
+    """Messages without vectors for conversation search; `repair` writes them (and with `full`,
+    compares every agent's ids, re-embedding lost vectors and removing orphans)."""
+    with vectors.database.reading() as conn:
+        pending = pending_vector_count(conn, None)
+    if not repair:
+        if not pending:
+            return Check("message vectors", "ok", "every message has its vectors")
+        # Not a fault: vectors are written once search by meaning is in use (message_vectors).
+        return Check(
+            "message vectors",
+            "ok",
+            f"{pending} messages have no vectors yet: the first conversation search by meaning "
+            "writes the newest, the agent the rest after its turns; --repair writes them all now",
+        )
+    report = vectors.reconcile(None, full=full)
+    detail = (
+        f"wrote vectors of {report.embedded} messages ({report.missing_vectors} had gone "
+        f"missing), removed {report.removed_vectors} orphan vectors, {report.still_pending} "
+        "messages still without"
+    )
+    if report.errors:
+        detail += "; errors: " + "; ".join(first_line(e) for e in report.errors[:3])
+    return Check("message vectors", "ok" if report.ok else "fail", detail)
 
 
 def check_whole_passages(archival: ArchivalMemory) -> Check:

@@ -36,6 +36,7 @@ from .archival import (
     VectorStore,
 )
 from .archival.chunks import passage_of
+from .archival.fusion import FusionConfig
 from .archival.rebuild import RebuildReport, rebuild_vectors
 from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
@@ -52,6 +53,8 @@ from .consolidation import (
     rollback_session,
     run_consolidation,
 )
+from .conversation_search import MessageSearchMode
+from .conversation_search import search_messages as _search_messages
 from .core_memory import CoreMemory, Edit
 from .errors import (
     AgentNotFoundError,
@@ -63,6 +66,7 @@ from .errors import (
 )
 from .forgetting import ForgetReport, Forgetting, Resummarizer
 from .labels import validate_label
+from .message_vectors import MessageReconcileReport, MessageVectors, chroma_message_store
 from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
 from .rendering import MemoryMetadata, render_memory
 from .sensitivity import (
@@ -172,6 +176,7 @@ class MemoryManager:
         vector_store: VectorStore | None = None,
         database_url: str | None = None,
         author: Author | None = None,
+        message_vector_store: VectorStore | None = None,
     ) -> None:
         if author is not None and not isinstance(author, Author):
             raise ConfigurationError(
@@ -201,6 +206,10 @@ class MemoryManager:
         self._vector_store = vector_store
         self._archival: ArchivalMemory | None = None
         self._archival_lock = threading.Lock()
+        self._message_vector_store = message_vector_store
+        self._message_vectors = MessageVectors(
+            self.db, lambda: self.archival.index, self._open_message_store
+        )
         self.agent_id = self._resolve_agent_id(agent_id)
         self.ensure_agent(self.agent_id)
 
@@ -1019,17 +1028,59 @@ class MemoryManager:
         end_date: str | None = None,
         limit: int = 10,
         offset: int = 0,
+        mode: MessageSearchMode = "hybrid",
+        time_aware: bool = True,
     ) -> list[StoredMessage]:
-        """Full-text search of the agent's messages, evicted ones included (see RecallMemory.search)."""
-        return self.recall.search(
+        """Search the agent's messages, evicted ones included, best first.
+
+        `mode`: 'keyword' (full text, bm25), 'vector' (by meaning) or 'hybrid' (both fused, the
+        default; see docs/conversation-search.md). `start_date`/`end_date` (ISO dates or times,
+        inclusive; a bare end date covers its day) and `roles` filter in every mode. With
+        `time_aware` (the default), a time the query names ("yesterday", "last May") is read by
+        rules and the messages of that window are raised in the ranking when no dates are given
+        (`time_aware=False` ranks by the words alone). An empty query lists messages newest first.
+        """
+        return _search_messages(
+            self.db,
+            self.recall,
+            self._message_vectors,
             agent_id or self.agent_id,
             query,
+            mode=mode,
             roles=roles,
             start_date=start_date,
             end_date=end_date,
             limit=limit,
             offset=offset,
+            fusion=self.archival.fusion if mode == "hybrid" else FusionConfig(),
+            time_aware=time_aware,
         )
+
+    def index_message_vectors(
+        self, *, agent_id: str | None = None, limit: int | None = None
+    ) -> int:
+        """Embed messages stored without vectors (newest first, at most `limit`); returns how many.
+        The agent calls it after each turn, off the turn's path; a failure leaves them pending."""
+        return self._message_vectors.write_pending(agent_id or self.agent_id, limit)
+
+    @property
+    def message_vectors_in_use(self) -> bool:
+        """Whether this manager has opened the message vectors' store (a search by meaning did)."""
+        return self._message_vectors.is_open
+
+    def reconcile_message_vectors(
+        self, *, agent_id: str | None = None, full: bool = False
+    ) -> MessageReconcileReport:
+        """Bring message vectors in line with the messages (every agent's when `agent_id` is None):
+        embed those without, re-embed lost ones, drop vectors of forgotten messages."""
+        return self._message_vectors.reconcile(agent_id, full=full)
+
+    def _open_message_store(self) -> VectorStore:
+        """The message vectors' store: the caller's, else Chroma beside archival's collections
+        under a prefix of its own (archival's reconcile and rebuild never see them)."""
+        if self._message_vector_store is not None:
+            return self._message_vector_store
+        return chroma_message_store(self.archival.index)
 
     def block_versions(self, *, agent_id: str | None = None) -> dict[str, int]:
         """Each attached block's id and current version (what a rendered prompt showed)."""
@@ -1209,7 +1260,8 @@ class MemoryManager:
                 Forgetting(
                     self.db,
                     author=self.current_author,
-                    vectors=self._vector_forget,
+                    vectors=lambda: self._vector_forget(self.archival.index.store),
+                    message_vectors=lambda: self._vector_forget(self._message_vectors.store),
                     rewrite=Resummarizer(
                         self.db, self._forget_summarizer(), self.compaction_settings.clip_chars
                     ),
@@ -1227,8 +1279,8 @@ class MemoryManager:
             return self.compactor.summarizer
         return None
 
-    def _vector_forget(self) -> Callable[[str, list[str], bool], list[str]] | None:
-        store = self.archival.index.store
+    def _vector_forget(self, store: VectorStore) -> Callable[[str, list[str], bool], list[str]]:
+        """Forgetting's way to remove vectors from `store`, leaving no bytes where it can."""
         forget = getattr(store, "forget", None)
         if callable(forget):
             return lambda owner, ids, whole: list(forget(owner, ids, whole_agent=whole))
@@ -1404,6 +1456,10 @@ class MemoryManager:
 
     def close(self) -> None:
         """Close the database and release archival memory's vector store client."""
+        if self._message_vectors.is_open and self._message_vector_store is None:
+            close = getattr(self._message_vectors.store, "close", None)
+            if callable(close):
+                close()
         if self._archival is not None:
             self._archival.close()
             self._archival = None

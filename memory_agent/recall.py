@@ -29,12 +29,20 @@ __all__ = [
     "content_text",
     "insert_message_row",
     "insert_summary_row",
+    "mark_vectors",
+    "message_filter",
     "messages_between",
+    "messages_by_ids",
+    "pending_vector_count",
+    "pending_vector_rows",
+    "previous_text",
     "purge_message_rows",
     "redact_text",
     "rewrite_summary_row",
     "summaries_from",
     "summary_rows",
+    "vector_chunks",
+    "agents_with_messages",
 ]
 
 MessageContent = str | list[dict[str, Any]]
@@ -267,18 +275,31 @@ class RecallMemory:
         An empty query lists messages newest first; otherwise results are ranked by bm25.
         Dates are ISO strings compared against the stored UTC timestamps.
         """
-        clauses = ["m.agent_id = ?"]
-        params: list[object] = [agent_id]
-        if roles:
-            clauses.append(f"m.role IN ({', '.join('?' for _ in roles)})")
-            params.extend(roles)
-        if start_date:
-            clauses.append("m.created_at >= ?")
-            params.append(start_date)
-        if end_date:
-            clauses.append("m.created_at <= ?")
-            params.append(end_date)
-        where = " AND ".join(clauses)
+        ranked = self.keyword_ranked(
+            agent_id,
+            query,
+            roles=roles,
+            start_date=start_date,
+            end_date=end_date,
+            limit=limit,
+            offset=offset,
+        )
+        return [message for message, _ in ranked]
+
+    def keyword_ranked(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        roles: Sequence[str] | None = None,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[tuple[StoredMessage, float]]:
+        """`search`, each message with its keyword score (higher is better; 0.0 when the query
+        has no words and messages are listed newest first), for fusion with vector search."""
+        where, params = message_filter(agent_id, roles, start_date, end_date)
         with self._db.reading() as conn:
             search: fts.MessageSearch = by_engine(
                 conn, sqlite=fts.FTS5_MESSAGES, postgresql=pg_fulltext.TSVECTOR_MESSAGES
@@ -289,9 +310,9 @@ class RecallMemory:
                     f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? OFFSET ?",
                     (*params, limit, offset),
                 ).fetchall()
-            else:
-                rows = search.rows(conn, match, where, params, limit, offset)
-        return [_message_from_row(row) for row in rows]
+                return [(_message_from_row(row), 0.0) for row in rows]
+            rows = search.rows(conn, match, where, params, limit, offset)
+        return [(_message_from_row(row), float(row["keyword_score"])) for row in rows]
 
     def add_summary(
         self,
@@ -516,3 +537,103 @@ def rewrite_summary_row(
         "UPDATE summaries SET summary = ?, model = ?, is_fallback = ? WHERE summary_id = ?",
         (summary, model, int(is_fallback), summary_id),
     )
+
+
+def message_filter(
+    agent_id: str,
+    roles: Sequence[str] | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> tuple[str, list[object]]:
+    """The WHERE fragment (alias `m`) and parameters every message search applies: the agent,
+    optionally its roles and an inclusive window of ISO times against the stored UTC times."""
+    clauses = ["m.agent_id = ?"]
+    params: list[object] = [agent_id]
+    if roles:
+        clauses.append(f"m.role IN ({', '.join('?' for _ in roles)})")
+        params.extend(roles)
+    if start_date:
+        clauses.append("m.created_at >= ?")
+        params.append(start_date)
+    if end_date:
+        clauses.append("m.created_at <= ?")
+        params.append(end_date)
+    return " AND ".join(clauses), params
+
+
+def messages_by_ids(
+    conn: Connection, where: str, params: Sequence[object], message_ids: Sequence[int]
+) -> dict[int, StoredMessage]:
+    """The messages among these ids that pass `where` (from `message_filter`), by id."""
+    found: dict[int, StoredMessage] = {}
+    for start in range(0, len(message_ids), 500):
+        chunk = list(message_ids[start : start + 500])
+        marks = ", ".join("?" for _ in chunk)
+        rows = conn.execute(
+            f"SELECT m.* FROM messages m WHERE {where} AND m.message_id IN ({marks})",
+            (*params, *chunk),
+        ).fetchall()
+        found.update((int(row["message_id"]), _message_from_row(row)) for row in rows)
+    return found
+
+
+# ----- message vectors' bookkeeping (see memory_agent.message_vectors) ------------------------
+
+
+def pending_vector_rows(conn: Connection, agent_id: str | None, limit: int) -> list[StoredMessage]:
+    """Messages whose vectors are not written yet (`vector_chunks` NULL), newest first."""
+    where, params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
+    rows = conn.execute(
+        f"SELECT * FROM messages WHERE vector_chunks IS NULL {where}"
+        " ORDER BY message_id DESC LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return [_message_from_row(row) for row in rows]
+
+
+def pending_vector_count(conn: Connection, agent_id: str | None) -> int:
+    where, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+    return int(
+        conn.execute(
+            f"SELECT COUNT(*) FROM messages WHERE vector_chunks IS NULL {where}", params
+        ).fetchone()[0]
+    )
+
+
+def previous_text(conn: Connection, message: StoredMessage) -> str:
+    """The text of the message before this one in its session (the turn it answers); '' if none."""
+    if message.session_id is None:
+        row = conn.execute(
+            "SELECT text FROM messages WHERE agent_id = ? AND message_id < ? AND session_id IS NULL"
+            " AND text != '' ORDER BY message_id DESC LIMIT 1",
+            (message.agent_id, message.message_id),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT text FROM messages WHERE agent_id = ? AND message_id < ? AND session_id = ?"
+            " AND text != '' ORDER BY message_id DESC LIMIT 1",
+            (message.agent_id, message.message_id, message.session_id),
+        ).fetchone()
+    return "" if row is None else str(row["text"])
+
+
+def mark_vectors(conn: Connection, counts: Sequence[tuple[int, int | None]]) -> None:
+    """Record how many vectors hold each message (None: not written, so the catch-up embeds it)."""
+    conn.executemany(
+        "UPDATE messages SET vector_chunks = ? WHERE message_id = ?",
+        [(chunks, message_id) for message_id, chunks in counts],
+    )
+
+
+def vector_chunks(conn: Connection, agent_id: str) -> dict[int, int]:
+    """Each of the agent's messages with vectors written, and how many."""
+    rows = conn.execute(
+        "SELECT message_id, vector_chunks FROM messages"
+        " WHERE agent_id = ? AND vector_chunks IS NOT NULL",
+        (agent_id,),
+    ).fetchall()
+    return {int(row["message_id"]): int(row["vector_chunks"]) for row in rows}
+
+
+def agents_with_messages(conn: Connection) -> set[str]:
+    return {str(row[0]) for row in conn.execute("SELECT DISTINCT agent_id FROM messages")}

@@ -15,13 +15,12 @@ goes on with what the other source found, or with nothing, and the failure is lo
 warning, recorded in the agent's state (`auto_recall_warning`) and told to the model in the
 section (so it knows to search itself). A hybrid search that fell back to keywords says so too.
 
-Conversation search goes through `_search_conversation`, which passes `mode` only when
-`MemoryManager.search_messages` takes one (hybrid conversation search), keyword otherwise.
+Conversation search goes through `_search_conversation`: `MemoryManager.search_messages` in the
+settings' mode (hybrid by default, see docs/conversation-search.md).
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import time
@@ -69,7 +68,7 @@ class AutoRecallSettings:
     """Drop hits whose search score is below this (the scale is the search mode's own: a hybrid
     score is a rank fusion, a keyword one -bm25); None keeps every hit within the budget."""
     mode: RecallMode = "hybrid"
-    """The archival search mode (and conversation's, where the store offers modes)."""
+    """The search mode of both archival and conversation search."""
     max_item_tokens: int = 400
     """A longer memory is shortened to about this many tokens (marked with an ellipsis)."""
     candidates: int = 20
@@ -348,18 +347,11 @@ def _interleave(ranked: Sequence[Sequence[_Candidate]]) -> Iterable[_Candidate]:
 
 
 def _search_conversation(
-    memory: MemoryManager, query: str, *, agent_id: str, limit: int, mode: str
+    memory: MemoryManager, query: str, *, agent_id: str, limit: int, mode: RecallMode
 ) -> list[tuple[Any, float | None]]:
-    """Stored user and assistant messages matching `query`, best first, with a score where the
-    search gives one: hybrid (`mode=`) where `search_messages` takes a mode, keyword otherwise."""
-    search = memory.search_messages
-    extra: dict[str, Any] = {}
-    if "mode" in inspect.signature(search).parameters:
-        extra["mode"] = mode
-    results = search(query, agent_id=agent_id, roles=("user", "assistant"), limit=limit, **extra)
-    found: list[tuple[Any, float | None]] = []
-    for result in results:
-        message = getattr(result, "message", result)  # a hit wrapping its message, or the message
-        score = getattr(result, "score", None)
-        found.append((message, float(score) if isinstance(score, (int, float)) else None))
-    return found
+    """Stored user and assistant messages matching `query`, best first (conversation search
+    ranks without exposing a score, so none is given)."""
+    results = memory.search_messages(
+        query, agent_id=agent_id, roles=("user", "assistant"), limit=limit, mode=mode
+    )
+    return [(message, None) for message in results]

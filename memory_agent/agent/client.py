@@ -61,6 +61,7 @@ from ..turn_context import RecalledItem, render_recalled, render_turn_context, w
 from .auto_recall import AutoRecall, AutoRecallSetting, auto_recall_settings
 from .background_consolidation import BackgroundConsolidation
 from .consolidation_schedule import DEFAULT_CONSOLIDATION, ConsolidationSetting, schedule_from
+from .message_indexing import BackgroundIndexing
 from .model_errors import raise_for_authentication_failure
 from .options import (
     compose_system_text,
@@ -200,6 +201,8 @@ class MemoryAwareAgent:
         self.state = SessionState.resuming(stored or self.options.resume)
         self.consolidation = BackgroundConsolidation(self.memory, self.agent_id, schedule)
         """The background consolidation: its schedule, the run in progress, the last report."""
+        self.message_indexing = BackgroundIndexing(self.memory, self.agent_id)
+        """Message vectors written after each turn, off its path (once they are in use)."""
 
     @property
     def session_id(self) -> str | None:
@@ -289,6 +292,7 @@ class MemoryAwareAgent:
         """Stop the CLI process, and wait for a background consolidation that is running."""
         await self._stop_process()
         await self.consolidation.wait()
+        await self.message_indexing.wait()
 
     async def __aenter__(self) -> MemoryAwareAgent:
         await self.connect()
@@ -299,6 +303,7 @@ class MemoryAwareAgent:
             await self._stop_process()
         finally:
             await self.consolidation.aclose()  # before the memory closes: nothing is written after
+            await self.message_indexing.aclose()
         self._prompt_file.close()
         await self.compactor.aclose()
         if self._owns_memory:
@@ -589,6 +594,7 @@ class MemoryAwareAgent:
         self.planner.after_turn(self._last_usage, through_id=self._last_request_through)
         self._last_usage = None
         self.consolidation.turn_finished()
+        self.message_indexing.turn_finished()
 
     def _estimate(self, role: str, content: Any) -> int:
         return message_tokens(

@@ -195,19 +195,26 @@ class VectorIndex:
 
     def passage_vectors(self, batch: Sequence[Passage]) -> list[list[Any]]:
         """Each passage's vectors (its chunks), its context included as `context_vectors` says."""
+        return self.vectors_with_context([p.content for p in batch], [p.context for p in batch])
+
+    def vectors_with_context(
+        self, texts: Sequence[str], contexts: Sequence[str]
+    ) -> list[list[Any]]:
+        """Each text's vectors, its ranking-only context ('' for none) included as
+        `context_vectors` says (conversation messages are embedded the same way)."""
         if self.context_vectors == "joined":
             return embed_whole(
-                self.embedding_function, [indexed_text(p.content, p.context) for p in batch]
+                self.embedding_function,
+                [indexed_text(text, context) for text, context in zip(texts, contexts)],
             )
-        texts = [p.content for p in batch]
-        with_context = [i for i, p in enumerate(batch) if p.context]
+        with_context = [i for i, context in enumerate(contexts) if context]
         found = embed_whole(
             self.embedding_function,
-            texts + [indexed_text(batch[i].content, batch[i].context) for i in with_context],
+            list(texts) + [indexed_text(texts[i], contexts[i]) for i in with_context],
         )
-        chunks = [list(vectors) for vectors in found[: len(batch)]]
+        chunks = [list(vectors) for vectors in found[: len(texts)]]
         for offset, i in enumerate(with_context):
-            chunks[i].extend(found[len(batch) + offset])
+            chunks[i].extend(found[len(texts) + offset])
         return chunks
 
     def _write_batch(self, batch: Sequence[Passage]) -> None:

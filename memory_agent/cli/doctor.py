@@ -14,6 +14,7 @@ from .. import admin, health, pg_health
 from ..archival import ArchivalMemory, VectorConfig
 from ..archival.rebuild import move_aside, rebuild_vectors, reembed_truncated
 from ..archival.reconcile import Progress as ProgressCallback
+from ..message_vectors import MessageVectors, chroma_message_store
 from ..settings import Settings
 from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
 from ..store.journal_chain import ChainReport
@@ -129,42 +130,56 @@ def _archival_checks(
     # and the doctor is to report what it found, then repair it in view.
     archival = ArchivalMemory(db, config)
     try:
-        with _progress_bar() as progress:
-            checks = health.check_archival(archival, progress, full=full)
-        if repair and all(check.ok for check in checks) and checks[-1].status == "warn":
-            with _progress_bar() as progress:
-                whole = reembed_truncated(archival, progress)
-            detail = (
-                f"re-embedded {whole.embedded} passages whole; {whole.still_pending} still pending"
-            )
-            if whole.errors:
-                detail += "; errors: " + "; ".join(whole.errors[:2])
-            return [
-                *checks[:-1],
-                health.Check("whole passages embedded", "ok" if whole.ok else "fail", detail),
-            ]
-        if not repair or all(check.ok for check in checks):
-            return checks
-        with _progress_bar() as progress:
-            rebuilt = rebuild_vectors(archival, progress)
-        kept = (
-            f"the old store is kept at {rebuilt.backup}"
-            if rebuilt.backup
-            else (f"dropped {rebuilt.dropped_collections} collection(s) on the server")
+        checks = _passage_checks(archival, repair, full)
+        # After the passages: a rebuild moved the vectors aside, and messages' go with them.
+        messages = MessageVectors(
+            db, lambda: archival.index, lambda: chroma_message_store(archival.index)
         )
-        status: health.CheckStatus = "ok" if rebuilt.reconcile.ok else "fail"
-        detail = (
-            f"re-embedded {rebuilt.reconcile.embedded} passages into a new store; {kept}; "
-            f"{rebuilt.reconcile.still_pending} still pending"
-        )
-        if rebuilt.reconcile.errors:
-            detail += "; errors: " + "; ".join(rebuilt.reconcile.errors[:2])
-        kept_checks = (
-            c for c in checks if c.ok and c.name != "whole passages embedded"
-        )  # the rebuild embeds whole
-        return [*kept_checks, health.Check("vector store rebuild", status, detail)]
+        try:
+            checks.append(health.check_message_vectors(messages, repair, full=full))
+        finally:
+            close = getattr(messages.store, "close", None) if messages.is_open else None
+            if callable(close):
+                close()
+        return checks
     finally:
         archival.close()
+
+
+def _passage_checks(archival: ArchivalMemory, repair: bool, full: bool) -> list[health.Check]:
+    """Passages' vectors: checked and reconciled; with `repair`, re-embedded whole or rebuilt."""
+    with _progress_bar() as progress:
+        checks = health.check_archival(archival, progress, full=full)
+    if repair and all(check.ok for check in checks) and checks[-1].status == "warn":
+        with _progress_bar() as progress:
+            whole = reembed_truncated(archival, progress)
+        detail = f"re-embedded {whole.embedded} passages whole; {whole.still_pending} still pending"
+        if whole.errors:
+            detail += "; errors: " + "; ".join(whole.errors[:2])
+        return [
+            *checks[:-1],
+            health.Check("whole passages embedded", "ok" if whole.ok else "fail", detail),
+        ]
+    if not repair or all(check.ok for check in checks):
+        return checks
+    with _progress_bar() as progress:
+        rebuilt = rebuild_vectors(archival, progress)
+    kept = (
+        f"the old store is kept at {rebuilt.backup}"
+        if rebuilt.backup
+        else (f"dropped {rebuilt.dropped_collections} collection(s) on the server")
+    )
+    status: health.CheckStatus = "ok" if rebuilt.reconcile.ok else "fail"
+    detail = (
+        f"re-embedded {rebuilt.reconcile.embedded} passages into a new store; {kept}; "
+        f"{rebuilt.reconcile.still_pending} still pending"
+    )
+    if rebuilt.reconcile.errors:
+        detail += "; errors: " + "; ".join(rebuilt.reconcile.errors[:2])
+    kept_checks = (
+        c for c in checks if c.ok and c.name != "whole passages embedded"
+    )  # the rebuild embeds whole
+    return [*kept_checks, health.Check("vector store rebuild", status, detail)]
 
 
 def _fts_checks(db: Store, repair: bool) -> list[health.Check]:

@@ -13,7 +13,7 @@ __all__ = ["compact", "messages", "summary"]
 @click.command()
 @shared_options
 @click.option(
-    "--search", "query", metavar="QUERY", help="Full-text search (evicted messages included)."
+    "--search", "query", metavar="QUERY", help="Search every message (evicted ones included)."
 )
 @click.option(
     "--limit",
@@ -22,15 +22,22 @@ __all__ = ["compact", "messages", "summary"]
     show_default=True,
     help="How many messages to show.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["keyword", "vector", "hybrid"]),
+    default="keyword",
+    show_default=True,
+    help="How --search ranks: exact words, meaning (loads the embedding model), or both.",
+)
 @click.option("--full", is_flag=True, help="Print whole messages instead of one-line previews.")
-def messages(query: str | None, limit: int, full: bool) -> None:
+def messages(query: str | None, limit: int, mode: str, full: bool) -> None:
     """List the newest stored messages, or search them all.
 
     Messages compacted out of the context window are kept and shown with ctx '-'.
     """
     with open_memory() as memory:
         if query is not None:
-            found = memory.search_messages(query, limit=limit)
+            found = memory.search_messages(query, limit=limit, mode=mode)  # type: ignore[arg-type]  # a Choice of the modes
         else:
             found = memory.get_recent_messages(limit, in_context_only=False)
     rows = [

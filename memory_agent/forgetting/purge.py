@@ -33,6 +33,7 @@ from ..archival.passages import Passage
 from ..authors import Author
 from ..errors import AgentNotFoundError, ArchivalError, BlockNotFoundError, MessageNotFoundError
 from ..labels import validate_label
+from ..message_vectors import message_vector_id
 from ..store import journal, passage_fts, scrub
 from ..store.database import utc_now
 from ..store.meta import read_meta
@@ -87,11 +88,14 @@ class Forgetting:
         author: Callable[[], Author | None],
         vectors: Callable[[], VectorForget | None],
         rewrite: SummaryRewrite,
+        message_vectors: Callable[[], VectorForget | None] = lambda: None,
     ) -> None:
+        """`vectors` removes passages' vectors, `message_vectors` messages' (conversation search)."""
         self._db = db
         self._author = author
         self._vectors = vectors
         self._rewrite = rewrite
+        self._message_vectors = message_vectors
 
     # ----- the four kinds ------------------------------------------------------------------
 
@@ -145,6 +149,7 @@ class Forgetting:
             self._forget_found(conn, agent_id, found, targets=targets)
             self._record(conn, agent_id, "message", str(message_id), found)
         report = self._finish("message", str(message_id), agent_id, found, started, set())
+        report = self._without_message_vectors(report, agent_id, [message_id], whole_agent=False)
         if not affected:
             return report
         outcome = self._rewrite(agent_id, [s.summary_id for s in affected])
@@ -253,6 +258,7 @@ class Forgetting:
             self._record(conn, agent_id, "agent", agent_id, found)
             default = read_meta(conn, "default_agent_id")
         report = self._finish("agent", agent_id, agent_id, found, started, set(), whole_agent=True)
+        report = self._without_message_vectors(report, agent_id, [], whole_agent=True)
         if default == agent_id:
             warning = (
                 "the storage dir's default agent was this one; the next open without an agent id "
@@ -302,6 +308,22 @@ class Forgetting:
             detail=dict(sorted(found.counts.items())),
             author=self._author(),
         )
+
+    def _without_message_vectors(
+        self, report: ForgetReport, agent_id: str, message_ids: list[int], *, whole_agent: bool
+    ) -> ForgetReport:
+        """After the commit: the forgotten messages' vectors (all the agent's with `whole_agent`)."""
+        try:
+            forget = self._message_vectors()
+            if forget is None:
+                return report
+            warnings = forget(agent_id, [message_vector_id(m) for m in message_ids], whole_agent)
+        except Exception as error:  # noqa: BLE001 - the rows are gone; say what is left
+            warnings = [
+                f"the message vectors of agent '{agent_id}' could not be removed ({error}); run "
+                "'memory-agent doctor --repair'"
+            ]
+        return _replace(report, warnings=report.warnings + tuple(warnings)) if warnings else report
 
     def _finish(
         self,

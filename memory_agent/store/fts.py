@@ -70,9 +70,11 @@ def messages_search(
     conn: Connection, match: str, where: str, params: list[Any], limit: int, offset: int
 ) -> list[Any]:
     """Message rows of `where` (alias `m`) matching the FTS5 expression `match`, best bm25 first
-    (`pg_fulltext.messages_search` is PostgreSQL's)."""
+    (`pg_fulltext.messages_search` is PostgreSQL's), each with its `keyword_score` (higher is
+    better) for fusion with vector search."""
     return conn.execute(
-        "SELECT m.* FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"
+        "SELECT m.*, -bm25(messages_fts) AS keyword_score"
+        " FROM messages_fts f JOIN messages m ON m.message_id = f.rowid"
         f" WHERE messages_fts MATCH ? AND {where}"
         " ORDER BY bm25(messages_fts), m.message_id DESC LIMIT ? OFFSET ?",
         (match, *params, limit, offset),

@@ -484,6 +484,23 @@ def m012_issue25_index_context(conn: sqlite3.Connection) -> None:
         )
 
 
+@_migration
+def m013_issue25_message_vectors(conn: sqlite3.Connection) -> None:
+    """Each message records how many vectors hold it for conversation search (`message_vectors`):
+    NULL until they are written after the turn (0 for a message with no text to embed). Existing
+    messages start without vectors; they are embedded by the catch-up (a search's bounded batch,
+    the agent after a turn, `memory-agent doctor --repair`), never by this migration. Only adds to
+    `messages`, so other branches' migrations may run before or after it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
+    if "vector_chunks" not in columns:
+        conn.execute("ALTER TABLE messages ADD COLUMN vector_chunks INTEGER")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS messages_vectors_pending ON messages(agent_id, message_id)"
+        " WHERE vector_chunks IS NULL"
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -186,7 +186,8 @@ def messages_search(
     LoCoMo harness that chose `RANKING` measures passages, not messages)."""
     vector, config = _matching(conn, query, "m", "text_tsv", "text")
     return conn.execute(
-        f"SELECT m.* FROM messages m, to_tsquery('{config}', ?) AS q(query)"
+        f"SELECT m.*, ts_rank({vector}, q.query) AS keyword_score"
+        f" FROM messages m, to_tsquery('{config}', ?) AS q(query)"
         f" WHERE {vector} @@ q.query AND {where}"
         f" ORDER BY ts_rank({vector}, q.query) DESC, m.message_id DESC"
         " LIMIT ? OFFSET ?",

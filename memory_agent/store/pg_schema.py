@@ -425,4 +425,17 @@ def p010_index_context(cursor: Any) -> None:
     )
 
 
+@_migration
+def p011_message_vectors(cursor: Any) -> None:
+    """How many vectors hold each message for conversation search, as SQLite's m013: NULL until
+    they are written after the turn (existing messages are embedded by the catch-up)."""
+    cursor.execute(
+        """
+        ALTER TABLE messages ADD COLUMN vector_chunks INTEGER;
+        CREATE INDEX messages_vectors_pending ON messages(agent_id, message_id)
+            WHERE vector_chunks IS NULL;
+        """
+    )
+
+
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -115,6 +115,7 @@ def _run_conversation_search(
         end_date=_when(arguments.get("end_date"), end=True),
         limit=limit,
         offset=limit * page,
+        mode=arguments.get("mode") or "hybrid",
     )
     return format_messages(arguments["query"], messages, page=page, limit=limit)
 
@@ -191,12 +192,19 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="conversation_search",
         description=(
-            "Full-text search over every message of your past conversations, including ones that "
-            "were summarised out of your context window. Use it to recall exact wording, earlier "
-            "requests or details the summary left out. An empty query lists the newest messages."
+            "Search every message of your past conversations by meaning and by keywords together, "
+            "including ones that were summarised out of your context window. Use it to recall "
+            "exact wording, earlier requests or details the summary left out. An empty query lists "
+            "the newest messages."
         ),
         properties={
-            "query": {"type": "string", "description": "Words to look for."},
+            "query": {"type": "string", "description": "What you are looking for, in plain words."},
+            "mode": {
+                "type": "string",
+                "enum": ["hybrid", "keyword", "vector"],
+                "description": "'hybrid' (default): meaning and keywords together; 'keyword': exact "
+                "words only; 'vector': meaning only.",
+            },
             "roles": {
                 "type": "array",
                 "items": {"type": "string"},

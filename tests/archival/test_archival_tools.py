@@ -140,6 +140,17 @@ def test_conversation_search_finds_compacted_messages_too(memory: MemoryManager)
     assert "weather" in run(memory, "conversation_search", query="", limit=1)
 
 
+def test_conversation_search_takes_a_mode(memory: MemoryManager) -> None:
+    schema = next(s for s in ARCHIVAL_TOOLS if s.name == "conversation_search").definition()
+    assert schema["input_schema"]["properties"]["mode"]["enum"] == ["hybrid", "keyword", "vector"]
+    memory.store_message("user", "The spare key is under the blue flowerpot.")
+    memory.store_message("user", "We talked about the weather today.")
+    for mode in ("hybrid", "keyword", "vector"):
+        assert "flowerpot" in run(memory, "conversation_search", query="spare key", mode=mode)
+    outcome = memory.execute_tool("conversation_search", {"query": "key", "mode": "semantic"})
+    assert outcome.is_error and "Unknown conversation search mode 'semantic'" in outcome.text
+
+
 def test_manager_opens_archival_lazily_and_reconciles_on_first_use(tmp_path: Path) -> None:
     settings = Settings(
         persist_directory=tmp_path / "store", database_url=os.environ.get("MEMORY_DATABASE_URL")

@@ -29,6 +29,12 @@ EXPECTED = {
         r"resumed from the mirror: \{'same_session': True",
         r"^\s+200\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+",
     ),
+    "conversation_search_locomo": (
+        r"^keyword\s+\d\.\d{3}",
+        r"^hybrid \(default\)\s+\d\.\d{3}",
+        r"^hybrid - keyword\s+@5",
+        r"^time-aware: \d+ of \d+ questions",
+    ),
     "embedding_bench": (r"texts/s", r"100 LoCoMo turns"),
     "ranking_candidates": (
         r"^array fusion equals fusion\.fuse \(shipped default\) on (\d+)/\1 questions",

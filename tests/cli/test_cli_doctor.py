@@ -116,6 +116,25 @@ def test_pending_passages_and_orphan_vectors_are_reconciled(
     assert _checks(initialised("--json", "doctor"))["vectors vs passages"] == "ok"
 
 
+def test_repair_writes_message_vectors_and_removes_a_forgotten_ones(
+    backend: str, initialised: Run, open_store: Open
+) -> None:
+    _some_memory(open_store)
+    details = _details(initialised("--json", "doctor"))
+    assert details["message vectors"].startswith("12 messages have no vectors yet")
+    result = initialised("--json", "doctor", "--repair")
+    assert result.exit_code == 0, result.output
+    assert "wrote vectors of 12 messages" in _details(result)["message vectors"]
+    with open_store("ada") as memory:
+        first = memory.all_messages()[0]
+        with memory.database.transaction() as conn:  # gone behind the vectors' back
+            conn.execute("DELETE FROM messages WHERE message_id = ?", (first.message_id,))
+    repaired = _details(initialised("--json", "doctor", "--repair", "--full"))
+    # Two vectors: the message's own and the one with its context (here the date alone).
+    assert "removed 2 orphan vectors" in repaired["message vectors"]
+    assert "12 messages" not in _details(initialised("--json", "doctor"))["message vectors"]
+
+
 @pytest.mark.empty_database
 def test_doctor_without_storage_is_one_error(
     backend: str, run: Run, error_of: Callable[[Result], str]

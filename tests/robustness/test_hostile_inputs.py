@@ -243,7 +243,7 @@ def test_a_text_of_megabytes_is_stored_and_found_by_its_words(memory: MemoryMana
     stop_words = memory.store_message(
         "user", "it is the one"
     ).message_id  # a query of stop words only ...
-    assert [m.message_id for m in memory.search_messages("it is the", limit=5)] == [
+    assert [m.message_id for m in memory.search_messages("it is the", limit=5, mode="keyword")] == [
         stop_words
     ]  # ... scans every text
 

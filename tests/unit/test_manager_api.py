@@ -188,6 +188,7 @@ def test_public_names_are_pinned() -> None:
         "MemoryManager",
         "MemoryToolError",
         "MessageNotFoundError",
+        "MessageReconcileReport",
         "ModelAuthenticationError",
         "ModelConsolidator",
         "NewPassage",

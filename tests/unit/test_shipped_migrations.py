@@ -33,6 +33,7 @@ SHIPPED_SQLITE = (
     ("m010_issue26_sensitivity", "e70a4b56d5f75f51"),
     ("m011_issue26_journal_chain", "199f6863742a6727"),
     ("m012_issue25_index_context", "9c886eb25171b112"),
+    ("m013_issue25_message_vectors", "aae1c9066c515fa2"),
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
@@ -45,6 +46,7 @@ SHIPPED_POSTGRES = (
     ("p008_sensitivity", "51cbf585d962141f"),
     ("p009_issue26_journal_chain", "2ca86bd7fe2fd624"),
     ("p010_index_context", "7b7fe2a6e33ac15b"),
+    ("p011_message_vectors", "e9b1313f931d5671"),
 )
 
 
