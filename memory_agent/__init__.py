@@ -2,6 +2,7 @@
 
 from compaction import CompactionOutcome, CompactionSettings
 
+from . import _old_paths
 from .archival import NewPassage, Passage, ReconcileReport, SearchExplanation, SearchHit
 from .archival.rebuild import RebuildReport
 from .authors import Author
@@ -63,6 +64,8 @@ _LAZY = {
     "CollegeSession": ".college",
 }
 
+_old_paths.install()
+
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
@@ -71,6 +74,9 @@ def __getattr__(name: str) -> object:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
+    moved = _old_paths.old_attribute(name)  # a module's path before it moved into a room
+    if moved is not None:
+        return moved
     raise AttributeError(f"module 'memory_agent' has no attribute {name!r}")
 
 

@@ -119,10 +119,29 @@ def test_public_names_are_pinned() -> None:
     )
 
 
+HARNESSES = {"soak.py"}
+"""Modules of the package that drive the whole agent (the soak harness, a layer above it): they
+import the SDK and memory_agent, so the package itself never imports them; a user imports them
+by name (`memory_agent.testing.soak`)."""
+
+
+def test_the_package_never_loads_its_harnesses() -> None:
+    init = Path(testing_pkg.__file__)
+    loaded = {
+        alias.name if isinstance(node, ast.ImportFrom) and not node.module else node.module
+        for node in ast.walk(ast.parse(init.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not {name.removesuffix(".py") for name in HARNESSES} & loaded, loaded
+
+
 def test_testing_package_imports_only_the_standard_library() -> None:
     """Other packages' tests (compaction) use it, so it must not pull in the SDK or our modules."""
     imported: set[str] = set()
     for path in Path(testing_pkg.__file__).parent.glob("*.py"):
+        if path.name in HARNESSES:
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported.update(alias.name.split(".")[0] for alias in node.names)
