@@ -33,8 +33,8 @@ from memory_agent.agent.refresh_policy import (
     DEFAULT_PROMPT_REFRESH,
     PromptRefresh,
 )
-from memory_agent.soak import SoakConfig, SoakResult, run_plain_soak, run_soak
 from memory_agent.testing import ScriptedMessagesServer
+from memory_agent.testing.soak import SoakConfig, SoakResult, run_plain_soak, run_soak
 
 PRICES = {"read": 0.1, "written": 1.25, "uncached": 1.0}
 

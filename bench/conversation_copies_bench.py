@@ -34,13 +34,13 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, SessionKey, project_key_for_directory
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
+from memory_agent.integrations.session_store import SQLiteSessionStore
 from memory_agent.sdk_seams.transcript import (
     normal_conversation,
     seed_lines,
     seed_messages,
     transcript_conversation,
 )
-from memory_agent.session_store import SQLiteSessionStore
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
 

@@ -53,8 +53,8 @@ from archival_locomo import (  # noqa: E402
 from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival.filters import PassageFilter  # noqa: E402
 from memory_agent.archival.fusion import FusionConfig, fuse  # noqa: E402
-from memory_agent.conversation_search import TIME_BOOST, search_messages  # noqa: E402
-from memory_agent.time_phrases import time_window  # noqa: E402
+from memory_agent.conversation.conversation_search import TIME_BOOST, search_messages  # noqa: E402
+from memory_agent.conversation.time_phrases import time_window  # noqa: E402
 
 DEPTH = 100
 BOOST = TIME_BOOST

@@ -33,9 +33,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory_agent.soak import Restart, SoakConfig, TurnRecord, run_soak, summary_lines
 from memory_agent.testing import ScriptedMessagesServer
 from memory_agent.testing.postgres_cluster import PostgresCluster
+from memory_agent.testing.soak import Restart, SoakConfig, TurnRecord, run_soak, summary_lines
 
 
 @contextlib.contextmanager

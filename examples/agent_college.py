@@ -32,7 +32,12 @@ from memory_agent import (
     Settings,
     TurnResult,
 )
-from memory_agent.college import COLLEGE_BLOCK_LABEL, COLLEGE_ROLES, CollegeRole, CollegeSession
+from memory_agent.integrations.college import (
+    COLLEGE_BLOCK_LABEL,
+    COLLEGE_ROLES,
+    CollegeRole,
+    CollegeSession,
+)
 from memory_agent.testing import ScriptedMessagesServer, text_response, tool_use_response
 
 DEFAULT_TASK = (

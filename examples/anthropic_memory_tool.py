@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import anthropic
 
 from memory_agent import MemoryManager, ModelAuthenticationError, Settings
-from memory_agent.anthropic_memory import ManagedMemoryTool
+from memory_agent.integrations.anthropic_memory import ManagedMemoryTool
 from memory_agent.testing import (
     DUMMY_API_KEY,
     ScriptedMessagesServer,

@@ -6,7 +6,6 @@ from . import _old_paths
 from .archival import NewPassage, Passage, ReconcileReport, SearchExplanation, SearchHit
 from .archival.rebuild import RebuildReport
 from .authors import Author
-from .blocks import Block, BlockVersion
 from .consolidation import (
     ConsolidationReport,
     ConsolidationSession,
@@ -14,7 +13,9 @@ from .consolidation import (
     ModelConsolidator,
     RulesConsolidator,
 )
-from .encryption_key import EncryptionKey
+from .conversation.message_vectors import MessageReconcileReport
+from .conversation.recall import StoredMessage, StoredSummary
+from .core.blocks import Block, BlockVersion
 from .errors import (
     AgentNotFoundError,
     AmbiguousContentError,
@@ -45,9 +46,8 @@ from .errors import (
 )
 from .forgetting import ForgetReport
 from .manager import MemoryManager
-from .message_vectors import MessageReconcileReport
-from .recall import StoredMessage, StoredSummary
-from .sensitivity import Sensitivity
+from .privacy.encryption_key import EncryptionKey
+from .privacy.sensitivity import Sensitivity
 from .settings import Settings
 from .snapshots import ImportReport, Snapshot
 from .store.journal import JournalEntry
@@ -60,8 +60,8 @@ _LAZY = {
     "MemoryAwareAgent": ".agent",
     "TurnResult": ".agent",
     "ConsolidationSchedule": ".agent",
-    "SQLiteSessionStore": ".session_store",
-    "CollegeSession": ".college",
+    "SQLiteSessionStore": ".integrations.session_store",
+    "CollegeSession": ".integrations.college",
 }
 
 _old_paths.install()

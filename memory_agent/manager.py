@@ -42,8 +42,6 @@ from .archival.rerank import AnthropicReranker
 from .archival.search import SearchMode
 from .authors import Author, acting_author
 from .authors import acting_as as _acting_as
-from .blocks import Block, BlockVersion, append_text, insert_text, replace_text
-from .compactor import Compactor
 from .consolidation import (
     ConsolidationReport,
     ConsolidationSession,
@@ -53,9 +51,18 @@ from .consolidation import (
     rollback_session,
     run_consolidation,
 )
-from .conversation_search import MessageSearchMode
-from .conversation_search import search_messages as _search_messages
-from .core_memory import CoreMemory, Edit
+from .conversation.compactor import Compactor
+from .conversation.conversation_search import MessageSearchMode
+from .conversation.conversation_search import search_messages as _search_messages
+from .conversation.message_vectors import (
+    MessageReconcileReport,
+    MessageVectors,
+    chroma_message_store,
+)
+from .conversation.recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
+from .core.blocks import Block, BlockVersion, append_text, insert_text, replace_text
+from .core.core_memory import CoreMemory, Edit
+from .core.labels import validate_label
 from .errors import (
     AgentNotFoundError,
     BlockNotFoundError,
@@ -65,11 +72,7 @@ from .errors import (
     NothingToUndoError,
 )
 from .forgetting import ForgetReport, Forgetting, Resummarizer
-from .labels import validate_label
-from .message_vectors import MessageReconcileReport, MessageVectors, chroma_message_store
-from .recall import MessageContent, RecallMemory, StoredMessage, StoredSummary
-from .rendering import MemoryMetadata, render_memory
-from .sensitivity import (
+from .privacy.sensitivity import (
     DEFAULT_LEVEL,
     Sensitivity,
     clearance_of,
@@ -77,6 +80,8 @@ from .sensitivity import (
     visible_levels,
     with_clearance,
 )
+from .prompt.rendering import MemoryMetadata, render_memory
+from .prompt.turn_context import TurnContext
 from .settings import Settings
 from .snapshots import (
     ImportReport,
@@ -90,7 +95,6 @@ from .store.agent_state import BASE_PROMPT_KEY
 from .store.backend import open_store
 from .store.meta import read_meta, write_meta
 from .store.protocol import Connection, Store
-from .turn_context import TurnContext
 from .validation import checked_methods
 
 __all__ = ["DEFAULT_AGENT_KEY", "MemoryManager", "ToolHost", "ToolOutcome", "register_tool_host"]
@@ -235,7 +239,7 @@ class MemoryManager:
         """Every read inside the `with` block (this thread or asyncio task) sees up to this
         clearance: `allow_secret=True` includes secret blocks and passages, `max_sensitivity`
         ('public', 'private', 'secret') names the highest level. Without it reads see public and
-        private (`memory_agent.sensitivity`); methods that take `allow_secret` decide per call."""
+        private (`memory_agent.privacy.sensitivity`); methods that take `allow_secret` decide per call."""
         return with_clearance(clearance_of(allow_secret, max_sensitivity))
 
     # ----- agents -------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from compaction import CompactionSettings, CompactionSettingsError
 
-from .encryption_key import EncryptionKey, key_from_environ
 from .errors import ConfigurationError
-from .redaction import MASK, describe_value, redact_env_line, redact_url
+from .privacy.encryption_key import EncryptionKey, key_from_environ
+from .privacy.redaction import MASK, describe_value, redact_env_line, redact_url
 from .validation import check_path
 
 __all__ = ["DEFAULT_BLOCK_LIMIT", "DEFAULT_HUMAN", "DEFAULT_PERSONA", "Settings", "read_env_file"]

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
-from ..turn_context import RecalledItem, render_recalled, render_recalled_item
+from ..prompt.turn_context import RecalledItem, render_recalled, render_recalled_item
 
 __all__ = [
     "AutoRecall",

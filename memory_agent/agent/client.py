@@ -46,10 +46,16 @@ from claude_agent_sdk.types import PermissionMode
 from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
 
 from ..errors import ConfigurationError
+from ..integrations.session_store import SQLiteSessionStore
 from ..manager import MemoryManager
+from ..prompt.turn_context import (
+    RecalledItem,
+    render_recalled,
+    render_turn_context,
+    with_turn_context,
+)
 from ..sdk_seams import send_system_prompt
 from ..sdk_seams.transcript import seed_lines
-from ..session_store import SQLiteSessionStore
 from ..tools import (
     MEMORY_SERVER_NAME,
     build_memory_server,
@@ -57,7 +63,6 @@ from ..tools import (
     memory_tool_names,
 )
 from ..tools.memory_tool import DEFAULT_TOOL_SET, ToolSet, check_tool_set
-from ..turn_context import RecalledItem, render_recalled, render_turn_context, with_turn_context
 from .auto_recall import AutoRecall, AutoRecallSetting, auto_recall_settings
 from .background_consolidation import BackgroundConsolidation
 from .consolidation_schedule import DEFAULT_CONSOLIDATION, ConsolidationSetting, schedule_from
@@ -112,7 +117,7 @@ class MemoryAwareAgent:
             change it did not make (`prompt_refresh`). `disconnect` waits for a running one.
         allow_secret: Whether the model sees this agent's secret blocks (in its system prompt) and
             secret passages (through its tools and automatic recall); default False
-            (`memory_agent.sensitivity`).
+            (`memory_agent.privacy.sensitivity`).
         auto_recall: Whether memories relevant to each prompt are found before the turn and sent
             with it, in its `<turn_context>`: False (default), True (the defaults: 2,000 tokens,
             archival and conversation, hybrid) or an `AutoRecallSettings`. See `auto_recall`.

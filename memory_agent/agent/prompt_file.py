@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..file_modes import PRIVATE_FILE
+from ..privacy.file_modes import PRIVATE_FILE
 
 __all__ = ["PromptFile"]
 

@@ -38,7 +38,7 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 from ..manager import MemoryManager
-from ..turn_context import render_memory_changes
+from ..prompt.turn_context import render_memory_changes
 
 __all__ = [
     "DEFAULT_MAX_STALE_TURNS",

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 
 from compaction import CompactionOutcome, ContextBudget, MessageRecord, message_tokens
 
-from ..compactor import Compactor, Unread
+from ..conversation.compactor import Compactor, Unread
+from ..conversation.recall import StoredSummary
 from ..manager import MemoryManager
-from ..recall import StoredSummary
-from ..turn_context import RecalledItem
+from ..prompt.turn_context import RecalledItem
 from .auto_recall import AutoRecall, RecallReport
 from .refresh_policy import PromptRefreshPolicy
 from .turn_growth import TurnGrowth

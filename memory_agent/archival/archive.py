@@ -23,7 +23,7 @@ from typing import Any
 
 from ..authors import Author, acting_as, acting_author
 from ..errors import ArchivalError, MemoryAgentError
-from ..sensitivity import DEFAULT_CLEARANCE, LEVELS, Sensitivity, allowed, parse_level
+from ..privacy.sensitivity import DEFAULT_CLEARANCE, LEVELS, Sensitivity, allowed, parse_level
 from ..store import journal
 from ..store.database import utc_now
 from ..store.protocol import Connection, Store

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..file_modes import ModeGuard, private_dir
+from ..privacy.file_modes import ModeGuard, private_dir
 from .chunks import passage_of
 from .config import VectorConfig
 from .filters import PassageFilter

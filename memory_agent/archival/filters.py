@@ -1,6 +1,6 @@
 """Which passages a search may return: one agent's, optionally by tags and a time window, and
 (for searches) only live ones: not expired at the time of the search, and not superseded unless
-asked for; and only those the caller's clearance allows (`memory_agent.sensitivity`: private by
+asked for; and only those the caller's clearance allows (`memory_agent.privacy.sensitivity`: private by
 default, so secret passages are left out unless asked for). The vector store knows nothing of
 expiry, supersession or sensitivity (all change after a vector is written); search checks them in
 SQL, where they are stored.
@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import ArchivalError
-from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, allowed, parse_level, visible_levels
+from ..privacy.sensitivity import (
+    DEFAULT_CLEARANCE,
+    Sensitivity,
+    allowed,
+    parse_level,
+    visible_levels,
+)
 from .passages import normalise_tags
 from .timestamps import Timestamp, to_epoch, to_utc_iso
 

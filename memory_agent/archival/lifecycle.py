@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ArchivalError
-from ..sensitivity import Sensitivity, allowed, current_clearance, parse_level
+from ..privacy.sensitivity import Sensitivity, allowed, current_clearance, parse_level
 from ..store import journal
 from ..store.database import utc_now
 from ..store.protocol import Connection, Store

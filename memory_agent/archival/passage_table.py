@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from ..errors import AgentNotFoundError
-from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
+from ..privacy.sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
 from ..store import passage_fts
 from ..store.protocol import Connection
 from .filters import PassageFilter, superseded_sql

@@ -5,7 +5,7 @@ free-form metadata and a UTC creation time. Its lifecycle fields say whether sea
 `expires_at` (a passage past it is never returned, and `purge_expired` deletes it) and
 `superseded_by` (a newer passage replaced it: kept and linked, left out of default search).
 `importance`, the access count and `provenance` (where it came from) describe it further.
-`sensitivity` (public, private or secret; `memory_agent.sensitivity`) says who may read it.
+`sensitivity` (public, private or secret; `memory_agent.privacy.sensitivity`) says who may read it.
 SQLite holds the passage; the vector store holds only
 its embedding under the same id. `vector_state` says whether that embedding is known to be
 written ('indexed') or still owed ('pending').
@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ArchivalError
-from ..sensitivity import DEFAULT_LEVEL, Sensitivity, parse_level
+from ..privacy.sensitivity import DEFAULT_LEVEL, Sensitivity, parse_level
 from ..store.protocol import Row
 from ..validation import check_json, check_text
 from .scoring import SearchExplanation
@@ -99,7 +99,7 @@ class Passage:
     """How many vectors (chunks) hold it in the vector store; 0 marks one vector embedded before
     chunking from the first window only (see `chunks.py`)."""
     sensitivity: str = DEFAULT_LEVEL
-    """public, private or secret: who may read it (`memory_agent.sensitivity`)."""
+    """public, private or secret: who may read it (`memory_agent.privacy.sensitivity`)."""
     context: str = ""
     """Ranking-only context the indexes see and search results do not show ('' for none)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import admin
+from ..maintenance import admin
 from .app import load_settings, open_memory, shared_options, state
 from .output import block_data, console, emit, make_table, print_blocks, say, timestamp
 

@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 
 import click
 
-from ..admin import init_storage, open_agent, storage_path
 from ..authors import Author, acting_as
 from ..errors import MemoryAgentError
+from ..maintenance.admin import init_storage, open_agent, storage_path
 from ..manager import MemoryManager
-from ..sensitivity import Sensitivity, with_clearance
+from ..privacy.sensitivity import Sensitivity, with_clearance
 from ..settings import Settings
 
 __all__ = [
@@ -85,7 +85,7 @@ def _author(ctx: click.Context, _param: click.Parameter, value: str | None) -> N
 
 def _clearance(level: Sensitivity) -> Callable[[click.Context, click.Parameter, bool], None]:
     """--allow-secret and --public-only: every read of this invocation (listing, search, export)
-    sees up to this level instead of the default, private (`memory_agent.sensitivity`)."""
+    sees up to this level instead of the default, private (`memory_agent.privacy.sensitivity`)."""
 
     def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         if not value:

@@ -16,7 +16,7 @@ from typing import IO
 import click
 
 from ..authors import Author
-from ..blocks import Block
+from ..core.blocks import Block
 from ..errors import BlockLimitExceededError
 from ..manager import MemoryManager
 from .app import open_memory, shared_options

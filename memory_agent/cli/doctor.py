@@ -10,11 +10,11 @@ from typing import cast
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import admin, health, pg_health
 from ..archival import ArchivalMemory, VectorConfig
 from ..archival.rebuild import move_aside, rebuild_vectors, reembed_truncated
 from ..archival.reconcile import Progress as ProgressCallback
-from ..message_vectors import MessageVectors, chroma_message_store
+from ..conversation.message_vectors import MessageVectors, chroma_message_store
+from ..maintenance import admin, health, pg_health
 from ..settings import Settings
 from ..store.database import DATABASE_FILENAME, VECTORS_DIRNAME, Database
 from ..store.journal_chain import ChainReport

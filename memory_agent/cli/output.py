@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..authors import Author
-from ..blocks import Block
+from ..core.blocks import Block
 from .app import state
 
 __all__ = [

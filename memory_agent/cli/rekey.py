@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from .. import admin
-from ..encryption_key import EncryptionKey, key_from_file, parse_key
 from ..errors import ConfigurationError
+from ..maintenance import admin
+from ..privacy.encryption_key import EncryptionKey, key_from_file, parse_key
 from .app import load_settings, shared_options, state
 from .output import emit, say
 

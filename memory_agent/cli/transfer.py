@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from .. import portability
-from ..admin import list_agent_info
 from ..errors import ConfigurationError
+from ..maintenance.admin import list_agent_info
 from .app import load_settings, open_memory, shared_options, state
 from .output import emit, say
 

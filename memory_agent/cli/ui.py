@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from .. import admin
 from ..authors import Author
 from ..errors import ConfigurationError
-from ..sensitivity import DEFAULT_CLEARANCE
+from ..maintenance import admin
+from ..privacy.sensitivity import DEFAULT_CLEARANCE
 from ..settings import Settings
 from .app import load_settings, shared_options, state
 

@@ -24,9 +24,9 @@ from typing import Any
 from ..archival import Passage, lifecycle
 from ..archival.passages import passage_from_row
 from ..authors import Author, acting_as
-from ..blocks import BlockVersion
+from ..core.blocks import BlockVersion
 from ..errors import BlockError, MemoryAgentError, StaleBlockError
-from ..sensitivity import DEFAULT_CLEARANCE, LEVELS, allowed, parse_level
+from ..privacy.sensitivity import DEFAULT_CLEARANCE, LEVELS, allowed, parse_level
 from ..store import consolidation_log, journal
 from ..store.consolidation_log import (
     COUNT_FIELDS,
@@ -51,7 +51,7 @@ BLOCK_ACTION = "consolidate_block"
 
 def view_of(ops: MemoryOps, agent_id: str) -> MemoryView:
     """The agent's blocks and passages as one consolidation reads them: up to the default clearance
-    (`memory_agent.sensitivity`), so secret ones are left as they are."""
+    (`memory_agent.privacy.sensitivity`), so secret ones are left as they are."""
     now = utc_now()
     live: list[Passage] = []
     expired: list[Passage] = []

@@ -12,8 +12,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..archival import ArchivalMemory, Passage
-from ..blocks import Block, BlockVersion
-from ..recall import StoredMessage
+from ..conversation.recall import StoredMessage
+from ..core.blocks import Block, BlockVersion
 from ..store.protocol import Store
 
 __all__ = ["MemoryOps"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..archival import Passage
-from ..blocks import Block
+from ..core.blocks import Block
 
 __all__ = ["ArchivedLine", "BlockRewrite", "MemoryView", "PassageMerge", "Plan", "Supersession"]
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..archival import Passage
-from ..blocks import Block
+from ..core.blocks import Block
 from .plan import ArchivedLine, BlockRewrite, MemoryView, PassageMerge, Plan
 from .protocol import Embed
 from .textguard import same_particulars

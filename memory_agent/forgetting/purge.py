@@ -27,13 +27,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import core_memory, recall
 from ..archival import passage_table
 from ..archival.passages import Passage
 from ..authors import Author
+from ..conversation import recall
+from ..conversation.message_vectors import message_vector_id
+from ..core import core_memory
+from ..core.labels import validate_label
 from ..errors import AgentNotFoundError, ArchivalError, BlockNotFoundError, MessageNotFoundError
-from ..labels import validate_label
-from ..message_vectors import message_vector_id
 from ..store import journal, passage_fts, scrub
 from ..store.database import utc_now
 from ..store.meta import read_meta

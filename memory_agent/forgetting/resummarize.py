@@ -20,8 +20,8 @@ from typing import Any
 
 from compaction import MessageRecord, Summarizer, truncation_summary
 
-from .. import recall
-from ..compactor import to_record
+from ..conversation import recall
+from ..conversation.compactor import to_record
 from ..store.protocol import Store
 
 __all__ = ["PENDING_SUMMARY", "Resummarizer", "RewriteOutcome", "SummaryRewrite"]

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..admin import restore_into
 from ..authors import Author
-from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError, ImportFormatError
+from ..maintenance.admin import restore_into
 from ..manager import MemoryManager
+from ..privacy.encryption_key import EncryptionKey
 from ..settings import Settings
 from ..snapshots import ImportReport, Snapshot
 from ..validation import MAX_JSON_DEPTH, check_json, check_path

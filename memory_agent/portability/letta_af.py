@@ -37,9 +37,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.labels import validate_label
 from ..errors import ImportFormatError, MemoryAgentError
-from ..labels import validate_label
-from ..sensitivity import DEFAULT_LEVEL
+from ..privacy.sensitivity import DEFAULT_LEVEL
 from ..snapshots.records import AgentRecord, BlockRecord, MessageRecord, PassageRecord, Snapshot
 from ..snapshots.values import DEFAULT_IMPORTANCE, to_utc_iso, utc_now
 from .letta_export import IN_PROMPT_KEY, PASSAGES_KEY, RECORDS_KEY, SENSITIVITY_KEY, VERSION_KEY

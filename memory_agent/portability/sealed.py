@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
 from ..errors import ConfigurationError, EncryptionKeyError, ImportFormatError
+from ..privacy.encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
 
 __all__ = ["MAGIC", "is_sealed", "seal", "unseal"]
 

@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..recall import StoredMessage
-from ..turn_context import TURN_CONTEXT_TAG
+from ..conversation.recall import StoredMessage
+from ..prompt.turn_context import TURN_CONTEXT_TAG
 
 __all__ = [
     "SEED_OPENING",

@@ -1,4 +1,4 @@
-"""What an export may carry: the snapshot cut to the exporter's clearance (`memory_agent.sensitivity`).
+"""What an export may carry: the snapshot cut to the exporter's clearance (`memory_agent.privacy.sensitivity`).
 
 An export leaves the storage dir, so it follows the same rule as every read: secret blocks and
 passages are left out unless the exporter allows them, and a public-only export keeps only what
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..sensitivity import Sensitivity, allowed, journal_values_allowed
+from ..privacy.sensitivity import Sensitivity, allowed, journal_values_allowed
 from .records import JournalRecord, Snapshot
 
 __all__ = ["within_clearance"]

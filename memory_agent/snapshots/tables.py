@@ -25,7 +25,8 @@ from ..archival.chunks import CHUNK_MARK
 from ..archival.passages import NewPassage, PreparedPassage, prepare
 from ..archival.timestamps import to_utc_iso
 from ..authors import Author, acting_as
-from ..core_memory import (
+from ..conversation.recall import insert_message_row, insert_summary_row
+from ..core.core_memory import (
     BlockRow,
     VersionRow,
     insert_agent_row,
@@ -33,11 +34,10 @@ from ..core_memory import (
     insert_block_row,
     insert_version_row,
 )
+from ..core.labels import validate_label
 from ..errors import AgentNotFoundError, ConfigurationError, ImportFormatError, MemoryAgentError
-from ..labels import validate_label
-from ..recall import insert_message_row, insert_summary_row
-from ..reserved_names import section_tags_in
-from ..sensitivity import parse_level
+from ..privacy.sensitivity import parse_level
+from ..prompt.reserved_names import section_tags_in
 from ..store import consolidation_log, journal
 from ..store.agent_state import BASE_PROMPT_KEY, LETTA_KEY, write_state
 from ..store.database import utc_now

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError
-from ..redaction import redact_url
+from ..privacy.encryption_key import EncryptionKey
+from ..privacy.redaction import redact_url
 from ..validation import check_path
 from .database import DATABASE_FILENAME, Database
 from .postgres import PostgresDatabase, is_postgres_url

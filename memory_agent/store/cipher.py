@@ -30,9 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, cast
 
-from ..encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
 from ..errors import ConfigurationError, EncryptionKeyError, StorageError
-from ..file_modes import private_file
+from ..privacy.encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
+from ..privacy.file_modes import private_file
 
 __all__ = [
     "EXTRA",

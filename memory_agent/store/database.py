@@ -21,9 +21,9 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from ..encryption_key import EncryptionKey
 from ..errors import ConfigurationError, StorageError
-from ..file_modes import private_dir, private_file
+from ..privacy.encryption_key import EncryptionKey
+from ..privacy.file_modes import private_dir, private_file
 from ..validation import check_path
 from . import cipher
 from .migrations import migrate

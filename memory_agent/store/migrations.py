@@ -381,7 +381,7 @@ def m009_issue25_whole_passage_vectors(conn: sqlite3.Connection) -> None:
 
 @_migration
 def m010_issue26_sensitivity(conn: sqlite3.Connection) -> None:
-    """Every block and passage has a sensitivity level (`memory_agent.sensitivity`): public, private
+    """Every block and passage has a sensitivity level (`memory_agent.privacy.sensitivity`): public, private
     or secret; existing rows become private, the default. The CHECK refuses any other text, so a
     level the code does not know can never be stored. Only adds columns, so other branches'
     migrations may run before or after it."""

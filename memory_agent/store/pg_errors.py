@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..errors import StorageError
-from ..redaction import redact_url, scrub
+from ..privacy.redaction import redact_url, scrub
 
 __all__ = ["Target", "connect_error", "server_condition"]
 

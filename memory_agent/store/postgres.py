@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, StorageError, WriteOutcomeUnknownError
-from ..redaction import redact_url
+from ..privacy.redaction import redact_url
 from .dialect import translate
 from .pg_errors import Target, connect_error, server_condition
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE

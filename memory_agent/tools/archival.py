@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..archival.search import MAX_SEARCH_LIMIT
 from ..archival.timestamps import to_utc_iso
-from ..sensitivity import DEFAULT_LEVEL, LEVELS
+from ..privacy.sensitivity import DEFAULT_LEVEL, LEVELS
 from .spec import ToolSpec
 
 if TYPE_CHECKING:
     from ..archival.passages import Passage, SearchHit
     from ..archival.scoring import SearchExplanation
+    from ..conversation.recall import StoredMessage
     from ..manager import MemoryManager
-    from ..recall import StoredMessage
 
 __all__ = [
     "ARCHIVAL_TOOLS",

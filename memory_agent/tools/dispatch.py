@@ -18,7 +18,7 @@ from anyio.to_thread import run_sync
 from ..authors import Author
 from ..errors import MemoryAgentError, preview
 from ..manager import ToolOutcome, register_tool_host
-from ..sensitivity import clearance_of, with_clearance
+from ..privacy.sensitivity import clearance_of, with_clearance
 from ..validation import check_text
 from .archival import ARCHIVAL_TOOLS
 from .core import CORE_MEMORY_TOOLS
@@ -65,7 +65,7 @@ def execute_tool(
 
     What it writes is journalled as that agent's model's (`Author.model(agent_id)`); what it reads is
     what that agent is allowed (`allow_secret`: its secret blocks and passages too; by default the
-    model sees public and private ones only, `memory_agent.sensitivity`)."""
+    model sees public and private ones only, `memory_agent.privacy.sensitivity`)."""
     try:
         check_text("tool name", name)
         spec = find_tool(name)

@@ -39,7 +39,7 @@ from ..errors import (
     StorageError,
 )
 from ..manager import MemoryManager
-from ..sensitivity import DEFAULT_CLEARANCE, Sensitivity, parse_level, with_clearance
+from ..privacy.sensitivity import DEFAULT_CLEARANCE, Sensitivity, parse_level, with_clearance
 from . import views
 from .security import SESSION_COOKIE, Guard, GuardPolicy
 

@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..admin import list_agent_info
-from ..blocks import Block, BlockVersion
+from ..conversation.recall import StoredMessage, StoredSummary
+from ..core.blocks import Block, BlockVersion
+from ..core.memory_paths import memory_path
 from ..errors import AgentNotFoundError, ConfigurationError
+from ..maintenance.admin import list_agent_info
 from ..manager import MemoryManager
-from ..memory_paths import memory_path
-from ..recall import StoredMessage, StoredSummary
 
 __all__ = [
     "HISTORY_SHOWN",

@@ -10,9 +10,9 @@ import pytest
 from archival_helpers import HashEmbedding
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.admin import delete_agent
 from memory_agent.archival import ArchivalMemory, InMemoryVectorStore, NewPassage
-from memory_agent.health import check_fts, rebuild_fts
+from memory_agent.maintenance.admin import delete_agent
+from memory_agent.maintenance.health import check_fts, rebuild_fts
 from memory_agent.store.migrations import MIGRATIONS
 from memory_agent.store.passage_fts import agent_fts_table, all_fts_tables
 

@@ -30,7 +30,7 @@ from memory_agent.archival.embeddings import (
     _windows,
 )
 from memory_agent.archival.rebuild import reembed_truncated
-from memory_agent.health import check_whole_passages
+from memory_agent.maintenance.health import check_whole_passages
 from memory_agent.store.database import Database
 from memory_agent.store.migrations import MIGRATIONS, m009_issue25_whole_passage_vectors
 

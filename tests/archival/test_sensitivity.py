@@ -21,7 +21,7 @@ from memory_agent.errors import (
     SensitivityError,
 )
 from memory_agent.portability import export_memory, import_file, write_export
-from memory_agent.sensitivity import (
+from memory_agent.privacy.sensitivity import (
     LEVELS,
     allowed,
     clearance_of,

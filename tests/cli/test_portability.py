@@ -10,7 +10,7 @@ import pytest
 from backends import OtherEnviron, backend_environ
 
 from memory_agent import ImportFormatError, MemoryManager, Settings
-from memory_agent.admin import open_agent
+from memory_agent.maintenance.admin import open_agent
 from memory_agent.portability import (
     decode_document,
     export_memory,
@@ -193,8 +193,8 @@ def test_passages_keep_ids_tags_and_times_and_get_their_vectors(
 
 
 def test_public_names() -> None:
-    import memory_agent.admin
-    import memory_agent.health
+    import memory_agent.maintenance.admin
+    import memory_agent.maintenance.health
     import memory_agent.portability as portability
 
     assert sorted(portability.__all__) == sorted(
@@ -215,7 +215,7 @@ def test_public_names() -> None:
             "write_export",
         ]
     )
-    for module in (portability, memory_agent.admin, memory_agent.health):
+    for module in (portability, memory_agent.maintenance.admin, memory_agent.maintenance.health):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
 

@@ -12,7 +12,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.college import COLLEGE_BLOCK_LABEL, CollegeSession
+from memory_agent.integrations.college import COLLEGE_BLOCK_LABEL, CollegeSession
 from memory_agent.testing import (
     ScriptedMessagesServer,
     text_response,

@@ -21,7 +21,8 @@ from backends import POSTGRES_SLOW
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
-from memory_agent.soak import (
+from memory_agent.testing import ScriptedMessagesServer, text_response
+from memory_agent.testing.soak import (
     Restart,
     SoakConfig,
     SoakResult,
@@ -29,7 +30,6 @@ from memory_agent.soak import (
     run_soak,
     summary_lines,
 )
-from memory_agent.testing import ScriptedMessagesServer, text_response
 
 pytestmark = pytest.mark.e2e
 

@@ -19,7 +19,7 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 
-from memory_agent.session_store import SQLiteSessionStore
+from memory_agent.integrations.session_store import SQLiteSessionStore
 from memory_agent.testing import ScriptedMessagesServer, text_response
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]

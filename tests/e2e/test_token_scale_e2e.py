@@ -25,11 +25,11 @@ from compaction import (
     message_tokens,
 )
 from memory_agent import MemoryAwareAgent, MemoryManager, Settings
-from memory_agent.compactor import to_record
-from memory_agent.soak import pasted_log
+from memory_agent.conversation.compactor import to_record
 from memory_agent.store.agent_state import TOKEN_SCALE_KEY
 from memory_agent.testing import ScriptedMessagesServer, error_response, text_response
 from memory_agent.testing.recorded import RecordedRequest
+from memory_agent.testing.soak import pasted_log
 from memory_agent.testing.wire import estimate_input_tokens
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]

@@ -11,7 +11,7 @@ import pytest
 from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.college import COLLEGE_BLOCK_LABEL
+from memory_agent.integrations.college import COLLEGE_BLOCK_LABEL
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "agent_college.py"
 

@@ -22,7 +22,7 @@ from anthropic.tools import (
 from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.anthropic_memory import AsyncManagedMemoryTool, ManagedMemoryTool
+from memory_agent.integrations.anthropic_memory import AsyncManagedMemoryTool, ManagedMemoryTool
 from memory_agent.testing import (
     DUMMY_API_KEY,
     ScriptedMessagesServer,

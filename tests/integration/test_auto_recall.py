@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from memory_agent import AutoRecallSettings, MemoryManager, Settings
 from memory_agent.agent.auto_recall import WARNING_STATE_KEY, AutoRecall, RecallSource
-from memory_agent.recall_guard import WITHHELD_LINE
-from memory_agent.turn_context import render_recalled
+from memory_agent.prompt.recall_guard import WITHHELD_LINE
+from memory_agent.prompt.turn_context import render_recalled
 
 pytestmark = pytest.mark.usefixtures("backend")
 

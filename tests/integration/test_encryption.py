@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_agent import EncryptionKeyError, MemoryManager, Settings
-from memory_agent.admin import reencrypt_storage
-from memory_agent.encryption_key import parse_key
 from memory_agent.errors import ConfigurationError, MemoryAgentError, StorageError
+from memory_agent.maintenance.admin import reencrypt_storage
+from memory_agent.privacy.encryption_key import parse_key
 from memory_agent.store import cipher
 from memory_agent.store.database import DATABASE_FILENAME, Database
 from memory_agent.store.snapshot import store_snapshot

@@ -21,7 +21,7 @@ from backends import backend_environ
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import MemoryAgentError
-from memory_agent.session_store import SQLiteSessionStore
+from memory_agent.integrations.session_store import SQLiteSessionStore
 from memory_agent.store import journal
 from memory_agent.testing import ScriptedMessagesServer, text_response
 

@@ -12,7 +12,7 @@ import pytest
 
 from memory_agent import MemoryManager
 from memory_agent.errors import ConfigurationError, StorageError
-from memory_agent.redaction import redact_url
+from memory_agent.privacy.redaction import redact_url
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
 from memory_agent.store.pg_schema import PG_SCHEMA_VERSION

@@ -27,7 +27,7 @@ from backends import backend_environ
 from memory_agent import MemoryManager, Settings, StaleBlockError
 from memory_agent.archival import ChromaVectorStore, VectorConfig
 from memory_agent.archival.config import collection_prefix_for
-from memory_agent.blocks import append_text
+from memory_agent.core.blocks import append_text
 from memory_agent.testing.chroma_server import ChromaServer
 
 sys.path.insert(

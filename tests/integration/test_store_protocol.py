@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_agent.encryption_key import key_from_environ
 from memory_agent.errors import StorageError
+from memory_agent.privacy.encryption_key import key_from_environ
 from memory_agent.store.backend import open_store
 from memory_agent.store.meta import read_meta, write_meta
 from memory_agent.store.protocol import Connection, Store

@@ -16,7 +16,7 @@ import pytest
 from concurrency_helpers import run_in_threads
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.blocks import append_text
+from memory_agent.core.blocks import append_text
 
 THREADS = 8
 EDITS = 40

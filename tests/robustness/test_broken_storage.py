@@ -20,8 +20,9 @@ import pytest
 from click.testing import Result
 from robustness_helpers import HashEmbedding, cli_run, one_line_error, state_of
 
-from memory_agent import MemoryManager, StorageError, health
+from memory_agent import MemoryManager, StorageError
 from memory_agent.archival import ArchivalMemory, VectorConfig
+from memory_agent.maintenance import health
 from memory_agent.store import passage_fts
 from memory_agent.store.snapshot import store_snapshot
 

@@ -21,45 +21,56 @@ PACKAGES = ("memory_agent", "compaction")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("compaction",),
     (
+        "memory_agent._old_paths",
         "memory_agent.errors",
         "memory_agent.validation",
-        "memory_agent.labels",
-        "memory_agent.memory_paths",
-        "memory_agent.blocks",
+        "memory_agent.core",
+        "memory_agent.core.labels",
+        "memory_agent.core.memory_paths",
+        "memory_agent.core.blocks",
         "memory_agent.authors",
         "memory_agent.settings",
-        "memory_agent.rendering",
-        "memory_agent.turn_context",
-        "memory_agent.recall_guard",
-        "memory_agent.reserved_names",
+        "memory_agent.prompt",
+        "memory_agent.prompt.rendering",
+        "memory_agent.prompt.turn_context",
+        "memory_agent.prompt.recall_guard",
+        "memory_agent.prompt.reserved_names",
         "memory_agent.testing",
-        "memory_agent.redaction",
-        "memory_agent.file_modes",
-        "memory_agent.sensitivity",
-        "memory_agent.encryption_key",
-        "memory_agent.time_phrases",
+        "memory_agent.privacy",
+        "memory_agent.privacy.redaction",
+        "memory_agent.privacy.file_modes",
+        "memory_agent.privacy.sensitivity",
+        "memory_agent.privacy.encryption_key",
+        "memory_agent.conversation",
+        "memory_agent.conversation.time_phrases",
     ),
     ("memory_agent.store",),
     (
-        "memory_agent.core_memory",
-        "memory_agent.recall",
+        "memory_agent.core.core_memory",
+        "memory_agent.conversation.recall",
         "memory_agent.archival",
-        "memory_agent.message_vectors",
-        "memory_agent.conversation_search",
-        "memory_agent.compactor",
-        "memory_agent.health",
-        "memory_agent.pg_health",
+        "memory_agent.conversation.message_vectors",
+        "memory_agent.conversation.conversation_search",
+        "memory_agent.conversation.compactor",
+        "memory_agent.maintenance",
+        "memory_agent.maintenance.health",
+        "memory_agent.maintenance.pg_health",
     ),
     ("memory_agent.consolidation", "memory_agent.forgetting", "memory_agent.snapshots"),
-    ("memory_agent.manager", "memory_agent.admin"),
-    ("memory_agent.tools", "memory_agent.anthropic_memory", "memory_agent.sdk_seams"),
+    ("memory_agent.manager", "memory_agent.maintenance.admin"),
+    (
+        "memory_agent.tools",
+        "memory_agent.integrations",
+        "memory_agent.integrations.anthropic_memory",
+        "memory_agent.sdk_seams",
+    ),
     (
         "memory_agent.agent",
-        "memory_agent.session_store",
-        "memory_agent.college",
+        "memory_agent.integrations.session_store",
+        "memory_agent.integrations.college",
         "memory_agent.portability",
     ),
-    ("memory_agent.cli", "memory_agent.soak", "memory_agent.ui"),
+    ("memory_agent.cli", "memory_agent.testing.soak", "memory_agent.ui"),
 )
 """Lowest first. A module belongs to the layer of the longest prefix that names it; the package
 `memory_agent` itself is the facade on top and may import anything."""
@@ -326,10 +337,10 @@ def test_the_sqlite3_typing_check_finds_a_use() -> None:
         "def f(conn: sqlite3.Connection, *rows: 'sqlite3.Row') -> sqlite3.Cursor:\n"
         "    seen: sqlite3.Row | None = cast(sqlite3.Row, None)\n"
     )
-    found = _sqlite_typing("memory_agent.recall", source)
+    found = _sqlite_typing("memory_agent.conversation.recall", source)
     assert len(found) == 7 and found[-1].endswith("imports sqlite3 only to annotate with it")
     used = "import sqlite3\nerror = sqlite3.Error\n"
-    assert _sqlite_typing("memory_agent.recall", used) == []
+    assert _sqlite_typing("memory_agent.conversation.recall", used) == []
 
 
 def test_the_layers_above_the_manager_use_its_public_api_only() -> None:
@@ -355,7 +366,7 @@ def test_the_layers_above_the_manager_use_its_public_api_only() -> None:
     assert reaching == []
 
 
-OWN_TABLES_IN_THE_DATABASE = {"memory_agent.session_store": {"database"}}
+OWN_TABLES_IN_THE_DATABASE = {"memory_agent.integrations.session_store": {"database"}}
 """The SDK session store keeps tables of its own (the SDK's transcripts) in the storage dir's
 database and shares the manager's connection to it (`SQLiteSessionStore.for_memory`); it reads
 and writes no table of memory's. Nothing else above the manager takes the database."""
@@ -383,12 +394,12 @@ def test_nothing_above_the_manager_reaches_its_compactor_archival_or_database() 
 
 STORAGE_INTERNALS = (
     "memory_agent.store",
-    "memory_agent.core_memory",
-    "memory_agent.recall",
+    "memory_agent.core.core_memory",
+    "memory_agent.conversation.recall",
     "memory_agent.archival",
-    "memory_agent.compactor",
-    "memory_agent.health",
-    "memory_agent.pg_health",
+    "memory_agent.conversation.compactor",
+    "memory_agent.maintenance.health",
+    "memory_agent.maintenance.pg_health",
     "memory_agent.consolidation",
     "memory_agent.forgetting",
 )

@@ -198,7 +198,7 @@ def test_a_refused_tool_call_journals_nothing(memory: MemoryManager) -> None:
 
 def test_the_anthropic_memory_tool_is_the_model(memory: MemoryManager) -> None:
     pytest.importorskip("anthropic")
-    from memory_agent.anthropic_memory import ManagedMemoryTool
+    from memory_agent.integrations.anthropic_memory import ManagedMemoryTool
 
     tool = ManagedMemoryTool(memory)
     tool.call({"command": "create", "path": "/memories/prefs.md", "file_text": "dark mode"})
@@ -328,7 +328,7 @@ def test_an_import_naming_a_bad_author_is_refused_whole(
 
 
 def test_deleting_an_agent_outside_the_manager_is_a_persons(memory: MemoryManager) -> None:
-    from memory_agent.admin import delete_agent
+    from memory_agent.maintenance.admin import delete_agent
 
     memory.ensure_agent("agent-b")
     delete_agent(memory.database, "agent-b")

@@ -11,7 +11,7 @@ from backends import backend_environ
 from claude_agent_sdk import ClaudeAgentOptions
 
 from memory_agent import ConfigurationError, MemoryManager, ReadOnlyBlockError, Settings
-from memory_agent.college import (
+from memory_agent.integrations.college import (
     COLLEGE_BLOCK_LABEL,
     COLLEGE_BLOCK_LIMIT,
     CollegeSession,

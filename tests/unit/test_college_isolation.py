@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.college import COLLEGE_BLOCK_LABEL, CollegeSession
+from memory_agent.integrations.college import COLLEGE_BLOCK_LABEL, CollegeSession
 
 SECRET = "Critic's private notes: the exam answers are 42."
 ORPHAN = "A block attached to nobody."

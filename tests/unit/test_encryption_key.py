@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_agent import EncryptionKey, Settings
-from memory_agent.encryption_key import MIN_KEY_LENGTH, key_from_environ, parse_key
 from memory_agent.errors import ConfigurationError
+from memory_agent.privacy.encryption_key import MIN_KEY_LENGTH, key_from_environ, parse_key
 
 SECRET = "s3cret-passphrase-do-not-show"
 

@@ -10,13 +10,8 @@ from hypothesis import strategies as st
 
 from memory_agent import InvalidLabelError, MemoryManager
 from memory_agent.archival.passages import MAX_TAG_LENGTH
-from memory_agent.labels import (
-    MAX_LABEL_LENGTH,
-    is_path_label,
-    label_segments,
-    validate_label,
-)
-from memory_agent.rendering import MemoryMetadata, block_tags, render_memory
+from memory_agent.core.labels import MAX_LABEL_LENGTH, is_path_label, label_segments, validate_label
+from memory_agent.prompt.rendering import MemoryMetadata, block_tags, render_memory
 
 METADATA = MemoryMetadata(last_modified=None)
 

@@ -223,7 +223,8 @@ def test_public_names_are_pinned() -> None:
 
 
 def test_memory_tool_public_names_are_pinned() -> None:
-    from memory_agent import anthropic_memory, memory_paths
+    from memory_agent.core import memory_paths
+    from memory_agent.integrations import anthropic_memory
     from memory_agent.tools import memory_tool
 
     assert set(anthropic_memory.__all__) == {"AsyncManagedMemoryTool", "ManagedMemoryTool"}

@@ -14,6 +14,12 @@ import pytest
 from backends import OtherEnviron
 
 from memory_agent import MemoryManager, Settings
+from memory_agent.core.memory_paths import (
+    default_in_prompt,
+    format_size,
+    memory_path,
+    parse_memory_path,
+)
 from memory_agent.errors import (
     BlockExistsError,
     BlockNotFoundError,
@@ -21,13 +27,7 @@ from memory_agent.errors import (
     MemoryToolError,
     StaleBlockError,
 )
-from memory_agent.memory_paths import (
-    default_in_prompt,
-    format_size,
-    memory_path,
-    parse_memory_path,
-)
-from memory_agent.rendering import MAX_LISTED_FILES
+from memory_agent.prompt.rendering import MAX_LISTED_FILES
 from memory_agent.tools import ALL_TOOLS
 from memory_agent.tools.memory_tool import MemoryFiles, specs_for_tool_set
 

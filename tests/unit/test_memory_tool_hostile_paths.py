@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_agent import MemoryManager
-from memory_agent.anthropic_memory import ManagedMemoryTool
+from memory_agent.core.labels import validate_label
+from memory_agent.core.memory_paths import memory_path, parse_memory_path
 from memory_agent.errors import MemoryAgentError, MemoryToolError
-from memory_agent.labels import validate_label
-from memory_agent.memory_paths import memory_path, parse_memory_path
+from memory_agent.integrations.anthropic_memory import ManagedMemoryTool
 from memory_agent.tools.memory_tool import MemoryFiles
 
 HOSTILE_PATHS: dict[str, object] = {

@@ -15,7 +15,12 @@ INSERT = re.compile(r"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)", re.IGNORECASE)
 # Schema code writes tables while building or rebuilding them (keyword indexes from their views,
 # on PostgreSQL `doctor --repair`'s tag rows from the passages' own tags column): that is the
 # schema's business, not a second writer of rows.
-SCHEMA_MODULES = {"store/migrations.py", "health.py", "store/passage_fts.py", "pg_health.py"}
+SCHEMA_MODULES = {
+    "store/migrations.py",
+    "maintenance/health.py",
+    "store/passage_fts.py",
+    "maintenance/pg_health.py",
+}
 
 
 def _insert_sites() -> dict[str, set[str]]:

@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_agent.recall_guard import (
+from memory_agent.prompt.recall_guard import (
     WITHHELD_LINE,
     is_instruction_like,
     neutralise_instructions,
     safe_recalled_text,
 )
-from memory_agent.reserved_names import RECALLED_ITEM, RECALLED_MEMORIES, RESERVED_NAMES
-from memory_agent.turn_context import (
+from memory_agent.prompt.reserved_names import RECALLED_ITEM, RECALLED_MEMORIES, RESERVED_NAMES
+from memory_agent.prompt.turn_context import (
     RecalledItem,
     TurnContext,
     render_recalled,

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from memory_agent import ConfigurationError, MemoryAgentError, Settings
 from memory_agent.cli import cli
-from memory_agent.redaction import describe_value, redact_env_line, redact_url, scrub
+from memory_agent.privacy.redaction import describe_value, redact_env_line, redact_url, scrub
 from memory_agent.settings import read_env_file
 from memory_agent.store.backend import open_store
 

@@ -8,7 +8,7 @@ import pytest
 
 from memory_agent import ConfigurationError, MemoryManager, Settings
 from memory_agent.agent.refresh_policy import PromptRefreshPolicy
-from memory_agent.turn_context import (
+from memory_agent.prompt.turn_context import (
     TurnContext,
     render_memory_changes,
     render_turn_context,

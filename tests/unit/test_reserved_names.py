@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_agent import MemoryManager, Settings
-from memory_agent.anthropic_memory import AsyncManagedMemoryTool, ManagedMemoryTool
-from memory_agent.blocks import Block
 from memory_agent.cli import cli
+from memory_agent.core.blocks import Block
+from memory_agent.core.labels import InvalidLabelError, validate_label
 from memory_agent.errors import MemoryAgentError
-from memory_agent.labels import InvalidLabelError, validate_label
+from memory_agent.integrations.anthropic_memory import AsyncManagedMemoryTool, ManagedMemoryTool
 from memory_agent.portability import import_file
-from memory_agent.rendering import MemoryMetadata, block_tags, opens_heading, render_memory
-from memory_agent.reserved_names import (
+from memory_agent.prompt.rendering import MemoryMetadata, block_tags, opens_heading, render_memory
+from memory_agent.prompt.reserved_names import (
     ELEMENT_NAMES,
     RESERVED_NAMES,
     ROLE_NAMES,
@@ -36,9 +36,9 @@ from memory_agent.reserved_names import (
     reserved_name,
     section_tags_in,
 )
+from memory_agent.prompt.turn_context import render_memory_changes
 from memory_agent.store.snapshot import store_snapshot
 from memory_agent.tools.memory_tool import MemoryFiles
-from memory_agent.turn_context import render_memory_changes
 
 FORGERIES = [
     "turn_context",

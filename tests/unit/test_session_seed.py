@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_agent.recall import StoredMessage
+from memory_agent.conversation.recall import StoredMessage
 from memory_agent.sdk_seams.transcript import (
     SEED_OPENING,
     normal_conversation,

@@ -23,9 +23,9 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.testing import run_session_store_conformance
 
-import memory_agent.session_store as session_store_module
+import memory_agent.integrations.session_store as session_store_module
 from memory_agent.errors import ConfigurationError, StorageError
-from memory_agent.session_store import SQLiteSessionStore
+from memory_agent.integrations.session_store import SQLiteSessionStore
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
 from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version

@@ -18,7 +18,7 @@ from memory_agent import (
     Settings,
     Snapshot,
 )
-from memory_agent.admin import default_agent_id, restore_into
+from memory_agent.maintenance.admin import default_agent_id, restore_into
 from memory_agent.portability import export_memory, project_json
 from memory_agent.snapshots.records import JournalRecord
 from memory_agent.store.backend import open_store

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_agent.time_phrases import time_window
+from memory_agent.conversation.time_phrases import time_window
 
 NOW = datetime(2026, 11, 25, 15, 30, tzinfo=timezone.utc)  # a Wednesday
 

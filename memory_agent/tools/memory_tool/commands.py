@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ...blocks import Block
-from ...errors import InvalidLabelError, MemoryToolError, ReadOnlyBlockError
-from ...labels import validate_label
-from ...memory_paths import (
+from ...core.blocks import Block
+from ...core.labels import validate_label
+from ...core.memory_paths import (
     MEMORY_ROOT,
     MemoryPath,
     default_in_prompt,
@@ -32,7 +31,8 @@ from ...memory_paths import (
     parse_memory_path,
     path_preview,
 )
-from ...reserved_names import is_section_name, reserved_name
+from ...errors import InvalidLabelError, MemoryToolError, ReadOnlyBlockError
+from ...prompt.reserved_names import is_section_name, reserved_name
 from .views import directory_view, file_view, insert_lines, replace_once
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Served beside the Letta-style tools (`tools.core.CORE_MEMORY_TOOLS`) by the same `ToolSpec`
 machinery, so `tools.get_tools_definitions()` and the SDK's MCP server (`mcp__memory__memory`)
-carry it; `memory_agent.anthropic_memory` serves the same commands as Anthropic's own
+carry it; `memory_agent.integrations.anthropic_memory` serves the same commands as Anthropic's own
 `memory_20250818` tool type to plain `anthropic` SDK users.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, cast
 
+from ...core.memory_paths import MEMORY_ROOT
 from ...errors import ConfigurationError
-from ...memory_paths import MEMORY_ROOT
 from ..core import CORE_MEMORY_TOOLS
 from ..spec import ToolSpec
 from .commands import COMMANDS, MemoryFiles

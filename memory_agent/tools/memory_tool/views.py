@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ...core.memory_paths import format_size
 from ...errors import MemoryToolError, preview
-from ...memory_paths import format_size
 
 __all__ = [
     "LINE_NUMBER_WIDTH",

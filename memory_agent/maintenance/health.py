@@ -19,24 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .archival import ArchivalMemory
-from .archival.passage_table import (
+from ..archival import ArchivalMemory
+from ..archival.passage_table import (
     agents_with_passages,
     state_counts,
     truncated_count,
     vector_count,
 )
-from .archival.reconcile import Progress
-from .encryption_key import EncryptionKey
-from .errors import EncryptionKeyError, MemoryAgentError
-from .file_modes import loose_entries, tighten
-from .message_vectors import MessageVectors
-from .recall import pending_vector_count
-from .store import cipher, consolidation_log, journal
-from .store.database import VECTORS_DIRNAME, is_damage, storage_error
-from .store.journal_chain import ChainReport
-from .store.passage_fts import all_fts_tables
-from .store.protocol import Store
+from ..archival.reconcile import Progress
+from ..conversation.message_vectors import MessageVectors
+from ..conversation.recall import pending_vector_count
+from ..errors import EncryptionKeyError, MemoryAgentError
+from ..privacy.encryption_key import EncryptionKey
+from ..privacy.file_modes import loose_entries, tighten
+from ..store import cipher, consolidation_log, journal
+from ..store.database import VECTORS_DIRNAME, is_damage, storage_error
+from ..store.journal_chain import ChainReport
+from ..store.passage_fts import all_fts_tables
+from ..store.protocol import Store
 
 __all__ = [
     "FTS_TABLES",

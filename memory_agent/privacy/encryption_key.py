@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = [
     "KEY_ENV",

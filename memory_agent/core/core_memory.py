@@ -12,7 +12,7 @@ Invariants, whatever the write path:
   explicit `update_block` does not;
 - `replace` and `rethink` are refused when the block changed since this agent last saw it, so an
   agent never overwrites another agent's edit it has not read;
-- a block above the caller's clearance (`memory_agent.sensitivity`, the innermost
+- a block above the caller's clearance (`memory_agent.privacy.sensitivity`, the innermost
   `with_clearance`: private unless said) is not there for it: not listed, not read, not edited
   (BlockNotFoundError, as for a block the agent does not have).
 """
@@ -24,9 +24,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .authors import Author, acting_author
-from .blocks import Block, BlockVersion
-from .errors import (
+from ..authors import Author, acting_author
+from ..errors import (
     AgentNotFoundError,
     BlockExistsError,
     BlockLimitExceededError,
@@ -38,8 +37,7 @@ from .errors import (
     ReadOnlyBlockError,
     StaleBlockError,
 )
-from .labels import validate_label
-from .sensitivity import (
+from ..privacy.sensitivity import (
     DEFAULT_LEVEL,
     Sensitivity,
     allowed,
@@ -47,10 +45,12 @@ from .sensitivity import (
     parse_level,
     visible_levels,
 )
-from .store import journal
-from .store.database import utc_now
-from .store.protocol import Connection, Row, Store
-from .store.text_copies import replace_text
+from ..store import journal
+from ..store.database import utc_now
+from ..store.protocol import Connection, Row, Store
+from ..store.text_copies import replace_text
+from .blocks import Block, BlockVersion
+from .labels import validate_label
 
 __all__ = [
     "BlockRow",

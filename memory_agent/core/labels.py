@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import InvalidLabelError
+from ..errors import InvalidLabelError
 
 __all__ = [
     "MAX_LABEL_LENGTH",

@@ -23,16 +23,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..archival.chunks import best_per_passage, chunk_id, passage_of, vector_ids
+from ..archival.failures import vector_failure_text
+from ..archival.filters import PassageFilter
+from ..archival.timestamps import to_epoch
+from ..archival.vector_index import VectorIndex
+from ..archival.vector_store import VectorMatch, VectorRecord, VectorStore
+from ..errors import MemoryAgentError
+from ..store.protocol import Store
 from . import recall
-from .archival.chunks import best_per_passage, chunk_id, passage_of, vector_ids
-from .archival.failures import vector_failure_text
-from .archival.filters import PassageFilter
-from .archival.timestamps import to_epoch
-from .archival.vector_index import VectorIndex
-from .archival.vector_store import VectorMatch, VectorRecord, VectorStore
-from .errors import MemoryAgentError
 from .recall import StoredMessage
-from .store.protocol import Store
 
 __all__ = [
     "CATCH_UP_BATCH",
@@ -78,8 +78,8 @@ def message_prefix(archival_prefix: str) -> str:
 def chroma_message_store(index: VectorIndex) -> VectorStore:
     """Chroma beside archival's collections (same place, same model's name) under the message
     prefix: the default store of message vectors, for the manager and `doctor` alike."""
-    from .archival.chroma_store import ChromaVectorStore
-    from .archival.config import collection_prefix_for
+    from ..archival.chroma_store import ChromaVectorStore
+    from ..archival.config import collection_prefix_for
 
     prefix = index.config.collection_prefix or collection_prefix_for(index.embedding_function)
     return ChromaVectorStore(index.config, message_prefix(prefix))

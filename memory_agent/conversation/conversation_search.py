@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Literal
 
-from .archival.failures import vector_failure_text
-from .archival.filters import PassageFilter
-from .archival.fusion import FusionConfig, fuse, min_max
-from .errors import ArchivalError, ConfigurationError, preview
+from ..archival.failures import vector_failure_text
+from ..archival.filters import PassageFilter
+from ..archival.fusion import FusionConfig, fuse, min_max
+from ..errors import ArchivalError, ConfigurationError, preview
+from ..store.protocol import Store
 from .message_vectors import CATCH_UP_BATCH, SEARCH_BUDGET_SECONDS, MessageVectors
 from .recall import RecallMemory, StoredMessage, message_filter, messages_by_ids
-from .store.protocol import Store
 from .time_phrases import TimeWindow, time_window
 
 __all__ = ["MESSAGE_MODES", "MessageSearchMode", "search_messages"]

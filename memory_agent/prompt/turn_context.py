@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
-from .blocks import Block
+from ..core.blocks import Block
 from .recall_guard import safe_recalled_text
 from .rendering import block_tags, escape_text
 from .reserved_names import MEMORY_CHANGES, RECALLED_ITEM, RECALLED_MEMORIES, TURN_CONTEXT

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from .blocks import Block
-from .memory_paths import MEMORY_ROOT, format_size, memory_path
+from ..core.blocks import Block
+from ..core.memory_paths import MEMORY_ROOT, format_size, memory_path
 from .reserved_names import (
     CONVERSATION_SUMMARY,
     MEMORY_BLOCKS,
@@ -74,7 +74,7 @@ class MemoryMetadata:
 
     Only what changes with memory belongs here: the system prompt must stay byte-identical
     between memory edits to keep the prompt cache. The time and the recall and archival counts
-    come with each turn instead (`memory_agent.turn_context`).
+    come with each turn instead (`memory_agent.prompt.turn_context`).
     """
 
     last_modified: str | None

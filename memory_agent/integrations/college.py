@@ -27,13 +27,13 @@ from typing import Any, Literal
 
 from claude_agent_sdk import ClaudeAgentOptions
 
-from .agent import MemoryAwareAgent
-from .agent.client import RefreshMode
-from .agent.options import user_system_text
-from .blocks import Block
-from .errors import BlockNotFoundError, ConfigurationError
-from .manager import MemoryManager
-from .settings import Settings
+from ..agent import MemoryAwareAgent
+from ..agent.client import RefreshMode
+from ..agent.options import user_system_text
+from ..core.blocks import Block
+from ..errors import BlockNotFoundError, ConfigurationError
+from ..manager import MemoryManager
+from ..settings import Settings
 
 __all__ = [
     "COLLEGE_BLOCK_DESCRIPTION",

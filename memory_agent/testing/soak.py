@@ -39,20 +39,20 @@ from claude_agent_sdk import (
     tool,
 )
 
-from .agent import MemoryAwareAgent
-from .agent.refresh_policy import (
+from ..agent import MemoryAwareAgent
+from ..agent.refresh_policy import (
     DEFAULT_MAX_STALE_TURNS,
     DEFAULT_PROMPT_REFRESH,
     PromptRefresh,
     PromptRefreshPolicy,
 )
-from .errors import ConfigurationError
-from .manager import MemoryManager
-from .settings import Settings
-from .testing.prompt_cache import CacheUsage, without_cache_control
-from .testing.recorded import RecordedRequest
-from .testing.responses import text_response, tool_use_response
-from .testing.scripted_server import ScriptedMessagesServer
+from ..errors import ConfigurationError
+from ..manager import MemoryManager
+from ..settings import Settings
+from .prompt_cache import CacheUsage, without_cache_control
+from .recorded import RecordedRequest
+from .responses import text_response, tool_use_response
+from .scripted_server import ScriptedMessagesServer
 
 __all__ = [
     "MAIN_MODEL",

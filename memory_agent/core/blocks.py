@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import AmbiguousContentError, ContentNotFoundError
+from ..errors import AmbiguousContentError, ContentNotFoundError
+from ..privacy.sensitivity import DEFAULT_LEVEL
 from .labels import validate_label
-from .sensitivity import DEFAULT_LEVEL
 
 __all__ = [
     "Block",
@@ -45,7 +45,7 @@ class Block:
     updated_at: str = ""
     in_prompt: bool = True
     sensitivity: str = DEFAULT_LEVEL
-    """public, private or secret (`memory_agent.sensitivity`): which callers may see the block."""
+    """public, private or secret (`memory_agent.privacy.sensitivity`): which callers may see the block."""
 
     @property
     def chars_current(self) -> int:

@@ -12,14 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .authors import Author, acting_author
-from .errors import ConfigurationError
-from .store import fts, journal, pg_fulltext
-from .store.database import utc_now
-from .store.dialect import by_engine
-from .store.protocol import Connection, Row, Store
-from .store.text_copies import replace_text
-from .validation import checked_methods
+from ..authors import Author, acting_author
+from ..errors import ConfigurationError
+from ..store import fts, journal, pg_fulltext
+from ..store.database import utc_now
+from ..store.dialect import by_engine
+from ..store.protocol import Connection, Row, Store
+from ..store.text_copies import replace_text
+from ..validation import checked_methods
 
 __all__ = [
     "MessageContent",
@@ -577,7 +577,7 @@ def messages_by_ids(
     return found
 
 
-# ----- message vectors' bookkeeping (see memory_agent.message_vectors) ------------------------
+# ----- message vectors' bookkeeping (see memory_agent.conversation.message_vectors) ------------------------
 
 
 def pending_vector_rows(conn: Connection, agent_id: str | None, limit: int) -> list[StoredMessage]:

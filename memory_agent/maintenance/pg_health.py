@@ -32,12 +32,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import StorageError
+from ..errors import StorageError
+from ..privacy.redaction import redact_url, scrub
+from ..store.pg_fulltext import TEXT_SEARCH_CONFIG
+from ..store.pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+from ..store.postgres import PostgresDatabase
 from .health import Check, first_line
-from .redaction import redact_url, scrub
-from .store.pg_fulltext import TEXT_SEARCH_CONFIG
-from .store.pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
-from .store.postgres import PostgresDatabase
 
 __all__ = [
     "FULLTEXT_COLUMNS",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import InvalidLabelError, MemoryToolError
+from ..errors import InvalidLabelError, MemoryToolError
 from .labels import MAX_LABEL_LENGTH, validate_label
 
 __all__ = [

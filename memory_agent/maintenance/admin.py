@@ -17,18 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .archival import ArchivalMemory, VectorConfig
-from .authors import Author, acting_author
-from .encryption_key import EncryptionKey
-from .errors import AgentNotFoundError, ConfigurationError, StorageError
-from .manager import DEFAULT_AGENT_KEY, MemoryManager
-from .settings import Settings
-from .snapshots import ImportReport, Snapshot, restore_snapshot, validate_snapshot
-from .store import cipher, journal, passage_fts
-from .store.backend import open_store
-from .store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
-from .store.meta import read_meta, write_meta
-from .store.protocol import Connection, Row, Store
+from ..archival import ArchivalMemory, VectorConfig
+from ..authors import Author, acting_author
+from ..errors import AgentNotFoundError, ConfigurationError, StorageError
+from ..manager import DEFAULT_AGENT_KEY, MemoryManager
+from ..privacy.encryption_key import EncryptionKey
+from ..settings import Settings
+from ..snapshots import ImportReport, Snapshot, restore_snapshot, validate_snapshot
+from ..store import cipher, journal, passage_fts
+from ..store.backend import open_store
+from ..store.database import DATABASE_FILENAME, Database, check_not_orphaned, utc_now
+from ..store.meta import read_meta, write_meta
+from ..store.protocol import Connection, Row, Store
 
 __all__ = [
     "AgentInfo",

@@ -35,9 +35,9 @@ from compaction import (
     summary_tokens,
 )
 
+from ..store import agent_state
+from ..store.protocol import Store
 from .recall import RecallMemory, StoredMessage, StoredSummary
-from .store import agent_state
-from .store.protocol import Store
 
 __all__ = ["Compactor", "Unread", "to_record"]
 

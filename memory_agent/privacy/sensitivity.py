@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from .errors import SensitivityError, preview
+from ..errors import SensitivityError, preview
 
 __all__ = [
     "DEFAULT_CLEARANCE",

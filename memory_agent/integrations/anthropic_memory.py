@@ -32,10 +32,10 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from .authors import Author
-from .errors import MemoryAgentError
-from .manager import MemoryManager
-from .tools.memory_tool import MemoryFiles
+from ..authors import Author
+from ..errors import MemoryAgentError
+from ..manager import MemoryManager
+from ..tools.memory_tool import MemoryFiles
 
 __all__ = ["AsyncManagedMemoryTool", "ManagedMemoryTool"]
 

@@ -46,14 +46,14 @@ from claude_agent_sdk import (
     fold_session_summary,
 )
 
-from .encryption_key import EncryptionKey
-from .errors import ConfigurationError
-from .store.backend import open_store
-from .store.database import DATABASE_FILENAME
-from .store.protocol import Connection, Store
+from ..errors import ConfigurationError
+from ..privacy.encryption_key import EncryptionKey
+from ..store.backend import open_store
+from ..store.database import DATABASE_FILENAME
+from ..store.protocol import Connection, Store
 
 if TYPE_CHECKING:
-    from .manager import MemoryManager
+    from ..manager import MemoryManager
 
 __all__ = ["DATABASE_FILENAME", "SQLiteSessionStore"]
 

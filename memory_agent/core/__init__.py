@@ -1,0 +1,1 @@
+"""Core memory: blocks, their labels and `/memories` paths, and the blocks in the database."""
