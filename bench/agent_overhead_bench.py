@@ -1,4 +1,5 @@
-"""Per-turn overhead of MemoryAwareAgent against a plain ClaudeSDKClient on the same scripted server.
+"""Per-turn overhead of MemoryAwareAgent against a plain ClaudeSDKClient on the same scripted
+server.
 
 All clients run the real SDK and its bundled CLI against the local scripted Messages API server:
 a plain client with the user's options; a plain client given the same request as the agent (the

@@ -57,7 +57,8 @@ DATABASE_URL = "MEMORY_DATABASE_URL"
 
 
 class WideHashEmbedding(HashEmbedding):
-    """The tests' hashing embedding repeated to MiniLM's 384 dimensions (HNSW work of a real size)."""
+    """The tests' hashing embedding repeated to MiniLM's 384 dimensions (HNSW work of a real
+    size)."""
 
     def __call__(self, input: Any) -> Any:
         return [vector * 6 for vector in super().__call__(input)]
@@ -266,8 +267,10 @@ def campaign(
             rate = 0.5 * rate + 0.5 * (len(tally.acknowledged) - before) / kill_after
         verify(storage, tally, embedding, database_url)
         print(
-            f"kill {tally.kills:3d} at {kill_after:5.2f} s: {len(tally.acknowledged):6d} acknowledged, "
-            f"lost {len(tally.lost)}, repairs {tally.repairs}  ({time.monotonic() - started:.0f} s)",
+            f"kill {tally.kills:3d} at {kill_after:5.2f} s: {len(tally.acknowledged):6d} "
+            "acknowledged, "
+            f"lost {len(tally.lost)}, repairs {tally.repairs}  ({time.monotonic() - started:.0f} "
+            "s)",
             flush=True,
         )
     start = _first_unacknowledged(tally, batch, passages)

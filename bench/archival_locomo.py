@@ -1,4 +1,5 @@
-"""Retrieval quality of archival search on LoCoMo, measured out of sample (leave one conversation out).
+"""Retrieval quality of archival search on LoCoMo, measured out of sample (leave one conversation
+out).
 
 Each conversation's turns are stored as the passages of its own agent (so each conversation is
 ranked with its own keyword statistics), dated by their session, once per context variant: the
@@ -11,9 +12,9 @@ of turn and context together ('joined'). For every question the
 harness reads the keyword ranking once through `ArchivalMemory.search`, the vector leg as hybrid
 search reads it (the question as it is, `VectorIndex.query`) and vector search alone
 (`mode="vector"`, which embeds the question's content words: `archival/query_text.py`), then fuses
-keyword and vector leg with `memory_agent.archival.fusion.fuse` under every candidate setting (fusion
-method, weights, candidate depth). Recall@k is the share of a question's evidence turns in the
-top k.
+keyword and vector leg with `memory_agent.archival.fusion.fuse` under every candidate setting
+(fusion method, weights, candidate depth). Recall@k is the share of a question's evidence turns in
+the top k.
 
 Nothing is chosen on the conversation it is scored on: for each conversation, each mode's
 setting with the best mean of R@5, R@10 and R@20 on the *other* conversations (categories 1-4)
@@ -280,7 +281,8 @@ class Candidates:
     default_hybrid: list[str] = field(default_factory=list)
     default_scored: list[str] = field(default_factory=list)
     created: dict[str, str] = field(default_factory=dict)
-    """dia_id -> the passage's created_at (its session's date), shared by a conversation's questions."""
+    """dia_id -> the passage's created_at (its session's date), shared by a conversation's
+    questions."""
 
 
 def read_candidates(
@@ -350,7 +352,8 @@ def index_and_read(
                     archival, agent_id, conversation.questions, default=name == "plain"
                 )
                 print(
-                    f"  {conversation.name} [{name}]: {len(conversation.turns)} turns indexed in {indexed:.1f} s,"
+                    f"  {conversation.name} [{name}]: {len(conversation.turns)} turns indexed in "
+                    f"{indexed:.1f} s,"
                     f" {len(conversation.questions)} questions read",
                     file=sys.stderr,
                 )
@@ -378,7 +381,8 @@ class Setting:
         if self.scoring is not None:
             c = self.scoring
             return (
-                f"{self.format}, scored: recency {c.recency_weight:g} (half-life {c.half_life_days:g} d),"
+                f"{self.format}, scored: recency {c.recency_weight:g} (half-life "
+                f"{c.half_life_days:g} d),"
                 f" importance {c.importance_weight:g}"
             )
         f = self.fusion
@@ -420,9 +424,9 @@ HALF_LIVES = (1.0, 7.0, 30.0, 180.0)
 
 
 def scored_grid(quick: bool) -> list[Setting]:
-    """The scored mode on the shipped fusion: recency weight and half-life (weight 0 is hybrid itself).
-    Importance is constant on LoCoMo (every passage has the default), so its weight changes no order
-    here and stays at the shipped value."""
+    """The scored mode on the shipped fusion: recency weight and half-life (weight 0 is hybrid
+    itself). Importance is constant on LoCoMo (every passage has the default), so its weight changes
+    no order here and stays at the shipped value."""
     weights = (0.0, 0.1) if quick else RECENCY_WEIGHTS
     lives = (30.0,) if quick else HALF_LIVES
     return [
@@ -641,7 +645,8 @@ def format_table(
 ) -> str:
     """Each single index on each context variant, pooled over conversations (categories 1-4)."""
     lines = [
-        f"| context variant | {' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
+        "| context variant | "
+        f"{' | '.join(f'{side} @{k}' for side in ('keyword', 'vector') for k in KS)} |",
         "|---|" + "---:|" * (2 * len(KS)),
     ]
     for name in formats:
@@ -663,9 +668,12 @@ def report(
 ) -> str:
     results = scorer(found)
     lines = [
-        "Leave-one-conversation-out: every mode's settings are chosen on the other conversations, by the",
-        "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as stored by",
-        "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also chooses the",
+        "Leave-one-conversation-out: every mode's settings are chosen on the other conversations, "
+        "by the",
+        "mean of R@5, R@10, R@20 over categories 1-4. keyword, vector, hybrid: the passages as "
+        "stored by",
+        "default ('plain'), hybrid choosing its fusion; keyword*, vector*, hybrid*: each also "
+        "chooses the",
         f"context variant ({', '.join(formats)}).",
     ]
     modes: dict[str, dict[str, list[Result]]] = {}
@@ -689,7 +697,8 @@ def report(
         f"  {n}" for n in notes
     ]
     lines += [
-        "  each scored setting in sample (mean of R@5, R@10, R@20, categories 1-4, all conversations):"
+        "  each scored setting in sample (mean of R@5, R@10, R@20, categories 1-4, all "
+        "conversations):"
     ]
     lines += [
         f"    {s.label}: {objective(r for n in names for r in results(s, n)):.4f}"
@@ -709,8 +718,11 @@ def report(
         a == b for n in names for a, b in zip(live_scored[n], offline_scored[n], strict=True)
     )
     lines += [
-        f"live hybrid search with the shipped default agrees with offline fusion on {agree}/{total} questions",
-        f"live scored search with the shipped weights agrees with offline scoring on {agree_scored}/{total}",
+        "live hybrid search with the shipped default agrees with offline fusion on "
+        f"{agree}/{total} "
+        "questions",
+        "live scored search with the shipped weights agrees with offline scoring on "
+        f"{agree_scored}/{total}",
         "",
         "Single indexes by context variant (in sample, categories 1-4):",
         format_table(names, formats, results),
@@ -750,8 +762,10 @@ def vector_use(
     results: Callable[[Setting, str], list[Result]],
     rounds: int,
 ) -> list[str]:
-    """hybrid* restricted to contexts embedded with the text ('joined') or as extra vectors ('extra'),
-    each chosen leave-one-out, and their paired difference: how the vector index should use context."""
+    """hybrid* restricted to contexts embedded with the text ('joined') or as extra vectors
+    ('extra'), each chosen leave-one-out, and their paired difference: how the vector index should
+    use
+    context."""
     lines = ["How the vector index uses context, hybrid* restricted to each way (leave-one-out):"]
     modes = {}
     for use in ("joined", "extra"):
@@ -798,7 +812,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if unknown := set(formats) - set(FORMATS) or ("plain" not in formats and {"plain"}):
         parser.error(
-            f"context variants must include 'plain' and come from {', '.join(FORMATS)}; got {sorted(unknown)}"
+            f"context variants must include 'plain' and come from {', '.join(FORMATS)}; got "
+            f"{sorted(unknown)}"
         )
     conversations = [load_conversation(path) for path in files]
     skipped = Skipped()
@@ -818,7 +833,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [c.name for c in conversations]
     print(
         f"LoCoMo evidence recall, {len(names)} conversations ({', '.join(names)}), "
-        f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}"
+        f"{sum(len(c.questions) for c in conversations)} "
+        f"questions{' (quick slice)' if args.quick else ''}"
     )
     print(
         f"skipped: {skipped.unparsable} unparsable evidence ids, {skipped.unknown_ids} ids not in "

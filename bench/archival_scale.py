@@ -13,8 +13,8 @@ show what running them concurrently gains.
 
     /work/venv/bin/python bench/archival_scale.py [--passages 100000] [--queries 200] [--keep DIR]
     /work/venv/bin/python bench/archival_scale.py --keep DIR --search-only   # re-measure searches
-    /work/venv/bin/python bench/archival_scale.py --cheap-embedding   # storage and keyword paths only
-    /work/venv/bin/python bench/archival_scale.py --quick             # 5,000 passages, seconds
+    /work/venv/bin/python bench/archival_scale.py --cheap-embedding   # storage and keyword paths
+    only /work/venv/bin/python bench/archival_scale.py --quick             # 5,000 passages, seconds
 
 Embedding 100,000 passages takes about 8 minutes on 2 cores; run it on a quiet machine.
 `--cheap-embedding` replaces the model with hashed bag-of-words vectors (384 dimensions, no
@@ -240,7 +240,8 @@ def synthetic_passages(count: int, seed: int = 7) -> list[NewPassage]:
     for number in range(count):
         first, second = rng.choices(NAMES, weights=_NAME_WEIGHTS, k=2)
         text = (
-            f"{first} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} with {second} "
+            f"{first} {rng.choice(VERBS)} {rng.choice(OBJECTS)} in {rng.choice(PLACES)} with "
+            f"{second} "
             f"{rng.choice(REASONS)} and {rng.choice(FEELINGS)} (note {number}, "
             f"{rng.randint(1, 28)}/{rng.randint(1, 12)}/{rng.randint(2015, 2025)})."
         )
@@ -408,7 +409,8 @@ def build(storage: Path, model: Any, passages_count: int, sample: int) -> None:
         chunks = [archival.get(AGENT, passage_id) for passage_id in long_ids]
         vectors = sum(p.vector_chunks for p in chunks if p is not None) / len(long_ids)
         print(
-            f"insert_many with live embedding, {len(long_ids)} long passages (24 notes, ~700 word-pieces): "
+            f"insert_many with live embedding, {len(long_ids)} long passages (24 notes, ~700 "
+            "word-pieces): "
             f"{len(long_ids) / seconds:.1f} passages/s, {vectors:.1f} vectors each"
         )
         singles = []
@@ -431,7 +433,8 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
         for mode in MODES_MEASURED:
             samples = latencies(archival, questions, mode)
             print(
-                f"search {mode:<7} (limit 10, {queries} queries): p50 {percentile(samples, 0.5):.1f} ms, "
+                f"search {mode:<7} (limit 10, {queries} queries): p50 "
+                f"{percentile(samples, 0.5):.1f} ms, "
                 f"p95 {percentile(samples, 0.95):.1f} ms, mean {statistics.fmean(samples):.1f} ms"
                 f" (load {os.getloadavg()[0]:.1f})"
             )
@@ -442,7 +445,8 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
         )
         samples = latencies(sequential, questions, "hybrid")
         print(
-            f"search hybrid, legs one after the other (search_threads=0): p50 {percentile(samples, 0.5):.1f} ms, "
+            "search hybrid, legs one after the other (search_threads=0): p50 "
+            f"{percentile(samples, 0.5):.1f} ms, "
             f"p95 {percentile(samples, 0.95):.1f} ms, mean {statistics.fmean(samples):.1f} ms"
             f" (load {os.getloadavg()[0]:.1f})"
         )
@@ -456,7 +460,8 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
             archival._record_access(ids, "2030-01-01T00:00:00.000000+00:00")
             writes.append((time.perf_counter() - started) * 1000)
         print(
-            f"of which the access-count write (one transaction, 10 hits): p50 {percentile(writes, 0.5):.2f} ms, "
+            "of which the access-count write (one transaction, 10 hits): p50 "
+            f"{percentile(writes, 0.5):.2f} ms, "
             f"p95 {percentile(writes, 0.95):.2f} ms"
         )
         encode = []
@@ -465,7 +470,8 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
             model.embed_query([question])
             encode.append((time.perf_counter() - started) * 1000)
         print(
-            f"query encoding alone: p50 {percentile(encode, 0.5):.1f} ms, p95 {percentile(encode, 0.95):.1f} ms"
+            f"query encoding alone: p50 {percentile(encode, 0.5):.1f} ms, p95 "
+            f"{percentile(encode, 0.95):.1f} ms"
         )
         runs = []
         for _ in range(5):

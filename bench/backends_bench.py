@@ -10,18 +10,19 @@ One run measures both backends on the same machine, one after the other:
    of categories 1-4 and search latency, FTS5 bm25 (SQLite) against the shipped
    `pg_fulltext.RANKING` (PostgreSQL), each conversation stored as its own agent, one passage per
    turn ("Speaker: words"); in sample: bench/pg_keyword_locomo.py chooses and scores out of sample;
-4. keyword and hybrid search p50/p95 at `--passages` passages of one agent with the default embedding model
-   (all-MiniLM-L6-v2, int8 ONNX): bench/archival_scale.py's synthetic notes, embedded once in
-   batches (kept in `--vector-cache` across runs: 100,000 take a quarter of an hour or more on 2
-   busy cores), inserted with those vectors, then searched with the live model, so a search's
-   figure includes encoding the query. `--embedding hashed` measures storage + fusion alone
+4. keyword and hybrid search p50/p95 at `--passages` passages of one agent with the default
+   embedding model (all-MiniLM-L6-v2, int8 ONNX): bench/archival_scale.py's synthetic notes,
+   embedded once in batches (kept in `--vector-cache` across runs: 100,000 take a quarter of an hour
+   or more on 2 busy cores), inserted with those vectors, then searched with the live model, so a
+   search's figure includes encoding the query. `--embedding hashed` measures storage + fusion alone
    (hashed bag-of-words vectors). The vector side is embedded Chroma on both backends.
 
 PostgreSQL is a throwaway local cluster (memory_agent.testing.postgres_cluster: fsync off,
 loopback TCP) unless --database-url names a server (then each section uses that database; it
 should be empty). On a shared machine the figures move with the load: say so next to them.
 
-    python bench/backends_bench.py [--quick] [--database-url URL] [--agents 1000] [--passages 100000]
+    python bench/backends_bench.py [--quick] [--database-url URL] [--agents 1000] [--passages
+    100000]
                                    [--embedding minilm|hashed] [--vector-cache FILE.npy]
 """
 
@@ -316,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 live = stored = HashedWords()
             print(
-                f"search, {args.passages} synthetic notes of one agent ({args.embedding} embeddings,"
+                f"search, {args.passages} synthetic notes of one agent ({args.embedding} "
+                "embeddings,"
                 f" {len(questions) - 10} queries, limit 10)"
             )
             scale = {
@@ -333,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
                     _row(
                         f"  {mode} search p50 / p95 ms",
                         {
-                            b: f"{statistics.median(scale[b][1][mode]):.1f} / {percentile(scale[b][1][mode], 0.95):.1f}"
+                            b: f"{statistics.median(scale[b][1][mode]):.1f} / "
+                            f"{percentile(scale[b][1][mode], 0.95):.1f}"
                             for b in BACKENDS
                         },
                     ),

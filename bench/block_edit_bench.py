@@ -94,7 +94,8 @@ def main() -> None:
             for _ in range(checks):
                 memory.db._check_identity()
             print(
-                f"storage identity check per write: {(time.perf_counter() - began) / checks * 1e6:.1f} us"
+                "storage identity check per write: "
+                f"{(time.perf_counter() - began) / checks * 1e6:.1f} us"
             )
 
 

@@ -87,7 +87,8 @@ def table(rows: Sequence[tuple[str, SoakResult, float]], live_units: float | Non
     lines = [
         (
             f"{'run':<28} {'requests':>8} {'cache read':>12} {'cache write':>12} {'uncached':>10} "
-            f"{'units':>11} {'vs live':>7} {'units/tok':>9} {'mean req':>9} {'compactions':>11} {'prompts':>7} "
+            f"{'units':>11} {'vs live':>7} {'units/tok':>9} {'mean req':>9} {'compactions':>11} "
+            f"{'prompts':>7} "
             f"{'secs':>5}"
         )
     ]
@@ -97,7 +98,8 @@ def table(rows: Sequence[tuple[str, SoakResult, float]], live_units: float | Non
         ratio = f"{cost / live_units:.2f}" if live_units else "-"
         lines.append(
             f"{label:<28} {len(result.cache_usage):>8} {read:>12,} {written:>12,} {uncached:>10,} "
-            f"{cost:>11,.0f} {ratio:>7} {cost / max(read + written + uncached, 1):>9.3f} {mean:>9,.0f} "
+            f"{cost:>11,.0f} {ratio:>7} {cost / max(read + written + uncached, 1):>9.3f} "
+            f"{mean:>9,.0f} "
             f"{len(result.compactions):>11} "
             f"{result.prompt_rebuilds:>7} {seconds:>5.0f}"
         )
@@ -119,7 +121,8 @@ async def main() -> None:
     args = parser.parse_args()
     turns, window = (12, 8_000) if args.quick else (args.turns, args.window)
     print(
-        f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every 7; "
+        f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every "
+        "7; "
         "runs one after another on a shared, loaded machine (seconds are indicative only)",
         flush=True,
     )

@@ -13,7 +13,8 @@ The window is chosen leave one conversation out (best mean of R@5/10/20 on the o
 categories 1-4), with a paired bootstrap 95% interval of the held-out choice against 'first
 window', and the cost: vectors per passage (insert time and index size grow with it).
 
-    /work/venv/bin/python bench/chunk_windows_locomo.py [--data DIR] [--passage-tokens 450] [--quick]
+    /work/venv/bin/python bench/chunk_windows_locomo.py [--data DIR] [--passage-tokens 450]
+    [--quick]
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ WINDOWS: dict[str, tuple[int, int] | None] = {
 def group_turns(
     conversation: Conversation, tokens: int, count: object
 ) -> tuple[list[str], dict[str, int]]:
-    """Passages of consecutive turns of one session, each at least `tokens` long; turn -> passage."""
+    """Passages of consecutive turns of one session, each at least `tokens` long; turn ->
+    passage."""
     passages: list[str] = []
     owner: dict[str, int] = {}
     current: list[str] = []
@@ -153,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             per_passage.setdefault(label, []).append(vectors)
     names = [c.name for c in conversations]
     print(
-        f"chunk windows on LoCoMo ({len(names)} conversations, passages of >= {args.passage_tokens} "
+        f"chunk windows on LoCoMo ({len(names)} conversations, passages of >= "
+        f"{args.passage_tokens} "
         f"word-pieces, {time.perf_counter() - started:.0f} s)"
     )
     print(f"{'window':<13} {'vectors/passage':>15} " + " ".join(f"R@{k:<4}" for k in KS))

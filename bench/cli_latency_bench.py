@@ -147,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.quick or c[1].split(" (")[0] in QUICK or " ".join(c[2]).startswith(QUICK[2])
         ]
         print(
-            f"{runs} cold runs per command (new process each; wall seconds min / median / max, and the "
+            f"{runs} cold runs per command (new process each; wall seconds min / median / max, and "
+            "the "
             f"median CPU seconds, user + system, which load from other processes inflates less)"
         )
         print(f"{'group':<24}{'command':<28}{'min':>7}{'median':>8}{'max':>7}{'cpu':>7}")

@@ -99,7 +99,8 @@ def bench_trigger_check(turns: int, history_size: int = 10_000) -> None:
 
     samples.sort()
     print(
-        f"(a) trigger check per turn, history of {history_size:,} messages (+2 new messages per turn)"
+        f"(a) trigger check per turn, history of {history_size:,} messages (+2 new messages per "
+        "turn)"
     )
     print(f"    turns measured          {turns}")
     print(f"    median                  {statistics.median(samples) * 1e3:.3f} ms")
@@ -152,7 +153,8 @@ async def bench_compaction(history_size: int = 2_000) -> None:
     )
 
     print(
-        f"(b) compacting a {history_size:,}-message history against the scripted Messages API server"
+        f"(b) compacting a {history_size:,}-message history against the scripted Messages API "
+        "server"
     )
     print(f"    counting {history_size:,} messages {counting * 1e3:.0f} ms (tiktoken, once)")
     with ScriptedMessagesServer(default_text=SUMMARY_TEXT) as server:

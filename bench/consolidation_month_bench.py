@@ -1,4 +1,5 @@
-"""A simulated month of memory with consolidation running through it, and appends racing consolidation.
+"""A simulated month of memory with consolidation running through it, and appends racing
+consolidation.
 
 1. **The month.** One agent; `--writers` spawned processes write to it at once, day after day
    (`--days`, `--ops` writes per writer and day): new facts as archival passages, exact
@@ -230,7 +231,8 @@ def _month_writer(
     day_end: Barrier,
     results: Queue[str],
 ) -> None:
-    """One process's month: at each day's start it writes `ops` times, then waits for the day's end."""
+    """One process's month: at each day's start it writes `ops` times, then waits for the day's
+    end."""
     script = Script(writer, seed)
     ledger = Ledger()
     with MemoryManager(agent_id=AGENT, settings=_settings(storage)) as memory:
@@ -360,7 +362,8 @@ class StoredPassage:
 def _passages(memory: MemoryManager, agent_id: str) -> dict[str, StoredPassage]:
     with memory.database.reading() as conn:
         rows = conn.execute(
-            "SELECT passage_id, content, superseded_by, expires_at FROM passages WHERE agent_id = ?",
+            "SELECT passage_id, content, superseded_by, expires_at FROM passages WHERE agent_id = "
+            "?",
             (agent_id,),
         ).fetchall()
     return {row[0]: StoredPassage(str(row[0]), str(row[1]), row[2], row[3]) for row in rows}
@@ -371,7 +374,8 @@ def _memory_image(memory: MemoryManager, agent_id: str) -> dict[str, Any]:
     block's value, limit and flags, each passage's every column but bookkeeping of access."""
     with memory.database.reading() as conn:
         blocks = conn.execute(
-            "SELECT b.block_id, ab.label, b.value, b.char_limit, b.read_only, b.is_shared FROM agent_blocks ab"
+            "SELECT b.block_id, ab.label, b.value, b.char_limit, b.read_only, b.is_shared FROM "
+            "agent_blocks ab"
             " JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id",
             (agent_id,),
         ).fetchall()
@@ -519,7 +523,8 @@ def run_month(
                     day_end.wait(timeout=600)
                     sizes.append(len(memory.get_block("human", agent_id=AGENT).value))
                     print(
-                        f"    day {day}: {len(_passages(memory, AGENT))} passages, human block {sizes[-1]} chars"
+                        f"    day {day}: {len(_passages(memory, AGENT))} passages, human block "
+                        f"{sizes[-1]} chars"
                         + (f", run {runs[-1].seconds:.1f} s" if day % every == 0 else ""),
                         file=sys.stderr,
                         flush=True,
@@ -589,7 +594,8 @@ def _rollback_check(memory: MemoryManager, consolidator: Any, day: int) -> tuple
 
 
 def _expired_in_search(memory: MemoryManager, ledgers: list[dict[str, Any]]) -> tuple[int, int]:
-    """Expired notes a search returns (must be 0), out of how many expired notes were searched for."""
+    """Expired notes a search returns (must be 0), out of how many expired notes were searched
+    for."""
     now = datetime.now(timezone.utc)
     expired = [
         marker
@@ -708,10 +714,13 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
 def print_month(result: MonthResult, label: str) -> None:
     check = result.check
     print(
-        f"month ({label}): {result.writes} writes ({', '.join(f'{k} {v}' for k, v in sorted(result.kinds.items()))})"
+        f"month ({label}): {result.writes} writes "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(result.kinds.items()))})"
     )
     print(
-        f"  facts written {result.facts}: lost {len(check.lost)}; in a block {check.in_block}, in a live passage "
+        f"  facts written {result.facts}: lost {len(check.lost)}; in a block {check.in_block}, in "
+        "a "
+        "live passage "
         f"{check.live}, only through a superseded passage's successor {check.only_superseded}"
     )
     if check.lost:
@@ -735,8 +744,10 @@ def print_month(result: MonthResult, label: str) -> None:
     tokens_in = statistics.mean(run.input_tokens for run in result.runs)
     tokens_out = statistics.mean(run.output_tokens for run in result.runs)
     print(
-        f"  runs {len(result.runs)} ({dict(statuses)}): seconds p50 {statistics.median(seconds):.2f} max "
-        f"{max(seconds):.2f}; tokens per run in/out mean {tokens_in:.0f} / {tokens_out:.0f}; changes retried "
+        f"  runs {len(result.runs)} ({dict(statuses)}): seconds p50 "
+        f"{statistics.median(seconds):.2f} max "
+        f"{max(seconds):.2f}; tokens per run in/out mean {tokens_in:.0f} / {tokens_out:.0f}; "
+        "changes retried "
         f"later {sum(run.retry_later for run in result.runs)}"
     )
     print(f"  totals over the runs: {', '.join(f'{k} {v}' for k, v in sorted(totals.items()))}")
@@ -746,7 +757,8 @@ def print_month(result: MonthResult, label: str) -> None:
         f"(changes rolled back: {[n for _, _, n in result.rollbacks]})"
     )
     print(
-        f"  expired notes returned by search: {result.expired_found} of {result.expired_checked} searched",
+        f"  expired notes returned by search: {result.expired_found} of {result.expired_checked} "
+        "searched",
         flush=True,
     )
 
@@ -881,11 +893,15 @@ def main(argv: list[str] | None = None) -> int:
             with backend_environment(url(backend)):
                 race = run_race(args.race_writers, args.appends, args.race_limit, race_consolidator)
             print(
-                f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x {args.appends} "
+                f"race ({backend}, {race_consolidator.name}): {args.race_writers} writers x "
+                f"{args.appends} "
                 f"appends to one block "
-                f"(limit {args.race_limit}) while consolidating in a loop: missing {race.missing}, duplicated "
-                f"{race.duplicated} of {race.appends}; runs {race.runs} ({race.runs_changed} changed it, "
-                f"{race.retry_later} changes met a newer version); appends refused while full {race.refusals}; "
+                f"(limit {args.race_limit}) while consolidating in a loop: missing {race.missing}, "
+                "duplicated "
+                f"{race.duplicated} of {race.appends}; runs {race.runs} ({race.runs_changed} "
+                "changed it, "
+                f"{race.retry_later} changes met a newer version); appends refused while full "
+                f"{race.refusals}; "
                 f"{race.wall_s:.1f} s",
                 flush=True,
             )

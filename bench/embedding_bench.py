@@ -73,7 +73,8 @@ def sentence_transformers_vectors(texts: list[str]) -> np.ndarray | None:
     started = time.perf_counter()
     vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
     print(
-        f"{'sentence-transformers fp32':<28} {len(texts) / (time.perf_counter() - started):17.0f} texts/s"
+        f"{'sentence-transformers fp32':<28} {len(texts) / (time.perf_counter() - started):17.0f} "
+        "texts/s"
     )
     return np.asarray(vectors)
 

@@ -1,5 +1,5 @@
-"""What encryption at rest costs: block edit p95, hybrid search p95 and insert rate, plain vs encrypted
-(with a passphrase, and with a raw key that skips SQLCipher's key derivation).
+"""What encryption at rest costs: block edit p95, hybrid search p95 and insert rate, plain vs
+encrypted (with a passphrase, and with a raw key that skips SQLCipher's key derivation).
 
 Issue 26 asks for the figures (no goal is set). Each mode gets a fresh storage dir with the same
 agents, blocks and passages, then times the same operations in the same order; the embedding
@@ -125,8 +125,11 @@ def main() -> None:
     embedding = MiniLMEmbeddingFunction()
     embedding(["warm the model up before any timing"])
     print(
-        f"encryption overhead · {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · commit {commit()} · "
-        f"load {load()} (start) · {args.passages} passages, {args.edits} edits, {args.searches} searches"
+        f"encryption overhead · {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · commit "
+        f"{commit()} "
+        "· "
+        f"load {load()} (start) · {args.passages} passages, {args.edits} edits, {args.searches} "
+        "searches"
     )
     # Chroma is imported and started on first use: a small discarded run pays that before timing.
     run_mode(
@@ -149,7 +152,10 @@ def main() -> None:
         row = f"{name:24} {value:>10.2f}"
         for mode in ("passphrase", "raw key"):
             other = modes[mode][name]
-            row += f" {other:>{11 if mode == 'passphrase' else 10}.2f} {other / value if value else float('nan'):>6.2f}"
+            row += (
+                f" {other:>{11 if mode == 'passphrase' else 10}.2f} "
+                f"{other / value if value else float('nan'):>6.2f}"
+            )
         print(row)
     print(f"load {load()} (end)")
 

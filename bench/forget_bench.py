@@ -27,13 +27,15 @@ from memory_agent import MemoryManager, Settings
 from memory_agent.store import scrub
 
 WORDS = (
-    "tide harbour lantern keeper garden ledger orchard meadow violin river market winter summer copper "
+    "tide harbour lantern keeper garden ledger orchard meadow violin river market winter summer "
+    "copper "
     "silver lesson doctor ticket bakery station museum canvas pottery island bridge letter"
 ).split()
 
 
 class HashEmbedding:
-    """A deterministic 384-dimension embedding from a text's hash (no model: forgetting is measured)."""
+    """A deterministic 384-dimension embedding from a text's hash (no model: forgetting is
+    measured)."""
 
     def __call__(self, input: list[str]) -> list[list[float]]:  # noqa: A002 - Chroma's parameter name
         vectors = []
@@ -86,7 +88,8 @@ def main() -> None:
                 memory.core_memory_append("notes", f"Line {number}")
             built = time.perf_counter() - started
             print(
-                f"store: {args.passages} passages, {args.messages} messages, built in {built:.1f} s; "
+                f"store: {args.passages} passages, {args.messages} messages, built in {built:.1f} "
+                "s; "
                 f"{size_of(Path(directory)) / 1e6:.1f} MB on disk; load {os.getloadavg()[0]:.1f}"
             )
             message_id = memory.all_messages()[args.messages // 2].message_id
@@ -104,7 +107,9 @@ def main() -> None:
             started = time.perf_counter()
             scrub.scrub(memory.database)
             print(
-                f"{'scrub':<10}{time.perf_counter() - started:>50.3f}  (FTS optimize + VACUUM + WAL truncate alone)"
+                f"{'scrub':<10}{time.perf_counter() - started:>50.3f}  (FTS optimize + VACUUM + "
+                "WAL "
+                "truncate alone)"
             )
 
 

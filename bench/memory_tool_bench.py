@@ -4,7 +4,8 @@ An agent with N blocks under nested `/memories` directories (a quarter in the pr
 demand, values of about 1 KB) on a real SQLite file. Printed: the median time of each command
 (`view` of the root and of a file, `create` + `delete`, `str_replace`, `insert`, `rename` of a
 directory of 20 files and back), of rendering the system prompt, and the prompt's size with the
-on-demand blocks listed against all of them rendered. No goal in the issue; figures for docs/benchmarks.md.
+on-demand blocks listed against all of them rendered. No goal in the issue; figures for
+docs/benchmarks.md.
 
 Run: python bench/memory_tool_bench.py [--blocks 2000] [--repeats 30]   (--quick: 200 blocks, 10)
 """
@@ -110,7 +111,8 @@ def main() -> None:
     for name, value in rows:
         print(f"  {name:40s} {value:8.2f} ms")
     print(
-        f"  rendered prompt: {len(prompt):,} characters (every block's value together: {everything:,})"
+        f"  rendered prompt: {len(prompt):,} characters (every block's value together: "
+        f"{everything:,})"
     )
 
 

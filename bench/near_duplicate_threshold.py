@@ -3,9 +3,9 @@
 Pairs of passages, labelled by hand: SAME (one fact, reworded) and DIFFERENT (two facts that share
 most of their wording: another number, name, date, unit, sign or a negation, an opposite, or a
 related but distinct fact). For each pair: the cosine similarity of the shipped all-MiniLM-L6-v2
-embeddings, and whether `textguard.same_particulars` lets the pair merge. Printed: the similarity ranges of both
-labels, then for thresholds from 0.80 to 0.99 how many SAME pairs would merge (recall) and how
-many DIFFERENT pairs would wrongly merge, by similarity alone and with the guard.
+embeddings, and whether `textguard.same_particulars` lets the pair merge. Printed: the similarity
+ranges of both labels, then for thresholds from 0.80 to 0.99 how many SAME pairs would merge
+(recall) and how many DIFFERENT pairs would wrongly merge, by similarity alone and with the guard.
 
 `--quick` runs a third of the pairs (the suite runs it; figures are for reading only).
 """
@@ -103,12 +103,15 @@ def main() -> None:
 
     same_scores, different_scores = scored(same), scored(different)
     print(
-        f"pairs: {len(same_scores)} same-fact, {len(different_scores)} different-fact (all-MiniLM-L6-v2)"
+        f"pairs: {len(same_scores)} same-fact, {len(different_scores)} different-fact "
+        "(all-MiniLM-L6-v2)"
     )
     for name, scores in (("same-fact", same_scores), ("different-fact", different_scores)):
         values = sorted(score for score, *_ in scores)
         print(
-            f"{name:15s} similarity min {values[0]:.3f}  median {values[len(values) // 2]:.3f}  max {values[-1]:.3f}"
+            f"{name:15s} similarity min {values[0]:.3f}  median {values[len(values) // 2]:.3f}  "
+            "max "
+            f"{values[-1]:.3f}"
         )
     blocked_same = [(s, a, b) for s, ok, a, b in same_scores if not ok]
     print(f"same-fact pairs the guard blocks: {len(blocked_same)}")

@@ -22,7 +22,8 @@ It prints held-out recall@5/10/20 (categories 1-4), paired bootstrap 95% interva
 and hybrid - keyword, each variant's in-sample recall and query time, and what each fold chose.
 
     /work/venv/bin/python bench/pg_keyword_locomo.py [--data DIR] [--bootstrap 2000]
-                                                     [--embedding-cache FILE] [--shipped-only] [--quick]
+                                                     [--embedding-cache FILE] [--shipped-only]
+                                                     [--quick]
 
 `--quick` runs the first turns of each conversation with four variants and a small fusion grid.
 """
@@ -296,8 +297,10 @@ def report(
     )
     total = sum(len(offline[n]) for n in names)
     lines += [
-        f"shipped PG ranking: [{pg_fulltext.RANKING.label}]; live keyword search agrees with the offline"
-        f" variant on {same_kw}/{total} questions, live hybrid with offline fusion on {agree}/{total}",
+        f"shipped PG ranking: [{pg_fulltext.RANKING.label}]; live keyword search agrees with the "
+        "offline"
+        f" variant on {same_kw}/{total} questions, live hybrid with offline fusion on "
+        f"{agree}/{total}",
         "",
         "Held out, pooled (categories 1-4):",
         f"| mode | {' | '.join(f'R@{k}' for k in KS)} |",
@@ -391,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [c.name for c in conversations]
     print(
         f"LoCoMo keyword and hybrid search, SQLite and PostgreSQL: {len(names)} conversations, "
-        f"{sum(len(c.questions) for c in conversations)} questions{' (quick slice)' if args.quick else ''}"
+        f"{sum(len(c.questions) for c in conversations)} "
+        f"questions{' (quick slice)' if args.quick else ''}"
     )
     print(report(names, found, rankings, timing, args.quick, 200 if args.quick else args.bootstrap))
     return 0

@@ -350,7 +350,8 @@ def line(
 def report(corpora: Sequence[Corpus], quick: bool, rounds: int) -> list[str]:
     keyword = results_of(corpora, lambda c, q: q.keyword[:20])
     lines = [
-        "Held-out recall @5 / @10 / @20 (categories 1-4), each family chosen leave-one-out, and its",
+        "Held-out recall @5 / @10 / @20 (categories 1-4), each family chosen leave-one-out, and "
+        "its",
         f"paired difference from keyword search ({rounds} bootstrap resamples, 95% intervals):",
         line("keyword (context at index time)", keyword, keyword, rounds),
     ]

@@ -61,7 +61,8 @@ def record(
     load_before: str | None = None,
     results: Path = RESULTS,
 ) -> Path | None:
-    """Store one run of the bench `name`: its `figures` (label -> value) and/or its printed `output`.
+    """Store one run of the bench `name`: its `figures` (label -> value) and/or its printed
+    `output`.
 
     A quick run is checked (the figures must be JSON) and not stored; returns the file written.
     """

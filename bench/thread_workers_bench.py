@@ -13,7 +13,8 @@ worker thread is an agent of its own with its own blocks and messages, in two wo
 Operations per second over all threads, with 1, 4 and 8 threads, on SQLite and a throwaway
 PostgreSQL cluster (or --database-url). The figures move with the machine's load: say so.
 
-    python bench/thread_workers_bench.py [--quick] [--ops 200] [--threads 1 4 8] [--history 200] [--database-url URL]
+    python bench/thread_workers_bench.py [--quick] [--ops 200] [--threads 1 4 8] [--history 200]
+    [--database-url URL]
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         databases = Databases(cluster, args.database_url)
         print(
-            f"ops/s over all threads ({args.ops} per thread): one shared manager | a manager per thread"
+            f"ops/s over all threads ({args.ops} per thread): one shared manager | a manager per "
+            "thread"
         )
         print(f"{'':18}" + "".join(f"{b:>26}" for b in BACKENDS))
         for name, workload in WORKLOADS.items():

@@ -175,7 +175,8 @@ def main() -> None:
     parser.add_argument(
         "--postgres",
         action="store_true",
-        help="seed and serve a throwaway local PostgreSQL server's database (needs the postgres extra)",
+        help="seed and serve a throwaway local PostgreSQL server's database (needs the postgres "
+        "extra)",
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 50 blocks, 500 passages")
     args = parser.parse_args()
@@ -183,7 +184,8 @@ def main() -> None:
         args.blocks, args.passages = 50, 500
 
     print(
-        f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit {commit()}  "
+        f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit "
+        f"{commit()}  "
         f"load average {load()} ({os.cpu_count()} cores)  "
         f"{'PostgreSQL' if args.postgres or args.database_url else 'SQLite'}"
     )
@@ -209,7 +211,8 @@ def measure(args: argparse.Namespace) -> None:
         settings = Settings.from_env(environ, env_file=None)
         timings = seed(settings, args.blocks, args.passages, minilm=args.minilm)
         print(
-            f"seeded {args.blocks} blocks in {timings['blocks']:.1f} s, {args.passages} passages in "
+            f"seeded {args.blocks} blocks in {timings['blocks']:.1f} s, {args.passages} passages "
+            "in "
             f"{timings['passages']:.1f} s ({args.passages / max(timings['passages'], 1e-9):.0f}/s, "
             f"{'MiniLM' if args.minilm else 'hashing'} vectors) through the public API"
         )

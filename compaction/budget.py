@@ -11,9 +11,9 @@ Estimates are tiktoken's, and the model's tokenizer can count the same text quit
 (service logs: about half as many tokens; short chat in its JSON framing: more). So each
 calibration also measures the *scale*, reported tokens over estimated tokens of the same
 request, and every estimate made afterwards is multiplied by it. The scale outlives the process
-when its owner stores it (`memory_agent.conversation.compactor` keeps it in the agent's state): a reopened
-agent sizes its first request with it instead of by raw estimate. With no measurement at all,
-`UNMEASURED_SCALE` errs on the large side, so the first request stays under the trigger.
+when its owner stores it (`memory_agent.conversation.compactor` keeps it in the agent's state): a
+reopened agent sizes its first request with it instead of by raw estimate. With no measurement at
+all, `UNMEASURED_SCALE` errs on the large side, so the first request stays under the trigger.
 """
 
 from __future__ import annotations

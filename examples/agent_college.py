@@ -83,7 +83,8 @@ OFFLINE_SCRIPT: dict[CollegeRole, list[tuple[str, str]]] = {
 
 
 def offline_model(role: CollegeRole) -> str:
-    """Offline, each role asks for its own model name, so the scripted server can tell them apart."""
+    """Offline, each role asks for its own model name, so the scripted server can tell them
+    apart."""
     return f"claude-sonnet-4-5-{role}"
 
 
@@ -171,7 +172,8 @@ def print_offline_check(server: ScriptedMessagesServer, rounds: int) -> None:
         )
         seen = sum(entry in shown for entry in earlier)
         print(
-            f"offline check: {role}'s last request showed {seen}/{len(earlier)} earlier-round entries"
+            f"offline check: {role}'s last request showed {seen}/{len(earlier)} earlier-round "
+            "entries"
         )
 
 

@@ -5,8 +5,8 @@
 
 The tool runner gets the native `memory_20250818` tool; the files it writes under /memories are
 blocks in memory.db (PERSIST_DIRECTORY, default ~/.memory_agent), as the agent
-'anthropic-memory-tool' (AGENT_ID to choose another): journalled, with history and undo, shared with the
-other agents of the storage dir that have them attached. Run it twice: the second run finds the
+'anthropic-memory-tool' (AGENT_ID to choose another): journalled, with history and undo, shared with
+the other agents of the storage dir that have them attached. Run it twice: the second run finds the
 file the first one wrote.
 """
 
@@ -78,12 +78,15 @@ def main() -> int:
     parser.add_argument("--offline", action="store_true", help="use a scripted local model")
     args = parser.parse_args()
     settings = Settings.from_env(env_file=".env")
-    # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never mix.
+    # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never
+    # mix.
     with MemoryManager(
         agent_id=settings.agent_id or "anthropic-memory-tool", settings=settings
     ) as memory:
         print(
-            f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)"
+            f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY "
+            "to "
+            "move it)"
         )
         if args.offline:
             with scripted_model() as client:

@@ -65,7 +65,9 @@ def main() -> int:
     # Its own agent (unless AGENT_ID names one), so its memories never mix with the offline demo's.
     with MemoryManager(agent_id=settings.agent_id or "quickstart", settings=settings) as memory:
         print(
-            f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY to move it)"
+            f"Memory of agent '{memory.agent_id}' in {memory.storage_dir} (set PERSIST_DIRECTORY "
+            "to "
+            "move it)"
         )
         try:
             if args.offline:

@@ -28,7 +28,8 @@ FACT = "Working on: the memory-agent launch."
 
 async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None) -> None:
     settings = Settings.from_env(env_file=".env")
-    # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never mix.
+    # Its own agent (unless AGENT_ID names one): the demo's and the other examples' memories never
+    # mix.
     memory = MemoryManager(agent_id=settings.agent_id or "universal-agent", settings=settings)
     async with MemoryAwareAgent(options, memory=memory) as agent:
         print(f"agent {agent.agent_id}, storage {memory.storage_dir}", flush=True)
@@ -43,14 +44,16 @@ async def main_loop(options: ClaudeAgentOptions, lines: list[str] | None = None)
             tools = ", ".join(call.name for call in turn.tool_calls) or "none"
             cost = "unknown" if turn.cost_usd is None else f"${turn.cost_usd:.4f}"
             print(
-                f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {cost}; {took:.1f} s)",
+                f"you> {message}\nagent> {turn.text}\n  (tools: {tools}; cost: {cost}; {took:.1f} "
+                "s)",
                 flush=True,
             )
         print("\n" + memory.get_system_prompt_addition(agent_id=agent.agent_id))
 
 
 def offline_script(server: ScriptedMessagesServer, count: int) -> None:
-    """The scripted model saves a fact to memory (unless a previous run did) and answers every message."""
+    """The scripted model saves a fact to memory (unless a previous run did) and answers every
+    message."""
     with MemoryManager(settings=Settings.from_env(env_file=".env")) as memory:
         noted = FACT in memory.get_block("human").value
     if not noted:

@@ -57,7 +57,8 @@ def _check_line(name: str) -> None:
     bad = next((char for char in name if not (char.isprintable() or char == " ")), None)
     if bad is not None:
         raise ConfigurationError(
-            f"An author's name must be one line of printable text; {name!r} holds {bad!r} (U+{ord(bad):04X}), a line "
+            f"An author's name must be one line of printable text; {name!r} holds {bad!r} "
+            f"(U+{ord(bad):04X}), a line "
             "break or control character. Remove it."
         )
 
@@ -124,12 +125,15 @@ class Author:
             return cls.person(text)
         if kind not in AUTHOR_KINDS:
             raise ConfigurationError(
-                f"An author is 'kind:name' with kind one of {', '.join(AUTHOR_KINDS)}, or a person's name; "
+                f"An author is 'kind:name' with kind one of {', '.join(AUTHOR_KINDS)}, or a "
+                "person's name; "
                 f"got {text!r}."
             )
         if kind == "consolidator":
             raise ConfigurationError(
-                f"Only the consolidation engine writes as 'consolidator' (got {text!r}); a rollback trusts its "
+                f"Only the consolidation engine writes as 'consolidator' (got {text!r}); a "
+                "rollback "
+                "trusts its "
                 "entries. Write as yourself (a person's name) or another kind: "
                 f"{', '.join(k for k in AUTHOR_KINDS if k != 'consolidator')}."
             )

@@ -12,21 +12,20 @@ as a tool error and to people in the CLI.
     │   ├── InvalidLabelError       the label is not a name or a path of names
     │   ├── BlockNotFoundError      no block with that label is attached to the agent
     │   ├── BlockExistsError        the agent already has a block with that label
-    │   ├── LabelConflictError      the label would make one of the agent's blocks a file and a directory
-    │   ├── BlockNotAttachedError   the block id exists but is not attached to that agent
-    │   ├── BlockLimitExceededError the write would exceed the block's character limit
-    │   ├── ReadOnlyBlockError      the block (or this agent's attachment) is read-only
-    │   ├── ContentNotFoundError    the text to replace or insert after is not in the block
-    │   ├── AmbiguousContentError   the text to replace occurs more than once
-    │   ├── StaleBlockError         the block changed since this agent last saw it
-    │   └── NothingToUndoError      the block has no earlier version
-    ├── StorageError                the database could not be opened, migrated or written
-    │   └── WriteOutcomeUnknownError the connection was lost at COMMIT: check before repeating
-    ├── ArchivalError               archival memory refused an operation
-    ├── MessageNotFoundError        no stored message with that id
-    ├── ImportFormatError           an export file could not be read
-    ├── MemoryToolError             a memory-tool command (view, create, ...) refused its path
-    └── ModelAuthenticationError    the model API has no credentials or refused them
+    │   ├── LabelConflictError      the label would make one of the agent's blocks a file and a
+    directory │   ├── BlockNotAttachedError   the block id exists but is not attached to that agent
+    │   ├── BlockLimitExceededError the write would exceed the block's character limit │   ├──
+    ReadOnlyBlockError      the block (or this agent's attachment) is read-only │   ├──
+    ContentNotFoundError    the text to replace or insert after is not in the block │   ├──
+    AmbiguousContentError   the text to replace occurs more than once │   ├── StaleBlockError
+    the block changed since this agent last saw it │   └── NothingToUndoError      the block has no
+    earlier version ├── StorageError                the database could not be opened, migrated or
+    written │   └── WriteOutcomeUnknownError the connection was lost at COMMIT: check before
+    repeating ├── ArchivalError               archival memory refused an operation ├──
+    MessageNotFoundError        no stored message with that id ├── ImportFormatError           an
+    export file could not be read ├── MemoryToolError             a memory-tool command (view,
+    create, ...) refused its path └── ModelAuthenticationError    the model API has no credentials
+    or refused them
 """
 
 from __future__ import annotations
@@ -132,8 +131,11 @@ class LabelConflictError(BlockError):
         self.file = file
         self.inside = inside
         super().__init__(
-            f"Agent '{agent_id}' cannot hold both a block '{file}' and a block '{inside}': '{file}' would be "
-            f"a file and a directory at once. Rename one of them (e.g. '{file}' to '{file}/index') first.",
+            f"Agent '{agent_id}' cannot hold both a block '{file}' and a block '{inside}': "
+            f"'{file}' "
+            "would be "
+            f"a file and a directory at once. Rename one of them (e.g. '{file}' to '{file}/index') "
+            "first.",
             label,
         )
 
@@ -239,8 +241,10 @@ class RollbackRefusedError(ConsolidationError):
         self.session_id = session_id
         self.item = item
         super().__init__(
-            f"Consolidation {session_id} was not rolled back: {item} was changed after it ({later}), and a "
-            "rollback would lose that change; nothing was changed. Undo the later change first, or edit "
+            f"Consolidation {session_id} was not rolled back: {item} was changed after it "
+            f"({later}), and a "
+            "rollback would lose that change; nothing was changed. Undo the later change first, or "
+            "edit "
             "the item by hand."
         )
 

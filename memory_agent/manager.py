@@ -239,7 +239,8 @@ class MemoryManager:
         """Every read inside the `with` block (this thread or asyncio task) sees up to this
         clearance: `allow_secret=True` includes secret blocks and passages, `max_sensitivity`
         ('public', 'private', 'secret') names the highest level. Without it reads see public and
-        private (`memory_agent.privacy.sensitivity`); methods that take `allow_secret` decide per call."""
+        private (`memory_agent.privacy.sensitivity`); methods that take `allow_secret` decide per
+        call."""
         return with_clearance(clearance_of(allow_secret, max_sensitivity))
 
     # ----- agents -------------------------------------------------------------------------
@@ -387,9 +388,9 @@ class MemoryManager:
         in_prompt: bool = True,
         sensitivity: str = DEFAULT_LEVEL,
     ) -> Block:
-        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not rendered);
-        `sensitivity` is public, private (the default) or secret (then neither listed nor rendered
-        for callers without `allow_secret`)."""
+        """Create a block and attach it; `in_prompt=False` makes it on demand (listed, not
+        rendered); `sensitivity` is public, private (the default) or secret (then neither listed nor
+        rendered for callers without `allow_secret`)."""
         label = validate_label(label)
         return self.core.create_block(
             agent_id or self.agent_id,
@@ -449,8 +450,8 @@ class MemoryManager:
         self.core.delete_block(agent_id or self.agent_id, label)
 
     def attach_block(self, agent_id: str, block_id: str, *, read_only: bool = False) -> Block:
-        """Attach an existing block to `agent_id` (the agent is the subject here, so it is positional);
-        `read_only` makes it read-only for that agent only."""
+        """Attach an existing block to `agent_id` (the agent is the subject here, so it is
+        positional); `read_only` makes it read-only for that agent only."""
         return self.core.attach_block(
             agent_id, block_id, read_only=read_only, acting_agent_id=self.agent_id
         )
@@ -538,7 +539,8 @@ class MemoryManager:
     # ----- model-facing edits -------------------------------------------------------------
 
     def core_memory_append(self, label: str, content: str, *, agent_id: str | None = None) -> str:
-        """Letta's `core_memory_append`: add `content` on a new line; returns what the model sees."""
+        """Letta's `core_memory_append`: add `content` on a new line; returns what the model
+        sees."""
         block = self.core.edit(
             agent_id or self.agent_id,
             label,
@@ -550,7 +552,8 @@ class MemoryManager:
         self, label: str, old_content: str, new_content: str, *, agent_id: str | None = None
     ) -> str:
         """Letta's `core_memory_replace`: `old_content` must occur exactly once; an empty
-        `new_content` deletes it. Refused when the agent has not seen the block's current version."""
+        `new_content` deletes it. Refused when the agent has not seen the block's current
+        version."""
         block = self.core.edit(
             agent_id or self.agent_id,
             label,
@@ -582,8 +585,8 @@ class MemoryManager:
         *,
         agent_id: str | None = None,
     ) -> str:
-        """Letta's `memory_rethink`: rewrite the block; `reasoning` is journalled and kept in archival
-        memory, because the why of a rewrite outlives the old value."""
+        """Letta's `memory_rethink`: rewrite the block; `reasoning` is journalled and kept in
+        archival memory, because the why of a rewrite outlives the old value."""
         target = agent_id or self.agent_id
         label = validate_label(label)
         block = self.core.edit(
@@ -741,16 +744,16 @@ class MemoryManager:
         sensitivity: str | None = None,
         context: str | None = None,
     ) -> str:
-        """Store a passage; identical content from the same agent returns the existing id (and makes it
-        current again if it was superseded or had expired).
+        """Store a passage; identical content from the same agent returns the existing id (and makes
+        it current again if it was superseded or had expired).
 
-        `expires_at` (timezone-aware) or `ttl_days`, not both, make it expire: search never returns it
-        afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
-        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}. `sensitivity` is
-        public, private (the default) or secret; the same text written again at a stricter level makes
-        the stored passage that level, never laxer (`set_passage_sensitivity` lowers it). `context` is
-        ranking-only text (e.g. the turn this one answers, the date): keyword and vector search match
-        it, hits never show it.
+        `expires_at` (timezone-aware) or `ttl_days`, not both, make it expire: search never returns
+        it afterwards and `purge_expired` deletes it. `importance` is in [0, 1] (default 0.5);
+        `provenance` says where it came from, e.g. {"block": label, "messages": [ids]}.
+        `sensitivity` is public, private (the default) or secret; the same text written again at a
+        stricter level makes the stored passage that level, never laxer (`set_passage_sensitivity`
+        lowers it). `context` is ranking-only text (e.g. the turn this one answers, the date):
+        keyword and vector search match it, hits never show it.
         """
         return self.archival.insert(
             agent_id or self.agent_id,
@@ -768,8 +771,8 @@ class MemoryManager:
     def archival_memory_insert_many(
         self, items: Iterable[str | NewPassage | Mapping[str, Any]], *, agent_id: str | None = None
     ) -> list[str]:
-        """Store many passages, all validated before any is written and embedded in batches (imports,
-        bulk loads); returns their ids in input order."""
+        """Store many passages, all validated before any is written and embedded in batches
+        (imports, bulk loads); returns their ids in input order."""
         return self.archival.insert_many(agent_id or self.agent_id, items)
 
     def archival_memory_get(
@@ -802,7 +805,8 @@ class MemoryManager:
         allow_secret: bool | None = None,
         max_sensitivity: str | None = None,
     ) -> list[Passage]:
-        """The agent's passages, newest first, optionally filtered by `tags`; up to the clearance."""
+        """The agent's passages, newest first, optionally filtered by `tags`; up to the
+        clearance."""
         return self.archival.list(
             agent_id or self.agent_id,
             limit,
@@ -827,14 +831,14 @@ class MemoryManager:
         max_sensitivity: str | None = None,
         count_access: bool = True,
     ) -> list[SearchHit]:
-        """Search the agent's passages; `mode` defaults to hybrid (keyword if MEMORY_HYBRID_SEARCH=false);
-        'scored' adds recency and importance to hybrid's match.
+        """Search the agent's passages; `mode` defaults to hybrid (keyword if
+        MEMORY_HYBRID_SEARCH=false); 'scored' adds recency and importance to hybrid's match.
 
         Expired passages are never returned; superseded ones only with `include_superseded=True`.
         `explain=True` attaches each signal's score to every hit (`SearchHit.explanation`).
-        Passages above the clearance are filtered out inside the query, in every mode: secret ones are
-        found only with `allow_secret=True`, and `max_sensitivity='public'` keeps what may be shared.
-        Auto-recall and every other caller that searches through here get the same rule.
+        Passages above the clearance are filtered out inside the query, in every mode: secret ones
+        are found only with `allow_secret=True`, and `max_sensitivity='public'` keeps what may be
+        shared. Auto-recall and every other caller that searches through here get the same rule.
         `count_access=False` leaves the hits' access counts as they are (a person inspecting).
         """
         chosen: SearchMode = mode or ("hybrid" if self.settings.memory_hybrid_search else "keyword")
@@ -881,11 +885,13 @@ class MemoryManager:
         agent_id: str | None = None,
         journal_detail: Mapping[str, Any] | None = None,
     ) -> Passage:
-        """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default search.
+        """Mark passage `old_id` as replaced by `new_id`: kept and linked, left out of default
+        search.
 
-        Refuses a passage superseding itself, a missing id, an already expired successor, or a cycle.
-        When the successor expires later, search treats `old_id` as current again. Journalled with the old and new
-        `superseded_by`. `journal_detail` adds fields to the journal entry (e.g. author, session id).
+        Refuses a passage superseding itself, a missing id, an already expired successor, or a
+        cycle. When the successor expires later, search treats `old_id` as current again. Journalled
+        with the old and new `superseded_by`. `journal_detail` adds fields to the journal entry
+        (e.g. author, session id).
         """
         return self.archival.supersede(
             agent_id or self.agent_id, old_id, new_id, detail=journal_detail
@@ -899,7 +905,8 @@ class MemoryManager:
         journal_detail: Mapping[str, Any] | None = None,
     ) -> Passage:
         """Make a superseded passage current again (clears `superseded_by`; journalled). Like every
-        change to a passage, a secret one is missing unless inside `clearance(allow_secret=True)`."""
+        change to a passage, a secret one is missing unless inside
+        `clearance(allow_secret=True)`."""
         return self.archival.restore(agent_id or self.agent_id, passage_id, detail=journal_detail)
 
     def set_passage_importance(
@@ -925,7 +932,8 @@ class MemoryManager:
         agent_id: str | None = None,
         journal_detail: Mapping[str, Any] | None = None,
     ) -> Passage:
-        """Replace a passage's tags, metadata or provenance (those given; its text never changes), journalled."""
+        """Replace a passage's tags, metadata or provenance (those given; its text never
+        changes), journalled."""
         return self.archival.update(
             agent_id or self.agent_id,
             passage_id,
@@ -942,8 +950,9 @@ class MemoryManager:
         all_agents: bool = False,
         journal_detail: Mapping[str, Any] | None = None,
     ) -> int:
-        """Delete the agent's expired passages for good (rows, keyword index, vectors), journalled with
-        their content; `all_agents=True` purges every agent's. Returns how many were deleted."""
+        """Delete the agent's expired passages for good (rows, keyword index, vectors), journalled
+        with their content; `all_agents=True` purges every agent's. Returns how many were
+        deleted."""
         target = None if all_agents else (agent_id or self.agent_id)
         return self.archival.purge_expired(target, detail=journal_detail)
 
@@ -979,7 +988,8 @@ class MemoryManager:
     def store_message(
         self, role: str, content: MessageContent, *, agent_id: str | None = None, **fields: Any
     ) -> StoredMessage | None:
-        """Store one message in recall memory; None when a message with the same `sdk_uuid` is stored."""
+        """Store one message in recall memory; None when a message with the same `sdk_uuid` is
+        stored."""
         return self.recall.store(agent_id or self.agent_id, role, content, **fields)
 
     def get_recent_messages(
@@ -1120,7 +1130,8 @@ class MemoryManager:
     # ----- compaction ---------------------------------------------------------------------
 
     def memory_tokens(self, *, agent_id: str | None = None, tools_tokens: int | None = None) -> int:
-        """Tokens of the rendered memory (cached while memory is unchanged) plus the tool definitions.
+        """Tokens of the rendered memory (cached while memory is unchanged) plus the tool
+        definitions.
 
         `tools_tokens` is what the caller's tool definitions count (an agent counts the tools it
         gives its model); by default, the memory tools' definitions (`get_tools_definitions`).
@@ -1203,7 +1214,8 @@ class MemoryManager:
 
         Up to the clearance, as an export: the entries about a block or passage above it (a live
         secret one, or one the journal records as secret, deleted since) are left out, since their
-        values hold its text; `allow_secret=True` shows every entry. So fewer than `limit` may come."""
+        values hold its text; `allow_secret=True` shows every entry. So fewer than `limit` may
+        come."""
         clearance = clearance_of(allow_secret, max_sensitivity)
         with self.db.reading() as conn:
             entries = journal.list_entries(
@@ -1226,7 +1238,8 @@ class MemoryManager:
     def forget_passage(self, passage_id: str, *, agent_id: str | None = None) -> ForgetReport:
         """Forget a passage for real: it, the passages it superseded and those holding its text, the
         journal's values about them, copies of the text elsewhere, vectors, and the freed bytes
-        (see `memory_agent.forgetting`). The journal keeps only that it was forgotten, by whom, when."""
+        (see `memory_agent.forgetting`). The journal keeps only that it was forgotten, by whom,
+        when."""
         target = agent_id or self.agent_id
         return self._forget(lambda forgetting: forgetting.passage(target, passage_id))
 
@@ -1249,9 +1262,9 @@ class MemoryManager:
         return report
 
     def forget_agent(self, agent_id: str) -> ForgetReport:
-        """Forget an agent for real: its messages, summaries, passages, vectors, blocks no other agent
-        holds, session transcripts and the journal's values about it. Forgetting this manager's own
-        agent leaves the manager without one: close it."""
+        """Forget an agent for real: its messages, summaries, passages, vectors, blocks no other
+        agent holds, session transcripts and the journal's values about it. Forgetting this
+        manager's own agent leaves the manager without one: close it."""
         report = self._forget(lambda forgetting: forgetting.agent(agent_id))
         self.compactor.forget(agent_id)
         self._fixed_tokens_cache.pop(agent_id, None)
@@ -1275,8 +1288,8 @@ class MemoryManager:
             scrub.secure_delete(self.db, False)
 
     def _forget_summarizer(self) -> Summarizer | None:
-        """The summariser for rewriting summaries: the one given, the model's when configured, else None
-        (the rules)."""
+        """The summariser for rewriting summaries: the one given, the model's when configured, else
+        None (the rules)."""
         if self._summarizer_given is not None:
             return self._summarizer_given
         if self.settings.anthropic_api_key or self.settings.anthropic_base_url:
@@ -1477,8 +1490,9 @@ class MemoryManager:
 
 
 def _hidden_targets(conn: Connection, clearance: Sensitivity) -> set[tuple[str, str | None]]:
-    """The blocks and passages whose journal entries a caller of `clearance` may not see: those above
-    it now, and those the journal ever records above it (a deleted secret's level lives only there)."""
+    """The blocks and passages whose journal entries a caller of `clearance` may not see: those
+    above it now, and those the journal ever records above it (a deleted secret's level lives only
+    there)."""
     levels = visible_levels(clearance)
     marks = ", ".join("?" for _ in levels)
     hidden: set[tuple[str, str | None]] = set()

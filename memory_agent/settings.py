@@ -225,7 +225,9 @@ def _parse_limits(value: str | None) -> dict[str, int]:
         label, sep, number = item.partition("=")
         if not sep:
             raise ConfigurationError(
-                f"MEMORY_CHARACTER_LIMITS entries look like label=limit, got {describe_value(item)} without '='."
+                "MEMORY_CHARACTER_LIMITS entries look like label=limit, got "
+                f"{describe_value(item)} "
+                "without '='."
             )
         limits[label.strip()] = _parse_int(
             f"MEMORY_CHARACTER_LIMITS entry {len(limits) + 1}", number

@@ -53,7 +53,9 @@ def _describe(value: object) -> str:
 def _surrogate_error(name: str, text: str) -> ConfigurationError:
     position = next(i for i, char in enumerate(text) if "\ud800" <= char <= "\udfff")
     return ConfigurationError(
-        f"{name} holds a lone surrogate (U+{ord(text[position]):04X} at position {position}), which is not "
+        f"{name} holds a lone surrogate (U+{ord(text[position]):04X} at position {position}), "
+        "which "
+        "is not "
         "valid Unicode and cannot be stored; nothing was changed. Send valid UTF-8 text."
     )
 
@@ -132,7 +134,8 @@ def check_json(
         where, item, depth = stack.pop()
         if strict and not isinstance(item, (*_JSON_SCALARS, list, tuple, Mapping)):
             raise ConfigurationError(
-                f"{where} is a {type(item).__name__}, which cannot be stored as JSON; nothing was changed. "
+                f"{where} is a {type(item).__name__}, which cannot be stored as JSON; nothing was "
+                "changed. "
                 "Use text, numbers, true/false, null, lists and objects with text keys."
             )
         if strict and isinstance(item, float) and not math.isfinite(item):

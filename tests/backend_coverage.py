@@ -69,7 +69,8 @@ UNCOVERED = pytest.StashKey[dict[str, str]]()
 
 
 def record(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
-    """Keep each collected test's verdict in `config.stash[UNCOVERED]` (tests/conftest.py calls it)."""
+    """Keep each collected test's verdict in `config.stash[UNCOVERED]` (tests/conftest.py calls
+    it)."""
     uncovered = config.stash.setdefault(UNCOVERED, {})
     for item in items:
         problem = problem_of(item)
@@ -78,7 +79,8 @@ def record(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
 
 
 def collected_whole_suite(config: pytest.Config) -> bool:
-    """Whether this run collected every test module (its arguments name tests/ or a folder above)."""
+    """Whether this run collected every test module (its arguments name tests/ or a folder
+    above)."""
     invoked_in = config.invocation_params.dir
     paths = [(invoked_in / argument.split("::")[0]).resolve() for argument in config.args]
     return any(TESTS == path or TESTS.is_relative_to(path) for path in paths)
@@ -97,7 +99,8 @@ def problem_of(item: pytest.Item) -> str | None:
     on_postgres = item.get_closest_marker("postgres") is not None
     if SERVER_FIXTURES & set(item.fixturenames) and not on_postgres:
         return (
-            "asks for the PostgreSQL server but is not marked postgres, so -m 'not postgres' would still "
+            "asks for the PostgreSQL server but is not marked postgres, so -m 'not postgres' would "
+            "still "
             "start it: add @pytest.mark.postgres"
         )
     marker = item.get_closest_marker("sqlite_only")

@@ -15,7 +15,8 @@ OtherEnviron = Callable[[Mapping[str, str]], dict[str, str]]
 
 def backend_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` plus MEMORY_DATABASE_URL when the `backend` fixture chose PostgreSQL, or plus
-    MEMORY_ENCRYPTION_KEY when it chose an encrypted SQLite store (MEMORY_AGENT_TEST_ENCRYPTION=1)."""
+    MEMORY_ENCRYPTION_KEY when it chose an encrypted SQLite store
+    (MEMORY_AGENT_TEST_ENCRYPTION=1)."""
     url = os.environ.get("MEMORY_DATABASE_URL")
     if url:
         return {**environ, "MEMORY_DATABASE_URL": url}

@@ -48,7 +48,8 @@ REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
 
 
 def pytest_report_header() -> str:
-    """The SDK version every run was made with (the seams in memory_agent.sdk_seams depend on it)."""
+    """The SDK version every run was made with (the seams in memory_agent.sdk_seams depend on
+    it)."""
     from memory_agent.sdk_seams import sdk_version
 
     return f"claude-agent-sdk {sdk_version()}"
@@ -72,7 +73,8 @@ def isolated_environment(
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
-    """One throwaway PostgreSQL server for the whole run (see memory_agent.testing.postgres_cluster)."""
+    """One throwaway PostgreSQL server for the whole run (see
+    memory_agent.testing.postgres_cluster)."""
     try:
         if importlib.util.find_spec("psycopg") is None:
             raise PostgresUnavailable("psycopg is not installed (pip install -e '.[postgres]')")
@@ -123,7 +125,8 @@ def postgres_template_copies(
 
 @pytest.fixture
 def migrated_postgres_url(postgres_template_copies: TemplateCopies) -> Iterator[str]:
-    """A fresh database of its own at the current schema (a copy of the template), dropped afterwards."""
+    """A fresh database of its own at the current schema (a copy of the template), dropped
+    afterwards."""
     url = postgres_template_copies.take()
     yield url
     postgres_template_copies.release(url)
@@ -196,5 +199,6 @@ def shared_data() -> Path:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Note each storage test that runs on SQLite alone without a written reason, before -m and -k
-    deselect any (tests/unit/test_backend_coverage.py fails on them; see tests/backend_coverage.py)."""
+    deselect any (tests/unit/test_backend_coverage.py fails on them; see
+    tests/backend_coverage.py)."""
     backend_coverage.record(config, items)

@@ -1,4 +1,5 @@
-"""Consolidation beside the live conversation: triggered by the agent, run in a thread, never awaited by a turn.
+"""Consolidation beside the live conversation: triggered by the agent, run in a thread, never
+awaited by a turn.
 
 `BackgroundConsolidation` is the one object that decides when a run starts (after a compaction,
 every N turns, or to retry a run that met a newer block) and runs it. The agent calls its two

@@ -15,12 +15,12 @@ How a turn runs:
    decides whether the next turn compacts first (`TurnPlanner.after_turn`).
 
 After a compaction the next turn starts a fresh SDK session: the summary is in its system prompt
-and the kept messages are seeded into its transcript (`sdk_seams.transcript`), so the model sees them as
-real turns and never sees the evicted ones again. The same happens when a session cannot be
-resumed (another working directory, an imported conversation). A conversation over the trigger
-when the agent connects is compacted before its first request. Nothing on the way has a size cap:
-the system prompt goes to the CLI as a file or a control request, the kept messages through the
-session store.
+and the kept messages are seeded into its transcript (`sdk_seams.transcript`), so the model sees
+them as real turns and never sees the evicted ones again. The same happens when a session cannot be
+resumed (another working directory, an imported conversation). A conversation over the trigger when
+the agent connects is compacted before its first request. Nothing on the way has a size cap: the
+system prompt goes to the CLI as a file or a control request, the kept messages through the session
+store.
 """
 
 from __future__ import annotations
@@ -211,7 +211,8 @@ class MemoryAwareAgent:
 
     @property
     def session_id(self) -> str | None:
-        """The SDK session this agent continues (None until its first turn, or after a compaction)."""
+        """The SDK session this agent continues (None until its first turn, or after a
+        compaction)."""
         return self.state.session_id
 
     # ----- the ClaudeSDKClient surface ----------------------------------------------------
@@ -443,7 +444,8 @@ class MemoryAwareAgent:
         return Path(self.options.cwd) if self.options.cwd else Path.cwd()
 
     def _store(self) -> Any:
-        """The SessionStore the CLI's transcripts go to: the user's, else the one in memory's database."""
+        """The SessionStore the CLI's transcripts go to: the user's, else the one in memory's
+        database."""
         return (
             self.options.session_store
             if self.options.session_store is not None

@@ -29,7 +29,8 @@ class ConsolidationSchedule:
     Args:
         every_turns: Run after every N-th finished turn of this agent object (None: never by count).
         after_compaction: Run after each compaction that changed the context. Unset, it is on
-            unless `every_turns` is given (so `ConsolidationSchedule(every_turns=20)` means just that).
+            unless `every_turns` is given (so `ConsolidationSchedule(every_turns=20)` means just
+            that).
         consolidator: A `Consolidator` (rules or model); None lets `MemoryManager.consolidate`
             choose its default.
     """
@@ -58,7 +59,8 @@ class ConsolidationSchedule:
         ):
             raise ConfigurationError(
                 f"ConsolidationSchedule.consolidator must be a Consolidator (RulesConsolidator, "
-                f"ModelConsolidator or your own with `name` and `plan`), got {type(consolidator).__name__}."
+                "ModelConsolidator or your own with `name` and `plan`), got "
+                f"{type(consolidator).__name__}."
             )
 
     @property
@@ -86,6 +88,7 @@ def schedule_from(setting: Any) -> ConsolidationSchedule:
     if setting == "after_compaction":
         return ConsolidationSchedule(after_compaction=True)
     raise ConfigurationError(
-        f"consolidation must be 'off', 'after_compaction' or a ConsolidationSchedule(every_turns=N, "
+        "consolidation must be 'off', 'after_compaction' or a "
+        "ConsolidationSchedule(every_turns=N, "
         f"consolidator=...), got {setting!r}."
     )

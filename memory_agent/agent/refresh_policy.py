@@ -12,11 +12,11 @@ policies:
   It rebuilds only when it must: a change the model did not make, a compaction (which starts a
   new session anyway), or after `max_stale_turns` turns on a prompt that lags its own edits.
 
-* `announce` (the default): as `deferred`, but a change the model did not make does not rebuild the prompt
-  either: the block's new value comes with the model's next user message, in a
+* `announce` (the default): as `deferred`, but a change the model did not make does not rebuild the
+  prompt either: the block's new value comes with the model's next user message, in a
   `<memory_changes>` section of its `<turn_context>` (so it too stays a cached part of the
-  conversation). Only a compaction, a change of which blocks the prompt shows, or
-  `max_stale_turns` rebuild it.
+  conversation). Only a compaction, a change of which blocks the prompt shows, or `max_stale_turns`
+  rebuild it.
 
 A change counts as the model's own when this agent's model wrote it during one of the agent's
 turns with a block tool whose result shows the whole new value (`core_memory_append`,
@@ -86,8 +86,8 @@ class PromptRefreshPolicy:
         self._layout: tuple[object, ...] = ()
         self._stale_turns = 0
         self.allow_secret = False
-        """The agent's clearance (`MemoryAwareAgent(allow_secret=...)`): whether its secret blocks are
-        announced to the model like the others."""
+        """The agent's clearance (`MemoryAwareAgent(allow_secret=...)`): whether its secret blocks
+        are announced to the model like the others."""
         self._built_from: str | None = None
 
     def rebuilt(

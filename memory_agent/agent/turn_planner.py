@@ -221,7 +221,8 @@ class TurnPlanner:
 
     def after_turn(self, usage: Mapping[str, object] | None, *, through_id: int | None) -> None:
         """The turn's result arrived: count the turn (calibrated on the API's `usage` of the request
-        that carried messages up to `through_id`) and decide whether the next turn compacts first."""
+        that carried messages up to `through_id`) and decide whether the next turn compacts
+        first."""
         budget = self._budget
         if budget is None or not self.compactor.holds(self.agent_id, budget):
             # Dropped by a compaction outside the planner (the manager's, the CLI's): read afresh.

@@ -62,8 +62,9 @@ class ArchivalMemory:
         embedding_function: Any Chroma embedding function; default: offline all-MiniLM-L6-v2.
         vector_store: A `VectorStore` to use instead of Chroma (tests, other backends).
         fusion: How hybrid search fuses keyword and vector rankings.
-        reranker: An optional last stage of hybrid search (e.g. `AnthropicReranker`); off by default.
-        author: Who acts for each journalled write (the manager's current author); by default the
+        reranker: An optional last stage of hybrid search (e.g. `AnthropicReranker`); off by
+        default. author: Who acts for each journalled write (the manager's current author); by
+        default the
             innermost `acting_as`.
         scoring: The weights of the scored mode (recency and importance added to the fused match).
         search_threads: Threads of the pool on which hybrid and scored searches run their keyword
@@ -212,7 +213,8 @@ class ArchivalMemory:
             passage = passage_table.fetch_one(conn, agent_id, passage_id)
             if passage is None:
                 raise ArchivalError(
-                    f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was deleted. "
+                    f"Agent '{agent_id}' has no archival passage '{passage_id}'; nothing was "
+                    "deleted. "
                     "Search or list archival memory for the exact id."
                 )
             lifecycle.unlink_successor(conn, agent_id, passage, now, None)
@@ -297,7 +299,8 @@ class ArchivalMemory:
         detail: Mapping[str, Any] | None = None,
     ) -> Passage:
         """Change a passage's sensitivity level (journalled). The caller's clearance must allow both
-        the passage's current level and the new one: what a caller cannot read, it cannot relabel."""
+        the passage's current level and the new one: what a caller cannot read, it cannot
+        relabel."""
         new_level = parse_level(level)
         with self._acting():
             return lifecycle.set_sensitivity(
@@ -307,7 +310,8 @@ class ArchivalMemory:
     def purge_expired(
         self, agent_id: str | None = None, *, detail: Mapping[str, Any] | None = None
     ) -> int:
-        """Delete every expired passage for good (rows, keyword index, vectors); returns how many."""
+        """Delete every expired passage for good (rows, keyword index, vectors); returns how
+        many."""
         with self._acting():
             deleted = lifecycle.purge_expired(self.db, agent_id, detail)
         for owner, passages in deleted.items():
@@ -337,7 +341,8 @@ class ArchivalMemory:
         end_date: Timestamp | None = None,
         clearance: Sensitivity = DEFAULT_CLEARANCE,
     ) -> builtins.list[Passage]:
-        """The agent's passages up to `clearance`, newest first, optionally by tags and time window."""
+        """The agent's passages up to `clearance`, newest first, optionally by tags and time
+        window."""
         if limit < 0 or offset < 0:
             raise ArchivalError("limit and offset must not be negative.")
         where = PassageFilter.build(

@@ -98,7 +98,8 @@ class ChromaVectorStore:
             return self._collections.setdefault(agent_id, collection)
 
     def drop_collections(self) -> int:
-        """Delete every collection of this prefix (a rebuild of a Chroma server); returns how many."""
+        """Delete every collection of this prefix (a rebuild of a Chroma server); returns how
+        many."""
         client = self._connected()
         names = [c.name for c in client.list_collections() if c.name.startswith(f"{self.prefix}-")]
         for name in names:
@@ -110,7 +111,8 @@ class ChromaVectorStore:
     def forget(
         self, agent_id: str, passage_ids: Sequence[str], *, whole_agent: bool = False
     ) -> list[str]:
-        """Forgetting: remove these passages' vectors so that no byte of them stays; returns warnings.
+        """Forgetting: remove these passages' vectors so that no byte of them stays; returns
+        warnings.
 
         A Chroma delete leaves the record in its log (`embeddings_queue`, with its metadata: tags)
         and the vector in the HNSW files, marked deleted. So the agent's collection is written
@@ -156,7 +158,8 @@ class ChromaVectorStore:
                     )
         if self.config.host is not None:
             return [
-                f"the Chroma server at {self.config.host} was asked to delete the vectors; its own disk, "
+                f"the Chroma server at {self.config.host} was asked to delete the vectors; its own "
+                "disk, "
                 "write-ahead log and backups are its operator's to clear"
             ]
         self._keep_private()
@@ -405,7 +408,8 @@ def scrub_sqlite_file(path: Path, before: Sequence[str] = (), *, vacuum: bool = 
         conn.close()
     if busy and busy[0]:
         return [
-            f"{path}'s write-ahead log could not be truncated (another process reads it); run the forget "
+            f"{path}'s write-ahead log could not be truncated (another process reads it); run the "
+            "forget "
             "again when it is idle"
         ]
     return []
@@ -420,7 +424,8 @@ def _metadata(record: VectorRecord) -> dict[str, Any]:
 
 
 def _vector(embedding: Sequence[float]) -> Any:
-    """Numpy rows and lists pass through untouched (Chroma takes both); other sequences become lists."""
+    """Numpy rows and lists pass through untouched (Chroma takes both); other sequences become
+    lists."""
     return (
         embedding if isinstance(embedding, list) or hasattr(embedding, "ndim") else list(embedding)
     )

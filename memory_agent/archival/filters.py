@@ -1,7 +1,7 @@
 """Which passages a search may return: one agent's, optionally by tags and a time window, and
 (for searches) only live ones: not expired at the time of the search, and not superseded unless
-asked for; and only those the caller's clearance allows (`memory_agent.privacy.sensitivity`: private by
-default, so secret passages are left out unless asked for). The vector store knows nothing of
+asked for; and only those the caller's clearance allows (`memory_agent.privacy.sensitivity`: private
+by default, so secret passages are left out unless asked for). The vector store knows nothing of
 expiry, supersession or sensitivity (all change after a vector is written); search checks them in
 SQL, where they are stored.
 
@@ -47,7 +47,8 @@ def superseded_sql(alias: str, live_at: str | None) -> tuple[str, list[object]]:
     return (
         f"({alias}.superseded_by IS NOT NULL AND EXISTS ("
         f"WITH RECURSIVE chain(pid, depth) AS (SELECT {alias}.superseded_by, 1"
-        " UNION ALL SELECT s.superseded_by, chain.depth + 1 FROM chain JOIN passages s ON s.passage_id = chain.pid"
+        " UNION ALL SELECT s.superseded_by, chain.depth + 1 FROM chain JOIN passages s ON "
+        "s.passage_id = chain.pid"
         " WHERE s.superseded_by IS NOT NULL AND s.expires_at IS NOT NULL AND s.expires_at <= ?"
         f" AND chain.depth < {MAX_CHAIN_DEPTH})"
         " SELECT 1 FROM chain JOIN passages q ON q.passage_id = chain.pid"

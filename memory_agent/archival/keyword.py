@@ -83,7 +83,8 @@ def _fts5(conn: Connection, text: str, where: PassageFilter, limit: int) -> list
         head = pruned_head(conn, table, TOKENIZER, tokens, depth)
         if head is None:  # no very common word in the query, or its rows might reach the head
             head = conn.execute(
-                f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
+                f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY "
+                "rank, rowid LIMIT ?",
                 (match, depth),
             ).fetchall()
         kept = _passing(conn, head, where)
@@ -102,7 +103,8 @@ def _passing(conn: Connection, head: list[Row], where: PassageFilter) -> list[Ke
         return []
     marks = ", ".join("?" for _ in head)
     rows = conn.execute(
-        f"SELECT passage_rowid, passage_id, agent_id, tags, created_at, expires_at, superseded_by, sensitivity"
+        "SELECT passage_rowid, passage_id, agent_id, tags, created_at, expires_at, superseded_by, "
+        "sensitivity"
         " FROM passages"
         f" WHERE passage_rowid IN ({marks})",
         [row[0] for row in head],

@@ -120,15 +120,19 @@ def supersede(db: Store, agent_id: str, old_id: str, new_id: str, detail: Detail
         successor = _require(conn, agent_id, new_id, "the successor")
         if successor.expires_at is not None and successor.expires_at <= now:
             raise ArchivalError(
-                f"The successor '{new_id}' expired at {successor.expires_at}; an expired passage cannot replace "
-                f"'{old_id}' (search would treat '{old_id}' as current anyway). Nothing was changed. Supersede "
+                f"The successor '{new_id}' expired at {successor.expires_at}; an expired passage "
+                "cannot replace "
+                f"'{old_id}' (search would treat '{old_id}' as current anyway). Nothing was "
+                "changed. Supersede "
                 "by a passage that is still live."
             )
         chain = passage_table.successor_chain(conn, agent_id, new_id)
         if old_id in chain:
             raise ArchivalError(
-                f"'{new_id}' is already superseded (through {' -> '.join(chain)}) by '{old_id}'; superseding "
-                f"'{old_id}' by it would make a cycle. Restore '{new_id}' first. Nothing was changed."
+                f"'{new_id}' is already superseded (through {' -> '.join(chain)}) by '{old_id}'; "
+                "superseding "
+                f"'{old_id}' by it would make a cycle. Restore '{new_id}' first. Nothing was "
+                "changed."
             )
         change_columns(
             conn, agent_id, old_id, "supersede_passage", {"superseded_by": new_id}, now, detail

@@ -93,9 +93,12 @@ def insert_row(
     imports alike); the vectors are 'pending' until written. Returns the new row id, or None
     when the agent already has a passage with identical content (nothing is written)."""
     cursor = conn.execute(
-        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, created_at,"
-        " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity, index_context)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) DO NOTHING",
+        "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, "
+        "created_at,"
+        " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity, "
+        "index_context)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) "
+        "DO NOTHING",
         (
             passage_id,
             agent_id,
@@ -259,7 +262,8 @@ def agents_with_passages(conn: Connection) -> set[str]:
     return {
         row[0]
         for row in conn.execute(
-            "SELECT agent_id FROM agents a WHERE EXISTS (SELECT 1 FROM passages p WHERE p.agent_id = a.agent_id)"
+            "SELECT agent_id FROM agents a WHERE EXISTS (SELECT 1 FROM passages p WHERE p.agent_id "
+            "= a.agent_id)"
         )
     }
 
@@ -322,7 +326,8 @@ def excluded_ids(
         found.update(
             row[0]
             for row in conn.execute(
-                f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {lifecycle}",
+                f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND "
+                f"{lifecycle}",
                 params,
             )
         )
@@ -330,7 +335,8 @@ def excluded_ids(
 
 
 def superseded_now(conn: Connection, passage_ids: Sequence[str], now: str) -> set[str]:
-    """Which of these ids are superseded at `now` (their chain of successors holds a live passage)."""
+    """Which of these ids are superseded at `now` (their chain of successors holds a live
+    passage)."""
     found: set[str] = set()
     superseded, chain_params = superseded_sql("p", now)
     for start in range(0, len(passage_ids), 500):
@@ -339,7 +345,8 @@ def superseded_now(conn: Connection, passage_ids: Sequence[str], now: str) -> se
         found.update(
             row[0]
             for row in conn.execute(
-                f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND {superseded}",
+                f"SELECT p.passage_id FROM passages p WHERE p.passage_id IN ({marks}) AND "
+                f"{superseded}",
                 [*chunk, *chain_params],
             )
         )
@@ -386,7 +393,8 @@ def successor_chain(
 def record_access(conn: Connection, passage_ids: Sequence[str], when: str) -> None:
     """Count one more use of each passage (returned by a search); not journalled, like a read."""
     conn.executemany(
-        "UPDATE passages SET access_count = access_count + 1, last_accessed_at = ? WHERE passage_id = ?",
+        "UPDATE passages SET access_count = access_count + 1, last_accessed_at = ? WHERE "
+        "passage_id = ?",
         [(when, passage_id) for passage_id in passage_ids],
     )
 
@@ -410,7 +418,8 @@ def vector_count(conn: Connection, agent_id: str | None = None) -> int:
     params: tuple[object, ...] = () if agent_id is None else (agent_id,)
     extra = conn.execute(
         "SELECT COALESCE(SUM(vector_chunks - 1), 0) FROM passages"
-        f" WHERE vector_chunks != 1 AND vector_chunks > 1 AND vector_state = 'indexed' {agent_clause}",
+        " WHERE vector_chunks != 1 AND vector_chunks > 1 AND vector_state = 'indexed' "
+        f"{agent_clause}",
         params,
     ).fetchone()[0]
     return state_counts(conn, agent_id)["indexed"] + int(extra)
@@ -421,17 +430,20 @@ def indexed_chunks(conn: Connection, agent_id: str) -> dict[str, int]:
     return {
         row[0]: int(row[1])
         for row in conn.execute(
-            "SELECT passage_id, vector_chunks FROM passages WHERE vector_state = 'indexed' AND agent_id = ?",
+            "SELECT passage_id, vector_chunks FROM passages WHERE vector_state = 'indexed' AND "
+            "agent_id = ?",
             (agent_id,),
         )
     }
 
 
 def truncated_count(conn: Connection) -> int:
-    """Indexed passages embedded before chunking from their first window only (`vector_chunks` 0)."""
+    """Indexed passages embedded before chunking from their first window only (`vector_chunks`
+    0)."""
     return int(
         conn.execute(
-            "SELECT COUNT(*) FROM passages WHERE vector_chunks != 1 AND vector_chunks = 0 AND vector_state = 'indexed'"
+            "SELECT COUNT(*) FROM passages WHERE vector_chunks != 1 AND vector_chunks = 0 AND "
+            "vector_state = 'indexed'"
         ).fetchone()[0]
     )
 
@@ -440,7 +452,8 @@ def mark_truncated_pending(conn: Connection) -> int:
     """Owe whole-passage vectors for every passage embedded from its first window only."""
     return int(
         conn.execute(
-            "UPDATE passages SET vector_state = 'pending' WHERE vector_chunks != 1 AND vector_chunks = 0"
+            "UPDATE passages SET vector_state = 'pending' WHERE vector_chunks != 1 AND "
+            "vector_chunks = 0"
             " AND vector_state = 'indexed'"
         ).rowcount
     )

@@ -117,8 +117,8 @@ class NewPassage:
     """A passage to insert; `created_at` defaults to now (imports pass the original time).
 
     `expires_at` (a timezone-aware time) or `ttl_days` (days from now), not both, make it expire;
-    `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came from;
-    `sensitivity` is public, private (the default) or secret. `context` is ranking-only text
+    `importance` is in [0, 1] (default 0.5); `provenance` is a JSON object saying where it came
+    from; `sensitivity` is public, private (the default) or secret. `context` is ranking-only text
     (searched by both indexes, never shown in hits).
     """
 
@@ -145,7 +145,8 @@ class NewPassage:
             if unknown or "content" not in item:
                 optional = ", ".join(f"'{key}'" for key in sorted(NEW_PASSAGE_KEYS - {"content"}))
                 raise ArchivalError(
-                    f"A passage to insert is a string or a mapping with 'content' and optional {optional}; "
+                    "A passage to insert is a string or a mapping with 'content' and optional "
+                    f"{optional}; "
                     f"got keys {sorted(item)}."
                 )
             return cls(**item)

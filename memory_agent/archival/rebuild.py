@@ -34,7 +34,8 @@ class RebuildReport:
 
 
 def move_aside(path: Path) -> Path | None:
-    """Rename `path` to `<name>.backup-<UTC time>` beside it; returns the new path (None if absent)."""
+    """Rename `path` to `<name>.backup-<UTC time>` beside it; returns the new path (None if
+    absent)."""
     if not path.exists():
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")

@@ -11,8 +11,8 @@ search's candidates (so a store replayed later, or an agent idle for a month, ra
 importance is the passage's own value in [0, 1]. Access counts are explained but not scored: a
 passage found often would be found more often still.
 
-How the weights were chosen, and why hybrid stays the default: see DEFAULT_SCORING below and the page
-docs/concepts/archival.md (leave-one-conversation-out on the LoCoMo dev conversations).
+How the weights were chosen, and why hybrid stays the default: see DEFAULT_SCORING below and the
+page docs/concepts/archival.md (leave-one-conversation-out on the LoCoMo dev conversations).
 """
 
 from __future__ import annotations

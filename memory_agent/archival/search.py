@@ -13,11 +13,11 @@ fused candidate is read back and re-ranked. With `explain`, each hit carries a `
 of every signal.
 
 Expired passages are never returned, superseded ones only when the filter includes them, and
-passages above the caller's clearance never (`memory_agent.privacy.sensitivity`): the keyword side filters
-them in SQL; the vector store does not know them (they change after a vector is written), so its
-candidates are checked against SQLite and, when too many were left out, asked for again deeper
-(MAX_VECTOR_DEPTH at most for expiry and supersession; for sensitivity until the store runs out,
-so hidden passages never make a search answer fewer hits than the allowed ones could fill).
+passages above the caller's clearance never (`memory_agent.privacy.sensitivity`): the keyword side
+filters them in SQL; the vector store does not know them (they change after a vector is written), so
+its candidates are checked against SQLite and, when too many were left out, asked for again deeper
+(MAX_VECTOR_DEPTH at most for expiry and supersession; for sensitivity until the store runs out, so
+hidden passages never make a search answer fewer hits than the allowed ones could fill).
 """
 
 from __future__ import annotations

@@ -87,5 +87,6 @@ def _parse(text: str) -> datetime | date:
         return datetime.fromisoformat(cleaned)
     except ValueError:
         raise ArchivalError(
-            f"'{preview(text)}' is not a date. Use ISO-8601, e.g. '2024-05-01' or '2024-05-01T13:30:00Z'."
+            f"'{preview(text)}' is not a date. Use ISO-8601, e.g. '2024-05-01' or "
+            "'2024-05-01T13:30:00Z'."
         ) from None

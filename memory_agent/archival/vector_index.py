@@ -94,7 +94,8 @@ class VectorIndex:
     def store(self) -> VectorStore:
         """The caller's vector store, or Chroma as configured (created on first use)."""
         if self._store is None:
-            # Resolved before taking the lock: the property above takes the same (non-reentrant) lock.
+            # Resolved before taking the lock: the property above takes the same (non-reentrant)
+            # lock.
             embedding_function = self.embedding_function
             opened: list[Callable[[], None]] = []
             with self._lock:
@@ -165,7 +166,8 @@ class VectorIndex:
         return embed([text])[0]
 
     def query(self, text: str, where: PassageFilter, limit: int) -> list[VectorMatch]:
-        """Nearest passages to `text`, each at its best chunk; raises if the model or the store fails."""
+        """Nearest passages to `text`, each at its best chunk; raises if the model or the store
+        fails."""
         probe = self.embed_query(text)
         store = self.store
         return best_per_passage(lambda depth: store.query(probe, where, depth), limit)

@@ -108,7 +108,8 @@ def shared_options(function: F) -> F:
             type=click.Path(file_okay=False, path_type=Path),
             expose_value=False,
             callback=_store("storage_dir"),
-            help="Storage dir holding memory.db (default: PERSIST_DIRECTORY, else ~/.memory_agent).",
+            help="Storage dir holding memory.db (default: PERSIST_DIRECTORY, else "
+            "~/.memory_agent).",
         ),
         click.option(
             "--database-url",
@@ -133,7 +134,8 @@ def shared_options(function: F) -> F:
             metavar="NAME|KIND:NAME",
             expose_value=False,
             callback=_author,
-            help="Who the journal names for your changes: a person's name, or KIND:NAME with KIND one "
+            help="Who the journal names for your changes: a person's name, or KIND:NAME with KIND "
+            "one "
             "of person, model, import, agent, consolidator (default: you, the OS user).",
         ),
         click.option(
@@ -274,7 +276,8 @@ class MemoryAgentGroup(click.Group):
         except Exception as error:
             logging.getLogger("memory_agent.cli").debug("unexpected failure", exc_info=True)
             raise click.ClickException(
-                f"memory-agent failed unexpectedly ({type(error).__name__}: {one_line(str(error))[:200]}). "
+                f"memory-agent failed unexpectedly ({type(error).__name__}: "
+                f"{one_line(str(error))[:200]}). "
                 "Run again with -v for details."
             ) from None
 
@@ -292,7 +295,8 @@ def _check_arguments(arguments: list[str]) -> None:
             argument.encode("utf-8")
         except UnicodeEncodeError:
             raise click.ClickException(
-                f"Command-line argument {position} ({argument.encode('utf-8', 'backslashreplace').decode()}) "
+                f"Command-line argument {position} "
+                f"({argument.encode('utf-8', 'backslashreplace').decode()}) "
                 "is not valid UTF-8; nothing was changed. Give it as UTF-8 text."
             ) from None
 

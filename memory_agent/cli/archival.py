@@ -58,7 +58,8 @@ def _hit_data(hit: SearchHit) -> dict[str, object]:
 @click.option(
     "--sensitivity",
     metavar="LEVEL",
-    help="public, private (the default) or secret: who may read it (secret: only with --allow-secret).",
+    help="public, private (the default) or secret: who may read it (secret: only with "
+    "--allow-secret).",
 )
 @click.option(
     "--context",
@@ -74,7 +75,8 @@ def remember(
             text, tags=list(tags) or None, sensitivity=sensitivity, context=context
         )
         stored = memory.archival_memory_get(passage_id, allow_secret=True)
-        # A failed embedding leaves the passage pending by design; the person typing should hear why.
+        # A failed embedding leaves the passage pending by design; the person typing should hear
+        # why.
         problem = (
             None if stored is None or stored.vector_state != "pending" else _why_pending(memory)
         )
@@ -196,8 +198,10 @@ def _print_passage(passage: Passage, indent: str = "    ") -> None:
 @click.option(
     "--purge",
     is_flag=True,
-    help="Forget for real: the item, its linked memories, the journal's values about it, copies of its "
-    "text, vectors, and the freed bytes of the files. The journal keeps only that it was forgotten.",
+    help="Forget for real: the item, its linked memories, the journal's values about it, copies of "
+    "its "
+    "text, vectors, and the freed bytes of the files. The journal keeps only that it was "
+    "forgotten.",
 )
 @click.option(
     "--message", "message_id", type=int, metavar="ID", help="With --purge: forget this message."
@@ -266,10 +270,14 @@ def forget(
 
     def render() -> None:
         say(
-            f"Forgot {kind} '{value}' for real in {report.seconds:.2f} s: {report.passages} passage(s), "
-            f"{report.messages} message(s), {report.blocks} block(s) with {report.block_versions} version(s), "
-            f"{report.journal_entries_redacted} journal entr(ies) redacted, {report.copies_redacted} copies "
-            f"replaced, {report.session_rows} session row(s), {report.summaries_rewritten} summar(ies) rewritten."
+            f"Forgot {kind} '{value}' for real in {report.seconds:.2f} s: {report.passages} "
+            "passage(s), "
+            f"{report.messages} message(s), {report.blocks} block(s) with {report.block_versions} "
+            "version(s), "
+            f"{report.journal_entries_redacted} journal entr(ies) redacted, "
+            f"{report.copies_redacted} copies "
+            f"replaced, {report.session_rows} session row(s), {report.summaries_rewritten} "
+            "summar(ies) rewritten."
         )
         for warning in report.warnings:
             say(f"warning: {warning}", style="yellow")
@@ -282,7 +290,8 @@ def forget(
 @click.argument("passage_id")
 @click.argument("level")
 def passage_sensitivity(passage_id: str, level: str) -> None:
-    """Make a passage public, private or secret (journalled). Changing a secret one takes --allow-secret."""
+    """Make a passage public, private or secret (journalled). Changing a secret one takes
+    --allow-secret."""
     with open_memory() as memory:
         passage = memory.set_passage_sensitivity(passage_id, level)
     emit(_passage_data(passage), lambda: say(f"Passage {passage_id} is now {passage.sensitivity}."))

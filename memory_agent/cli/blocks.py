@@ -49,7 +49,8 @@ def blocks() -> None:
 def _show(
     memory: MemoryManager, label: str, message: str | None = None, block: Block | None = None
 ) -> None:
-    """Print the block after a change (the block the change returned) or as asked: a panel, or its JSON."""
+    """Print the block after a change (the block the change returned) or as asked: a panel, or
+    its JSON."""
     block = block or memory.get_block(label)
 
     def render() -> None:
@@ -110,7 +111,8 @@ def create_block(
     shared: bool,
     sensitivity: str,
 ) -> None:
-    """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the agent."""
+    """Create a block LABEL, with VALUE as its first value (like 'set'), and attach it to the
+    agent."""
     if value is not None and value_option is not None:
         raise click.UsageError("Give the value as an argument or with --value, not both.")
     with open_memory(create=True, take_back=True) as memory:
@@ -166,7 +168,8 @@ def set_block(
     in_prompt: bool | None,
     sensitivity: str | None,
 ) -> None:
-    """Replace a block's value and/or its limit, description, read-only or on-demand flag (as its owner)."""
+    """Replace a block's value and/or its limit, description, read-only or on-demand flag (as its
+    owner)."""
     if value is not None and source is not None:
         raise click.UsageError("Give the value as an argument or with --file, not both.")
     if source is not None:

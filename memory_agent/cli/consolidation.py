@@ -96,7 +96,8 @@ def show_session(session_id: str) -> None:
 
 def _print_session(session: ConsolidationSession) -> None:
     say(
-        f"Session {session.session_id} of agent {session.agent_id}: {session.status} ({session.consolidator})"
+        f"Session {session.session_id} of agent {session.agent_id}: {session.status} "
+        f"({session.consolidator})"
     )
     say(
         f"  started {timestamp(session.started_at)}, finished "

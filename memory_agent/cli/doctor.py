@@ -34,18 +34,22 @@ _MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 @click.option(
     "--repair",
     is_flag=True,
-    help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL also "
+    help="Rebuild what the database is the truth for: failing full-text indexes (on PostgreSQL "
+    "also "
     "missing or drifted indexes, stale tsvectors, tag rows), and a damaged vector store (moved "
     "aside to a backup, every passage re-embedded), and loose file modes (made owner-only).",
 )
 @click.option(
     "--full",
     is_flag=True,
-    help="Compare every vector id with the database, not only the counts; on PostgreSQL check every "
-    "row's full-text vector and words, and run amcheck's parent check (it blocks writes meanwhile).",
+    help="Compare every vector id with the database, not only the counts; on PostgreSQL check "
+    "every "
+    "row's full-text vector and words, and run amcheck's parent check (it blocks writes "
+    "meanwhile).",
 )
 def doctor(repair: bool, full: bool) -> None:
-    """Check the storage dir: SQLite or the PostgreSQL server, indexes, and the vector store (reconciled).
+    """Check the storage dir: SQLite or the PostgreSQL server, indexes, and the vector store
+    (reconciled).
 
     Every failed check says what --repair will do. Exits with status 1 when a check fails.
     """
@@ -115,7 +119,8 @@ def _postgres_checks(
 
 
 def _start_empty_database(path: Path, settings: Settings) -> None:
-    """The repair of a database lost beside its vectors: vectors aside to a backup, a new empty store."""
+    """The repair of a database lost beside its vectors: vectors aside to a backup, a new empty
+    store."""
     backup = move_aside(path.parent / VECTORS_DIRNAME)
     if path.exists():
         path.unlink()  # 0 bytes: nothing to keep

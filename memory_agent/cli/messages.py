@@ -78,7 +78,8 @@ def summary() -> None:
             say("No summary yet: nothing has been compacted.")
             return
         say(
-            f"Summary {record.summary_id} of messages {record.first_message_id}-{record.last_message_id} "
+            f"Summary {record.summary_id} of messages "
+            f"{record.first_message_id}-{record.last_message_id} "
             f"({timestamp(record.created_at)}, model {record.model or 'none'}"
             f"{', truncation fallback' if record.is_fallback else ''}):"
         )
@@ -114,7 +115,8 @@ def compact() -> None:
             return
         if not (memory.settings.anthropic_api_key or memory.settings.anthropic_base_url):
             raise click.ClickException(
-                "compact needs the summariser's model: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for "
+                "compact needs the summariser's model: set ANTHROPIC_API_KEY (or "
+                "ANTHROPIC_BASE_URL for "
                 "a compatible server), in the environment or in .env."
             )
         outcome = memory.compact_history()

@@ -51,7 +51,8 @@ def _new_key(new_key_file: Path | None, prompt: bool) -> EncryptionKey | None:
     "--encrypt",
     "mode",
     flag_value="encrypt",
-    help="Encrypt a plain store: with the new key, or, if none is given, with MEMORY_ENCRYPTION_KEY.",
+    help="Encrypt a plain store: with the new key, or, if none is given, with "
+    "MEMORY_ENCRYPTION_KEY.",
 )
 @click.option(
     "--decrypt",
@@ -63,7 +64,8 @@ def rekey(new_key_file: Path | None, mode: str | None) -> None:
     """Re-encrypt the SQLite store under a new key (or encrypt or decrypt it).
 
     Stop every agent and command using the storage dir first: the database is rewritten into a new
-    file that replaces memory.db. Afterwards set MEMORY_ENCRYPTION_KEY (or the key file) to the new key.
+    file that replaces memory.db. Afterwards set MEMORY_ENCRYPTION_KEY (or the key file) to the new
+    key.
     """
     settings = load_settings()
     directory = admin.storage_path(state().storage_dir, settings)

@@ -96,12 +96,14 @@ def import_(file: Path) -> None:
             say(f"Kept the system prompt of {report.system_prompts} agent(s) as their base prompt.")
         for raised in report.limits_raised:
             say(
-                f"Block '{raised['label']}' holds {raised['raised_to']} characters, over its limit of "
+                f"Block '{raised['label']}' holds {raised['raised_to']} characters, over its limit "
+                "of "
                 f"{raised['limit']}: imported whole, limit raised to {raised['raised_to']}."
             )
         if report.unattached_blocks:
             say(
-                f"{len(report.unattached_blocks)} block(s) no agent had attached were imported unattached: "
+                f"{len(report.unattached_blocks)} block(s) no agent had attached were imported "
+                "unattached: "
                 f"{', '.join(report.unattached_blocks)}."
             )
         if report.tools_provided:

@@ -61,7 +61,8 @@ def view_of(ops: MemoryOps, agent_id: str) -> MemoryView:
         ).fetchall()
     for passage in map(passage_from_row, rows):
         if passage.superseded_by is not None or not allowed(passage.sensitivity, DEFAULT_CLEARANCE):
-            continue  # a secret passage is never shown to a consolidator (nor merged into a laxer one)
+            # a secret passage is never shown to a consolidator (nor merged into a laxer one)
+            continue
         (expired if passage.expires_at is not None and passage.expires_at <= now else live).append(
             passage
         )
@@ -143,7 +144,8 @@ async def run_consolidation(
         logger.warning("consolidation of agent %s failed: %s", agent_id, reason, exc_info=True)
         return _finish(ops, session_id, agent_id, consolidator, plan, outcome, failure=reason)
     except (asyncio.CancelledError, KeyboardInterrupt) as interrupted:
-        # A background run cancelled with its task: recorded as failed (not left 'running'), then re-raised.
+        # A background run cancelled with its task: recorded as failed (not left 'running'), then
+        # re-raised.
         reason = f"interrupted ({type(interrupted).__name__}) before it finished"
         logger.warning("consolidation of agent %s %s", agent_id, reason)
         try:
@@ -212,7 +214,8 @@ def _summary(outcome: _Outcome, failure: str | None, *, dry_run: bool) -> str:
     counts = outcome.counts
     text = (
         f"{counts['blocks_changed']} of {counts['blocks_analysed']} blocks changed, "
-        f"{counts['passages_archived']} passages archived from blocks, {counts['passages_merged']} merged, "
+        f"{counts['passages_archived']} passages archived from blocks, {counts['passages_merged']} "
+        "merged, "
         f"{counts['passages_superseded']} superseded, {counts['passages_expired']} expired"
     )
     if dry_run:

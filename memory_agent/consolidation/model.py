@@ -42,14 +42,20 @@ REWRITE_SYSTEM = (
     'Answer with JSON only: {"text": "the new block text"}.'
 )
 MERGE_SYSTEM = (
-    "You merge duplicate notes of an AI agent's memory. Each group (a JSON list of strings) states one "
-    "fact in several wordings. For each group write one short text that keeps every detail of the group. "
-    'Answer with JSON only: {"merged": ["text for group 1", "text for group 2", ...]} in group order.'
+    "You merge duplicate notes of an AI agent's memory. Each group (a JSON list of strings) states "
+    "one "
+    "fact in several wordings. For each group write one short text that keeps every detail of the "
+    "group. "
+    'Answer with JSON only: {"merged": ["text for group 1", "text for group 2", ...]} in group '
+    "order."
 )
 SUPERSEDE_SYSTEM = (
-    "You check an AI agent's memory for facts that changed. Each numbered pair is [older note, newer note]. "
-    "A pair contradicts when both cannot be true now and the newer note replaces the older one (e.g. "
-    "'lives in Lisbon' then 'moved to Porto'). Notes that merely differ, or add detail, do not contradict. "
+    "You check an AI agent's memory for facts that changed. Each numbered pair is [older note, "
+    "newer note]. "
+    "A pair contradicts when both cannot be true now and the newer note replaces the older one "
+    "(e.g. "
+    "'lives in Lisbon' then 'moved to Porto'). Notes that merely differ, or add detail, do not "
+    "contradict. "
     'Answer with JSON only: {"contradictions": [numbers of the contradicting pairs]}.'
 )
 
@@ -59,7 +65,8 @@ class ModelAnswerError(ValueError):
 
 
 class _CachedEmbed:
-    """Embeds each distinct text once per run (the rules and the supersession check share vectors)."""
+    """Embeds each distinct text once per run (the rules and the supersession check share
+    vectors)."""
 
     def __init__(self, embed: Embed) -> None:
         self._embed = embed
@@ -126,7 +133,10 @@ class ModelConsolidator:
             return await self._model_plan(view, cached, base, plan, summarizer)
         except Exception as error:
             reason = str(error) or type(error).__name__
-            warning = f"the model consolidator ({self.settings.model}) failed, so the rules decided this run: {reason}"
+            warning = (
+                f"the model consolidator ({self.settings.model}) failed, so the rules "
+                f"decided this run: {reason}"
+            )
             logger.warning("consolidation of agent %s: %s", view.agent_id, warning)
             base.warnings.append(warning)
             base.input_tokens, base.output_tokens = (
@@ -252,7 +262,8 @@ class ModelConsolidator:
             return []
         # Passages are oldest first, so i is the older of each pair.
         listing = "\n".join(
-            f"Pair {number}: {json.dumps([passages[i].content, passages[j].content], ensure_ascii=False)}"
+            f"Pair {number}: "
+            f"{json.dumps([passages[i].content, passages[j].content], ensure_ascii=False)}"
             for number, (_, i, j) in enumerate(pairs, start=1)
         )
         answer = _json_object(

@@ -28,5 +28,6 @@ class Consolidator(Protocol):
         ...
 
     async def plan(self, view: MemoryView, embed: Embed) -> Plan:
-        """The changes to make; raising fails the run (recorded, nothing half-planned is applied)."""
+        """The changes to make; raising fails the run (recorded, nothing half-planned is
+        applied)."""
         ...

@@ -104,7 +104,8 @@ def _finished_session(conn: Connection, session_id: str) -> ConsolidationSession
 
 def _refuse_if_edited_later(conn: Connection, session_id: str, item: _Item) -> None:
     later = conn.execute(
-        "SELECT action, author_kind, author, created_at FROM journal WHERE target_type = ? AND target_id = ?"
+        "SELECT action, author_kind, author, created_at FROM journal WHERE target_type = ? AND "
+        "target_id = ?"
         " AND entry_id > ? ORDER BY entry_id LIMIT 1",
         (item.target_type, item.target_id, item.last_entry),
     ).fetchone()

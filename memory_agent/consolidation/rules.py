@@ -50,7 +50,8 @@ _SPACE = re.compile(r"\s+")
 
 
 def normalised_text(text: str) -> str:
-    """The text with runs of spacing and trailing punctuation set aside (case is kept: it can be the fact)."""
+    """The text with runs of spacing and trailing punctuation set aside (case is kept: it can be
+    the fact)."""
     return _SPACE.sub(" ", text).strip().rstrip(".!;,").strip()
 
 
@@ -63,7 +64,8 @@ def similarity_matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
 def similar_pairs(
     vectors: Sequence[Sequence[float]], threshold: float, *, chunk: int = 512
 ) -> list[tuple[int, int, float]]:
-    """Every pair (i, j), i < j, with cosine similarity at or above `threshold`, in order of i then j.
+    """Every pair (i, j), i < j, with cosine similarity at or above `threshold`, in order of i then
+    j.
 
     Computed a block of rows at a time in float32, so thousands of passages never need the whole
     n x n matrix in memory (5,000 passages would take 200 MB as float64)."""

@@ -63,7 +63,8 @@ _STOPWORDS = (
     frozenset(
         """a an the this that these those there here it its he she they we you i me him us them
 his her hers their theirs our ours my mine your yours who whom whose which what
-is are was were be been being am has have had having do does did will would shall should can could may might must
+is are was were be been being am has have had having do does did will would shall should
+can could may might must
 of to for at in on by with as about than over via per
 and or but so also then too just very really
 called named name known

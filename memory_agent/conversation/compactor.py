@@ -165,7 +165,8 @@ class Compactor:
     ) -> None:
         """After a turn: count the turn's messages into `budget` (the one read before the turn),
         take the API's usage of the last request as the exact size up to `through_id`, and keep
-        a measured scale. Deciding whether to compact is `compaction_due`'s, asked once after this."""
+        a measured scale. Deciding whether to compact is `compaction_due`'s, asked once after
+        this."""
         self._backoff(agent_id).turn_passed()
         self._sync(agent_id, budget)
         if usage:

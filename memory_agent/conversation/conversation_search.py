@@ -8,8 +8,8 @@ window of dates) apply in every mode: in SQL for the keyword side, in the vector
 and again in SQL for the vector side, so a hit is always a message of the searching agent.
 
 A vector or hybrid search first spends up to about a second embedding the agent's messages still
-without vectors (the newest first), so a message stored moments ago is found by meaning. When the vector
-side fails (model or store), the search answers from keywords alone and logs a warning.
+without vectors (the newest first), so a message stored moments ago is found by meaning. When the
+vector side fails (model or store), the search answers from keywords alone and logs a warning.
 
 `time_aware` reads a time the query names ("yesterday", "last May": `time_phrases`) and raises
 the messages of that window in the ranking (when the caller gave no dates): a boost, not a filter,

@@ -206,7 +206,8 @@ class RecallMemory:
     def in_context(
         self, agent_id: str, *, after_id: int = 0, up_to_id: int | None = None
     ) -> list[StoredMessage]:
-        """Messages still in the context window, oldest first, optionally only ids in (after, up_to]."""
+        """Messages still in the context window, oldest first, optionally only ids in (after,
+        up_to]."""
         bound = "" if up_to_id is None else "AND message_id <= ?"
         params: tuple[object, ...] = (
             (agent_id, after_id) if up_to_id is None else (agent_id, after_id, up_to_id)
@@ -307,7 +308,8 @@ class RecallMemory:
             match = search.query(query)
             if match is None:
                 rows = conn.execute(
-                    f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? OFFSET ?",
+                    f"SELECT m.* FROM messages m WHERE {where} ORDER BY m.message_id DESC LIMIT ? "
+                    "OFFSET ?",
                     (*params, limit, offset),
                 ).fetchall()
                 return [(_message_from_row(row), 0.0) for row in rows]
@@ -481,7 +483,8 @@ def purge_message_rows(
 
 
 def redact_text(conn: Connection, texts: Sequence[str], agent_id: str | None = None) -> int:
-    """Replace copies of these texts in messages (text and JSON content) and summaries by the mark."""
+    """Replace copies of these texts in messages (text and JSON content) and summaries by the
+    mark."""
     where, params = ("AND agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
     return (
         replace_text(conn, "messages", "text", texts, where=where, params=params)
@@ -496,7 +499,8 @@ def summaries_from(conn: Connection, agent_id: str, message_id: int) -> list[Sto
     """The summaries a message reached: the one that covered it and every later one (each rolling
     summary is written from the one before, so the message may be repeated in all of them)."""
     first = conn.execute(
-        "SELECT MIN(summary_id) FROM summaries WHERE agent_id = ? AND first_message_id <= ? AND last_message_id >= ?",
+        "SELECT MIN(summary_id) FROM summaries WHERE agent_id = ? AND first_message_id <= ? AND "
+        "last_message_id >= ?",
         (agent_id, message_id, message_id),
     ).fetchone()[0]
     if first is None:
@@ -515,7 +519,8 @@ def messages_between(
     if first_id is None or last_id is None:
         return []
     rows = conn.execute(
-        "SELECT * FROM messages WHERE agent_id = ? AND message_id BETWEEN ? AND ? ORDER BY message_id",
+        "SELECT * FROM messages WHERE agent_id = ? AND message_id BETWEEN ? AND ? ORDER BY "
+        "message_id",
         (agent_id, first_id, last_id),
     ).fetchall()
     return [_message_from_row(row) for row in rows]
@@ -532,7 +537,8 @@ def summary_rows(conn: Connection, agent_id: str) -> list[StoredSummary]:
 def rewrite_summary_row(
     conn: Connection, summary_id: int, summary: str, *, model: str | None, is_fallback: bool
 ) -> None:
-    """Replace a summary's text in place (forgetting re-summarises without the forgotten message)."""
+    """Replace a summary's text in place (forgetting re-summarises without the forgotten
+    message)."""
     conn.execute(
         "UPDATE summaries SET summary = ?, model = ?, is_fallback = ? WHERE summary_id = ?",
         (summary, model, int(is_fallback), summary_id),
@@ -577,7 +583,8 @@ def messages_by_ids(
     return found
 
 
-# ----- message vectors' bookkeeping (see memory_agent.conversation.message_vectors) ------------------------
+# ----- message vectors' bookkeeping (see memory_agent.conversation.message_vectors)
+# ------------------------
 
 
 def pending_vector_rows(conn: Connection, agent_id: str | None, limit: int) -> list[StoredMessage]:

@@ -45,7 +45,8 @@ class Block:
     updated_at: str = ""
     in_prompt: bool = True
     sensitivity: str = DEFAULT_LEVEL
-    """public, private or secret (`memory_agent.privacy.sensitivity`): which callers may see the block."""
+    """public, private or secret (`memory_agent.privacy.sensitivity`): which callers may see the
+    block."""
 
     @property
     def chars_current(self) -> int:

@@ -181,7 +181,8 @@ class CoreMemory:
             return {
                 row[0]: int(row[1])
                 for row in conn.execute(
-                    "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN blocks b"
+                    "SELECT ab.label, length(CAST(b.value AS BLOB)) FROM agent_blocks ab JOIN "
+                    "blocks b"
                     f" USING (block_id) WHERE ab.agent_id = ? AND {visible}",
                     (agent_id, *levels),
                 )
@@ -219,8 +220,10 @@ class CoreMemory:
         """Changes whenever any attached block, or the set of attachments, changes: one query."""
         with self._db.reading() as conn:
             rows = conn.execute(
-                "SELECT b.block_id, b.version, b.read_only | ab.read_only, b.in_prompt, b.label, b.sensitivity"
-                " FROM agent_blocks ab JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER BY b.block_id",
+                "SELECT b.block_id, b.version, b.read_only | ab.read_only, b.in_prompt, b.label, "
+                "b.sensitivity"
+                " FROM agent_blocks ab JOIN blocks b USING (block_id) WHERE ab.agent_id = ? ORDER "
+                "BY b.block_id",
                 (agent_id,),
             ).fetchall()
         return ",".join(":".join(str(value) for value in row) for row in rows)
@@ -234,7 +237,8 @@ class CoreMemory:
         shown_actions = ", ".join("?" * len(_SHOWN_EDIT_ACTIONS))
         with self._db.reading() as conn:
             rows = conn.execute(
-                "SELECT b.block_id, ab.label, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                "SELECT b.block_id, ab.label, b.version FROM agent_blocks ab JOIN blocks b USING "
+                "(block_id)"
                 " WHERE ab.agent_id = ?",
                 (agent_id,),
             ).fetchall()
@@ -247,8 +251,10 @@ class CoreMemory:
                     and conn.execute(
                         # Null-safe "written by someone else" spelled in SQL both dialects speak
                         # (SQLite's `IS NOT ?` is a syntax error on PostgreSQL).
-                        "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND version <= ?"
-                        f" AND (agent_id IS NULL OR agent_id <> ? OR action NOT IN ({shown_actions})) LIMIT 1",
+                        "SELECT 1 FROM block_history WHERE block_id = ? AND version > ? AND "
+                        "version <= ?"
+                        " AND (agent_id IS NULL OR agent_id <> ? OR action NOT IN "
+                        f"({shown_actions})) LIMIT 1",
                         (row["block_id"], before, row["version"], agent_id, *_SHOWN_EDIT_ACTIONS),
                     ).fetchone()
                     is not None
@@ -262,7 +268,8 @@ class CoreMemory:
             return {
                 row[0]: int(row[1])
                 for row in conn.execute(
-                    "SELECT b.block_id, b.version FROM agent_blocks ab JOIN blocks b USING (block_id)"
+                    "SELECT b.block_id, b.version FROM agent_blocks ab JOIN blocks b USING "
+                    "(block_id)"
                     " WHERE ab.agent_id = ?",
                     (agent_id,),
                 )
@@ -273,8 +280,10 @@ class CoreMemory:
         label = validate_label(label)
         with self._db.reading() as conn:
             row = conn.execute(
-                "SELECT b.*, b.read_only AS block_read_only, 0 AS link_read_only, NULL AS seen_version"
-                " FROM blocks b WHERE b.label = ? AND b.is_shared = 1 ORDER BY b.created_at LIMIT 1",
+                "SELECT b.*, b.read_only AS block_read_only, 0 AS link_read_only, NULL AS "
+                "seen_version"
+                " FROM blocks b WHERE b.label = ? AND b.is_shared = 1 ORDER BY b.created_at LIMIT "
+                "1",
                 (label,),
             ).fetchone()
         return None if row is None else _block_from_row(row)
@@ -581,7 +590,8 @@ class CoreMemory:
                 )
             ]
             clash = conn.execute(
-                "SELECT agent_id FROM agent_blocks WHERE label = ? AND block_id != ? AND agent_id IN"
+                "SELECT agent_id FROM agent_blocks WHERE label = ? AND block_id != ? AND agent_id "
+                "IN"
                 " (SELECT agent_id FROM agent_blocks WHERE block_id = ?) LIMIT 1",
                 (new_label, block.block_id, block.block_id),
             ).fetchone()
@@ -692,7 +702,8 @@ class CoreMemory:
                 raise BlockLimitExceededError(label, len(block.value), len(new_value), new_limit)
             conn.execute(
                 "UPDATE blocks SET description = COALESCE(?, description), char_limit = ?,"
-                " read_only = COALESCE(?, read_only), in_prompt = COALESCE(?, in_prompt) WHERE block_id = ?",
+                " read_only = COALESCE(?, read_only), in_prompt = COALESCE(?, in_prompt) WHERE "
+                "block_id = ?",
                 (
                     description,
                     new_limit,
@@ -724,7 +735,8 @@ class CoreMemory:
 
     def set_sensitivity(self, agent_id: str, label: str, sensitivity: str) -> Block:
         """Relabel a block (for every agent holding it: the level is the block's). The caller must
-        be cleared for its current level; any new level is allowed. Journalled; the version stays."""
+        be cleared for its current level; any new level is allowed. Journalled; the version
+        stays."""
         label = validate_label(label)
         level = parse_level(sensitivity)
         with self._db.transaction() as conn:
@@ -853,8 +865,8 @@ _HIDDEN_BLOCK = "(a block above your clearance)"
 def _refuse_path_clash(
     conn: Connection, agent_ids: list[str], label: str, block_id: str = ""
 ) -> None:
-    """Refuse `label` for these agents when one of them holds a label that it lies inside, or that lies
-    inside it (`block_id`, the block being renamed, does not count)."""
+    """Refuse `label` for these agents when one of them holds a label that it lies inside, or that
+    lies inside it (`block_id`, the block being renamed, does not count)."""
     clearance = current_clearance()
     for agent_id in agent_ids:
         for other, level in conn.execute(
@@ -960,7 +972,8 @@ def insert_attachment_row(
 ) -> None:
     """The one writer of an `agent_blocks` row (a block attached to an agent under a label)."""
     conn.execute(
-        "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO agent_blocks (agent_id, block_id, label, read_only, attached_at) VALUES (?, "
+        "?, ?, ?, ?)",
         (agent_id, block_id, label, int(read_only), attached_at),
     )
 
@@ -970,7 +983,8 @@ def insert_version_row(conn: Connection, row: VersionRow) -> None:
     who = row.author if row.author is not None else acting_author()
     conn.execute(
         "INSERT INTO block_history (block_id, version, value, description, char_limit,"
-        " read_only, agent_id, action, created_at, author_kind, author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " read_only, agent_id, action, created_at, author_kind, author) VALUES (?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?)",
         (
             row.block_id,
             row.version,

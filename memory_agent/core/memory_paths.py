@@ -53,7 +53,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def memory_path(label: str) -> str:
-    """The memory-tool path of a block label (`project/notes.md` -> `/memories/project/notes.md`)."""
+    """The memory-tool path of a block label (`project/notes.md` ->
+    `/memories/project/notes.md`)."""
     return f"{MEMORY_ROOT}/{label}"
 
 
@@ -63,7 +64,8 @@ def default_in_prompt(label: str) -> bool:
 
 
 def format_size(size: int) -> str:
-    """A byte count as Anthropic's memory tool prints it in a directory view (`0B`, `12B`, `1.5K`)."""
+    """A byte count as Anthropic's memory tool prints it in a directory view (`0B`, `12B`,
+    `1.5K`)."""
     if size == 0:
         return "0B"
     units = ["B", "K", "M", "G"]
@@ -129,7 +131,8 @@ def parse_memory_path(path: object) -> MemoryPath:
     if len(path) > MAX_PATH_LENGTH:
         raise MemoryToolError(
             f"Path {shown} is {len(path)} characters long; a memory path has at most "
-            f"{MAX_PATH_LENGTH} (at most {MAX_LABEL_LENGTH} after {MEMORY_ROOT}/). Use a shorter name.",
+            f"{MAX_PATH_LENGTH} (at most {MAX_LABEL_LENGTH} after {MEMORY_ROOT}/). Use a shorter "
+            "name.",
             path,
         )
     if _CONTROL.search(path):

@@ -46,12 +46,14 @@ __all__ = ["MIN_COPY_CHARS", "ForgetReport", "Forgetting"]
 
 MIN_COPY_CHARS = 16
 VectorForget = Callable[[str, list[str], bool], list[str]]
-"""(agent_id, passage_ids, whole_agent) -> warnings: removes vectors (see ChromaVectorStore.forget)."""
+"""(agent_id, passage_ids, whole_agent) -> warnings: removes vectors (see
+ChromaVectorStore.forget)."""
 
 
 @dataclass(frozen=True)
 class ForgetReport:
-    """What one forget removed (counts only: it never repeats what was forgotten) and its warnings."""
+    """What one forget removed (counts only: it never repeats what was forgotten) and its
+    warnings."""
 
     kind: str
     target: str
@@ -91,7 +93,8 @@ class Forgetting:
         rewrite: SummaryRewrite,
         message_vectors: Callable[[], VectorForget | None] = lambda: None,
     ) -> None:
-        """`vectors` removes passages' vectors, `message_vectors` messages' (conversation search)."""
+        """`vectors` removes passages' vectors, `message_vectors` messages' (conversation
+        search)."""
         self._db = db
         self._author = author
         self._vectors = vectors
@@ -209,7 +212,8 @@ class Forgetting:
 
     def agent(self, agent_id: str) -> ForgetReport:
         """Everything held under the agent's id. A block other agents still hold is only detached
-        from it (it is theirs too); copies of its text in other agents' memory are not looked for."""
+        from it (it is theirs too); copies of its text in other agents' memory are not looked
+        for."""
         started = time.perf_counter()
         found = _Found()
         with self._db.transaction() as conn:
@@ -235,7 +239,8 @@ class Forgetting:
             sessions = [
                 r[0]
                 for r in conn.execute(
-                    "SELECT DISTINCT session_id FROM messages WHERE agent_id = ? AND session_id IS NOT NULL"
+                    "SELECT DISTINCT session_id FROM messages WHERE agent_id = ? AND session_id IS "
+                    "NOT NULL"
                     " ORDER BY session_id",
                     (agent_id,),
                 ).fetchall()
@@ -280,7 +285,8 @@ class Forgetting:
     ) -> None:
         """Delete the collected passages, redact copies of every collected text and the journal, in
         the memory of the agents that held them (the agent, a shared block's `holders`), never in
-        another agent's: an agent must not erase what it knows someone else holds by forgetting it."""
+        another agent's: an agent must not erase what it knows someone else holds by forgetting
+        it."""
         ids = [p.passage_id for p in found.passages]
         agents = sorted({agent_id, *holders, *(p.agent_id for p in found.passages)})
         found.add("passages", passage_table.purge_rows(conn, ids))
@@ -313,7 +319,8 @@ class Forgetting:
     def _without_message_vectors(
         self, report: ForgetReport, agent_id: str, message_ids: list[int], *, whole_agent: bool
     ) -> ForgetReport:
-        """After the commit: the forgotten messages' vectors (all the agent's with `whole_agent`)."""
+        """After the commit: the forgotten messages' vectors (all the agent's with
+        `whole_agent`)."""
         try:
             forget = self._message_vectors()
             if forget is None:
@@ -405,7 +412,8 @@ def _deleted_blocks(conn: Connection, agent_id: str, label: str) -> list[str]:
 
 
 def _journalled_values(conn: Connection, block_id: str) -> list[str]:
-    """The values the journal holds about the block (a deleted block's last value lives only there)."""
+    """The values the journal holds about the block (a deleted block's last value lives only
+    there)."""
     rows = conn.execute(
         "SELECT old_value, new_value FROM journal WHERE forgotten = 0 AND target_type = 'block'"
         " AND target_id = ?",

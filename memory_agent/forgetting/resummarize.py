@@ -99,7 +99,8 @@ class Resummarizer:
                     except Exception as error:  # noqa: BLE001 - any model failure falls back, and says so
                         warnings.append(
                             f"the summariser failed ({str(error).splitlines()[0][:200]}); the "
-                            "summaries were written again by the rules (marked as fallback summaries)"
+                            "summaries were written again by the rules (marked as fallback "
+                            "summaries)"
                         )
                         summarizer, text = None, None
                 if text is None:
@@ -114,7 +115,8 @@ class Resummarizer:
 
 
 def _run(coroutine: Any) -> Any:
-    """Run a coroutine to the end from sync code, in a thread of its own if a loop is running here."""
+    """Run a coroutine to the end from sync code, in a thread of its own if a loop is running
+    here."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -58,8 +58,10 @@ def redact_text(conn: Connection, texts: Sequence[str], agent_ids: Sequence[str]
     the transcripts of sessions that only other agents' messages name."""
     marks = ", ".join("?" for _ in agent_ids)
     where = (
-        "AND transcript_id NOT IN (SELECT transcript_id FROM session_transcripts WHERE session_id IN"
-        f" (SELECT session_id FROM messages WHERE session_id IS NOT NULL AND agent_id NOT IN ({marks}))"
+        "AND transcript_id NOT IN (SELECT transcript_id FROM session_transcripts WHERE session_id "
+        "IN"
+        " (SELECT session_id FROM messages WHERE session_id IS NOT NULL AND agent_id NOT IN "
+        f"({marks}))"
         " AND session_id NOT IN (SELECT session_id FROM messages WHERE session_id IS NOT NULL"
         f" AND agent_id IN ({marks})))"
     )

@@ -56,7 +56,8 @@ def _arguments(command: Any) -> dict[str, Any]:
 
 
 class ManagedMemoryTool(BetaAbstractMemoryTool):
-    """The memory tool on one agent's blocks (the manager's own agent unless `agent_id` is given)."""
+    """The memory tool on one agent's blocks (the manager's own agent unless `agent_id` is
+    given)."""
 
     def __init__(
         self,

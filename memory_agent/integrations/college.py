@@ -98,7 +98,8 @@ def resolve_instance_id(instance_id: str | None = None, settings: Settings | Non
         return f"college-{uuid.uuid4().hex[:8]}"
     if not _INSTANCE_ID.fullmatch(chosen):
         raise ConfigurationError(
-            f"'{chosen}' is not a usable college instance id (AGENT_INSTANCE_ID). Use 1-64 letters, "
+            f"'{chosen}' is not a usable college instance id (AGENT_INSTANCE_ID). Use 1-64 "
+            "letters, "
             "digits, '_', '-' or '.', starting with a letter or digit."
         )
     return chosen

@@ -173,7 +173,8 @@ class SQLiteSessionStore(SessionStore):
         with self.db.reading() as conn:
             return (
                 conn.execute(
-                    "SELECT 1 FROM session_transcripts WHERE project_key = ? AND session_id = ? AND subpath = ?",
+                    "SELECT 1 FROM session_transcripts WHERE project_key = ? AND session_id = ? "
+                    "AND subpath = ?",
                     (project_key, session_id, MAIN_SUBPATH),
                 ).fetchone()
                 is not None

@@ -94,8 +94,10 @@ def open_database(
     check_not_orphaned(path)
     if not create and not path.is_file():
         raise StorageError(
-            f"No memory-agent storage at {storage_dir}. Create it with 'memory-agent init' (or start with "
-            "'memory-agent chat' or a command that adds memory, such as 'blocks set' or 'remember'), "
+            f"No memory-agent storage at {storage_dir}. Create it with 'memory-agent init' (or "
+            "start with "
+            "'memory-agent chat' or a command that adds memory, such as 'blocks set' or "
+            "'remember'), "
             "or point --storage-dir (PERSIST_DIRECTORY) at an existing storage dir."
         )
     return Database(path, encryption_key=encryption_key)
@@ -220,7 +222,8 @@ def init_storage(
     human: str | None = None,
     make_default: bool = True,
 ) -> tuple[AgentInfo, bool]:
-    """Create the storage dir and the agent if missing (idempotent); returns it and whether it is new.
+    """Create the storage dir and the agent if missing (idempotent); returns it and whether it is
+    new.
 
     The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; it
     becomes the default agent when the storage dir has none, unless `make_default` is False (the
@@ -369,7 +372,8 @@ def reencrypt_storage(
     the store. Returns what was done, in words."""
     if database_url:
         raise ConfigurationError(
-            "rekey applies to a SQLite store: on PostgreSQL, encryption at rest is the server's job "
+            "rekey applies to a SQLite store: on PostgreSQL, encryption at rest is the server's "
+            "job "
             "(docs/encryption.md says what to configure)."
         )
     if new is not None and old is not None and new == old:

@@ -79,7 +79,8 @@ _DAMAGED = (
 
 
 def is_orphaned(path: Path) -> bool:
-    """Whether the database is missing or empty while vectors exist beside it (see `store.database`)."""
+    """Whether the database is missing or empty while vectors exist beside it (see
+    `store.database`)."""
     vectors = path.parent / VECTORS_DIRNAME
     empty = not path.exists() or (path.is_file() and path.stat().st_size == 0)
     return empty and vectors.is_dir() and any(vectors.iterdir())

@@ -93,7 +93,8 @@ def check_server(url: str) -> tuple[list[Check], int | None]:
                 "postgresql server",
                 "fail",
                 f"cannot reach {where}: {reason(error)}; --repair cannot "
-                "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server runs",
+                "help: check MEMORY_DATABASE_URL (host, port, user, database) and that the server "
+                "runs",
             )
         ], None
     try:
@@ -156,7 +157,8 @@ def _rolled_back(conn: Any) -> Iterator[Any]:
 
 
 def reference_schema(db: PostgresDatabase) -> Reference:
-    """The tables and indexes the shipped migrations create, built in a scratch schema and rolled back."""
+    """The tables and indexes the shipped migrations create, built in a scratch schema and rolled
+    back."""
     with db.reading() as adapter, _rolled_back(adapter.raw) as conn:
         conn.execute(f"CREATE SCHEMA {REFERENCE_SCHEMA}")
         conn.execute(f"SET LOCAL search_path TO {REFERENCE_SCHEMA}")
@@ -201,7 +203,9 @@ def examine(db: PostgresDatabase, *, repair: bool = False, full: bool = False) -
                 "schema reference",
                 "warn",
                 f"cannot build the schema the migrations define to compare "
-                f"with ({first_line(error)}); the indexes found are checked, missing ones cannot be seen",
+                f"with ({first_line(error)}); the indexes found are checked, missing ones cannot "
+                "be "
+                "seen",
             )
         ]
     found = check_database(db, reference, full=full)
@@ -249,7 +253,8 @@ def check_indexes(db: PostgresDatabase, reference: Reference) -> Check:
         "indexes present",
         "fail",
         "; ".join(found) + "; --repair creates the missing ones from the "
-        "schema's definitions and rebuilds the invalid ones (REINDEX); one defined differently it only "
+        "schema's definitions and rebuilds the invalid ones (REINDEX); one defined differently it "
+        "only "
         "reports (drop it, and --repair creates it as the schema defines it)",
     )
 
@@ -281,7 +286,8 @@ def check_btrees(db: PostgresDatabase, reference: Reference, *, full: bool = Fal
     """amcheck on every B-tree index of our tables; a warning when amcheck cannot be used here.
 
     `bt_index_check` takes the same lock as a read, so writers go on; with `full`, the stricter
-    `bt_index_parent_check` also checks each page against its parent, and blocks writes meanwhile."""
+    `bt_index_parent_check` also checks each page against its parent, and blocks writes
+    meanwhile."""
     import psycopg
 
     function = "bt_index_parent_check" if full else "bt_index_check"
@@ -294,7 +300,8 @@ def check_btrees(db: PostgresDatabase, reference: Reference, *, full: bool = Fal
                 "b-tree indexes (amcheck)",
                 "warn",
                 f"not checked: amcheck cannot be used here "
-                f"({first_line(error)}); a superuser can run CREATE EXTENSION amcheck in this database",
+                f"({first_line(error)}); a superuser can run CREATE EXTENSION amcheck in this "
+                "database",
             )
         indexes = [
             row[0]
@@ -340,7 +347,8 @@ def _sample(table: str, key: str, full: bool) -> str:
     half = SAMPLE_ROWS // 2
     return (
         f"(SELECT * FROM (SELECT * FROM {table} ORDER BY {key} DESC LIMIT {half}) AS newest_rows"
-        f" UNION SELECT * FROM (SELECT * FROM {table} ORDER BY random() LIMIT {half}) AS random_rows) AS sampled"
+        f" UNION SELECT * FROM (SELECT * FROM {table} ORDER BY random() LIMIT {half}) AS "
+        "random_rows) AS sampled"
     )
 
 
@@ -367,8 +375,10 @@ def check_fulltext_vectors(db: PostgresDatabase, *, full: bool = False) -> Check
             "full-text vectors",
             "fail",
             f"{', '.join(stale)} hold a tsvector that is not what "
-            f"their column's expression ('{TEXT_SEARCH_CONFIG}' text search) gives for their text today (the "
-            "configuration changed since they were written?); --repair recomputes every row's vector",
+            f"their column's expression ('{TEXT_SEARCH_CONFIG}' text search) gives for their text "
+            "today (the "
+            "configuration changed since they were written?); --repair recomputes every row's "
+            "vector",
         )
     return Check("full-text vectors", "ok", f"{which}: the stored vectors match their text")
 
@@ -404,7 +414,9 @@ def check_fulltext_indexes(db: PostgresDatabase, *, full: bool = False) -> Check
                     row[0]
                     for row in conn.execute(
                         f"SELECT DISTINCT ON ({key}) word FROM {_sample(table, key, full)},"
-                        f" unnest(tsvector_to_array({vector})) AS word ORDER BY {key}, length(word) DESC, word"
+                        f" unnest(tsvector_to_array({vector})) AS word ORDER BY {key}, "
+                        "length(word) "
+                        "DESC, word"
                     )
                 }
             )
@@ -413,7 +425,8 @@ def check_fulltext_indexes(db: PostgresDatabase, *, full: bool = False) -> Check
                 {
                     row[0]: int(row[1])
                     for row in conn.execute(
-                        f"SELECT word, count(*) FROM {table}, unnest(tsvector_to_array({vector})) AS word"
+                        f"SELECT word, count(*) FROM {table}, unnest(tsvector_to_array({vector})) "
+                        "AS word"
                         " WHERE word = ANY(?) GROUP BY word",
                         (terms,),
                     )
@@ -442,7 +455,8 @@ def check_fulltext_indexes(db: PostgresDatabase, *, full: bool = False) -> Check
 
 
 def _index_counts(conn: Any, table: str, vector: str, terms: Sequence[str]) -> dict[str, int]:
-    """How many rows the GIN index finds for each word (the planner is kept from scanning the table)."""
+    """How many rows the GIN index finds for each word (the planner is kept from scanning the
+    table)."""
     counts: dict[str, int] = {}
     with _rolled_back(conn):
         conn.execute("SET LOCAL enable_seqscan = off")
@@ -455,8 +469,10 @@ def _index_counts(conn: Any, table: str, vector: str, terms: Sequence[str]) -> d
             counts.update(
                 (row[0], int(row[1]))
                 for row in conn.execute(
-                    f"SELECT word, count(*) FROM (SELECT {vector} AS found FROM {table} WHERE {vector} @@ %s::tsquery)"
-                    " AS hits, unnest(tsvector_to_array(hits.found)) AS word WHERE word = ANY(%s) GROUP BY word",
+                    f"SELECT word, count(*) FROM (SELECT {vector} AS found FROM {table} WHERE "
+                    f"{vector} @@ %s::tsquery)"
+                    " AS hits, unnest(tsvector_to_array(hits.found)) AS word WHERE word = ANY(%s) "
+                    "GROUP BY word",
                     (query, batch),
                 )
             )
@@ -464,7 +480,8 @@ def _index_counts(conn: Any, table: str, vector: str, terms: Sequence[str]) -> d
 
 
 def check_foreign_keys(db: PostgresDatabase) -> Check:
-    """Rows whose foreign key points nowhere: the server enforces keys, unless it was told not to."""
+    """Rows whose foreign key points nowhere: the server enforces keys, unless it was told not
+    to."""
     orphans: list[str] = []
     with db.reading() as conn:
         for name, child, parent, pairs in _foreign_keys(conn):
@@ -482,16 +499,19 @@ def check_foreign_keys(db: PostgresDatabase) -> Check:
             "foreign keys",
             "fail",
             "; ".join(orphans) + ": the server's checks were bypassed (triggers "
-            "disabled, or session_replication_role = replica); --repair leaves them, since it cannot know "
+            "disabled, or session_replication_role = replica); --repair leaves them, since it "
+            "cannot know "
             "what they should point to: restore from a backup, or delete those rows",
         )
     return Check("foreign keys", "ok", "every reference resolves")
 
 
 def _foreign_keys(conn: Any) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
-    """(constraint, child table, parent table, [(child column, parent column)]) of the schema's keys."""
+    """(constraint, child table, parent table, [(child column, parent column)]) of the schema's
+    keys."""
     rows = conn.execute(
-        "SELECT k.conname, k.conrelid::regclass::text, k.confrelid::regclass::text, a.attname, b.attname"
+        "SELECT k.conname, k.conrelid::regclass::text, k.confrelid::regclass::text, a.attname, "
+        "b.attname"
         " FROM pg_constraint k, unnest(k.conkey, k.confkey) WITH ORDINALITY AS u(child, parent, n)"
         " JOIN pg_attribute a ON a.attnum = u.child JOIN pg_attribute b ON b.attnum = u.parent"
         " WHERE k.contype = 'f' AND k.connamespace = current_schema()::regnamespace"
@@ -507,20 +527,25 @@ _UNENFORCED = (
     (
         "summaries covering messages that are not their agent's",
         "SELECT count(*) FROM summaries s WHERE EXISTS (SELECT 1 FROM (VALUES (s.first_message_id),"
-        " (s.last_message_id)) AS ends(id) WHERE ends.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m"
+        " (s.last_message_id)) AS ends(id) WHERE ends.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+        "messages m"
         " WHERE m.message_id = ends.id AND m.agent_id = s.agent_id))",
     ),
     (
         "attachments whose label is not their block's",
-        "SELECT count(*) FROM agent_blocks a JOIN blocks b ON b.block_id = a.block_id WHERE a.label <> b.label",
+        "SELECT count(*) FROM agent_blocks a JOIN blocks b ON b.block_id = a.block_id WHERE "
+        "a.label <> b.label",
     ),
     (
         "passages whose tag rows differ from their tags",
-        "SELECT count(*) FROM passages p WHERE ARRAY(SELECT DISTINCT json_array_elements_text(p.tags::json) ORDER BY 1)"
-        " IS DISTINCT FROM ARRAY(SELECT t.tag FROM passage_tags t WHERE t.passage_rowid = p.passage_rowid ORDER BY 1)",
+        "SELECT count(*) FROM passages p WHERE ARRAY(SELECT DISTINCT "
+        "json_array_elements_text(p.tags::json) ORDER BY 1)"
+        " IS DISTINCT FROM ARRAY(SELECT t.tag FROM passage_tags t WHERE t.passage_rowid = "
+        "p.passage_rowid ORDER BY 1)",
     ),
 )
-"""The references no constraint of the schema states, and a query counting the rows that break each."""
+"""The references no constraint of the schema states, and a query counting the rows that break
+each."""
 
 
 def check_references(db: PostgresDatabase) -> Check:
@@ -533,7 +558,8 @@ def check_references(db: PostgresDatabase) -> Check:
             "references",
             "fail",
             "; ".join(found) + "; --repair rebuilds tag rows from the passages' tags "
-            "and attachment labels from their blocks; a summary's message range it leaves (restore from a "
+            "and attachment labels from their blocks; a summary's message range it leaves (restore "
+            "from a "
             "backup, or export and re-import without that summary)",
         )
     return Check(

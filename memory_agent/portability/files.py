@@ -48,7 +48,8 @@ __all__ = [
 ]
 
 MAX_IMPORT_BYTES = 256 * 2**20
-"""The largest file `import` reads (256 MiB): parsing JSON takes several times its size in memory."""
+"""The largest file `import` reads (256 MiB): parsing JSON takes several times its size in
+memory."""
 
 ExportFormat = Literal["json", "af"]
 FORMATS: tuple[str, ...] = ("json", "af")

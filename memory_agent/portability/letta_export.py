@@ -21,9 +21,9 @@ its import check (`AgentSerializationManager._validate_schema`):
 
 What the format has no place for travels in documented extensions, which Letta keeps as opaque
 metadata and this project reads back:
-- archival passages in `metadata.memory_agent_passages` of their agent (`{id, content, tags, metadata,
-  created_at, expires_at, superseded_by, importance, access_count, last_accessed_at, provenance,
-  sensitivity}` each);
+- archival passages in `metadata.memory_agent_passages` of their agent (`{id, content, tags,
+  metadata, created_at, expires_at, superseded_by, importance, access_count, last_accessed_at,
+  provenance, sensitivity}` each);
 - the rows of ours with no Letta counterpart (the SDK's `result` and `system:*` status records) in
   `metadata.memory_agent_records` of their agent, each with every field of the stored row and
   `after`, the id of the Letta message it followed (null: before the first), so a re-import puts

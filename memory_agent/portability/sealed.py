@@ -43,7 +43,8 @@ def _primitives() -> tuple[Any, Any]:
         from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
     except ImportError:
         raise ConfigurationError(
-            "Encrypted exports need the 'cryptography' package: pip install 'memory-agent[encryption]'."
+            "Encrypted exports need the 'cryptography' package: pip install "
+            "'memory-agent[encryption]'."
         ) from None
     return AESGCM, Scrypt
 
@@ -88,7 +89,8 @@ def unseal(data: bytes, key: EncryptionKey | None, name: str = "the file") -> by
         )
     if key is None:
         raise EncryptionKeyError(
-            f"{name} is an encrypted export and no key is set; nothing was imported. Set {KEY_ENV} or "
+            f"{name} is an encrypted export and no key is set; nothing was imported. Set {KEY_ENV} "
+            "or "
             f"{KEY_FILE_ENV} to the key it was exported with."
         )
     start = len(MAGIC) + 3
@@ -103,8 +105,10 @@ def unseal(data: bytes, key: EncryptionKey | None, name: str = "the file") -> by
         )
     except InvalidTag:
         raise EncryptionKeyError(
-            f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {name}: it is the wrong key, or the "
-            "file was changed or damaged after export. Nothing was imported. Set the key it was exported "
+            f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {name}: it is the wrong "
+            "key, or the "
+            "file was changed or damaged after export. Nothing was imported. Set the key it was "
+            "exported "
             "with."
         ) from None
     return plain

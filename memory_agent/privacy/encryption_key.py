@@ -77,7 +77,8 @@ class EncryptionKey:
 
 
 def parse_key(text: str, source: str) -> EncryptionKey:
-    """A key from its text, checked; `source` names where it came from in the error (never the text)."""
+    """A key from its text, checked; `source` names where it came from in the error (never the
+    text)."""
     if not isinstance(text, str):
         raise ConfigurationError(f"{source} must be text, got {type(text).__name__}.")
     if "\x00" in text:
@@ -90,7 +91,8 @@ def parse_key(text: str, source: str) -> EncryptionKey:
         )
     if len(text) < MIN_KEY_LENGTH:
         raise ConfigurationError(
-            f"{source} is too short ({len(text)} characters); use a passphrase of at least {MIN_KEY_LENGTH} "
+            f"{source} is too short ({len(text)} characters); use a passphrase of at least "
+            f"{MIN_KEY_LENGTH} "
             "characters (a long random one: 'openssl rand -base64 32')."
         )
     if len(text) > MAX_KEY_LENGTH:
@@ -99,14 +101,17 @@ def parse_key(text: str, source: str) -> EncryptionKey:
         )
     if text != text.strip():
         raise ConfigurationError(
-            f"{source} starts or ends with white space, which is easy to lose when the key is typed again; "
+            f"{source} starts or ends with white space, which is easy to lose when the key is "
+            "typed "
+            "again; "
             "remove it (a key file may end with one newline)."
         )
     return EncryptionKey(text)
 
 
 def key_from_file(path: Path, source: str = KEY_FILE_ENV) -> EncryptionKey:
-    """The key held in a file (one trailing newline dropped); errors name the file, not its content."""
+    """The key held in a file (one trailing newline dropped); errors name the file, not its
+    content."""
     try:
         descriptor = os.open(Path(path).expanduser(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError) as error:
@@ -116,7 +121,8 @@ def key_from_file(path: Path, source: str = KEY_FILE_ENV) -> EncryptionKey:
             "Point it at a readable file holding the passphrase."
         ) from None
     with os.fdopen(descriptor, "rb") as stream:
-        # A device or FIFO would be read forever (or block): only a regular file of key size is read.
+        # A device or FIFO would be read forever (or block): only a regular file of key size is
+        # read.
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise ConfigurationError(
                 f"{source} names {path}, which is not a regular file; point it at a "
@@ -135,7 +141,8 @@ def key_from_file(path: Path, source: str = KEY_FILE_ENV) -> EncryptionKey:
 
 
 def key_from_environ(env: Mapping[str, str]) -> EncryptionKey | None:
-    """The key MEMORY_ENCRYPTION_KEY or MEMORY_ENCRYPTION_KEY_FILE gives; None when neither is set."""
+    """The key MEMORY_ENCRYPTION_KEY or MEMORY_ENCRYPTION_KEY_FILE gives; None when neither is
+    set."""
     text = env.get(KEY_ENV, "")
     file = env.get(KEY_FILE_ENV, "").strip()
     if text and file:

@@ -44,7 +44,8 @@ def private_dir(path: Path) -> Path:
 
 
 def private_file(path: Path) -> None:
-    """Create an empty file 0600 if it does not exist (never truncates, never changes an existing one)."""
+    """Create an empty file 0600 if it does not exist (never truncates, never changes an existing
+    one)."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
     except FileExistsError:
@@ -71,7 +72,8 @@ def loose_entries(root: Path) -> list[tuple[Path, int]]:
 
 
 def tighten(root: Path) -> list[Path]:
-    """Remove group and other permissions from `root` and everything under it; returns what changed."""
+    """Remove group and other permissions from `root` and everything under it; returns what
+    changed."""
     changed: list[Path] = []
     for path, mode in loose_entries(root):
         try:

@@ -166,7 +166,8 @@ def _redact_query(query: str) -> str:
 
 
 def _keyword_tokens(text: str) -> list[tuple[str | None, str]]:
-    """libpq's keyword/value pairs: (key, value), or (None, word) for a word that is not `key=value`."""
+    """libpq's keyword/value pairs: (key, value), or (None, word) for a word that is not
+    `key=value`."""
     tokens: list[tuple[str | None, str]] = []
     position = 0
     while position < len(text):

@@ -61,7 +61,8 @@ def parse_level(value: object, what: str = "sensitivity") -> Sensitivity:
 
 
 def allowed(level: object, clearance: Sensitivity) -> bool:
-    """Whether an item of `level` may be shown to a caller of `clearance`; an unknown level never."""
+    """Whether an item of `level` may be shown to a caller of `clearance`; an unknown level
+    never."""
     if not isinstance(level, str) or level not in LEVELS:
         return False
     return LEVELS.index(level) <= LEVELS.index(parse_level(clearance, "clearance"))
@@ -93,7 +94,8 @@ def clearance_of(allow_secret: bool | None = None, max_sensitivity: object = Non
 
 
 def current_clearance() -> Sensitivity:
-    """The clearance set by the innermost `with_clearance` of this thread or task, else `private`."""
+    """The clearance set by the innermost `with_clearance` of this thread or task, else
+    `private`."""
     return _CLEARANCE.get() or DEFAULT_CLEARANCE
 
 
@@ -130,7 +132,8 @@ def journal_values_allowed(
 
 
 def _level_in(value: str | None) -> object:
-    """The level a sensitivity journal value holds: a bare level (blocks) or JSON of the column (passages)."""
+    """The level a sensitivity journal value holds: a bare level (blocks) or JSON of the column
+    (passages)."""
     if value is None or not value.startswith("{"):
         return value
     try:

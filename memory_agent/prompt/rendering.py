@@ -63,7 +63,8 @@ _FILES_INTRO = (
 _XML_INTRO = "The following memory blocks are currently engaged in your core memory unit:"
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _LINE_BREAK = re.compile("(\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
-"""Every line boundary of `str.splitlines`, kept by `re.split` so that text is escaped, not rewritten."""
+"""Every line boundary of `str.splitlines`, kept by `re.split` so that text is escaped, not
+rewritten."""
 _HEADING_MARKERS = ("#", "\uff03", "\ufe5f")
 """`#` and the full-width and small number signs a reader may take for it."""
 
@@ -191,7 +192,8 @@ def _render_markdown(blocks: Sequence[Block], files: list[str], metadata: Memory
     for block in blocks:
         flags = ", read-only" if block.read_only else ""
         parts += [
-            f"## [{markdown_heading(block.label)}] ({block.chars_current}/{block.limit} chars{flags})"
+            f"## [{markdown_heading(block.label)}] ({block.chars_current}/{block.limit} "
+            f"chars{flags})"
         ]
         if block.description:
             parts += [f"_{escape_markdown(block.description)}_"]

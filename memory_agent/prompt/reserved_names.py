@@ -1,4 +1,5 @@
-"""The names the prompt uses for its own parts: one table, read by every place that must not forge one.
+"""The names the prompt uses for its own parts: one table, read by every place that must not forge
+one.
 
 The system prompt and each user message carry sections memory-agent writes itself
 (`<memory_blocks>`, `<turn_context>`, ...), and the conversation around them is structured by role
@@ -123,8 +124,8 @@ _SECTION_TAG = re.compile(r"<\s*/?\s*([A-Za-z_][A-Za-z0-9_.\-]*)[^<>]*>")
 
 
 def section_tags_in(text: str) -> list[str]:
-    """The section names a text opens or closes as tags (`<memory_blocks>`, `</Turn_Context >`), once each,
-    in the order first met: what an imported system prompt must not hold unnoticed."""
+    """The section names a text opens or closes as tags (`<memory_blocks>`, `</Turn_Context >`),
+    once each, in the order first met: what an imported system prompt must not hold unnoticed."""
     found: list[str] = []
     for match in _SECTION_TAG.finditer(text):
         name = reserved_name(match.group(1))

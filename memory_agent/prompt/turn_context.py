@@ -116,7 +116,8 @@ def render_turn_context(context: TurnContext, recalled: str = "") -> str:
         [
             f"<{TURN_CONTEXT_TAG}>",
             f"Current time: {moment:%Y-%m-%d %H:%M:%S} UTC ({moment:%A})",
-            f"{_count(context.recall_messages, 'message')} stored in recall memory (conversation_search finds them)",
+            f"{_count(context.recall_messages, 'message')} stored in recall memory "
+            "(conversation_search finds them)",
             (
                 f"{_count(context.archival_passages, 'passage')} stored in archival memory"
                 " (archival_memory_search finds them)"

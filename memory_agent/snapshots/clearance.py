@@ -1,4 +1,5 @@
-"""What an export may carry: the snapshot cut to the exporter's clearance (`memory_agent.privacy.sensitivity`).
+"""What an export may carry: the snapshot cut to the exporter's clearance
+(`memory_agent.privacy.sensitivity`).
 
 An export leaves the storage dir, so it follows the same rule as every read: secret blocks and
 passages are left out unless the exporter allows them, and a public-only export keeps only what
@@ -61,7 +62,8 @@ def _journal_allowed(
     entry: JournalRecord, hidden_blocks: set[str], hidden_passages: set[str], clearance: Sensitivity
 ) -> bool:
     """An entry about a hidden item is left out; so is one recording a level above the clearance
-    (the delete of a secret block or passage no longer in the snapshot keeps its level in `detail`)."""
+    (the delete of a secret block or passage no longer in the snapshot keeps its level in
+    `detail`)."""
     if entry.target_type == "block" and entry.target_id in hidden_blocks:
         return False
     if entry.target_type == "passage" and entry.target_id in hidden_passages:

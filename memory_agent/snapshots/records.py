@@ -53,7 +53,8 @@ class BlockRecord:
     in_prompt: bool = True
     """False for an on-demand block (listed, not rendered); exports without the field keep it in."""
     sensitivity: str = "private"
-    """public, private or secret (`memory_agent.privacy.sensitivity`); files without the field: private."""
+    """public, private or secret (`memory_agent.privacy.sensitivity`); files without the field:
+    private."""
 
 
 @dataclass(frozen=True)
@@ -128,9 +129,11 @@ class PassageRecord:
     last_accessed_at: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     sensitivity: str = "private"
-    """public, private or secret (`memory_agent.privacy.sensitivity`); files without the field: private."""
+    """public, private or secret (`memory_agent.privacy.sensitivity`); files without the field:
+    private."""
     context: str = ""
-    """Ranking-only context the indexes see and search results do not show (absent from older exports)."""
+    """Ranking-only context the indexes see and search results do not show (absent from older
+    exports)."""
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,8 @@ class ImportReport:
     vectors_pending: int = 0
     """Passages whose vectors could not be written yet (keyword search finds them already)."""
     limits_raised: list[dict[str, Any]] = field(default_factory=list)
-    """Blocks imported with their limit raised to fit their value: `{"label", "limit", "raised_to"}`."""
+    """Blocks imported with their limit raised to fit their value: `{"label", "limit",
+    "raised_to"}`."""
     unattached_blocks: list[str] = field(default_factory=list)
     """Labels of blocks imported unattached, as the file had them (owned by its first agent)."""
     system_prompts: int = 0
@@ -118,7 +119,8 @@ def read_snapshot(db: Store, agent_ids: Sequence[str]) -> Snapshot:
         attachments = [
             _attachment(r)
             for r in conn.execute(
-                f"SELECT * FROM agent_blocks WHERE agent_id IN ({marks}) ORDER BY attached_at, rowid",
+                f"SELECT * FROM agent_blocks WHERE agent_id IN ({marks}) ORDER BY attached_at, "
+                "rowid",
                 ids,
             )
         ]
@@ -127,7 +129,8 @@ def read_snapshot(db: Store, agent_ids: Sequence[str]) -> Snapshot:
             for r in conn.execute(
                 "SELECT * FROM blocks WHERE block_id IN"
                 f" (SELECT block_id FROM agent_blocks WHERE agent_id IN ({marks}))"
-                f" OR (owner_agent_id IN ({marks}) AND block_id NOT IN (SELECT block_id FROM agent_blocks))"
+                f" OR (owner_agent_id IN ({marks}) AND block_id NOT IN (SELECT block_id FROM "
+                "agent_blocks))"
                 " ORDER BY created_at, rowid",
                 ids + ids,
             )
@@ -144,7 +147,8 @@ def read_snapshot(db: Store, agent_ids: Sequence[str]) -> Snapshot:
             block_history=[
                 _version(r)
                 for r in conn.execute(
-                    f"SELECT * FROM block_history WHERE block_id IN ({block_marks}) ORDER BY history_id",
+                    f"SELECT * FROM block_history WHERE block_id IN ({block_marks}) ORDER BY "
+                    "history_id",
                     block_ids,
                 )
             ],
@@ -385,7 +389,8 @@ def _check_values(snapshot: Snapshot) -> None:
 
 
 def _recorded_author(record: BlockVersionRecord | JournalRecord, where: str) -> Author | None:
-    """The author a record of the file names (None when it names none: files from before authors)."""
+    """The author a record of the file names (None when it names none: files from before
+    authors)."""
     if record.author_kind is None and record.author is None:
         return None
     try:
@@ -429,7 +434,8 @@ def _check_attachments(
         for depth in range(1, len(segments)):
             if (agent_id, parent := "/".join(segments[:depth])) in labels:
                 raise ImportFormatError(
-                    f"Agent '{agent_id}' has a block '{parent}' and a block '{label}': '{parent}' would be a file "
+                    f"Agent '{agent_id}' has a block '{parent}' and a block '{label}': '{parent}' "
+                    "would be a file "
                     f"and a directory at once. Rename one of them in the file (e.g. '{parent}' to "
                     f"'{parent}/index') before importing it."
                 )
@@ -580,8 +586,10 @@ def _write_agent_state(
         report.system_prompts += bool(agent.system_prompt)
         if tags := section_tags_in(agent.system_prompt or ""):
             report.warnings.append(
-                f"The system prompt of agent '{target}' holds {', '.join(f'<{tag}>' for tag in tags)}, "
-                "a section memory-agent writes itself; a model may take that text for the real section. "
+                f"The system prompt of agent '{target}' holds "
+                f"{', '.join(f'<{tag}>' for tag in tags)}, "
+                "a section memory-agent writes itself; a model may take that text for the real "
+                "section. "
                 "Review the prompt and remove or rename those tags."
             )
 
@@ -817,8 +825,10 @@ def _refuse_supersession_cycles(prepared: list[tuple[PassageRecord, PreparedPass
             continue  # a passage superseded by its own duplicate: the fold drops the link
         if successor.setdefault(node, target) != target:
             raise ImportFormatError(
-                f"Passage '{passage.passage_id}' has the same text as '{node}', so both are stored as one passage, "
-                f"but they are superseded by different passages ('{successor[node]}' and '{target}'). Give the "
+                f"Passage '{passage.passage_id}' has the same text as '{node}', so both are stored "
+                "as one passage, "
+                f"but they are superseded by different passages ('{successor[node]}' and "
+                f"'{target}'). Give the "
                 "duplicates one successor (or remove one of them); nothing was imported."
             )
     for start in successor:
@@ -832,8 +842,10 @@ def _refuse_supersession_cycles(prepared: list[tuple[PassageRecord, PreparedPass
                     else ""
                 )
                 raise ImportFormatError(
-                    f"Passage '{start}' is superseded in a cycle ({' -> '.join([*path, current])}){folded}; a passage "
-                    "cannot be replaced by one it replaced. Fix the superseded_by links; nothing was imported."
+                    f"Passage '{start}' is superseded in a cycle "
+                    f"({' -> '.join([*path, current])}){folded}; a passage "
+                    "cannot be replaced by one it replaced. Fix the superseded_by links; nothing "
+                    "was imported."
                 )
             path.append(current)
             current = successor.get(current)
@@ -886,8 +898,10 @@ def _insert_journal(
         session = (entry.author or "").split(":")[0]
         if entry.author_kind == "consolidator" and consolidation_log.session_exists(conn, session):
             raise ImportFormatError(
-                f"journal[{index}] claims to be written by consolidation session '{session}' of this storage; "
-                "only that session writes as it (its rollback trusts them). Remove the row or give it another "
+                f"journal[{index}] claims to be written by consolidation session '{session}' of "
+                "this storage; "
+                "only that session writes as it (its rollback trusts them). Remove the row or give "
+                "it another "
                 "author; nothing was imported."
             )
         journal.record(

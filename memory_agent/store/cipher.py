@@ -73,7 +73,8 @@ def sqlcipher() -> ModuleType:
         from sqlcipher3 import dbapi2
     except ImportError:
         raise ConfigurationError(
-            f"{KEY_ENV} is set, so the store is to be encrypted, but the SQLCipher driver is not installed. "
+            f"{KEY_ENV} is set, so the store is to be encrypted, but the SQLCipher driver is not "
+            "installed. "
             f"Install the extra: pip install '{EXTRA}' (or unset {KEY_ENV} / {KEY_FILE_ENV})."
         ) from None
     return cast(ModuleType, dbapi2)
@@ -243,8 +244,8 @@ def _keyed(raw: Any, key: EncryptionKey) -> None:
 def connect(
     path: Path | str, key: EncryptionKey, *, timeout: float, uri: bool = False
 ) -> sqlite3.Connection:
-    """An open, keyed connection to the encrypted database at `path` (a file URI when `uri`), typed as
-    the sqlite3.Connection it behaves as."""
+    """An open, keyed connection to the encrypted database at `path` (a file URI when `uri`), typed
+    as the sqlite3.Connection it behaves as."""
     module = sqlcipher()
     try:
         raw = module.connect(
@@ -268,13 +269,16 @@ def verify_key(path: Path, key: EncryptionKey | None) -> None:
     kind = store_kind(path)
     if kind == "plain" and key is not None:
         raise EncryptionKeyError(
-            f"{path} is not encrypted, but {KEY_ENV} (or {KEY_FILE_ENV}) is set; nothing was opened or "
+            f"{path} is not encrypted, but {KEY_ENV} (or {KEY_FILE_ENV}) is set; nothing was "
+            "opened "
+            "or "
             "changed. Unset the key to use the store as it is, or encrypt it first with "
             "'memory-agent rekey --encrypt' (see docs/encryption.md)."
         )
     if kind == "encrypted" and key is None and _looks_encrypted(path):
         raise EncryptionKeyError(
-            f"{path} is encrypted (or is not a SQLite file at all), and no key is set; nothing was opened "
+            f"{path} is encrypted (or is not a SQLite file at all), and no key is set; nothing was "
+            "opened "
             f"or changed. Set {KEY_ENV} or {KEY_FILE_ENV} to the store's key."
         )
     # A file that is not page-sized is damage, which SQLite's own open reports in its usual words.
@@ -307,8 +311,10 @@ def _check_key(raw: Any, path: Path | str) -> None:
         if "not a database" in str(error) or "encrypted" in str(error):
             raw.close()
             raise EncryptionKeyError(
-                f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {path}: it is the wrong key, or "
-                "the file is damaged. Nothing was opened or changed. Set the key this store was encrypted "
+                f"The key set in {KEY_ENV} (or {KEY_FILE_ENV}) does not open {path}: it is the "
+                "wrong key, or "
+                "the file is damaged. Nothing was opened or changed. Set the key this store was "
+                "encrypted "
                 "with."
             ) from None
         raise

@@ -94,7 +94,8 @@ def session_entry_range(conn: Connection, session_id: str) -> tuple[int, int | N
     """The entry ids of the session's first start marker and first finish marker after it (None
     while it runs); None when the session wrote no start marker."""
     row = conn.execute(
-        "SELECT MIN(entry_id) AS first FROM journal WHERE target_type = ? AND target_id = ? AND action = ?"
+        "SELECT MIN(entry_id) AS first FROM journal WHERE target_type = ? AND target_id = ? AND "
+        "action = ?"
         " AND author_kind = 'consolidator' AND author = ?",
         (SESSION_TARGET, session_id, SESSION_STARTED, session_id),
     ).fetchone()
@@ -102,7 +103,8 @@ def session_entry_range(conn: Connection, session_id: str) -> tuple[int, int | N
         return None
     first = int(row["first"])
     end = conn.execute(
-        "SELECT MIN(entry_id) AS last FROM journal WHERE target_type = ? AND target_id = ? AND action = ?"
+        "SELECT MIN(entry_id) AS last FROM journal WHERE target_type = ? AND target_id = ? AND "
+        "action = ?"
         " AND author_kind = 'consolidator' AND author = ? AND entry_id > ?",
         (SESSION_TARGET, session_id, SESSION_FINISHED, session_id, first),
     ).fetchone()
@@ -122,7 +124,8 @@ def insert_session_row(
 ) -> None:
     """The one writer of a consolidation_sessions row: a run starting."""
     conn.execute(
-        "INSERT INTO consolidation_sessions (session_id, agent_id, consolidator, started_at, status)"
+        "INSERT INTO consolidation_sessions (session_id, agent_id, consolidator, started_at, "
+        "status)"
         " VALUES (?, ?, ?, ?, 'running')",
         (session_id, agent_id, consolidator, started_at),
     )
@@ -145,8 +148,10 @@ def finish_row(
     if status not in ("completed", "failed"):
         raise ValueError(f"a session finishes as completed or failed, not {status!r}")
     conn.execute(
-        "UPDATE consolidation_sessions SET status = ?, finished_at = ?, blocks_analysed = ?, blocks_changed = ?,"
-        " passages_merged = ?, passages_superseded = ?, passages_expired = ?, passages_archived = ?,"
+        "UPDATE consolidation_sessions SET status = ?, finished_at = ?, blocks_analysed = ?, "
+        "blocks_changed = ?,"
+        " passages_merged = ?, passages_superseded = ?, passages_expired = ?, passages_archived = "
+        "?,"
         " input_tokens = ?, output_tokens = ?, summary = ?, failure = ?, warnings = ?"
         " WHERE session_id = ? AND status = 'running'",
         (
@@ -212,7 +217,8 @@ def list_rows(conn: Connection, agent_id: str | None, limit: int) -> list[Consol
 def latest_by_status(conn: Connection, status: str) -> dict[str, ConsolidationSession]:
     """Each agent's newest session with this status (what `doctor` shows)."""
     rows = conn.execute(
-        "SELECT * FROM consolidation_sessions s WHERE status = ? AND started_at = (SELECT MAX(started_at)"
+        "SELECT * FROM consolidation_sessions s WHERE status = ? AND started_at = (SELECT "
+        "MAX(started_at)"
         " FROM consolidation_sessions o WHERE o.agent_id = s.agent_id AND o.status = s.status)"
         " ORDER BY agent_id",
         (status,),

@@ -95,7 +95,10 @@ def storage_error(path: Path, error: sqlite3.Error) -> StorageError:
             "and the file system, then run 'memory-agent doctor'."
         )
     else:
-        message = f"The database {path} refused the operation ({type(error).__name__}: {text}); nothing was written."
+        message = (
+            f"The database {path} refused the operation ({type(error).__name__}: {text}); "
+            "nothing was written."
+        )
     storage = StorageError(message)
     storage.path = path  # type: ignore[attr-defined]  # for callers that report the file
     return storage
@@ -152,8 +155,10 @@ def check_not_orphaned(path: Path) -> None:
     if empty and vectors.is_dir() and any(vectors.iterdir()):
         state = "missing" if not path.exists() else "empty (0 bytes)"
         raise StorageError(
-            f"{path} is {state}, but {vectors} holds archival vectors: this is a storage dir that lost "
-            "its database, not a new one, so nothing was created. Restore memory.db from a backup or "
+            f"{path} is {state}, but {vectors} holds archival vectors: this is a storage dir that "
+            "lost "
+            "its database, not a new one, so nothing was created. Restore memory.db from a backup "
+            "or "
             "an export; or run 'memory-agent doctor --repair' to start an empty database and move "
             f"the vectors aside to a backup."
         )
@@ -202,7 +207,8 @@ class Database(TransactionalStore[sqlite3.Connection]):
                 self.path
             )  # 0600 before SQLite creates it (its -wal and -shm take its mode)
         except OSError:
-            pass  # SQLite's own open names the problem (a directory in its place, no permission, ...)
+            # SQLite's own open names the problem (a directory in its place, no permission, ...)
+            pass
         try:
             if encryption_key is not None:
                 self._conn = cipher.connect(
@@ -294,7 +300,8 @@ class Database(TransactionalStore[sqlite3.Connection]):
         self._conn.close()
 
     def _file_identity(self) -> tuple[int, int] | None:
-        """The file's device and inode (None if it cannot be seen: then the first write says why)."""
+        """The file's device and inode (None if it cannot be seen: then the first write says
+        why)."""
         try:
             found = os.stat(self._stat_path)
         except OSError:
@@ -317,8 +324,10 @@ class Database(TransactionalStore[sqlite3.Connection]):
             else "was replaced by another file"
         )
         raise StorageError(
-            f"{self.path} {happened} while this process had it open; nothing was written. Restore the "
-            "storage dir (or put the right memory.db back) and open it again: writes to the old file "
+            f"{self.path} {happened} while this process had it open; nothing was written. Restore "
+            "the "
+            "storage dir (or put the right memory.db back) and open it again: writes to the old "
+            "file "
             "would be lost."
         )
 

@@ -58,7 +58,8 @@ def by_engine(conn: Any, *, sqlite: T, postgresql: T) -> T:
 
 @lru_cache(maxsize=1024)
 def translate(sql: str) -> tuple[str, str | None]:
-    """PostgreSQL's text for a statement written for SQLite, and the key column it returns (if any)."""
+    """PostgreSQL's text for a statement written for SQLite, and the key column it returns (if
+    any)."""
     if _BARE_BEGIN.match(sql):
         return "BEGIN ISOLATION LEVEL REPEATABLE READ", None
     text = _BYTE_LENGTH.sub(r"octet_length(\1)", sql.replace("%", "%%").replace("?", "%s"))

@@ -86,7 +86,9 @@ def _split_head(
     rows: list[Row] = []
     for match in (f"({rare_words}) AND ({common_words})", f"({rare_words}) NOT ({common_words})"):
         rows += conn.execute(
-            f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
+            f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY "
+            "rank, "
+            "rowid LIMIT ?",
             (match, depth),
         ).fetchall()
     if len(rows) < depth:
@@ -153,7 +155,8 @@ def _stems(conn: Connection, tokenizer: str, tokens: Sequence[str]) -> dict[str,
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEMS} USING fts5(word, tokenize='{tokenizer}')"
     )
     conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEM_TERMS} USING fts5vocab(temp, memory_agent_stems,"
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {_STEM_TERMS} USING fts5vocab(temp, "
+        "memory_agent_stems,"
         " 'instance')"
     )
     conn.executemany(

@@ -76,7 +76,8 @@ def record(
     )
     conn.execute(
         "INSERT INTO journal (entry_id, agent_id, action, target_type, target_id, label, old_value,"
-        " new_value, detail, created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash)"
+        " new_value, detail, created_at, author_kind, author, salt, content_digest, prev_hash, "
+        "entry_hash)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             entry_id,
@@ -112,7 +113,8 @@ def _next_link(conn: Connection) -> tuple[int, str | None]:
 
 
 def redact(conn: Connection, entry_ids: Sequence[int]) -> int:
-    """Erase these entries' label, values, detail and salt and mark them forgotten (forgetting only).
+    """Erase these entries' label, values, detail and salt and mark them forgotten (forgetting
+    only).
 
     The database's trigger refuses every other UPDATE of the journal; this is the one it allows.
     Entries already forgotten are left as they are. Returns how many were redacted now."""
@@ -120,7 +122,8 @@ def redact(conn: Connection, entry_ids: Sequence[int]) -> int:
     for chunk in _chunks(sorted(set(entry_ids)), 500):
         marks = ", ".join("?" for _ in chunk)
         cursor = conn.execute(
-            "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = ?, salt = NULL,"
+            "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = ?, salt "
+            "= NULL,"
             f" forgotten = 1 WHERE forgotten = 0 AND entry_id IN ({marks})",
             (REDACTED_DETAIL, *chunk),
         )
@@ -139,14 +142,17 @@ def entries_about(
     """Ids of entries not yet forgotten that are about any (target_type, target_id), belong to
     `agent_id`, or hold any of `texts` in their label, values or detail (the detail as stored JSON,
     so a text is also looked for in its JSON-escaped form; only in the entries of `text_agents`, or
-    of no agent, when given: another agent's history is not this forget's). The records of earlier forgets are never
-    among them: they hold no content, and their counts are what shows a forgotten mark is genuine."""
+    of no agent, when given: another agent's history is not this forget's). The records of earlier
+    forgets are never among them: they hold no content, and their counts are what shows a forgotten
+    mark is
+    genuine."""
     found: set[int] = set()
     for target_type, target_id in targets:
         found.update(
             int(r[0])
             for r in conn.execute(
-                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND target_type = ?"
+                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND "
+                "target_type = ?"
                 " AND target_id = ?",
                 (target_type, target_id),
             )
@@ -155,7 +161,8 @@ def entries_about(
         found.update(
             int(r[0])
             for r in conn.execute(
-                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND agent_id = ?",
+                "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget' AND "
+                "agent_id = ?",
                 (agent_id,),
             )
         )
@@ -169,7 +176,8 @@ def entries_about(
                 for r in conn.execute(
                     "SELECT entry_id FROM journal WHERE forgotten = 0 AND action != 'forget'"
                     " AND (instr(old_value, ?) > 0"
-                    f" OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > 0){scope}",
+                    " OR instr(new_value, ?) > 0 OR instr(detail, ?) > 0 OR instr(label, ?) > "
+                    f"0){scope}",
                     (form, form, form, form, *text_agents),
                 )
             )
@@ -179,7 +187,8 @@ def entries_about(
 def verify_chain(conn: Connection) -> ChainReport:
     """Walk the whole journal in entry order (see `journal_chain.verify`)."""
     rows = conn.execute(
-        "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, detail,"
+        "SELECT entry_id, agent_id, action, target_type, target_id, label, old_value, new_value, "
+        "detail,"
         " created_at, author_kind, author, salt, content_digest, prev_hash, entry_hash, forgotten"
         " FROM journal ORDER BY entry_id"
     )
@@ -268,7 +277,8 @@ def list_entries(
     author_kind: str | None = None,
     limit: int = 100,
 ) -> list[JournalEntry]:
-    """Newest first, filtered by whichever of agent, target type, target id and author kind are given."""
+    """Newest first, filtered by whichever of agent, target type, target id and author kind are
+    given."""
     if author_kind is not None and author_kind not in AUTHOR_KINDS:
         raise ConfigurationError(
             f"An author kind is one of {', '.join(AUTHOR_KINDS)}; got {author_kind!r}."

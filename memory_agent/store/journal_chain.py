@@ -86,7 +86,8 @@ def chain_hash(
 
 @dataclass(frozen=True)
 class ChainReport:
-    """How a walk of the chain went: how many entries, and the first one that failed (None: intact)."""
+    """How a walk of the chain went: how many entries, and the first one that failed (None:
+    intact)."""
 
     entries: int
     forgotten: int
@@ -99,7 +100,8 @@ class ChainReport:
 
 
 def _digest_of(row: Mapping[str, Any]) -> str | None:
-    """The digest the row's values give now (None when they were forgotten: the stored one stands)."""
+    """The digest the row's values give now (None when they were forgotten: the stored one
+    stands)."""
     if row["forgotten"]:
         return None
     if row["salt"] is None:
@@ -110,7 +112,8 @@ def _digest_of(row: Mapping[str, Any]) -> str | None:
 
 
 def verify(rows: Iterable[Mapping[str, Any]]) -> ChainReport:
-    """Walk journal rows in entry order; the first whose values, digest, link or hash is wrong breaks it.
+    """Walk journal rows in entry order; the first whose values, digest, link or hash is wrong
+    breaks it.
 
     A forgotten entry must hold no values and no salt; its stored digest is taken as given (that is
     what forgetting keeps) and still has to fit the chain.
@@ -173,7 +176,8 @@ def verify(rows: Iterable[Mapping[str, Any]]) -> ChainReport:
             count,
             forgotten,
             newest_forgotten,
-            f"{forgotten} entries are marked forgotten but the forget records account for {accounted} "
+            f"{forgotten} entries are marked forgotten but the forget records account for "
+            f"{accounted} "
             "(values erased outside forgetting)",
         )
     return ChainReport(count, forgotten)

@@ -18,6 +18,7 @@ def read_meta(conn: Connection, key: str) -> str | None:
 def write_meta(conn: Connection, key: str, value: str) -> None:
     """Set `key` to `value`, replacing any value it had."""
     conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+        "excluded.value",
         (key, value),
     )

@@ -52,11 +52,15 @@ def _names(fts_id: int) -> tuple[str, str, str]:
 def indexed_sql(row: str) -> str:
     """The SQL of what the index holds for a passage row (`row` is a table alias, `old` or `new`):
     as `archival.passages.indexed_text`, text then context."""
-    return f"CASE WHEN {row}.index_context = '' THEN {row}.content ELSE {row}.content || ' ' || {row}.index_context END"
+    return (
+        f"CASE WHEN {row}.index_context = '' THEN {row}.content ELSE {row}.content || ' ' || "
+        f"{row}.index_context END"
+    )
 
 
 def _indexed_expression(conn: Connection, row: str) -> str:
-    """`indexed_sql`, or the text alone while an older migration runs before the context column exists."""
+    """`indexed_sql`, or the text alone while an older migration runs before the context column
+    exists."""
     columns = {column[1] for column in conn.execute("PRAGMA table_info(passages)")}
     return indexed_sql(row) if "index_context" in columns else f"{row}.content"
 
@@ -167,7 +171,8 @@ def ensure_agent_index(conn: Connection, agent_id: str) -> str:
         f" FROM passages p WHERE p.agent_id = {agent}"
     )
     conn.execute(
-        f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{view}', content_rowid='passage_rowid',"
+        f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{view}', "
+        "content_rowid='passage_rowid',"
         f" tokenize='{TOKENIZER}')"
     )
     conn.execute(
@@ -182,7 +187,8 @@ def ensure_agent_index(conn: Connection, agent_id: str) -> str:
 
 
 def index_rows(conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
-    """Add (passage_rowid, indexed text) rows of the agent to its index (creating the index if needed).
+    """Add (passage_rowid, indexed text) rows of the agent to its index (creating the index if
+    needed).
 
     On PostgreSQL the database derives the index from the row itself: nothing to add."""
     if rows:

@@ -60,46 +60,57 @@ def connect_error(url: str, target: Target, error: BaseException) -> StorageErro
     reason = (fatal.group(1) if fatal else text.rsplit("failed: ", 1)[-1]).strip().splitlines()[0]
     if "does not exist" in reason and "database" in reason:
         advice = (
-            f"Create it (createdb -h {target.host} -p {target.port} {target.database}, or CREATE DATABASE), "
+            f"Create it (createdb -h {target.host} -p {target.port} {target.database}, or CREATE "
+            "DATABASE), "
             "or correct the database name in MEMORY_DATABASE_URL (--database-url)."
         )
     elif "password authentication failed" in reason or "no password supplied" in reason:
         advice = (
-            f"The server refused user '{target.user}' with the password given: correct the user or password "
+            f"The server refused user '{target.user}' with the password given: correct the user or "
+            "password "
             "in MEMORY_DATABASE_URL (--database-url), or in ~/.pgpass."
         )
     elif "role" in reason and "does not exist" in reason:
         advice = (
-            f"Create the role '{target.user}' on the server, or correct the user in MEMORY_DATABASE_URL "
+            f"Create the role '{target.user}' on the server, or correct the user in "
+            "MEMORY_DATABASE_URL "
             "(--database-url)."
         )
     elif "no pg_hba.conf entry" in reason:
-        advice = "The server does not accept this client, user and database: add a pg_hba.conf entry on the server."
+        advice = (
+            "The server does not accept this client, user and database: add a pg_hba.conf "
+            "entry on the server."
+        )
     elif "Connection refused" in text or "No such file or directory" in text:
         advice = (
-            f"No PostgreSQL server is listening at {target.host}:{target.port}: start the server, or correct "
+            f"No PostgreSQL server is listening at {target.host}:{target.port}: start the server, "
+            "or correct "
             "the host and port in MEMORY_DATABASE_URL (--database-url)."
         )
     elif "resolve host" in text or "could not translate host name" in text:
         advice = (
-            f"The host name '{target.host}' does not resolve: correct the host in MEMORY_DATABASE_URL "
+            f"The host name '{target.host}' does not resolve: correct the host in "
+            "MEMORY_DATABASE_URL "
             "(--database-url)."
         )
     elif "timeout" in text.lower():
         advice = (
-            f"The server at {target.host}:{target.port} did not answer in time: check that it runs and that "
+            f"The server at {target.host}:{target.port} did not answer in time: check that it runs "
+            "and that "
             "the network lets this host reach it."
         )
     elif "starting up" in reason or "shutting down" in reason or "recovery" in reason:
         advice = "The server is starting, stopping or recovering: try again in a moment."
     elif "connection info string" in text or "URI" in text or "invalid" in text:
         advice = (
-            "libpq cannot read the URL: percent-encode special characters of the password (# ? / @ : and "
+            "libpq cannot read the URL: percent-encode special characters of the password (# ? / @ "
+            ": and "
             "space), close an IPv6 host's [brackets], and quote keyword values holding spaces."
         )
     else:
         advice = (
-            "Check MEMORY_DATABASE_URL (--database-url: host, port, user, database) and that the server "
+            "Check MEMORY_DATABASE_URL (--database-url: host, port, user, database) and that the "
+            "server "
             "runs."
         )
     return StorageError(
@@ -109,7 +120,8 @@ def connect_error(url: str, target: Target, error: BaseException) -> StorageErro
 
 
 def server_condition(display: str, error: Any) -> StorageError | None:
-    """The StorageError for a server that cannot take writes now (read-only, disk full), else None."""
+    """The StorageError for a server that cannot take writes now (read-only, disk full), else
+    None."""
     state = getattr(error, "sqlstate", None)
     first = (str(error).strip().splitlines() or [type(error).__name__])[0]
     if state == READ_ONLY_TRANSACTION:

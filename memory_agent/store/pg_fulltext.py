@@ -18,12 +18,12 @@ leave-one-conversation-out on the LoCoMo dev conversations (`bench/pg_keyword_lo
 64 variants: `ts_rank` or `ts_rank_cd`, normalisation 0/1/2/32, passages holding every query
 word first or not, prefix matching or not, bm25's idf weighting or not. Every fold chose an idf
 variant, and all three conversations chose `ts_rank`, no normalisation, all words first, idf.
-Chosen per fold and scored held out, evidence recall@5/10/20 is 0.581 / 0.655 / 0.726, against 0.547 / 0.613 / 0.682
-for plain `ts_rank` (the ranking shipped before; +0.035 to +0.044, each 95% interval above 0)
-and 0.539 / 0.620 / 0.695 for FTS5 bm25 on SQLite. The idf is what helps (without it a word
-said twice outweighs a rare one); all-words-first adds 0.001, length normalisation loses
-0.03-0.06 (flag 1) or 0.12 and more (flag 2) of the mean recall (LoCoMo's turns are short, so it
-favours the shortest), `ts_rank_cd` and prefix matching lose a little.
+Chosen per fold and scored held out, evidence recall@5/10/20 is 0.581 / 0.655 / 0.726, against 0.547
+/ 0.613 / 0.682 for plain `ts_rank` (the ranking shipped before; +0.035 to +0.044, each 95% interval
+above 0) and 0.539 / 0.620 / 0.695 for FTS5 bm25 on SQLite. The idf is what helps (without it a word
+said twice outweighs a rare one); all-words-first adds 0.001, length normalisation loses 0.03-0.06
+(flag 1) or 0.12 and more (flag 2) of the mean recall (LoCoMo's turns are short, so it favours the
+shortest), `ts_rank_cd` and prefix matching lose a little.
 
 The idf costs two counts per query (matched and searched passages, each computed once) and one
 rank per query word: LoCoMo keyword search, 100 deep, averages 3.3 ms on a quiet machine, and at
@@ -156,7 +156,8 @@ def passage_search(
         values = [" & ".join(lexemes), *lexemes, query, *params, *params]
     else:
         sql = (
-            f"SELECT p.passage_id, {ranking.function}({vector}, q.query, {ranking.normalisation}) AS rank,"
+            f"SELECT p.passage_id, {ranking.function}({vector}, q.query, {ranking.normalisation}) "
+            "AS rank,"
             f" {vector} @@ to_tsquery('{config}', ?) AS every, p.passage_rowid"
             f" FROM passages p, to_tsquery('{config}', ?) AS q(query)"
             f" WHERE {vector} @@ q.query AND {clause}"

@@ -178,7 +178,8 @@ class PostgresConnection:
 
 
 class PostgresDatabase(TransactionalStore[PostgresConnection]):
-    """The `Store` on a PostgreSQL server: the same calls as `Database`, one connection per instance.
+    """The `Store` on a PostgreSQL server: the same calls as `Database`, one connection per
+    instance.
 
     `path` is the storage dir's nominal database path: PostgreSQL holds the data, and the storage
     dir beside it holds only local derived data (the embedded vector store, if no Chroma server).
@@ -197,8 +198,10 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
         try:
             if not create and not self._has_schema():
                 raise StorageError(
-                    f"No memory-agent storage in the database at {self.display} yet. Run 'memory-agent init' "
-                    "first, or point MEMORY_DATABASE_URL (--database-url) at the database that holds it."
+                    f"No memory-agent storage in the database at {self.display} yet. Run "
+                    "'memory-agent init' "
+                    "first, or point MEMORY_DATABASE_URL (--database-url) at the database that "
+                    "holds it."
                 )
             self._migrate()
         except BaseException:
@@ -271,7 +274,9 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
                 current = 0 if row is None else int(row[0])
                 if current > PG_SCHEMA_VERSION:
                     raise StorageError(
-                        f"The database at {self.display} is at schema version {current}, newer than this "
+                        f"The database at {self.display} is at schema version {current}, newer "
+                        "than "
+                        "this "
                         f"memory-agent understands ({PG_SCHEMA_VERSION}). Upgrade memory-agent."
                     )
                 for migration in PG_MIGRATIONS[current:]:
@@ -343,17 +348,22 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
             return
         if status == "aborted":
             raise StorageError(
-                f"The connection to {self.display} was lost while committing ({_first_line(lost)}); "
+                f"The connection to {self.display} was lost while committing "
+                f"({_first_line(lost)}); "
                 "the server rolled the write back, so nothing was written. Try again."
             ) from lost
         raise WriteOutcomeUnknownError(
-            f"The connection to {self.display} was lost while committing ({_first_line(lost)}), and whether "
-            "the server saved the write cannot be known now. Check (for example view the block or list the "
+            f"The connection to {self.display} was lost while committing ({_first_line(lost)}), "
+            "and "
+            "whether "
+            "the server saved the write cannot be known now. Check (for example view the block or "
+            "list the "
             "passages) before repeating it."
         ) from lost
 
     def _settled_status(self, xid: str) -> str | None:
-        """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if unknown.
+        """'committed' or 'aborted' for transaction `xid`, asked on a new connection; None if
+        unknown.
 
         Keeps asking for COMMIT_SETTLE_S: a server that restarts (every connection cut at once,
         some of them at COMMIT) is usually back within that, and then the answer is known."""
@@ -401,7 +411,8 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
         return f"The store at {self.display}"
 
     def _translated(self, error: BaseException) -> BaseException:
-        """Our error for a driver failure: bad values are ConfigurationErrors, the rest StorageErrors."""
+        """Our error for a driver failure: bad values are ConfigurationErrors, the rest
+        StorageErrors."""
         psycopg = _psycopg()
         if not isinstance(error, psycopg.Error):
             if isinstance(error, OverflowError):

@@ -45,7 +45,8 @@ def table_names(conn: Connection) -> list[str]:
 
 
 def store_snapshot(db: Readable) -> Snapshot:
-    """Each table's rows as tuples, sorted (by their repr: columns may mix None, numbers and text)."""
+    """Each table's rows as tuples, sorted (by their repr: columns may mix None, numbers and
+    text)."""
     with db.reading() as conn:
         return {
             table: sorted(

@@ -46,7 +46,8 @@ def replace_text(
     for text in texts:
         for form in json_forms(text) if json_column else (text,):
             cursor = conn.execute(
-                f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?) > 0 {where}",
+                f"UPDATE {table} SET {column} = replace({column}, ?, ?) WHERE instr({column}, ?) > "
+                f"0 {where}",
                 (form, FORGOTTEN_MARK, form, *params),
             )
             changed += max(cursor.rowcount, 0)

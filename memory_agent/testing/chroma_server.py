@@ -23,7 +23,8 @@ STARTUP_SECONDS = 60
 
 
 class ChromaUnavailable(RuntimeError):
-    """No Chroma server can be started here (the `chroma` command is missing): the reason says why."""
+    """No Chroma server can be started here (the `chroma` command is missing): the reason says
+    why."""
 
 
 def _free_port() -> int:

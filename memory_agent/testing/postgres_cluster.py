@@ -35,7 +35,8 @@ SEARCH_DIRS = [Path(f"/usr/lib/postgresql/{v}/bin") for v in (17, 16, 15, 14)]
 
 
 class PostgresUnavailable(RuntimeError):
-    """No PostgreSQL server can be started here (binaries or driver missing): the reason says which."""
+    """No PostgreSQL server can be started here (binaries or driver missing): the reason says
+    which."""
 
 
 def find_server_binaries() -> Path:
@@ -137,7 +138,8 @@ class PostgresCluster:
     def start_server(self) -> None:
         """Start the server on an initialised cluster (again, after `stop_server`)."""
         options = (
-            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}"
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c "
+            f"unix_socket_directories={self.root}"
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
             " -c shared_buffers=64MB"
         )

@@ -63,7 +63,8 @@ class TooManyBreakpointsError(ValueError):
 
     def __init__(self, found: int) -> None:
         super().__init__(
-            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found "
+            f"{found}."
         )
         self.found = found
 

@@ -193,7 +193,8 @@ class ScriptedMessagesServer:
         """The bound port."""
         if self._httpd is None:
             raise RuntimeError(
-                "ScriptedMessagesServer is not running; call start() or use it as a context manager."
+                "ScriptedMessagesServer is not running; call start() or use it as a context "
+                "manager."
             )
         return int(self._httpd.server_address[1])
 
@@ -387,7 +388,8 @@ class ScriptedMessagesServer:
 
     def _auxiliary_text(self, request: RecordedRequest) -> str:
         if is_compaction_request(request):
-            return f"<analysis>Scripted.</analysis>\n\n<summary>\n{self.compaction_summary}\n</summary>"
+            summary = self.compaction_summary
+            return f"<analysis>Scripted.</analysis>\n\n<summary>\n{summary}\n</summary>"
         return self.auxiliary_text
 
     def _next_id(self, prefix: str) -> str:

@@ -91,7 +91,8 @@ def pasted_log(rng: random.Random, size: int) -> str:
             f"2026-11-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
             f"{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z {rng.choice(levels)} "
             f"worker-{rng.randint(1, 16)} req={rng.getrandbits(48):012x} "
-            f"{rng.choice(paths)}/{rng.randint(1, 99999)} status={rng.choice((200, 200, 201, 404, 500))} "
+            f"{rng.choice(paths)}/{rng.randint(1, 99999)} "
+            f"status={rng.choice((200, 200, 201, 404, 500))} "
             f"took={rng.randint(1, 2500)}ms"
         )
         lines.append(line)
@@ -296,14 +297,20 @@ class _Conversation:
             return self.first_text
         if kind == "paste":
             size = self.rng.randint(10_000, 20_000)
-            return f"Turn {number}: here is the log from the failing run:\n{pasted_log(self.rng, size)}"
+            return (
+                f"Turn {number}: here is the log from the failing "
+                f"run:\n{pasted_log(self.rng, size)}"
+            )
         if kind == "edit":
             return f"Turn {number}: please remember that deploy {number} went out on a Tuesday."
         if kind == "recall":
             return f"Turn {number}: what did I say my boat is called, at the very start?"
         if kind == "tool":
             return f"Turn {number}: please read the latest service log and tell me what failed."
-        return f"Turn {number}: a short question about the deployment, number {self.rng.randint(1, 10**6)}."
+        return (
+            f"Turn {number}: a short question about the deployment, number "
+            f"{self.rng.randint(1, 10**6)}."
+        )
 
     def script(self, server: ScriptedMessagesServer, number: int, kind: TurnKind) -> None:
         if kind == "recall":
@@ -592,14 +599,18 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
     largest = max(tokens, default=0)
     return [
         (
-            f"turns {len(result.turns)} ({sum(t.kind == 'paste' for t in result.turns)} pastes of 10-20 kB, "
-            f"{sum(t.kind == 'tool' for t in result.turns)} tool calls with 8-16 kB results), answered "
-            f"{sum(bool(t.answer) and not t.is_error for t in result.turns)}; restarts {dict(result.config.restarts)}"
+            f"turns {len(result.turns)} ({sum(t.kind == 'paste' for t in result.turns)} pastes of "
+            "10-20 kB, "
+            f"{sum(t.kind == 'tool' for t in result.turns)} tool calls with 8-16 kB results), "
+            "answered "
+            f"{sum(bool(t.answer) and not t.is_error for t in result.turns)}; restarts "
+            f"{dict(result.config.restarts)}"
         ),
         f"compactions {len(result.compactions)} at turns {[c.turn for c in result.compactions]}",
         (
             f"max request {largest:,} tokens vs trigger {result.trigger_tokens:,} "
-            f"({largest / max(result.trigger_tokens, 1):.3f}); {len(tokens)} requests; largest conversation "
+            f"({largest / max(result.trigger_tokens, 1):.3f}); {len(tokens)} requests; largest "
+            "conversation "
             f"carried {max(result.carried_chars, default=0) / 1024:,.0f} KiB"
         ),
         "first request after each compaction: "
@@ -610,24 +621,28 @@ def summary_lines(result: SoakResult) -> Sequence[str]:
         "first request after each reopening: "
         + (
             ", ".join(
-                f"turn {turn}: {tokens:,} tokens ({'compacted first' if compacted else 'no compaction'})"
+                f"turn {turn}: {tokens:,} tokens "
+                f"({'compacted first' if compacted else 'no compaction'})"
                 for turn, tokens, compacted in result.reopen_requests()
             )
             or "none"
         )
         + f" (trigger {result.trigger_tokens:,})",
         (
-            f"latency of non-compacting turns (ms): first {len(first)} median {median(first) * 1000:.0f} "
+            f"latency of non-compacting turns (ms): first {len(first)} median "
+            f"{median(first) * 1000:.0f} "
             f"mean {mean(first) * 1000:.0f}; last {len(last)} median {median(last) * 1000:.0f} "
             f"mean {mean(last) * 1000:.0f}; last/first means {mean(last) / mean(first):.2f}"
         ),
         f"RSS {result.rss_kb[0][1] / 1024:.0f} MB at start, "
         + ", ".join(f"{kb / 1024:.0f} MB after {turn}" for turn, kb in result.rss_kb[1:]),
-        f"open fds {result.fds[0][1]} at start, {result.fds[-1][1]} at end (max {max(f for _, f in result.fds)})",
+        f"open fds {result.fds[0][1]} at start, {result.fds[-1][1]} at end (max "
+        f"{max(f for _, f in result.fds)})",
         (
             f"stable-prefix share of consecutive requests (share of the previous request repeated "
             f"verbatim): median {median(shares):.3f}, mean {mean(shares):.3f}, "
-            f"1.0 in {sum(s >= 0.9999 for s in shares)}/{len(shares)} pairs; after a memory edit (new "
+            f"1.0 in {sum(s >= 0.9999 for s in shares)}/{len(shares)} pairs; after a memory edit "
+            "(new "
             f"system prompt): {len(result.prefix_shares_after_edit)} pairs, median "
             f"{median(result.prefix_shares_after_edit):.3f} (the tool definitions only)"
         ),

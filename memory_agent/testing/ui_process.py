@@ -130,7 +130,8 @@ class UiServer:
         )
 
     def stop(self) -> int | None:
-        """Interrupt the server (SIGINT, as Ctrl-C); its exit code, or None if it had to be killed."""
+        """Interrupt the server (SIGINT, as Ctrl-C); its exit code, or None if it had to be
+        killed."""
         process, self._process = self._process, None
         if process is None:
             return None

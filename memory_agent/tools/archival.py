@@ -80,8 +80,10 @@ def _run_archival_search(memory: MemoryManager, arguments: Mapping[str, Any], ag
     limit, page = _paging(arguments, 5)
     if limit * page >= MAX_SEARCH_LIMIT:  # the schema allows it: answer plainly rather than refuse
         return (
-            f"No passages on page {page} (limit {limit}) for {_quoted(arguments['query'])}: search ranks only the "
-            f"best {MAX_SEARCH_LIMIT} matches and this page starts at result {limit * page + 1}. Narrow the "
+            f"No passages on page {page} (limit {limit}) for {_quoted(arguments['query'])}: search "
+            "ranks only the "
+            f"best {MAX_SEARCH_LIMIT} matches and this page starts at result {limit * page + 1}. "
+            "Narrow the "
             "query, tags or dates to reach other passages."
         )
     hits = memory.archival_memory_search(
@@ -98,7 +100,8 @@ def _run_archival_search(memory: MemoryManager, arguments: Mapping[str, Any], ag
     if limit * (page + 1) >= MAX_SEARCH_LIMIT and hits[limit * page :]:
         text = text.replace(
             f"More may match: call again with page={page + 1}.",
-            f"Search ranks only the best {MAX_SEARCH_LIMIT} matches; this is the last page of them.",
+            f"Search ranks only the best {MAX_SEARCH_LIMIT} matches; this is the last page of "
+            "them.",
         )
     return text
 
@@ -134,20 +137,26 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
             "content": {"type": "string", "description": "The text to remember."},
             "tags": {
                 **_TAGS,
-                "description": "Optional labels to filter by later, e.g. ['project-x', 'preference'].",
+                "description": "Optional labels to filter by later, e.g. ['project-x', "
+                "'preference'].",
             },
             "sensitivity": {
                 "type": "string",
                 "enum": list(LEVELS),
-                "description": f"Who may read it later: 'public' (may be shared), '{DEFAULT_LEVEL}' (the default) or "
-                "'secret' (passwords, health, anything the user asked to keep secret: left out of searches, "
+                "description": "Who may read it later: 'public' (may be shared), "
+                f"'{DEFAULT_LEVEL}' "
+                "(the default) or "
+                "'secret' (passwords, health, anything the user asked to keep secret: left out of "
+                "searches, "
                 "exports and prompts that are not allowed secrets).",
             },
             "context": {
                 "type": "string",
                 "description": (
-                    "Optional words that help find the passage but are not part of it, e.g. the question it "
-                    "answers or the date it was said. Searches match them; results show only the content."
+                    "Optional words that help find the passage but are not part of it, e.g. the "
+                    "question it "
+                    "answers or the date it was said. Searches match them; results show only the "
+                    "content."
                 ),
             },
         },
@@ -177,12 +186,14 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
             "page": _PAGE,
             "include_superseded": {
                 "type": "boolean",
-                "description": "Also return passages a newer passage replaced (marked as superseded), e.g. to "
+                "description": "Also return passages a newer passage replaced (marked as "
+                "superseded), e.g. to "
                 "see what was believed before (default false).",
             },
             "explain": {
                 "type": "boolean",
-                "description": "Show why each passage was found: keyword and meaning ranks and scores, "
+                "description": "Show why each passage was found: keyword and meaning ranks and "
+                "scores, "
                 "recency, importance, how often it was found before (default false).",
             },
         },
@@ -202,13 +213,15 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
             "mode": {
                 "type": "string",
                 "enum": ["hybrid", "keyword", "vector"],
-                "description": "'hybrid' (default): meaning and keywords together; 'keyword': exact "
+                "description": "'hybrid' (default): meaning and keywords together; 'keyword': "
+                "exact "
                 "words only; 'vector': meaning only.",
             },
             "roles": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "Only messages with these roles: 'user' (the user's messages and tool "
+                "description": "Only messages with these roles: 'user' (the user's messages and "
+                "tool "
                 "results) or 'assistant' (your own replies and tool calls), e.g. ['user'].",
             },
             "start_date": {
@@ -236,7 +249,10 @@ ARCHIVAL_TOOLS: tuple[ToolSpec, ...] = (
 
 def format_inserted(passage_id: str, tags: Sequence[str] | None = None) -> str:
     tagged = f" with tags {', '.join(tags)}" if tags else ""
-    return f"Saved to archival memory as {passage_id}{tagged}. Find it again with archival_memory_search."
+    return (
+        f"Saved to archival memory as {passage_id}{tagged}. Find it again with "
+        "archival_memory_search."
+    )
 
 
 def format_archival_hits(
@@ -248,7 +264,8 @@ def format_archival_hits(
         return f"No passages {where} match {_quoted(query)}."
     first = page * limit + 1
     lines = [
-        f"Archival memory results for {_quoted(query)} ({first}-{first + len(hits) - 1}, page {page}):"
+        f"Archival memory results for {_quoted(query)} ({first}-{first + len(hits) - 1}, page "
+        f"{page}):"
     ]
     if any(hit.degraded for hit in hits):
         lines.append(
@@ -258,7 +275,8 @@ def format_archival_hits(
         passage = hit.passage
         tags = f", tags: {', '.join(passage.tags)}" if passage.tags else ""
         lines.append(
-            f"{number}. [{passage.passage_id}] {_display_time(passage.created_at)}{tags}{_status(passage)}"
+            f"{number}. [{passage.passage_id}] "
+            f"{_display_time(passage.created_at)}{tags}{_status(passage)}"
         )
         lines.append(_indent(_clip(passage.content)))
         if hit.explanation is not None:
@@ -288,7 +306,8 @@ def format_explanation(explanation: SearchExplanation) -> str:
         f"why: {rank(explanation.keyword_rank, explanation.keyword_score, 'keyword')}, "
         f"{rank(explanation.vector_rank, explanation.vector_similarity, 'meaning')}, "
         f"match {explanation.fused:.3f}, recency {explanation.recency:.2f}, "
-        f"importance {explanation.importance:.2f}, found {explanation.access_count} time(s) before; "
+        f"importance {explanation.importance:.2f}, found {explanation.access_count} time(s) "
+        "before; "
         f"{explanation.mode} score {explanation.score:.3f}"
     )
 

@@ -13,7 +13,8 @@ __all__ = ["CORE_MEMORY_TOOLS"]
 _LABEL = {
     "type": "string",
     "description": (
-        "Label of the memory block, e.g. 'human', 'persona' or a path such as 'system/human/family'."
+        "Label of the memory block, e.g. 'human', 'persona' or a path such as "
+        "'system/human/family'."
     ),
 }
 
@@ -22,7 +23,8 @@ CORE_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
         name="core_memory_append",
         description=(
             "Append text to the end of one of your core memory blocks, on a new line. Use it to "
-            "remember new facts about the user or yourself that you will need in every conversation."
+            "remember new facts about the user or yourself that you will need in every "
+            "conversation."
         ),
         properties={
             "label": _LABEL,

@@ -63,9 +63,9 @@ def execute_tool(
 ) -> ToolOutcome:
     """Run the memory tool `name` for the model on `agent_id` (the manager's agent by default).
 
-    What it writes is journalled as that agent's model's (`Author.model(agent_id)`); what it reads is
-    what that agent is allowed (`allow_secret`: its secret blocks and passages too; by default the
-    model sees public and private ones only, `memory_agent.privacy.sensitivity`)."""
+    What it writes is journalled as that agent's model's (`Author.model(agent_id)`); what it reads
+    is what that agent is allowed (`allow_secret`: its secret blocks and passages too; by default
+    the model sees public and private ones only, `memory_agent.privacy.sensitivity`)."""
     try:
         check_text("tool name", name)
         spec = find_tool(name)

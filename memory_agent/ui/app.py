@@ -155,7 +155,8 @@ def create_app(
         return HTMLResponse(body, status_code=status)
 
     async def call(function: Callable[..., Any], *args: Any) -> Any:
-        """`function(memory, *args)` in a worker thread (opening the store too), its refusals as pages."""
+        """`function(memory, *args)` in a worker thread (opening the store too), its refusals as
+        pages."""
         try:
             return await run_in_threadpool(lambda: _cleared(memory(), level, function, *args))
         except MemoryAgentError as error:
@@ -218,7 +219,8 @@ def create_app(
     # ----- writes ----------------------------------------------------------------------
 
     async def write_form(request: Request) -> FormData:
-        """The form of a write, after the CSRF check (403 and nothing changed without a valid token)."""
+        """The form of a write, after the CSRF check (403 and nothing changed without a valid
+        token)."""
         length = request.headers.get("content-length")
         if length is None:  # browsers always say; a body without a length could be endless
             raise _Refused(
@@ -417,6 +419,7 @@ def _back(
 def _cleared(
     memory: MemoryManager, level: Sensitivity, function: Callable[..., Any], *args: Any
 ) -> Any:
-    """`function(memory, *args)` at the inspector's clearance (a worker thread has none of its own)."""
+    """`function(memory, *args)` at the inspector's clearance (a worker thread has none of its
+    own)."""
     with with_clearance(level):
         return function(memory, *args)

@@ -71,7 +71,8 @@ class GuardPolicy:
         host, port = split_host_port(bound_host)
         if not is_loopback(host) and not access_token:
             raise ConfigurationError(
-                f"The inspector is bound to {bound_host}, which other machines can reach: it needs an access "
+                f"The inspector is bound to {bound_host}, which other machines can reach: it needs "
+                "an access "
                 "token (memory-agent ui makes one and prints it; give one with --token)."
             )
         if access_token is not None and len(access_token) < 16:
@@ -181,14 +182,16 @@ class Guard:
         policy = self.policy
         if not policy.host_allowed(request.headers.get("host", "")):
             return 400, (
-                f"This inspector answers only at http://{policy.bound_host}/; the request named another "
+                f"This inspector answers only at http://{policy.bound_host}/; the request named "
+                "another "
                 "host, so it was refused (this guards against DNS rebinding). Open the address "
                 "memory-agent ui printed."
             )
         if request.method not in ("GET", "HEAD", "POST"):
             return (
                 405,
-                f"The inspector does not serve {request.method[:16]} requests; nothing was changed.",
+                f"The inspector does not serve {request.method[:16]} requests; nothing was "
+                "changed.",
             )
         offered = request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
         if not policy.token_valid(offered):
@@ -201,7 +204,8 @@ class Guard:
         return None
 
     def _accept_token(self, request: Request) -> Response:
-        """The token arrived in the URL and was valid: keep it in a cookie and drop it from the URL."""
+        """The token arrived in the URL and was valid: keep it in a cookie and drop it from the
+        URL."""
         kept = [(key, value) for key, value in request.query_params.multi_items() if key != "token"]
         target = URL(path=request.url.path, query=urlencode(kept))
         response = RedirectResponse(str(target), status_code=303)
@@ -222,7 +226,8 @@ def _cookie(name: str, value: str) -> str:
 
 
 def _harden(headers: MutableHeaders) -> None:
-    """No script, nothing from elsewhere, no framing, no caching of memory, no Referer carrying a token."""
+    """No script, nothing from elsewhere, no framing, no caching of memory, no Referer carrying a
+    token."""
     headers["content-security-policy"] = (
         "default-src 'none'; style-src 'self'; img-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"

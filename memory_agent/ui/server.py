@@ -36,7 +36,8 @@ def url_host(host: str, port: int) -> str:
 
 
 def serve_line(bound_host: str, token: str | None) -> str:
-    """The line `memory-agent ui` prints: where to open the inspector (with its token when one is needed)."""
+    """The line `memory-agent ui` prints: where to open the inspector (with its token when one is
+    needed)."""
     split_host_port(bound_host)
     suffix = f"?token={token}" if token else ""
     return f"memory-agent ui: serving http://{bound_host}/{suffix}"

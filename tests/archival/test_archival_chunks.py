@@ -35,10 +35,14 @@ from memory_agent.store.database import Database
 from memory_agent.store.migrations import MIGRATIONS, m009_issue25_whole_passage_vectors
 
 FILLER = (
-    "The old harbour town grew around a fishing fleet and a small shipyard. Its streets climb from the quay "
-    "to a church on the hill, and the market still opens every Saturday morning with bread, cheese, apples "
-    "and nets for sale. In the nineteenth century the railway arrived, the fleet shrank, and the shipyard "
-    "turned to repairing ferries. Summer visitors now walk the cliff path, photograph the lighthouse and "
+    "The old harbour town grew around a fishing fleet and a small shipyard. Its streets climb from "
+    "the quay "
+    "to a church on the hill, and the market still opens every Saturday morning with bread, "
+    "cheese, apples "
+    "and nets for sale. In the nineteenth century the railway arrived, the fleet shrank, and the "
+    "shipyard "
+    "turned to repairing ferries. Summer visitors now walk the cliff path, photograph the "
+    "lighthouse and "
     "eat chips on the harbour wall while gulls circle overhead. "
 )
 FACT = "My sister Margaret adopted a three-legged greyhound called Biscuit last spring."
@@ -310,7 +314,8 @@ def _old_passages(execute) -> None:  # type: ignore[no-untyped-def]  # sqlite3's
     execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', ?)", (now,))
     for passage_id, content in (("short", OTHERS[0]), ("long", long_passage())):
         execute(
-            "INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at, vector_state)"
+            "INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at, "
+            "vector_state)"
             " VALUES (?, 'old', ?, ?, ?, 'indexed')",
             (passage_id, content, passage_id, now),
         )

@@ -1,4 +1,5 @@
-"""A writer killed with SIGKILL in the middle of 1,000 inserts (after 100 reported) loses nothing it reported done."""
+"""A writer killed with SIGKILL in the middle of 1,000 inserts (after 100 reported) loses nothing
+it reported done."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ KILL_AFTER = 100
 
 
 def _run_and_kill(storage: Path) -> dict[int, str]:
-    """Start the writer, SIGKILL it once KILL_AFTER inserts are reported; returns what it reported."""
+    """Start the writer, SIGKILL it once KILL_AFTER inserts are reported; returns what it
+    reported."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")]),

@@ -55,7 +55,8 @@ def _plain(db: Database, tokens: list[str], depth: int) -> list[tuple[int, float
         return [
             (row[0], row[1])
             for row in conn.execute(
-                f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid LIMIT ?",
+                f"SELECT rowid, bm25({table}) AS rank FROM {table} WHERE {table} MATCH ? ORDER BY "
+                "rank, rowid LIMIT ?",
                 (match, depth),
             )
         ]

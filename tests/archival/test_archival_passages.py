@@ -141,7 +141,8 @@ def test_tags_are_rows_too(hashed: ArchivalMemory, db: Database) -> None:
     passage_id = hashed.insert("alice", "tagged", tags=["a", "b"])
     with db.reading() as conn:
         rows = conn.execute(
-            "SELECT tag FROM passage_tags JOIN passages USING (passage_rowid) WHERE passage_id = ? ORDER BY tag",
+            "SELECT tag FROM passage_tags JOIN passages USING (passage_rowid) WHERE passage_id = ? "
+            "ORDER BY tag",
             (passage_id,),
         ).fetchall()
         stored = conn.execute(

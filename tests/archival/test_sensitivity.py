@@ -174,7 +174,8 @@ def test_a_secret_passage_is_not_there_for_lifecycle_changes_without_the_clearan
     memory: MemoryManager, change: str
 ) -> None:
     """Tags, importance, supersession and restore change a passage and return it: on a secret one,
-    without the clearance, they must say it does not exist, show nothing of it and change nothing."""
+    without the clearance, they must say it does not exist, show nothing of it and change
+    nothing."""
     secret = memory.archival_memory_insert(f"Vault {MARK}", sensitivity="secret")
     plain = memory.archival_memory_insert("A private fact.")
     runs = {

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN_ELSEWHERE = {
     "archival_locomo": "tests/archival/test_archival_bench_data.py",
 }
-"""Script -> the test file that runs its `--quick` mode in the default suite and checks its figures."""
+"""Script -> the test file that runs its `--quick` mode in the default suite and checks its
+figures."""
 EXPECTED = {
     "auto_recall_bench": (r"^archival 2000\s+\d", r"^conversation 2000\s+\d", r"^both 2000\s+\d"),
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
@@ -62,7 +63,8 @@ SCRIPTS = [script for script in ALL_SCRIPTS if script.stem not in RUN_ELSEWHERE]
 
 
 NEEDS_POSTGRES = {"backends_bench", "pg_keyword_locomo", "thread_workers_bench"}
-"""Scripts whose quick run starts a PostgreSQL server and so needs the `postgres` extra (psycopg)."""
+"""Scripts whose quick run starts a PostgreSQL server and so needs the `postgres` extra
+(psycopg)."""
 NEEDS_ENCRYPTION = {"encryption_overhead"}
 """Scripts that open an encrypted store and so need the `encryption` extra (sqlcipher3)."""
 
@@ -85,7 +87,10 @@ def test_every_bench_script_is_covered() -> None:
 @pytest.mark.parametrize("script", SCRIPTS, ids=[script.stem for script in SCRIPTS])
 def test_bench_script_runs_quick(script: Path, tmp_path: Path) -> None:
     if script.stem in NEEDS_POSTGRES and importlib.util.find_spec("psycopg") is None:
-        reason = f"{script.name} measures PostgreSQL and psycopg is not installed (pip install -e '.[postgres]')"
+        reason = (
+            f"{script.name} measures PostgreSQL and psycopg is not installed (pip install -e "
+            "'.[postgres]')"
+        )
         if os.environ.get("MEMORY_AGENT_REQUIRE_POSTGRES"):
             pytest.fail(f"PostgreSQL is required (MEMORY_AGENT_REQUIRE_POSTGRES is set): {reason}")
         pytest.skip(reason)

@@ -83,7 +83,8 @@ def test_a_script_run_records_its_printed_output_only_when_full(tmp_path: Path) 
     )
     script.write_text(
         "def main():\n    print('figure 42')\n\n\nif __name__ == '__main__':\n"
-        "    from record import run_recorded\n\n    raise SystemExit(run_recorded(main, __file__))\n"
+        "    from record import run_recorded\n\n    raise SystemExit(run_recorded(main, "
+        "__file__))\n"
     )
     env = {**os.environ, "PYTHONPATH": ""}
     quick = subprocess.run(

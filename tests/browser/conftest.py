@@ -34,7 +34,8 @@ _DROPPED = {
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test in this folder drives a browser: mark it `browser` (-m 'not browser' leaves them out)."""
+    """Every test in this folder drives a browser: mark it `browser` (-m 'not browser' leaves
+    them out)."""
     here = Path(__file__).parent
     for item in items:
         if here in Path(str(item.path)).parents:
@@ -79,7 +80,8 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture
 def page(chromium: Any) -> Iterator[Any]:
-    """A page in a fresh browser context: cookies of its own, so each test starts a new UI session."""
+    """A page in a fresh browser context: cookies of its own, so each test starts a new UI
+    session."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     tab.set_default_timeout(30_000)

@@ -105,9 +105,11 @@ def test_the_conversation_shows_the_summary_where_it_replaced_messages(
 ) -> None:
     open_page(page, ui, agent_path("/conversation"))
     items = page.locator("ol.conversation > li").evaluate_all(
-        "els => els.map(e => ({summary: e.classList.contains('summary-item'), id: e.dataset.messageId,"
+        "els => els.map(e => ({summary: e.classList.contains('summary-item'), id: "
+        "e.dataset.messageId,"
         " compacted: e.classList.contains('compacted'),"
-        " spoken: e.classList.contains('role-user') || e.classList.contains('role-assistant'), text: e.innerText}))"
+        " spoken: e.classList.contains('role-user') || e.classList.contains('role-assistant'), "
+        "text: e.innerText}))"
     )
     summaries = [index for index, item in enumerate(items) if item["summary"]]
     assert len(summaries) == 1 and SUMMARY in items[summaries[0]]["text"]
@@ -209,7 +211,8 @@ SIGNALS = {
         "importance",
     },
 }
-"""Per mode, the signals whose figures the hits of the search word must show (numbers, not dashes)."""
+"""Per mode, the signals whose figures the hits of the search word must show (numbers, not
+dashes)."""
 
 
 @pytest.mark.parametrize("mode", SEARCH_MODES)
@@ -312,7 +315,8 @@ def test_a_post_with_a_tampered_csrf_token_is_refused(
     open_page(page, ui, block_path(EDITED_BLOCK))
     page.fill("form[data-form=edit] textarea[name=value]", "Forged by another page.")
     page.evaluate(
-        "() => { document.querySelector('form[data-form=edit] input[name=csrf_token]').value = 'tampered'; }"
+        "() => { document.querySelector('form[data-form=edit] input[name=csrf_token]').value = "
+        "'tampered'; }"
     )
 
     response = submit(page, "edit")

@@ -250,7 +250,8 @@ def _agent_errors(
             or link.get("agent_id") != agent.get("id")
         ):
             errors.append(
-                f"{where}: a files_agents entry names a file, source or agent the file does not hold"
+                f"{where}: a files_agents entry names a file, source or agent the file does not "
+                "hold"
             )
     messages = [m for m in agent.get("messages") or [] if isinstance(m, Mapping)]
     own = {m.get("id") for m in messages}
@@ -327,7 +328,8 @@ def _group_errors(group: Any, agents: set[Any]) -> list[str]:
         and config.get("manager_agent_id") not in agents
     ):
         errors.append(
-            f"{where}: manager_agent_id {config.get('manager_agent_id')!r} is not an agent of the file"
+            f"{where}: manager_agent_id {config.get('manager_agent_id')!r} is not an agent of the "
+            "file"
         )
     if group.get("shared_block_ids"):
         errors.append(

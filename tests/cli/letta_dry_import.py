@@ -18,7 +18,8 @@ from typing import Any
 
 
 def letta_import_errors(document: Any) -> list[str]:
-    """Every error Letta raises while checking and building the document's objects ([] = accepted)."""
+    """Every error Letta raises while checking and building the document's objects ([] =
+    accepted)."""
     from letta.schemas.agent import CreateAgent
     from letta.schemas.agent_file import AgentFileSchema
     from letta.schemas.group import GroupCreate

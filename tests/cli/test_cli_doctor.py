@@ -276,7 +276,8 @@ def test_rows_pointing_nowhere_are_named_and_left(
         )
         conn.execute("SET session_replication_role = DEFAULT")
         conn.execute(
-            "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, created_at)"
+            "INSERT INTO summaries (agent_id, summary, first_message_id, last_message_id, "
+            "created_at)"
             " VALUES ('ada', 'covers nothing of ada''s', 1, 999999, '2024-01-01')"
         )
     broken = initialised("--json", "doctor", "--repair")

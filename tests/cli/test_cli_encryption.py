@@ -1,4 +1,5 @@
-"""`memory-agent rekey` and `export --encrypt`: keys never echoed, wrong keys refused changing nothing."""
+"""`memory-agent rekey` and `export --encrypt`: keys never echoed, wrong keys refused changing
+nothing."""
 
 from __future__ import annotations
 

@@ -150,9 +150,10 @@ def test_help_and_readme_agree_on_how_to_start() -> None:
         assert f"'{command}'" in flat, command
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert (
-        "The first `memory-agent chat` creates the storage dir and an agent; so does any command that adds "
-        "memory (`blocks set`, `blocks append`, `blocks create`, `blocks edit`, `remember`, `consolidate`)"
-        in readme
+        "The first `memory-agent chat` creates the storage dir and an agent; so does any command "
+        "that adds "
+        "memory (`blocks set`, `blocks append`, `blocks create`, `blocks edit`, `remember`, "
+        "`consolidate`)" in readme
     )
 
 
@@ -175,7 +176,8 @@ def test_a_refused_first_command_leaves_no_storage_dir(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """'nothing was changed' holds on first use too: the storage dir made for the command goes again."""
+    """'nothing was changed' holds on first use too: the storage dir made for the command goes
+    again."""
     if backend == "postgres":
         pytest.skip(
             "on PostgreSQL the agent is created on the server, which this does not take back"

@@ -1,4 +1,5 @@
-"""Forgetting keeps everything else intact; the journal's hash chain shows tampering (issue 26, items 2 and 5).
+"""Forgetting keeps everything else intact; the journal's hash chain shows tampering (issue 26,
+items 2 and 5).
 
 Both backends. The tamper test edits the journal with raw SQL, bypassing the database's append-only
 trigger (which only a test may do), and `doctor` names the edited entry.
@@ -31,7 +32,8 @@ Open = Callable[[str], MemoryManager]
 
 
 def _raw_sql(memory: MemoryManager, *statements: str) -> None:
-    """Run statements as the database's owner would, the journal's trigger switched off (tests only)."""
+    """Run statements as the database's owner would, the journal's trigger switched off (tests
+    only)."""
     url = os.environ.get("MEMORY_DATABASE_URL")
     if url:
         import psycopg
@@ -46,7 +48,8 @@ def _raw_sql(memory: MemoryManager, *statements: str) -> None:
         triggers = [
             row[0]
             for row in conn.execute(
-                "SELECT sql FROM sqlite_master WHERE name IN ('journal_no_update', 'journal_no_delete')"
+                "SELECT sql FROM sqlite_master WHERE name IN ('journal_no_update', "
+                "'journal_no_delete')"
             )
         ]
         conn.execute("DROP TRIGGER journal_no_update")
@@ -156,8 +159,10 @@ def test_a_removed_entry_breaks_the_chain_at_the_next_one(
 def test_values_erased_by_hand_to_look_forgotten_are_seen(
     initialised: Run, open_store: Open
 ) -> None:
-    """A forgotten mark carries no values to check, so one set by hand (not by a forget, whose record
-    counts what it redacted) must not pass; genuine forgets, an agent's after a passage's, still do."""
+    """A forgotten mark carries no values to check, so one set by hand (not by a forget, whose
+    record counts what it redacted) must not pass; genuine forgets, an agent's after a passage's,
+    still
+    do."""
     with open_store("ada") as memory:
         made = _some_memory(memory)
         memory.forget_passage(made["drop"])
@@ -191,7 +196,8 @@ def test_removing_the_newest_entries_is_seen(
 ) -> None:
     if backend == "postgres":
         pytest.skip(
-            "SQLite's AUTOINCREMENT counter names removed newest entries; PostgreSQL's identity sequence "
+            "SQLite's AUTOINCREMENT counter names removed newest entries; PostgreSQL's identity "
+            "sequence "
             "also keeps the ids of rolled-back writes, so a gap there proves nothing"
         )
     with open_store("ada") as memory:
@@ -211,7 +217,8 @@ def test_removing_the_newest_entries_is_seen(
     [
         "UPDATE journal SET new_value = 'x' WHERE entry_id = {id}",
         "UPDATE journal SET action = 'other' WHERE entry_id = {id}",
-        "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{{}}', salt = NULL,"
+        "UPDATE journal SET label = NULL, old_value = NULL, new_value = NULL, detail = '{{}}', "
+        "salt = NULL,"
         " forgotten = 1, created_at = 'then' WHERE entry_id = {id}",
         "DELETE FROM journal WHERE entry_id = {id}",
     ],

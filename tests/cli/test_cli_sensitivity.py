@@ -66,8 +66,8 @@ def test_levels_from_the_command_line(initialised: Invoke) -> None:
 
 
 def test_the_journal_shows_no_secret_without_allow_secret(initialised: Invoke) -> None:
-    """The journal's values hold what was written: the entries of a secret block or passage (live, or
-    deleted with its level recorded) are left out as in an export, unless --allow-secret."""
+    """The journal's values hold what was written: the entries of a secret block or passage (live,
+    or deleted with its level recorded) are left out as in an export, unless --allow-secret."""
     run = initialised
     assert run("blocks", "create", "door", f"Door {MARK}", "--sensitivity", "secret").exit_code == 0
     assert run("blocks", "create", "diary", f"Diary {MARK}").exit_code == 0

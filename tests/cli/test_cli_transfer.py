@@ -23,7 +23,8 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _memory_of(run: Run, storage: Path, agent: str | None = None) -> dict:
-    """Blocks (label -> value, limit, description, read-only) and messages (role, type, text, in context)."""
+    """Blocks (label -> value, limit, description, read-only) and messages (role, type, text, in
+    context)."""
     prefix = ("--agent", agent) if agent else ()
     shown = json.loads(run(*prefix, "--json", "agents", "show", storage_dir=storage).stdout)
     messages = json.loads(
@@ -44,7 +45,8 @@ def _memory_of(run: Run, storage: Path, agent: str | None = None) -> dict:
 
 @pytest.fixture
 def rich_agent(initialised: Run, open_store: Callable[[str], MemoryManager]) -> Run:
-    """Agent 'ada' with edited, read-only and custom blocks, a tool-using conversation and a summary."""
+    """Agent 'ada' with edited, read-only and custom blocks, a tool-using conversation and a
+    summary."""
     run = initialised
     run("blocks", "set", "human", "Name: Ada")
     run("blocks", "append", "human", "Likes sailing")
@@ -211,9 +213,12 @@ def test_both_letta_files_into_one_storage_dir_need_distinct_ids(
 
 
 _PROJECT_BLOCK = (
-    '{"format": "memory-agent", "version": 1, "agents": [{"agent_id": "a", "name": null, "created_at": '
-    '"2025-01-01T00:00:00Z"}], "blocks": [{"block_id": "b", "label": "LABEL", "value": "toolong", "limit": 3, '
-    '"description": null, "read_only": false, "is_shared": false, "owner_agent_id": "a", "version": 1, '
+    '{"format": "memory-agent", "version": 1, "agents": [{"agent_id": "a", "name": null, '
+    '"created_at": '
+    '"2025-01-01T00:00:00Z"}], "blocks": [{"block_id": "b", "label": "LABEL", "value": "toolong", '
+    '"limit": 3, '
+    '"description": null, "read_only": false, "is_shared": false, "owner_agent_id": "a", '
+    '"version": 1, '
     '"created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}]}'
 )
 
@@ -240,7 +245,8 @@ _PROJECT_BLOCK = (
             "not a valid block label",
         ),
         (
-            '{"agents": [{"name": "x", "messages": [{"role": "user", "created_at": "yesterday"}]}]}',
+            '{"agents": [{"name": "x", "messages": [{"role": "user", "created_at": '
+            '"yesterday"}]}]}',
             "not an ISO-8601 time",
         ),
         ('{"format": "memory-agent", "version": 99}', "format version 99"),
@@ -249,7 +255,8 @@ _PROJECT_BLOCK = (
             "agents[0] has no 'name' field",
         ),
         (
-            '{"format": "memory-agent", "version": 1, "agents": [{"agent_id": 5, "name": null, "created_at": "x"}]}',
+            '{"format": "memory-agent", "version": 1, "agents": [{"agent_id": 5, "name": null, '
+            '"created_at": "x"}]}',
             "agents[0].agent_id must be str",
         ),
     ],
@@ -319,7 +326,8 @@ def _portable(document: dict) -> dict:
     return json.loads(text)
 
 
-@pytest.mark.postgres  # both runs start the server: the other backend of the SQLite run is PostgreSQL
+# both runs start the server: the other backend of the SQLite run is PostgreSQL
+@pytest.mark.postgres
 def test_export_into_the_other_backend_and_back_is_lossless(
     rich_agent: Run, storage: Path, tmp_path: Path, backend: str, postgres_cluster: PostgresCluster
 ) -> None:

@@ -82,7 +82,8 @@ def _rows(settings: Settings) -> Any:
 def _refused(
     document: dict[str, Any], tmp_path: Path, other_store_environ: OtherEnviron, *expected: str
 ) -> None:
-    """The import is refused with a message holding every `expected` text, and the target is untouched."""
+    """The import is refused with a message holding every `expected` text, and the target is
+    untouched."""
     source = tmp_path / "bad.json"
     source.write_text(json.dumps(document), encoding="utf-8")
     settings = _target(tmp_path, other_store_environ)
@@ -219,7 +220,8 @@ def test_a_letta_block_field_is_read_exactly_as_written_or_refused(
     assert block.version == (1 if version is None else version) and type(block.version) is int
 
 
-# ----- the project's JSON ---------------------------------------------------------------------------
+# ----- the project's JSON
+# ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -283,7 +285,8 @@ def memory(tmp_path: Path) -> Any:
         yield manager
 
 
-# ----- a file is not a directory --------------------------------------------------------------------
+# ----- a file is not a directory
+# --------------------------------------------------------------------
 
 
 def test_a_label_cannot_be_a_file_and_a_directory_through_the_api(memory: MemoryManager) -> None:
@@ -350,7 +353,8 @@ def test_the_memory_tool_and_the_cli_refuse_it_too(
         memory.create_block("a", "again")
 
 
-# ----- round trips ----------------------------------------------------------------------------------
+# ----- round trips
+# ----------------------------------------------------------------------------------
 
 
 def _rich(memory: MemoryManager) -> None:

@@ -1,4 +1,5 @@
-"""Letta agent files both ways: what today's Letta writes imports faithfully, what we write Letta accepts.
+"""Letta agent files both ways: what today's Letta writes imports faithfully, what we write Letta
+accepts.
 
 The files are built here for the purpose (path labels, an oversize block, an unattached block, a
 system prompt, a group of two agents sharing blocks, tools and the rest) plus the two public
@@ -51,7 +52,8 @@ class _LetterCounts(EmbeddingFunction[Documents]):
 
 
 def _letta_file() -> dict[str, Any]:
-    """Two agents in a sleeptime group, as Letta Code exports them, with everything the importer must name."""
+    """Two agents in a sleeptime group, as Letta Code exports them, with everything the importer
+    must name."""
     blocks = [
         {"id": "block-0", "label": "system/human/family", "value": "Two sisters.", "limit": 5000},
         {
@@ -175,7 +177,8 @@ def _write(tmp_path: Path, document: Any, name: str = "sam.af") -> Path:
 
 
 def _settings(storage: Path, environ: OtherEnviron = backend_environ) -> Settings:
-    """Settings of a storage dir: the test's own store, or with `other_store_environ` its second one."""
+    """Settings of a storage dir: the test's own store, or with `other_store_environ` its second
+    one."""
     return Settings.from_env(environ({"PERSIST_DIRECTORY": str(storage)}), env_file=None)
 
 

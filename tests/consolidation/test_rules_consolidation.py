@@ -1,5 +1,5 @@
-"""The rules consolidator through MemoryManager.consolidate: merges, expiry, block overflow, dry run,
-rollback and stale writes, on both backends."""
+"""The rules consolidator through MemoryManager.consolidate: merges, expiry, block overflow, dry
+run, rollback and stale writes, on both backends."""
 
 from __future__ import annotations
 
@@ -193,7 +193,8 @@ def test_rollback_over_a_later_passage_edit_names_the_passage(
 
 
 class _AgentWritesMeanwhile:
-    """The rules consolidator, and between its read and its write another process edits the block."""
+    """The rules consolidator, and between its read and its write another process edits the
+    block."""
 
     def __init__(self, other: MemoryManager) -> None:
         self.rules = RulesConsolidator()
@@ -365,9 +366,11 @@ def test_a_cancelled_background_run_is_recorded_as_failed(memory: MemoryManager)
 def test_an_entry_only_claiming_the_session_as_author_is_not_rolled_back(
     memory: MemoryManager,
 ) -> None:
-    """An entry written after the run under the session's author name (here straight into the journal,
-    past every entry point's refusal) is outside the session's start/finish markers: the rollback
-    treats it as a later edit of the block and refuses, instead of counting it as the session's own."""
+    """An entry written after the run under the session's author name (here straight into the
+    journal, past every entry point's refusal) is outside the session's start/finish markers: the
+    rollback treats it as a later edit of the block and refuses, instead of counting it as the
+    session's
+    own."""
     from memory_agent.authors import Author
     from memory_agent.store import journal
     from memory_agent.store.database import utc_now

@@ -1,4 +1,5 @@
-"""Agent College end to end: what the Critic writes with a tool reaches the Professor's next request.
+"""Agent College end to end: what the Critic writes with a tool reaches the Professor's next
+request.
 
 Real SDK, real CLI, in-process memory tools; the two agents run on one storage dir through two
 MemoryManager instances (two database connections), as two processes would.

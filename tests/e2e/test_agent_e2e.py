@@ -312,13 +312,15 @@ async def test_an_interrupted_turn_keeps_what_was_stored_and_stores_nothing_twic
     assert "This answer arrives too late." not in str([m.text for m in stored])
     with agent_memory.db.reading() as conn:
         duplicates = conn.execute(
-            "SELECT sdk_uuid, COUNT(*) FROM messages WHERE sdk_uuid IS NOT NULL GROUP BY sdk_uuid HAVING COUNT(*) > 1"
+            "SELECT sdk_uuid, COUNT(*) FROM messages WHERE sdk_uuid IS NOT NULL GROUP BY sdk_uuid "
+            "HAVING COUNT(*) > 1"
         ).fetchall()
     assert duplicates == []
 
 
 async def server_wait(server: ScriptedMessagesServer, count: int) -> None:
-    """Wait (without blocking the event loop) until the server has received `count` turn requests."""
+    """Wait (without blocking the event loop) until the server has received `count` turn
+    requests."""
     import asyncio
 
     for _ in range(200):

@@ -90,7 +90,8 @@ async def test_an_agent_over_the_threshold_compacts_and_drops_evicted_messages(
 async def test_the_clis_own_auto_compaction_stays_off(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
-    """With the CLI told to auto-compact at 1% of its window, a plain client compacts; ours must not.
+    """With the CLI told to auto-compact at 1% of its window, a plain client compacts; ours must
+    not.
 
     Each reply reports 20,000 input tokens, past 1% of the CLI's window, far under our trigger.
     """

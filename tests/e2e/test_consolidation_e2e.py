@@ -57,7 +57,8 @@ def _rewrite_requests(server: ScriptedMessagesServer) -> list[RecordedRequest]:
 
 
 @pytest.mark.usefixtures("backend")
-@POSTGRES_SLOW  # about 20 s a run; tests/integration/test_background_consolidation.py covers PostgreSQL by default
+# about 20 s a run; tests/integration/test_background_consolidation.py covers PostgreSQL by default
+@POSTGRES_SLOW
 async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_shows_the_result(
     server: ScriptedMessagesServer, options: ClaudeAgentOptions, agent_memory: MemoryManager
 ) -> None:
@@ -124,7 +125,8 @@ async def test_a_compaction_consolidates_in_the_background_and_the_next_turn_sho
             turns_before = len(_main_turns(server))
             await agent.process_turn("What do you remember about me?")
         finally:
-            release.set()  # a failed assertion must not leave the request held while the agent closes
+            # a failed assertion must not leave the request held while the agent closes
+            release.set()
 
     # The first turn after the run finished shows the consolidated block: announced in its
     # <turn_context> under the default policy (or in a rebuilt system prompt under another).

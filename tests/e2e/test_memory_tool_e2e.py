@@ -64,7 +64,8 @@ async def test_create_view_str_replace_reach_the_store_and_the_next_turn(
     assert MEMORY in turns[0].tools and "mcp__memory__core_memory_append" in turns[0].tools
     assert _result(turns[1]) == (f"File created successfully at: {STYLE}", False)
     assert _result(turns[3]) == (
-        f"Here's the content of {NOTES} with line numbers:\n     1\tLaunch: Friday\n     2\tOwner: Ada\n     3\t",
+        f"Here's the content of {NOTES} with line numbers:\n     1\tLaunch: Friday\n     2\tOwner: "
+        "Ada\n     3\t",
         False,
     )
     assert _result(turns[4])[0].startswith("The memory file has been edited.")

@@ -35,7 +35,8 @@ async def test_the_system_prompt_control_request_reaches_the_next_request(
     server.enqueue(text_response("two"))
     async with ClaudeSDKClient(file_prompt) as client:
         assert can_send_system_prompt(client), (
-            f"claude-agent-sdk {sdk_version()} has no Query._send_control_request: memory refreshes "
+            f"claude-agent-sdk {sdk_version()} has no Query._send_control_request: memory "
+            "refreshes "
             "fall back to a new CLI process; update sdk_seams.send_system_prompt"
         )
         await client.query("first")
@@ -48,7 +49,8 @@ async def test_the_system_prompt_control_request_reaches_the_next_request(
     first, second = server.message_requests()[:2]
     assert "before the refresh" in first.system_text
     assert "SEAM-MARKER after the refresh" in second.system_text, (
-        f"claude-agent-sdk {sdk_version()}: the CLI accepted set_model's system_prompt but did not use "
+        f"claude-agent-sdk {sdk_version()}: the CLI accepted set_model's system_prompt but did not "
+        "use "
         "it on the next request; live refresh no longer works (sdk_seams.send_system_prompt)"
     )
 

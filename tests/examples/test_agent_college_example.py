@@ -37,8 +37,10 @@ def test_the_college_runs_offline_and_coordinates_through_the_shared_block(tmp_p
     assert "Agent College 'exam'" in out
     for line in (
         "[critic] (1 memory edit) Sound for integers, but the claim must say n is an integer.",
-        "[professor] (1 memory edit) Final: for every integer n, n^2 - n is even; the proof stands as written.",
-        "[scribe] (1 memory edit) Recorded: the claim holds for integers and the proof needs its domain stated.",
+        "[professor] (1 memory edit) Final: for every integer n, n^2 - n is even; the proof stands "
+        "as written.",
+        "[scribe] (1 memory edit) Recorded: the claim holds for integers and the proof needs its "
+        "domain stated.",
     ):
         assert line in out
     assert (

@@ -15,7 +15,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.e2e
-@pytest.mark.slow  # three programs through the SDK, about 20 s; the README test checks the demo's agent by default
+# three programs through the SDK, about 20 s; the README test checks the demo's agent by default
+@pytest.mark.slow
 @pytest.mark.sqlite_only(
     reason="which agent a program opens is chosen before any store is touched, alike on both "
     "backends; test_examples.py runs every example on PostgreSQL too"

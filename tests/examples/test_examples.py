@@ -84,7 +84,8 @@ def test_anthropic_memory_tool_offline_twice(tmp_path: Path) -> None:
 
 
 def test_anthropic_memory_tool_without_a_key_exits_non_zero_with_one_line(tmp_path: Path) -> None:
-    """Like the quickstart: no ANTHROPIC_API_KEY in the isolated environment is one line, no traceback."""
+    """Like the quickstart: no ANTHROPIC_API_KEY in the isolated environment is one line, no
+    traceback."""
     done = _run("anthropic_memory_tool.py", tmp_path / "store", offline=False)
     assert done.returncode == 1, done.stderr
     assert (

@@ -1,5 +1,6 @@
-"""The `anthropic` SDK's tool runner drives our memory tool against the scripted Messages API server,
-and our tool answers the same command script as the package's own local-filesystem memory tool.
+"""The `anthropic` SDK's tool runner drives our memory tool against the scripted Messages API
+server, and our tool answers the same command script as the package's own local-filesystem memory
+tool.
 
 Both tools run under the real `client.beta.messages.tool_runner`: the scripted model calls
 `memory` once per command, the runner runs the tool and sends the result back, and the server
@@ -114,18 +115,21 @@ DOTTED = [
     {"command": "view", "path": "/memories"},
 ]
 """`.` and `..` resolved as a filesystem resolves them: `/memories/.` and `/memories/sub/..` are the
-root, which neither tool deletes or renames, and any other spelling names the file it resolves to."""
+root, which neither tool deletes or renames, and any other spelling names the file it resolves
+to."""
 
 EXTENDED = {
     "/memories/../etc": "Path /memories/../etc would escape /memories directory",
 }
-"""Paths the filesystem tool resolves and we refuse outright: our message starts with its sentence."""
+"""Paths the filesystem tool resolves and we refuse outright: our message starts with its
+sentence."""
 
 pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _script(server: ScriptedMessagesServer, script: list[dict[str, Any]]) -> int:
-    """Script one `memory` call per command, then a final answer; the index of the run's first request."""
+    """Script one `memory` call per command, then a final answer; the index of the run's first
+    request."""
     server.clear()
     for arguments in script:
         server.enqueue(tool_use_response("memory", arguments))

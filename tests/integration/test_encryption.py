@@ -158,7 +158,8 @@ def test_the_encrypted_connection_raises_sqlite3s_own_errors(tmp_path: Path) -> 
     conn.execute("INSERT INTO t VALUES (1, 'a')")
     with pytest.raises(sqlite3.IntegrityError) as duplicate:
         conn.execute("INSERT INTO t VALUES (1, 'b')")
-    # The driver reports primary result codes (the stdlib extended ones); the store compares primary codes.
+    # The driver reports primary result codes (the stdlib extended ones); the store compares primary
+    # codes.
     assert duplicate.value.sqlite_errorcode & 0xFF == sqlite3.SQLITE_CONSTRAINT
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         conn.execute("SELECT * FROM missing")

@@ -1,4 +1,5 @@
-"""Forget for real (issue 26, item 2): after a forget, no byte of the item is left in the store's files.
+"""Forget for real (issue 26, item 2): after a forget, no byte of the item is left in the store's
+files.
 
 The grep tests read every file under the storage dir as bytes (memory.db, its -wal and -shm, the
 whole chroma dir) and, on PostgreSQL, the database's data files under the cluster's base/ after a
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.usefixtures("backend")
 
 STORE_VARIANTS: dict[str, Mapping[str, str]] = {
     "plain": {},
-    # SQLCipher (docs/encryption.md); a raw key skips the passphrase stretching, which costs ~0.5 s per open.
+    # SQLCipher (docs/encryption.md); a raw key skips the passphrase stretching, which costs ~0.5 s
+    # per open.
     "encrypted": {"MEMORY_ENCRYPTION_KEY": "x'" + "5a" * 32 + "'"},
 }
 """Settings added to every grep test's store, by name."""

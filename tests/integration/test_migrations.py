@@ -27,17 +27,20 @@ def _build_version_1(path: Path) -> None:
     now = "2024-01-01T00:00:00.000000+00:00"
     conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old-agent', ?)", (now,))
     conn.execute(
-        "INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, updated_at)"
+        "INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, "
+        "updated_at)"
         " VALUES ('block-1', 'human', 'Ada from version one', 5000, 'old-agent', ?, ?)",
         (now, now),
     )
     conn.execute(
-        "INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id, action, created_at)"
+        "INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id, "
+        "action, created_at)"
         " VALUES ('block-1', 1, 'Ada from version one', 5000, 0, 'old-agent', 'create', ?)",
         (now,),
     )
     conn.execute(
-        "INSERT INTO agent_blocks (agent_id, block_id, label, attached_at) VALUES ('old-agent', 'block-1', 'human', ?)",
+        "INSERT INTO agent_blocks (agent_id, block_id, label, attached_at) VALUES ('old-agent', "
+        "'block-1', 'human', ?)",
         (now,),
     )
     conn.execute(
@@ -84,7 +87,8 @@ CREATE SCHEMA ddl_audit;
 CREATE TABLE ddl_audit.log (tag TEXT, object TEXT, at TIMESTAMPTZ DEFAULT clock_timestamp());
 CREATE FUNCTION ddl_audit.record() RETURNS event_trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO ddl_audit.log (tag, object) SELECT command_tag, object_identity FROM pg_event_trigger_ddl_commands();
+    INSERT INTO ddl_audit.log (tag, object)
+        SELECT command_tag, object_identity FROM pg_event_trigger_ddl_commands();
 END $$;
 CREATE EVENT TRIGGER ddl_audit_end ON ddl_command_end EXECUTE FUNCTION ddl_audit.record();
 """
@@ -92,7 +96,9 @@ CREATE EVENT TRIGGER ddl_audit_end ON ddl_command_end EXECUTE FUNCTION ddl_audit
 
 
 def _sql(url: str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    import psycopg  # the driver is an optional extra: imported where used, the postgres_url fixture skips without it
+    # the driver is an optional extra: imported where used, the postgres_url fixture skips without
+    # it
+    import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(sql, params)
@@ -116,14 +122,16 @@ def _build_pg_version(url: str, version: int) -> None:
         conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (version,))
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old-agent', %s)", (now,))
         conn.execute(
-            "INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, updated_at)"
+            "INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, "
+            "updated_at)"
             " VALUES ('block-1', 'human', 'Ada from an older schema', 5000, 'old-agent', %s, %s)",
             (now, now),
         )
         conn.execute(
             "INSERT INTO block_history (block_id, version, value, char_limit, read_only, agent_id,"
             " action, created_at)"
-            " VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', %s)",
+            " VALUES ('block-1', 1, 'Ada from an older schema', 5000, 0, 'old-agent', 'create', "
+            "%s)",
             (now,),
         )
         conn.execute(
@@ -133,7 +141,8 @@ def _build_pg_version(url: str, version: int) -> None:
         )
         conn.execute(
             "INSERT INTO messages (agent_id, role, message_type, content, text, created_at)"
-            " VALUES ('old-agent', 'user', 'user', '\"hello from before\"', 'hello from before', %s)",
+            " VALUES ('old-agent', 'user', 'user', '\"hello from before\"', 'hello from before', "
+            "%s)",
             (now,),
         )
 

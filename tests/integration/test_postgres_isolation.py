@@ -29,11 +29,13 @@ APPENDS = 30
 def test_writers_and_first_opens_are_right_under_a_stricter_default_isolation(
     level: str, postgres_url: str, tmp_path: Path
 ) -> None:
-    import psycopg  # the driver is an optional extra; the postgres_url fixture says if it is missing
+    # the driver is an optional extra; the postgres_url fixture says if it is missing
+    import psycopg
 
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         admin.execute(
-            f"ALTER DATABASE {postgres_url.rsplit('/', 1)[1]} SET default_transaction_isolation = '{level}'"
+            f"ALTER DATABASE {postgres_url.rsplit('/', 1)[1]} SET default_transaction_isolation = "
+            f"'{level}'"
         )
     writers = [f"w{n}" for n in range(WRITERS)]
     start = threading.Barrier(WRITERS)

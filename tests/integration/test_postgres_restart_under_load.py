@@ -32,7 +32,8 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def cluster(postgres_cluster: PostgresCluster) -> Iterator[PostgresCluster]:
-    """A server of this test's own: restarting the session's one would cut other tests' databases."""
+    """A server of this test's own: restarting the session's one would cut other tests'
+    databases."""
     own = PostgresCluster().start()
     yield own
     own.stop()

@@ -62,7 +62,8 @@ def test_schema_has_the_same_tables_and_columns_as_sqlite(
         columns = {
             (row[0], row[1])
             for row in conn.execute(
-                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema "
+                "= 'public'"
                 " AND table_name != 'memory_agent_schema'"
             )
         }

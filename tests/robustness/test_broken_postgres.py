@@ -66,7 +66,8 @@ def url(cluster: PostgresCluster) -> Iterator[str]:
 
 
 def terminate(admin: object, url: str) -> int:
-    """End every server process connected to the database of `url` (as an admin or a restart would)."""
+    """End every server process connected to the database of `url` (as an admin or a restart
+    would)."""
     rows = admin.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "  # type: ignore[attr-defined]
         "WHERE datname = %s AND pid <> pg_backend_pid()",
@@ -160,7 +161,8 @@ def test_the_right_password_opens_the_store(
         cluster.drop(cluster.url(name))
 
 
-# ----- connections cut between and during writes ----------------------------------------------------
+# ----- connections cut between and during writes
+# ----------------------------------------------------
 
 
 def test_connections_cut_between_writes_lose_and_double_nothing(
@@ -210,7 +212,8 @@ class Relay:
         self.cut_at: tuple[str, bytes] | None = None
         self.cuts = 0
         self.down_after_cut = 0.0
-        """Seconds the relay refuses new connections after a cut (the server unreachable for a while)."""
+        """Seconds the relay refuses new connections after a cut (the server unreachable for a
+        while)."""
         self._down_until = 0.0
         threading.Thread(target=self._accept, daemon=True).start()
 

@@ -1,4 +1,5 @@
-"""Property tests: whatever arrives at a public door, the answer is ours, and a refusal changes nothing.
+"""Property tests: whatever arrives at a public door, the answer is ours, and a refusal changes
+nothing.
 
 Hypothesis drives the four doors (the model's tools, the Python API, the CLI, import) with
 arbitrary JSON-like values and text, lone surrogates and integers past 64 bits included. Every
@@ -175,7 +176,8 @@ API_CALLS: dict[str, Callable[..., Any]] = {
     "set_agent_state": lambda m, a, b, c: m.set_agent_state(a),
     "store_message content": lambda m, a, b, c: m.store_message("user", a),
 }
-# Values JSON cannot hold, alone and inside JSON-like ones: what a Python caller may pass by mistake.
+# Values JSON cannot hold, alone and inside JSON-like ones: what a Python caller may pass by
+# mistake.
 NOT_JSON = st.one_of(
     st.sets(st.integers(0, 3), max_size=3),
     st.frozensets(TEXT, max_size=2),
@@ -227,7 +229,8 @@ def test_ensure_agent_none_inserts_nothing(memory: MemoryManager, witness: Datab
 
 def test_a_text_of_megabytes_is_stored_and_found_by_its_words(memory: MemoryManager) -> None:
     """A large tool result of varied words (a listing, a log) is stored on both backends: on
-    PostgreSQL its keyword vector would pass the 1 MB tsvector limit, which must not refuse the row."""
+    PostgreSQL its keyword vector would pass the 1 MB tsvector limit, which must not refuse the
+    row."""
     words = [
         f"{n:x}zq{n * 7919 % 100_003:x}" for n in range(90_000)
     ]  # 1.1 MB, every word distinct: 1.6 MB of vector
@@ -452,7 +455,8 @@ def _summary(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def _target_settings(target: Path, other_store_environ: OtherEnviron) -> Settings:
-    """Settings for an import's target store: another storage dir, and on PostgreSQL another database."""
+    """Settings for an import's target store: another storage dir, and on PostgreSQL another
+    database."""
     return Settings.from_env(
         other_store_environ(backend_environ({"PERSIST_DIRECTORY": str(target)})), env_file=None
     )
@@ -594,7 +598,8 @@ def test_bad_storage_paths_and_urls_are_our_errors(
 
 
 TOOL_ECHO_LIMIT = 2_000
-"""Longest error text any tool gives back for an argument of megabytes (a short prefix is quoted)."""
+"""Longest error text any tool gives back for an argument of megabytes (a short prefix is
+quoted)."""
 
 
 def test_tool_errors_quote_only_a_prefix_of_what_was_sent(
@@ -618,7 +623,8 @@ def test_tool_errors_quote_only_a_prefix_of_what_was_sent(
             outcome = memory.execute_tool(spec.name, arguments)
             if outcome.is_error:
                 assert len(outcome.text) <= TOOL_ECHO_LIMIT, (spec.name, field, outcome.text[:300])
-            else:  # accepted (a passage of megabytes is fine): the refusals after it start from here
+            # accepted (a passage of megabytes is fine): the refusals after it start from here
+            else:
                 before = store_snapshot(witness)
     assert store_snapshot(witness) == before
     for name, arguments in [

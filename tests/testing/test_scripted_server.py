@@ -391,7 +391,8 @@ def test_auxiliary_requests_never_consume_the_script(server: ScriptedMessagesSer
     probe = _messages_body("Hi", max_tokens=1)
     assert json.loads(_post(server, "/v1/messages", probe)[2])["content"][0]["text"] == "OK"
     compact = _messages_body(
-        "CRITICAL: Respond with TEXT ONLY.\nYour task is to create a detailed summary of the conversation so far, ..."
+        "CRITICAL: Respond with TEXT ONLY.\nYour task is to create a detailed summary of the "
+        "conversation so far, ..."
     )
     summary = json.loads(_post(server, "/v1/messages", compact)[2])["content"][0]["text"]
     assert "<summary>" in summary and "</summary>" in summary

@@ -1,4 +1,5 @@
-"""Helpers of the inspector's HTTP tests (a module of its own: every test folder has a `conftest`)."""
+"""Helpers of the inspector's HTTP tests (a module of its own: every test folder has a
+`conftest`)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def flash_line(text: str) -> str:
 
 
 def csrf_token(client: TestClient, path: str = "/agents/ada/blocks/persona") -> str:
-    """The session's CSRF token, as a page's forms carry it (the GET also sets the session cookie)."""
+    """The session's CSRF token, as a page's forms carry it (the GET also sets the session
+    cookie)."""
     response = client.get(path)
     found = re.search(r'name="csrf_token" value="([^"]*)"', response.text)
     assert found, f"no form on {path}"

@@ -26,7 +26,8 @@ def server() -> Iterator[ScriptedMessagesServer]:
 
 @pytest.fixture
 def talked(tmp_path: Path, server: ScriptedMessagesServer) -> Iterator[MemoryManager]:
-    """An agent with a conversation that was compacted once, a recorded turn's usage and passages."""
+    """An agent with a conversation that was compacted once, a recorded turn's usage and
+    passages."""
     settings = Settings.from_env(
         backend_environ(
             {

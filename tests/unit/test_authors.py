@@ -92,7 +92,8 @@ def test_acting_as_nests_and_restores_even_after_an_error(memory: MemoryManager)
 
 
 def test_each_thread_keeps_its_own_author(memory: MemoryManager) -> None:
-    """Tools run in worker threads: one thread acting as the model never relabels another's writes."""
+    """Tools run in worker threads: one thread acting as the model never relabels another's
+    writes."""
     inside, release = threading.Event(), threading.Event()
 
     def model_edit() -> None:

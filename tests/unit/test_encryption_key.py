@@ -1,4 +1,5 @@
-"""The encryption key: read once into Settings, never shown (repr, str, format, errors, logs, pickle)."""
+"""The encryption key: read once into Settings, never shown (repr, str, format, errors, logs,
+pickle)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Block labels: the one rule (names and paths), the normal form, and rendering that forges nothing."""
+"""Block labels: the one rule (names and paths), the normal form, and rendering that forges
+nothing."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_the_error_says_what_a_label_may_be() -> None:
 
 
 def test_any_label_fits_an_archival_tag() -> None:
-    """A rewrite's reason is archived tagged with the label, so no label may be longer than a tag."""
+    """A rewrite's reason is archived tagged with the label, so no label may be longer than a
+    tag."""
     assert MAX_LABEL_LENGTH <= MAX_TAG_LENGTH
 
 

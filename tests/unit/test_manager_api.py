@@ -44,7 +44,8 @@ def test_persist_directory_sets_the_default_storage(
 def test_database_pragmas(memory: MemoryManager, backend: str) -> None:
     if backend == "postgres":
         pytest.skip(
-            "PRAGMAs are SQLite's; the PostgreSQL store's settings are tested in test_postgres_store.py"
+            "PRAGMAs are SQLite's; the PostgreSQL store's settings are tested in "
+            "test_postgres_store.py"
         )
     with memory.db.reading() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -56,10 +57,12 @@ def test_xml_layout_matches_letta(memory: MemoryManager) -> None:
     memory.memory_rethink("persona", "I am Sam.")
     text = memory.get_system_prompt_addition()
     assert text.startswith(
-        "<memory_blocks>\nThe following memory blocks are currently engaged in your core memory unit:\n\n<persona>\n"
+        "<memory_blocks>\nThe following memory blocks are currently engaged in your core memory "
+        "unit:\n\n<persona>\n"
     )
     assert (
-        "<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am Sam.\n</value>\n"
+        "<metadata>\n- chars_current=9\n- chars_limit=5000\n</metadata>\n<value>\nI am "
+        "Sam.\n</value>\n"
         "</persona>"
     ) in text
     assert "<memory_metadata>" in text and "- Memory last modified:" in text

@@ -99,7 +99,8 @@ def test_view_lists_two_levels_with_sizes_and_hides_dot_names(memory: MemoryMana
         memory.create_block(label, value, in_prompt=False)
     listing = files.view("/memories/a").splitlines()
     assert listing == [
-        "Here're the files and directories up to 2 levels deep in /memories/a, excluding hidden items:",
+        "Here're the files and directories up to 2 levels deep in /memories/a, excluding hidden "
+        "items:",
         "7B\t/memories/a",
         "4B\t/memories/a/b/",
         "4B\t/memories/a/b/c/",

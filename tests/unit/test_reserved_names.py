@@ -1,4 +1,5 @@
-"""No block can pass for a section of the prompt: not by its label, not by its text, in either layout.
+"""No block can pass for a section of the prompt: not by its label, not by its text, in either
+layout.
 
 The names are one table (`reserved_names`); these tests go through every way a label arrives (the
 Python API, the CLI, the memory tool, `.af` import) and prove with Hypothesis that no label or value

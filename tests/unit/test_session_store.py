@@ -1,5 +1,7 @@
-"""SQLiteSessionStore: the SDK's own conformance suite, plus sharing between connections and durability,
-on both backends (the name is historical: on PostgreSQL the same class keeps transcripts on the server)."""
+"""SQLiteSessionStore: the SDK's own conformance suite, plus sharing between connections and
+durability, on both backends (the name is historical: on PostgreSQL the same class keeps transcripts
+on the
+server)."""
 
 from __future__ import annotations
 
@@ -100,7 +102,8 @@ async def test_passes_the_sdk_conformance_suite(
 async def test_passes_the_conformance_suite_across_two_connections(
     tmp_path: Path, fresh_store_url: Callable[[], str | None]
 ) -> None:
-    # Each contract gets its own file or database; writes go through one connection, reads through another.
+    # Each contract gets its own file or database; writes go through one connection, reads through
+    # another.
     counter = itertools.count()
     dbs: list[Database] = []
 
@@ -337,7 +340,8 @@ def test_open_owns_its_database_and_a_passed_database_stays_open(tmp_path: Path)
     with SQLiteSessionStore.open(tmp_path / "dir", os.environ.get("MEMORY_DATABASE_URL")) as opened:
         assert opened.db.path.parent == tmp_path / "dir"
         anyio.run(opened.append, KEY, [entry(n=1)])
-    # Using a closed store is a defect: SQLite's own error, or ours on PostgreSQL (never a quiet reconnect).
+    # Using a closed store is a defect: SQLite's own error, or ours on PostgreSQL (never a quiet
+    # reconnect).
     with pytest.raises((sqlite3.ProgrammingError, StorageError)), opened.db.reading() as conn:
         conn.execute("SELECT 1")
 

@@ -1,4 +1,5 @@
-"""The turn planner on a real store, without the SDK: its plans and the state it keeps (both backends)."""
+"""The turn planner on a real store, without the SDK: its plans and the state it keeps (both
+backends)."""
 
 from __future__ import annotations
 

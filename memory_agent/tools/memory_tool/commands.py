@@ -245,7 +245,8 @@ def _refuse_section_name(action: str, label: str) -> None:
     """A file named like a section of the prompt would read as that section (`reserved_names`)."""
     if is_section_name(label):
         raise MemoryToolError(
-            f"Cannot {action}: {memory_path(label)} is named like the <{reserved_name(label)}> section that "
+            f"Cannot {action}: {memory_path(label)} is named like the <{reserved_name(label)}> "
+            "section that "
             "memory-agent itself writes into your prompt. Choose another name.",
             label,
         )

@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 MAX_VIEW_LINES = 999_999
-"""The most lines `view` shows of a file; a longer one is refused, as Anthropic's tool refuses it."""
+"""The most lines `view` shows of a file; a longer one is refused, as Anthropic's tool refuses
+it."""
 
 LINE_NUMBER_WIDTH = len(str(MAX_VIEW_LINES))
 """Width of a line number: the tool's 999,999-line maximum has six digits."""
@@ -111,7 +112,8 @@ def directory_view(path: str, files: Mapping[str, int]) -> str:
 
 
 ECHO_LIMIT = 200
-"""Most characters of `old_str` an error quotes back (the model sent the rest; it need not read it again)."""
+"""Most characters of `old_str` an error quotes back (the model sent the rest; it need not read
+it again)."""
 LINES_LISTED = 50
 """Most line numbers a "multiple occurrences" error lists."""
 
@@ -131,7 +133,8 @@ def replace_once(path: str, content: str, old: str, new: str) -> tuple[str, str]
         )
     if (content.find(old, first + len(old)) != -1) if old else bool(content):
         raise MemoryToolError(
-            f"No replacement was performed. Multiple occurrences of old_str `{preview(old, ECHO_LIMIT)}` in lines: "
+            "No replacement was performed. Multiple occurrences of old_str "
+            f"`{preview(old, ECHO_LIMIT)}` in lines: "
             f"{_occurrence_lines(content, old)}. Please ensure it is unique",
             path,
         )
@@ -165,13 +168,15 @@ def _occurrence_lines(content: str, old: str) -> str:
 
 
 def insert_lines(path: str, content: str, line: int, text: str) -> str:
-    """The content with `text` inserted after line `line` (0 = at the top); always ends in a newline."""
+    """The content with `text` inserted after line `line` (0 = at the top); always ends in a
+    newline."""
     lines = content.split("\n")
     if lines[-1] == "":
         lines.pop()
     if line < 0 or line > len(lines):
         raise MemoryToolError(
-            f"Invalid `insert_line` parameter: {line}. It should be within the range [0, {len(lines)}].",
+            f"Invalid `insert_line` parameter: {line}. It should be within the range [0, "
+            f"{len(lines)}].",
             path,
         )
     lines.insert(line, text.rstrip("\n"))

@@ -1,5 +1,6 @@
 """Tests the backend-coverage rule must judge (tests/unit/test_backend_coverage.py copies this file
-into a folder of its own as test_sample.py). Collection runs none of them; the names say the verdict."""
+into a folder of its own as test_sample.py). Collection runs none of them; the names say the
+verdict."""
 
 from __future__ import annotations
 
