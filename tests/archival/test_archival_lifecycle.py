@@ -272,7 +272,7 @@ def test_a_fact_is_current_again_once_every_successor_has_expired(
     along the chain keeps it superseded. Each index of search agrees."""
     import time
 
-    ends = datetime.now(timezone.utc) + timedelta(seconds=1)
+    ends = datetime.now(timezone.utc) + timedelta(seconds=2)
     standing = memory.archival_memory_insert("Standup is at 09:30 in the big room.")
     week = memory.archival_memory_insert(
         "Standup is at 10:00 in the big room this week.", expires_at=ends.isoformat()
@@ -289,7 +289,9 @@ def test_a_fact_is_current_again_once_every_successor_has_expired(
     settled = memory.archival_memory_insert("Lunch is at 13:00 in the canteen from now on.")
     memory.supersede_passage(kept, moved)
     memory.supersede_passage(moved, settled)
-    assert standing not in found(memory, "standup big room", mode)
+    before = found(memory, "standup big room", mode)
+    if datetime.now(timezone.utc) < ends:  # a loaded machine may take the whole window to insert
+        assert standing not in before
     time.sleep(max(0.0, (ends - datetime.now(timezone.utc)).total_seconds()) + 0.05)
 
     standup = found(memory, "standup big room", mode)
