@@ -225,8 +225,8 @@ def init_storage(
     """Create the storage dir and the agent if missing (idempotent); returns it and whether it is
     new.
 
-    The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; it
-    becomes the default agent when the storage dir has none, unless `make_default` is False (the
+    The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; a new
+    one becomes the default agent when the storage dir has none, unless `make_default` is False (the
     offline demo's agent: a later command that names no agent must not land in the demo's memory).
     """
     settings = settings or Settings.from_env()
@@ -239,8 +239,10 @@ def init_storage(
     ) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
+    # Only an agent made here may become the default: naming an existing agent changes nothing
+    # (a refused command on it must leave the storage dir as it was).
     with _open_creating(
-        directory, chosen, settings, persona, human, make_default=make_default
+        directory, chosen, settings, persona, human, make_default=make_default and not existed
     ) as memory:
         return agent_info(memory.db, memory.agent_id), not existed
 
