@@ -315,8 +315,11 @@ class _Conversation:
     def script(self, server: ScriptedMessagesServer, number: int, kind: TurnKind) -> None:
         if kind == "recall":
             server.enqueue(
+                # The code word is found by its letters: keyword mode keeps the soak about length
+                # (a search by meaning would start embedding every later turn's pasted logs).
                 tool_use_response(
-                    "mcp__memory__conversation_search", {"query": f"Petrel-{self.config.seed}"}
+                    "mcp__memory__conversation_search",
+                    {"query": f"Petrel-{self.config.seed}", "mode": "keyword"},
                 ),
                 model=MAIN_MODEL,
             )
