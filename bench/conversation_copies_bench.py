@@ -228,4 +228,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from record import run_recorded  # noqa: E402
+
+    run_recorded(lambda: asyncio.run(main()), __file__)
