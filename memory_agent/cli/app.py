@@ -210,6 +210,7 @@ def open_memory(
             wanted,
             settings=settings,
             make_default=make_default or chosen.agent_id is not None,
+            default_existing=False,
         )
         if created and not chosen.json:
             announce = f"Created agent '{info.agent_id}' in {directory}"

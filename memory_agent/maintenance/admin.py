@@ -221,13 +221,15 @@ def init_storage(
     persona: str | None = None,
     human: str | None = None,
     make_default: bool = True,
+    default_existing: bool = True,
 ) -> tuple[AgentInfo, bool]:
     """Create the storage dir and the agent if missing (idempotent); returns it and whether it is
     new.
 
-    The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; a new
-    one becomes the default agent when the storage dir has none, unless `make_default` is False (the
-    offline demo's agent: a later command that names no agent must not land in the demo's memory).
+    The agent is `agent_id`, else AGENT_ID, else the default agent, else a generated id; it
+    becomes the default agent when the storage dir has none, unless `make_default` is False (the
+    offline demo's agent: a later command that names no agent must not land in the demo's memory),
+    or the agent already existed and `default_existing` is False.
     """
     settings = settings or Settings.from_env()
     directory = storage_path(storage_dir, settings)
@@ -239,10 +241,15 @@ def init_storage(
     ) as db:
         chosen = agent_id or settings.agent_id or default_agent_id(db)
         existed = chosen is not None and _agent_exists(db, chosen)
-    # Only an agent made here may become the default: naming an existing agent changes nothing
-    # (a refused command on it must leave the storage dir as it was).
+    # `default_existing=False` (a command that only creates what is missing): an agent that was
+    # already there is left as it was, so a refused command on it changes nothing.
     with _open_creating(
-        directory, chosen, settings, persona, human, make_default=make_default and not existed
+        directory,
+        chosen,
+        settings,
+        persona,
+        human,
+        make_default=make_default and (default_existing or not existed),
     ) as memory:
         return agent_info(memory.db, memory.agent_id), not existed
 

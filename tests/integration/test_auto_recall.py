@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from backends import backend_environ
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_agent import AutoRecallSettings, MemoryManager, Settings
+from memory_agent import AutoRecallSettings, MemoryManager, Settings, StoredMessage
 from memory_agent.agent.auto_recall import WARNING_STATE_KEY, AutoRecall, RecallSource
 from memory_agent.prompt.recall_guard import WITHHELD_LINE
 from memory_agent.prompt.turn_context import render_recalled
@@ -220,32 +221,22 @@ def test_a_search_that_fails_costs_the_turn_nothing_and_says_so(
     assert any("could not record its warning" in message for message in messages)
 
 
-def test_conversation_search_takes_a_mode_where_the_store_offers_one(settings: Settings) -> None:
-    """The adapter for hybrid conversation search (another change of this issue): where
-    `search_messages` takes `mode`, recall passes its own, and hits that wrap their message with
-    a score are unwrapped and held to `min_score`."""
-
-    class Hit:
-        def __init__(self, message: object, score: float) -> None:
-            self.message, self.score = message, score
+def test_conversation_search_runs_in_the_settings_mode(settings: Settings) -> None:
+    """Recall asks conversation search in its own mode (`AutoRecallSettings.mode`)."""
 
     class ModalMemory(MemoryManager):
         modes: list[str] = []
 
-        # The shape hybrid conversation search gives `search_messages`.
-        def search_messages(  # type: ignore[override]  # a mode and wrapped hits, as hybrid has
-            self, query: str, *, mode: str = "keyword", **kwargs: object
-        ) -> list[Hit]:
-            self.modes.append(mode)
-            found = super().search_messages(query, **kwargs)  # type: ignore[arg-type]  # passed on
-            return [Hit(message, 1.0 / (rank + 1)) for rank, message in enumerate(found)]
+        def search_messages(self, query: str, **kwargs: Any) -> list[StoredMessage]:
+            self.modes.append(str(kwargs.get("mode")))
+            return super().search_messages(query, **kwargs)
 
     with ModalMemory(agent_id="agent-a", settings=settings) as memory:
         strong = memory.store_message("user", "The otter swims at dawn.", in_context=False)
-        memory.store_message("user", "An otter toy sits on the shelf.", in_context=False)
+        memory.store_message("user", "A kettle sits on the shelf.", in_context=False)
         assert strong is not None
-        report = recaller(memory, sources=("conversation",), mode="vector", min_score=0.9).recall(
+        report = recaller(memory, sources=("conversation",), mode="keyword").recall(
             "otter swims dawn"
         )
-        assert ModalMemory.modes == ["vector"]
+        assert ModalMemory.modes == ["keyword"]
         assert [item.item_id for item in report.items] == [str(strong.message_id)]
