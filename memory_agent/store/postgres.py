@@ -186,7 +186,6 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
     """
 
     dialect = "postgresql"
-    _closed = False  # set by close(): from then on the store refuses use
 
     def __init__(self, url: str, storage_dir: Path, *, create: bool = True) -> None:
         super().__init__()
@@ -459,7 +458,6 @@ class PostgresDatabase(TransactionalStore[PostgresConnection]):
         )
 
     def _close(self) -> None:
-        self._closed = True
         self._conn.raw.close()
 
 
