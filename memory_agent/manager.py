@@ -72,6 +72,7 @@ from .errors import (
     NothingToUndoError,
 )
 from .forgetting import ForgetReport, Forgetting, Resummarizer
+from .privacy.heap_zeroing import zero_fill_heap
 from .privacy.sensitivity import (
     DEFAULT_LEVEL,
     Sensitivity,
@@ -193,6 +194,8 @@ class MemoryManager:
         else:
             self.storage_dir = self.settings.persist_directory
         self.compaction_settings = compaction_settings or self.settings.compaction
+        if vector_store is None and self.settings.chroma_host is None:
+            zero_fill_heap()  # before any memory is read: see privacy/heap_zeroing.py
         self.db = open_store(
             self.storage_dir,
             database_url or self.settings.database_url,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..privacy.file_modes import ModeGuard, private_dir
+from ..privacy.heap_zeroing import zero_fill_heap
 from .chunks import passage_of
 from .config import VectorConfig
 from .filters import PassageFilter
@@ -319,10 +320,9 @@ def _open_client(config: VectorConfig) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if config.host:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
-    private_dir(
-        config.path.parent
-    )  # the storage dir, when Chroma is the first to need it (PostgreSQL)
+    private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it
     private_dir(config.path)
+    zero_fill_heap()  # its index files must not carry stale memory: see privacy/heap_zeroing.py
     return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
 
 
