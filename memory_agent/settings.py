@@ -7,6 +7,7 @@ when a MemoryManager, agent or CLI command starts, and validated before any data
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -65,6 +66,11 @@ class Settings:
     """Messages API base URL, e.g. a local scripted server (ANTHROPIC_BASE_URL)."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     """Compaction settings (COMPACTION_*)."""
+    forget_wait_seconds: float = 5.0
+    """How long a forget on PostgreSQL waits for transactions older than it to end before it
+    rewrites the tables (MEMORY_FORGET_WAIT_SECONDS): their snapshots keep the forgotten rows'
+    bytes in the table files. If they are still open, the forget says so (see
+    docs/forget-and-tamper-evidence.md)."""
     encryption_key: EncryptionKey | None = field(default=None, repr=False)
     """Encrypts the SQLite store at rest and keeps text out of the vector store
     (MEMORY_ENCRYPTION_KEY, or MEMORY_ENCRYPTION_KEY_FILE naming a file holding it); see
@@ -83,6 +89,11 @@ class Settings:
                     f"MEMORY_CHARACTER_LIMITS gives a label the limit {limit}; "
                     "limits must be positive."
                 )
+        if not 0 <= self.forget_wait_seconds <= 3600:
+            raise ConfigurationError(
+                "MEMORY_FORGET_WAIT_SECONDS must be between 0 and 3600 seconds; the value "
+                "given is outside that."
+            )
         if not 0 < self.chroma_port < 65536:
             raise ConfigurationError(f"CHROMA_PORT must be a TCP port, got {self.chroma_port}.")
 
@@ -146,6 +157,8 @@ class Settings:
             kwargs["default_block_limit"] = _parse_int("DEFAULT_BLOCK_LIMIT", limit)
         if (port := text("CHROMA_PORT")) is not None:
             kwargs["chroma_port"] = _parse_int("CHROMA_PORT", port)
+        if (wait := text("MEMORY_FORGET_WAIT_SECONDS")) is not None:
+            kwargs["forget_wait_seconds"] = _parse_float("MEMORY_FORGET_WAIT_SECONDS", wait)
         if (hybrid := text("MEMORY_HYBRID_SEARCH")) is not None:
             kwargs["memory_hybrid_search"] = _parse_bool("MEMORY_HYBRID_SEARCH", hybrid)
         if (persona := text("MEMORY_PERSONA")) is not None:
@@ -199,6 +212,18 @@ def _parse_int(name: str, value: str) -> int:
         raise ConfigurationError(
             f"{name} must be a whole number, got {describe_value(value)} that is not one."
         ) from None
+
+
+def _parse_float(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise ConfigurationError(
+            f"{name} must be a number of seconds, got {describe_value(value)} that is not one."
+        )
+    return number
 
 
 def _parse_bool(name: str, value: str) -> bool:

@@ -269,8 +269,11 @@ def forget(
             report = memory.forget_agent(str(value))
 
     def render() -> None:
+        done = (
+            "for real" if report.complete else "(not finished: bytes may remain, see the warnings)"
+        )
         say(
-            f"Forgot {kind} '{value}' for real in {report.seconds:.2f} s: {report.passages} "
+            f"Forgot {kind} '{value}' {done} in {report.seconds:.2f} s: {report.passages} "
             "passage(s), "
             f"{report.messages} message(s), {report.blocks} block(s) with {report.block_versions} "
             "version(s), "
@@ -283,6 +286,8 @@ def forget(
             say(f"warning: {warning}", style="yellow")
 
     emit(report, render)
+    if not report.complete:  # the rows are gone, their bytes may not be: never a silent success
+        click.get_current_context().exit(1)
 
 
 @click.command("passage-sensitivity")

@@ -77,6 +77,7 @@ def doctor(repair: bool, full: bool) -> None:
             checks += _fts_checks(db, repair)
             checks += _chain_check(db, chain)
             checks += health.check_consolidations(db)
+            checks.append(health.check_scrub(db, repair, settings.forget_wait_seconds))
             if admin.list_agent_info(db):
                 checks += _archival_checks(
                     db, VectorConfig.from_settings(settings, directory), repair, full
@@ -111,6 +112,7 @@ def _postgres_checks(
         checks += pg_health.examine(store, repair=repair, full=full)
         checks += _chain_check(db, chain)
         checks += health.check_consolidations(db)
+        checks.append(health.check_scrub(db, repair, settings.forget_wait_seconds))
         if admin.list_agent_info(db):
             checks += _archival_checks(
                 db, VectorConfig.from_settings(settings, directory), repair, full

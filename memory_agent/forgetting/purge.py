@@ -69,6 +69,10 @@ class ForgetReport:
     summariser: str | None = None
     seconds: float = 0.0
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    complete: bool = True
+    """False: the rows are gone, but bytes of them may still be readable in the database's files
+    (on PostgreSQL, older transactions were still open; the warnings name them and say how to
+    finish: 'memory-agent doctor --repair')."""
 
 
 @dataclass
@@ -92,14 +96,17 @@ class Forgetting:
         vectors: Callable[[], VectorForget | None],
         rewrite: SummaryRewrite,
         message_vectors: Callable[[], VectorForget | None] = lambda: None,
+        scrub_wait_s: float = 0.0,
     ) -> None:
         """`vectors` removes passages' vectors, `message_vectors` messages' (conversation
-        search)."""
+        search); `scrub_wait_s` is how long the scrub waits for older transactions
+        (`store.scrub`)."""
         self._db = db
         self._author = author
         self._vectors = vectors
         self._rewrite = rewrite
         self._message_vectors = message_vectors
+        self._scrub_wait_s = scrub_wait_s
 
     # ----- the four kinds ------------------------------------------------------------------
 
@@ -362,7 +369,8 @@ class Forgetting:
                             f"the vectors of agent '{owner}' could not be removed ({error}); run "
                             "'memory-agent forget --purge' again or 'memory-agent doctor --repair'"
                         )
-        warnings += scrub.scrub(self._db)
+        scrubbed = scrub.scrub(self._db, wait_s=self._scrub_wait_s)
+        warnings += scrubbed.warnings
         counts = found.counts
         return ForgetReport(
             kind=kind,
@@ -377,6 +385,7 @@ class Forgetting:
             session_rows=counts.get("session_rows", 0),
             seconds=time.perf_counter() - started,
             warnings=tuple(warnings),
+            complete=scrubbed.complete,
         )
 
 

@@ -32,7 +32,7 @@ from ..conversation.recall import pending_vector_count
 from ..errors import EncryptionKeyError, MemoryAgentError
 from ..privacy.encryption_key import EncryptionKey
 from ..privacy.file_modes import loose_entries, tighten
-from ..store import cipher, consolidation_log, journal
+from ..store import cipher, consolidation_log, journal, scrub
 from ..store.database import VECTORS_DIRNAME, is_damage, storage_error
 from ..store.journal_chain import ChainReport
 from ..store.passage_fts import all_fts_tables
@@ -48,6 +48,7 @@ __all__ = [
     "check_fts",
     "check_journal_chain",
     "check_message_vectors",
+    "check_scrub",
     "check_sqlite",
     "first_line",
     "is_orphaned",
@@ -353,3 +354,24 @@ def check_journal_chain(db: Store) -> tuple[Check, ChainReport]:
         "memory-agent; --repair cannot undo that. Compare with a backup or an export to see what "
         "changed",
     ), report
+
+
+def check_scrub(db: Store, repair: bool, wait_s: float) -> Check:
+    """Whether a forget left bytes behind (older transactions were open, `store.scrub`); with
+    `repair`, scrub again (waiting up to `wait_s` for whatever still holds them)."""
+    name = "forgotten bytes"
+    since = scrub.pending_since(db)
+    if since is None:
+        return Check(name, "ok", "every forget removed its bytes from the database's files")
+    if not repair:
+        return Check(
+            name,
+            "fail",
+            f"a forget at {since} could not remove every byte from the database's files "
+            "(transactions older than it were open); --repair rewrites the tables again once "
+            "they have ended",
+        )
+    outcome = scrub.scrub(db, wait_s=wait_s)
+    if outcome.complete:
+        return Check(name, "ok", f"finished the forget of {since}: the tables were rewritten")
+    return Check(name, "fail", "; ".join(outcome.warnings))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .protocol import Connection
 
-__all__ = ["read_meta", "write_meta"]
+__all__ = ["delete_meta", "read_meta", "write_meta"]
 
 
 def read_meta(conn: Connection, key: str) -> str | None:
@@ -22,3 +22,8 @@ def write_meta(conn: Connection, key: str, value: str) -> None:
         "excluded.value",
         (key, value),
     )
+
+
+def delete_meta(conn: Connection, key: str) -> None:
+    """Remove `key` (nothing happens if it is not set)."""
+    conn.execute("DELETE FROM meta WHERE key = ?", (key,))

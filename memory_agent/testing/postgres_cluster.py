@@ -26,8 +26,6 @@ import subprocess
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -263,7 +261,6 @@ class TemplateCopies:
         self._ready: queue.Queue[str] = queue.Queue()
         self._jobs: queue.Queue[bool] = queue.Queue()  # True: make a copy; False: stop
         self._connection: Any = None
-        self._making = threading.Lock()  # held while the thread makes a copy
         for _ in range(max(1, ahead)):
             self._jobs.put(True)
         self._thread = threading.Thread(target=self._work, name="pg-template-copies", daemon=True)
@@ -289,20 +286,10 @@ class TemplateCopies:
         if self._connection is not None:
             self._connection.close()
 
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """No copy is made while the block runs (one being made is finished first). A test that
-        greps the server's data files needs it: VACUUM FULL keeps the row versions a concurrent
-        CREATE DATABASE might still see, so bytes a forget removed would stay readable."""
-        with self._making:
-            yield
-
     def _work(self) -> None:
         while self._jobs.get():
             name, statement = _create_statement("t", self._template)
-            with self._making:
-                made = self._run(statement)
-            if made:
+            if self._run(statement):
                 self._ready.put(self._cluster.url(name))
             else:
                 self._jobs.put(True)  # try again after the jobs queued meanwhile

@@ -293,6 +293,40 @@ def test_cli_forget_purge_asks_then_forgets_each_kind(initialised: Run, open_sto
         assert [e.action for e in memory.journal(limit=3)] == ["forget"] * 3
 
 
+@pytest.mark.parametrize(
+    "backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+def test_cli_forget_under_an_older_open_transaction_exits_1_and_names_it(
+    initialised: Run, open_store: Open
+) -> None:
+    """A forget whose bytes a transaction older than it still holds (a long REPEATABLE READ
+    report here) is not reported as done: exit status 1, the holder named, and how to finish."""
+    import psycopg
+
+    with open_store("ada") as memory:
+        made = _some_memory(memory)
+    held = psycopg.connect(os.environ["MEMORY_DATABASE_URL"], application_name="nightly-report")
+    held.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    held.execute("SELECT 1").fetchone()
+    pid = held.info.backend_pid
+    quick = {"MEMORY_FORGET_WAIT_SECONDS": "0.2"}
+    try:
+        said = initialised("forget", "--purge", "--yes", made["drop"], env=quick)
+        data = initialised("--json", "forget", "--purge", "--yes", made["also"], env=quick)
+    finally:
+        held.close()
+    text = " ".join(said.output.split())  # the console wraps long lines
+    assert said.exit_code == 1 and "(not finished: bytes may remain" in text, said.output
+    assert f"pid {pid} (application 'nightly-report'" in text
+    assert "run 'memory-agent doctor --repair' to finish" in text
+    report = json.loads(data.stdout)
+    assert data.exit_code == 1 and report["complete"] is False and report["passages"] == 1
+    assert initialised("doctor").exit_code == 1
+    repaired = initialised("--json", "doctor", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert initialised("doctor").exit_code == 0
+
+
 texts = st.one_of(
     st.text(max_size=40),
     st.sampled_from(

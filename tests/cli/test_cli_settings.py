@@ -65,6 +65,9 @@ def test_the_cli_reads_the_env_file_of_its_working_directory(
         ("DEFAULT_BLOCK_LIMIT", "abc", "DEFAULT_BLOCK_LIMIT"),
         ("CHROMA_PORT", "99999", "CHROMA_PORT"),
         ("MEMORY_HYBRID_SEARCH", "maybe", "MEMORY_HYBRID_SEARCH"),
+        ("MEMORY_FORGET_WAIT_SECONDS", "soon", "MEMORY_FORGET_WAIT_SECONDS"),
+        ("MEMORY_FORGET_WAIT_SECONDS", "nan", "MEMORY_FORGET_WAIT_SECONDS"),
+        ("MEMORY_FORGET_WAIT_SECONDS", "-1", "MEMORY_FORGET_WAIT_SECONDS"),
     ],
 )
 def test_every_configuration_error_is_one_line_without_the_key(
@@ -84,3 +87,10 @@ def test_compaction_errors_are_configuration_errors_of_the_library(tmp_path: Pat
         Settings.from_env({"COMPACTION_CLIP_CHARS": "abc", "ANTHROPIC_API_KEY": SECRET})
     settings = Settings.from_env({"ANTHROPIC_API_KEY": SECRET, "PERSIST_DIRECTORY": str(tmp_path)})
     assert SECRET not in repr(settings) and SECRET not in str(settings)
+
+
+def test_the_forget_wait_is_read_in_seconds(tmp_path: Path) -> None:
+    base = {"PERSIST_DIRECTORY": str(tmp_path)}
+    assert Settings.from_env(base).forget_wait_seconds == 5.0
+    waited = Settings.from_env({**base, "MEMORY_FORGET_WAIT_SECONDS": "0.25"})
+    assert waited.forget_wait_seconds == 0.25

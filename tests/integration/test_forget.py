@@ -5,22 +5,32 @@ The grep tests read every file under the storage dir as bytes (memory.db, its -w
 whole chroma dir) and, on PostgreSQL, the database's data files under the cluster's base/ after a
 CHECKPOINT, and count a unique marker. Their only input is a mapping of settings
 (`STORE_VARIANTS`): a variant of the store (an encrypted SQLite file, say) is one more entry.
+
+On PostgreSQL they run beside the suite's template copies (`TemplateCopies`: a CREATE DATABASE
+holds a transaction id, which keeps the forgotten row versions in VACUUM FULL's output): the
+forget waits for such transactions (`store.scrub`), and the tests at the end of the module hold
+one open on purpose.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
+import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from backends import backend_environ
+from click.testing import CliRunner
 
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
+from memory_agent.cli import cli
 from memory_agent.errors import MemoryAgentError
 from memory_agent.integrations.session_store import SQLiteSessionStore
 from memory_agent.store import journal
@@ -38,17 +48,9 @@ STORE_VARIANTS: dict[str, Mapping[str, str]] = {
 
 FAST_RETRIES = {"retry_initial_wait": 0.01, "retry_max_wait": 0.02, "max_attempts": 1}
 
-
-@pytest.fixture(autouse=True)
-def no_template_copy_made_meanwhile(request: pytest.FixtureRequest) -> Iterator[None]:
-    """On PostgreSQL, no copy of the test template is made while the test runs: VACUUM FULL keeps
-    row versions a concurrent CREATE DATABASE might still see, and the grep would find them."""
-    if "postgres" not in request.node.name:
-        yield
-        return
-    request.getfixturevalue("backend")  # the test's own database is taken before the pause
-    with request.getfixturevalue("postgres_template_copies").paused():
-        yield
+ONLY_POSTGRES = pytest.mark.parametrize(
+    "backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 
 
 @pytest.fixture(params=sorted(STORE_VARIANTS))
@@ -67,9 +69,16 @@ def server() -> Iterator[ScriptedMessagesServer]:
         yield running
 
 
+PATIENT = {"MEMORY_FORGET_WAIT_SECONDS": "60"}
+"""The grep tests' forgets wait for a concurrent template copy however slow the loaded machine
+makes it (the default, 5 s, is for people; the tests at the end of the module try shorter)."""
+
+
 def _settings(tmp_path: Path, variant: Mapping[str, str], **extra: str) -> Settings:
     return Settings.from_env(
-        backend_environ({"PERSIST_DIRECTORY": str(tmp_path / "store"), **variant, **extra}),
+        backend_environ(
+            {"PERSIST_DIRECTORY": str(tmp_path / "store"), **PATIENT, **variant, **extra}
+        ),
         env_file=None,
     )
 
@@ -396,3 +405,125 @@ def test_forgetting_never_touches_another_agents_memory(
     assert _chain_ok(mallory).ok
     mallory.close()
     bob.close()
+
+
+# ----- PostgreSQL: a transaction older than the forget is still open --------------------------
+
+
+def _hold_a_snapshot_here(request: pytest.FixtureRequest) -> Any:
+    """A REPEATABLE READ transaction in the store's database that has read something (a long
+    report, a pg_dump): its snapshot predates the forget. It reads no table of the store, so it
+    holds no lock a VACUUM FULL would wait for."""
+    import psycopg
+
+    held = psycopg.connect(os.environ["MEMORY_DATABASE_URL"], application_name="long-report")
+    held.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    held.execute("SELECT 1").fetchone()
+    return held
+
+
+def _hold_a_transaction_id_elsewhere(request: pytest.FixtureRequest) -> Any:
+    """A transaction in another database of the server that has a transaction id (as a CREATE
+    DATABASE has while it copies, or any writer): the rewrite's own snapshot counts it as running,
+    so it holds back what VACUUM FULL may drop in every database. A snapshot alone there does
+    not."""
+    import psycopg
+
+    cluster = request.getfixturevalue("postgres_cluster")
+    held = psycopg.connect(cluster.url(), application_name="writer-elsewhere")
+    held.execute("SELECT pg_current_xact_id()").fetchone()
+    return held
+
+
+def _hold_a_read_of_the_tables(request: pytest.FixtureRequest) -> Any:
+    """A REPEATABLE READ transaction that has read the store's passages (as pg_dump does): besides
+    its snapshot it holds a lock that VACUUM FULL of that table waits for."""
+    held = _hold_a_snapshot_here(request)
+    held.execute("SELECT count(*) FROM passages").fetchone()
+    return held
+
+
+HOLDERS: dict[str, Callable[[pytest.FixtureRequest], Any]] = {
+    "lock-here": _hold_a_read_of_the_tables,
+    "snapshot-here": _hold_a_snapshot_here,
+    "xid-elsewhere": _hold_a_transaction_id_elsewhere,
+}
+
+
+def _doctor(settings: Settings, *args: str) -> Any:
+    return CliRunner().invoke(cli, ["--storage-dir", str(settings.persist_directory), *args])
+
+
+@ONLY_POSTGRES
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
+def test_a_forget_under_an_older_open_transaction_says_so_and_doctor_finishes_it(
+    tmp_path: Path, marker: str, holder: str, request: pytest.FixtureRequest
+) -> None:
+    settings = _settings(tmp_path, {}, MEMORY_FORGET_WAIT_SECONDS="0.3")
+    memory = _manager(settings)
+    target = memory.archival_memory_insert(f"The door code is {marker}", tags=["door"])
+    memory.store_message("assistant", f"I stored: The door code is {marker}")
+    held = HOLDERS[holder](request)
+    try:
+        report = memory.forget_passage(target)
+
+        warning = report.warnings[0] if report.warnings else ""
+        assert f"pid {held.info.backend_pid}" in warning and "doctor --repair" in warning
+        assert not report.complete
+        assert f"'{held.info.parameter_status('application_name')}'" in warning
+        assert count_marker(settings, marker, request)  # the warning is true: the bytes are there
+        memory.close()
+        doctor = _doctor(settings, "doctor")
+        assert doctor.exit_code == 1 and "forgotten bytes" in doctor.output, doctor.output
+    finally:
+        held.close()
+
+    repaired = _doctor(settings, "doctor", "--repair")
+
+    assert repaired.exit_code == 0, repaired.output
+    assert count_marker(settings, marker, request) == {}
+    again = _doctor(settings, "doctor")
+    assert again.exit_code == 0, again.output
+
+
+class _EndWhenWaitedFor(logging.Handler):
+    """Ends the held transaction a moment after the scrub says it waits for it."""
+
+    def __init__(self, held: Any) -> None:
+        super().__init__()
+        self.held = held
+        self.timer: threading.Timer | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.timer is None and f"pid {self.held.info.backend_pid}" in record.getMessage():
+            self.timer = threading.Timer(0.5, self.held.close)
+            self.timer.start()
+
+
+@ONLY_POSTGRES
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
+def test_a_forget_waits_for_an_older_transaction_that_ends(
+    tmp_path: Path, marker: str, holder: str, request: pytest.FixtureRequest
+) -> None:
+    settings = _settings(tmp_path, {})
+    memory = _manager(settings)
+    target = memory.archival_memory_insert(f"The door code is {marker}")
+    memory.store_message("assistant", f"I stored: The door code is {marker}")
+    held = HOLDERS[holder](request)
+    watcher = _EndWhenWaitedFor(held)
+    scrub_log = logging.getLogger("memory_agent.store.scrub")
+    level = scrub_log.level
+    scrub_log.addHandler(watcher)
+    scrub_log.setLevel(logging.INFO)
+    try:
+        report = memory.forget_passage(target)
+    finally:
+        scrub_log.removeHandler(watcher)
+        scrub_log.setLevel(level)
+        held.close()
+
+    memory.close()
+    assert count_marker(settings, marker, request) == {}
+    assert watcher.timer is not None  # the scrub did wait for it
+    watcher.timer.join()
+    assert report.complete and report.warnings == (), report.warnings
