@@ -15,7 +15,23 @@ categories 1-4, scored on the held-out one), so no figure is in sample:
   keyword leg's top m hits, Rocchio-style);
 - dynamic weight: the keyword weight raised with the gap between its two best scores;
 - keyword rerank: the keyword leg's top N reordered by the fused score, nothing else added;
-- keyword head: the keyword leg's best j kept in front of the fused ranking.
+- keyword head: the keyword leg's best j kept in front of the fused ranking;
+- sentence vectors: each turn of two or more sentences also embedded sentence by sentence
+  ("Speaker: sentence", or the bare sentence), as further chunks of the passage (its vector
+  score is still its best chunk's);
+- mean vector: the normalised mean of the text and text-plus-context vectors as the passage's one
+  vector (what a cosine index could store instead of the mean of two similarities);
+- keyword expansion: each query word's nearest words of the store's own vocabulary (MiniLM vectors
+  of single words) searched as a second keyword query, its bm25 added at a lower weight;
+- neighbour spread: a passage's fused score raised by a share of its neighbours' (the turn
+  before or after it), the candidates widened by those neighbours;
+- learned fusion: a logistic regression on both legs' normalised scores and ranks (with or without
+  the neighbours' fused scores), trained on the other conversations, its L2 penalty chosen by
+  training on one of them and scoring the other.
+
+Before the families it prints the ceiling a fusion of the two legs works under: the share of the
+evidence in the keyword top k and top 2k, in the union of both legs' top k and top 2k, and in the
+best k of the union of both legs' top 50 (any order), per conversation and pooled.
 
 Every conversation's turns are stored as the product stores them with context at index time
 ('previous+date' context, extra vectors: docs/context-at-index-time.md), keyword rankings are read
@@ -30,10 +46,13 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import re
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +82,27 @@ from memory_agent.archival.filters import PassageFilter  # noqa: E402
 from memory_agent.archival.fusion import DEFAULT_DEPTH, FusionConfig, fuse  # noqa: E402
 from memory_agent.archival.passages import indexed_text  # noqa: E402
 from memory_agent.archival.query_text import vector_query_text  # noqa: E402
+from memory_agent.store.fts import STOP_WORDS, query_tokens  # noqa: E402
 
 CONTEXT = "previous+date"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[])")
+_WORD = re.compile(r"\w+")
+EXPANSIONS = ((1, 0.6), (3, 0.6), (1, 0.7), (3, 0.7))
+"""(nearest words per query word, least cosine) of the keyword expansion family."""
+
+
+def sentences_of(text: str, speaker: bool = True) -> list[str]:
+    """A stored turn's sentences (an image caption is one more), each as "Speaker: sentence" with
+    `speaker`, else bare; [] for a turn of one sentence, whose sentence vector would be its own
+    text's."""
+    name, _, body = text.partition(": ")
+    body, _, caption = body.partition(" [shares an image: ")
+    parts = [part for part in _SENTENCE_END.split(body) if part.strip()]
+    if caption:
+        parts.append("shares an image: " + caption.rstrip("]"))
+    if len(parts) < 2:
+        return []
+    return [f"{name}: {part}" for part in parts] if speaker else parts
 
 
 @dataclass
@@ -76,6 +114,11 @@ class Question:
     keyword_scores: np.ndarray
     sims: dict[str, np.ndarray]
     """Vector similarity of every passage, per way of computing it."""
+    bm25: np.ndarray
+    """The keyword query's bm25 of every passage (0 where it does not match), from a replica of
+    the keyword index."""
+    expansion: dict[tuple[int, float], np.ndarray]
+    """bm25 of every passage for the expansion words alone, per EXPANSIONS setting."""
 
 
 @dataclass
@@ -84,6 +127,8 @@ class Corpus:
     questions: list[Question]
     own: np.ndarray
     with_context: np.ndarray
+    sentence_vectors: int
+    replica_agrees: int
 
 
 def _unit(rows: Any) -> np.ndarray:
@@ -116,41 +161,136 @@ def gather(
                 p.passage_id: position[p.metadata["dia_id"]]
                 for p in archival.list(agent_id, limit=1_000_000)
             }
+            indexed = [indexed_text(t.text, c) for t, c in zip(turns, contexts, strict=True)]
             own = _unit(embedding([t.text for t in turns]))
-            with_context = _unit(
-                embedding([indexed_text(t.text, c) for t, c in zip(turns, contexts, strict=True)])
-            )
+            with_context = _unit(embedding(indexed))
+            mean_vector = _unit(own + with_context)
+            split = [sentences_of(t.text) for t in turns]
+            owner = np.array([i for i, parts in enumerate(split) for _ in parts], dtype=int)
+            sentences = _unit(embedding([part for parts in split for part in parts]))
+            bare = _unit(embedding([p for t in turns for p in sentences_of(t.text, speaker=False)]))
+            replica = KeywordReplica(indexed, embedding)
             texts = [q.text for q in conversation.questions]
             probes = _unit(embedding(texts))
             content = _unit(embedding([vector_query_text(text, "vector") for text in texts]))
-            questions, agree = [], 0
+            questions, agree, same_keyword = [], 0, 0
             everything = PassageFilter.build(agent_id)
             for q, probe, words in zip(conversation.questions, probes, content, strict=True):
                 hits = archival.search(agent_id, q.text, limit=1000, mode="keyword")
                 live = [by_id[m.passage_id] for m in archival.index.query(q.text, everything, 10)]
                 best = np.maximum(own @ probe, with_context @ probe)
                 agree += live == list(np.argsort(-best, kind="stable")[: len(live)])
+                by_sentence = np.full(len(turns), -1.0, dtype=np.float32)
+                np.maximum.at(by_sentence, owner, sentences @ probe)
+                keyword = np.array([by_id[h.passage_id] for h in hits], dtype=int)
+                bm25 = replica.scores(query_tokens(q.text, drop_stop_words=True))
+                same_keyword += _order(bm25)[:10].tolist() == keyword[:10].tolist()
                 questions.append(
                     Question(
                         q.category,
                         np.array(sorted(position[e] for e in q.evidence)),
-                        np.array([by_id[h.passage_id] for h in hits], dtype=int),
+                        keyword,
                         np.array([float(h.keyword_score or 0.0) for h in hits], dtype=np.float32),
                         {
                             "best": best,
                             "content": np.maximum(own @ words, with_context @ words),
                             "mean": (own @ probe + with_context @ probe) / 2,
                             "mean+content": (own @ words + with_context @ words) / 2,
+                            "mean vector": mean_vector @ probe,
+                            "sentences": np.maximum(best, by_sentence),
+                            "bare sentences": np.maximum(
+                                best, _best_of(bare @ probe, owner, len(turns))
+                            ),
+                            "sentences+content": np.maximum(
+                                np.maximum(own @ words, with_context @ words),
+                                _best_of(sentences @ words, owner, len(turns)),
+                            ),
                             "probe": probe,
                         },
+                        bm25,
+                        replica.expansions(q.text),
                     )
                 )
             checks.append(
                 f"{conversation.name}: exact vector top 10 equals the live index's on "
-                f"{agree}/{len(questions)} questions"
+                f"{agree}/{len(questions)} questions; the keyword replica's top 10 equals the live"
+                f" search's on {same_keyword}/{len(questions)}; {len(sentences)} sentence vectors"
+                f" for {len(turns)} turns"
             )
-            corpora.append(Corpus(conversation.name, questions, own, with_context))
+            corpora.append(
+                Corpus(
+                    conversation.name, questions, own, with_context, len(sentences), same_keyword
+                )
+            )
     return corpora, checks
+
+
+def _best_of(values: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
+    best = np.full(size, -1.0, dtype=np.float32)
+    np.maximum.at(best, owner, values)
+    return best
+
+
+def _order(scores: np.ndarray) -> np.ndarray:
+    """Passages with a positive score, best first (ties by position, as the live search's)."""
+    matched = np.flatnonzero(scores > 0)
+    return matched[np.argsort(-scores[matched], kind="stable")]
+
+
+class KeywordReplica:
+    """An in-memory FTS5 table holding what the keyword index holds for each passage (same
+    tokenizer), so that queries the product does not make (expansion words) can be scored; its
+    ranking of the real query is checked against the live search's."""
+
+    def __init__(self, indexed: Sequence[str], embedding: CachedEmbedding) -> None:
+        self.size = len(indexed)
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        self.db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(indexed))
+        self.vocabulary = sorted(
+            {
+                word
+                for text in indexed
+                for word in _WORD.findall(text.lower())
+                if word not in STOP_WORDS and len(word) > 2 and not word.isdigit()
+            }
+        )
+        self.embedding = embedding
+        self.vectors = _unit(embedding(self.vocabulary))
+
+    def scores(self, terms: Sequence[str]) -> np.ndarray:
+        """bm25 (higher is better) of every passage for these words joined with OR."""
+        out = np.zeros(self.size, dtype=np.float32)
+        if terms:
+            query = " OR ".join(f'"{term}"' for term in terms)
+            for row, value in self.db.execute(
+                "SELECT rowid, bm25(t) FROM t WHERE t MATCH ?", (query,)
+            ):
+                out[row] = -value
+        return out
+
+    def expansions(self, question: str) -> dict[tuple[int, float], np.ndarray]:
+        """bm25 of the expansion words alone, per EXPANSIONS setting: for each query word, its
+        nearest vocabulary words at or above the cosine floor that are not a query word nor share
+        its first four letters (porter already joins those)."""
+        terms = query_tokens(question, drop_stop_words=True)
+        near = _unit(self.embedding(terms)) @ self.vectors.T if terms else np.zeros((0, 0))
+        out = {}
+        for count, floor in EXPANSIONS:
+            extra: set[str] = set()
+            for row, term in zip(near, terms, strict=True):
+                kept = [
+                    self.vocabulary[i]
+                    for i in np.argsort(-row)
+                    if row[i] >= floor
+                    and self.vocabulary[i] not in terms
+                    and self.vocabulary[i][:4] != term[:4]
+                ]
+                extra.update(kept[:count])
+            out[(count, floor)] = self.scores(sorted(extra))
+        return out
 
 
 # ----- fusion on arrays -----------------------------------------------------------------------
@@ -222,6 +362,35 @@ def _keyword_head(q: Question, sims: np.ndarray, head: int, weight: float) -> np
     return np.array((first + rest)[:20], dtype=int)
 
 
+def _expanded(q: Question, setting: tuple[int, float], weight: float) -> Question:
+    """The question with its keyword leg replaced by the expanded query's ranking."""
+    scores = q.bm25 + weight * q.expansion[setting]
+    order = _order(scores)
+    return Question(q.category, q.evidence, order, scores[order], q.sims, q.bm25, q.expansion)
+
+
+def _neighbour_spread(q: Question, direction: str, share: float) -> np.ndarray:
+    """The shipped fusion with each passage's score raised by `share` of its neighbour's (the
+    passage before, after, or the better of both); candidates widened by their neighbours."""
+    sims = q.sims["best"]
+    size = len(sims)
+    kw = q.keyword[:DEFAULT_DEPTH]
+    vec = np.argsort(-sims, kind="stable")[:DEFAULT_DEPTH]
+    kpart, vpart = np.zeros(size), np.zeros(size)
+    if len(kw):
+        kpart[kw] = _normalise(q.keyword_scores[:DEFAULT_DEPTH], "score")
+    vpart[vec] = _normalise(sims[vec], "score")
+    score = 0.6 * kpart + 0.4 * vpart
+    before, after = np.r_[0.0, score[:-1]], np.r_[score[1:], 0.0]
+    spread = {"before": before, "after": after, "both": np.maximum(before, after)}[direction]
+    candidate = np.zeros(size, dtype=bool)
+    candidate[kw] = candidate[vec] = True
+    candidate |= np.r_[False, candidate[:-1]] | np.r_[candidate[1:], False]
+    total = score + share * spread
+    pool = np.flatnonzero(candidate)
+    return pool[np.argsort(-total[pool], kind="stable")][:20]
+
+
 Method = Callable[[Corpus, Question], np.ndarray]
 
 
@@ -281,6 +450,27 @@ def families(quick: bool) -> dict[str, list[tuple[str, Method]]]:
         for w in weights
         for g in (0.05, 0.1, 0.2)
     ]
+    out["sentence vectors, shipped fusion"] = [
+        ("score w0.6 depth 50", lambda c, q: fused(q, q.sims["sentences"]))
+    ]
+    out["sentence vectors, fusion grid"] = grid("sentences", "sentences ")
+    out["sentence vectors without the speaker, shipped fusion"] = [
+        ("score w0.6 depth 50", lambda c, q: fused(q, q.sims["bare sentences"]))
+    ]
+    out["mean vector (normalised)"] = grid("mean vector", "mean vector ")
+    out["keyword expansion"] = [
+        (
+            f"{n} word(s) >= {floor} weight {w}",
+            lambda c, q, e=(n, floor), w=w: fused(_expanded(q, e, w), q.sims["best"]),
+        )
+        for n, floor in EXPANSIONS
+        for w in (0.2, 0.35, 0.5)
+    ]
+    out["neighbour spread"] = [
+        (f"{d} {share}", lambda c, q, d=d, share=share: _neighbour_spread(q, d, share))
+        for d in ("before", "after", "both")
+        for share in (0.1, 0.2, 0.3, 0.5)
+    ]
     out["keyword rerank (top N reordered)"] = [
         (f"N{n} w{w}", lambda c, q, n=n, w=w: _keyword_rerank(q, q.sims["best"], n, w))
         for n in (10, 20, 30, 50)
@@ -294,7 +484,179 @@ def families(quick: bool) -> dict[str, list[tuple[str, Method]]]:
     return out
 
 
+# ----- learned fusion ----------------------------------------------------------------------------
+
+PENALTIES = (1e-3, 1e-2, 1e-1)
+"""L2 penalties the learned fusion chooses among (on the training conversations only)."""
+
+
+def _features(q: Question, neighbours: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate: both legs' min-max score and 1/log2(rank + 1) (0 outside a leg's top 50),
+    the vector leg's z-score, and with `neighbours` the shipped fused score of the passage before
+    and after (candidates then include those neighbours). Returns (features, candidates)."""
+    sims = q.sims["best"]
+    size = len(sims)
+    kw = q.keyword[:DEFAULT_DEPTH]
+    vec = np.argsort(-sims, kind="stable")[:DEFAULT_DEPTH]
+    ks, kr, vs, vr = (np.zeros(size) for _ in range(4))
+    if len(kw):
+        ks[kw] = _normalise(q.keyword_scores[:DEFAULT_DEPTH], "score")
+        kr[kw] = 1 / np.log2(np.arange(len(kw)) + 2)
+    vs[vec] = _normalise(sims[vec], "score")
+    vr[vec] = 1 / np.log2(np.arange(len(vec)) + 2)
+    columns = [ks, kr, vs, vr, _normalise(sims, "zscore")]
+    candidate = np.zeros(size, dtype=bool)
+    candidate[kw] = candidate[vec] = True
+    if neighbours:
+        shipped = 0.6 * ks + 0.4 * vs
+        columns += [np.r_[0.0, shipped[:-1]], np.r_[shipped[1:], 0.0]]
+        candidate |= np.r_[False, candidate[:-1]] | np.r_[candidate[1:], False]
+    pool = np.flatnonzero(candidate)
+    return np.stack(columns, axis=1)[pool], pool
+
+
+Model = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _train(rows: Sequence[tuple[np.ndarray, np.ndarray]], penalty: float) -> Model:
+    """Logistic regression (evidence or not) by gradient descent on standardised features."""
+    x = np.concatenate([features for features, _ in rows])
+    y = np.concatenate([labels for _, labels in rows])
+    mean, spread = x.mean(axis=0), x.std(axis=0) + 1e-9
+    x = (x - mean) / spread
+    weights, bias = np.zeros(x.shape[1]), 0.0
+    for _ in range(300):
+        error = 1 / (1 + np.exp(-(x @ weights + bias))) - y
+        weights -= 0.5 * (x.T @ error / len(y) + penalty * weights)
+        bias -= 0.5 * float(error.mean())
+    return weights, mean, spread
+
+
+def learned_fusion(
+    corpora: Sequence[Corpus], neighbours: bool
+) -> tuple[dict[str, list[Result]], list[str]]:
+    """Held-out results of the learned fusion: for each conversation, the penalty best when
+    training on one other conversation and scoring the other (both ways), then a model trained on
+    both others with it."""
+    data = {
+        c.name: [(q, *_features(q, neighbours)) for q in c.questions if q.category != 5]
+        for c in corpora
+    }
+    every = {c.name: [(q, *_features(q, neighbours)) for q in c.questions] for c in corpora}
+
+    def training(names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [
+            (x, np.isin(pool, q.evidence).astype(float)) for n in names for q, x, pool in data[n]
+        ]
+
+    def scored(model: Model, name: str) -> list[Result]:
+        weights, mean, spread = model
+        rows = []
+        for q, x, pool in every[name]:
+            top = pool[np.argsort(-(((x - mean) / spread) @ weights), kind="stable")][:20]
+            evidence = set(q.evidence.tolist())
+            rows.append(
+                (q.category, {k: len(evidence & set(top[:k].tolist())) / len(evidence) for k in KS})
+            )
+        return rows
+
+    held, chosen = {}, []
+    for c in corpora:
+        others = [o.name for o in corpora if o.name != c.name]
+        pairs = [(a, b) for a in others for b in others if a != b]
+        penalty = max(
+            PENALTIES,
+            key=lambda p: sum(objective(scored(_train(training([a]), p), b)) for a, b in pairs),
+        )
+        held[c.name] = scored(_train(training(others), penalty), c.name)
+        chosen.append(f"{c.name}: L2 {penalty:g}")
+    return held, chosen
+
+
+# ----- the ceiling of a fusion of the two legs ----------------------------------------------------
+
+
+def _share(found: set[int], q: Question, k: int | None = None) -> float:
+    """Share of q's evidence in `found` (at most k of it when k is given: a list of k places)."""
+    hits = len(found & set(q.evidence.tolist()))
+    return (hits if k is None else min(hits, k)) / len(q.evidence)
+
+
+def _undominated(q: Question, sims: np.ndarray, k: int) -> float:
+    """Share of q's evidence (at most k of it) that fewer than k passages beat on both legs at
+    once (keyword bm25 and vector similarity, each at least as high and one higher): no fusion that
+    rises with both scores can put any other evidence in its top k."""
+    hits = 0
+    for e in q.evidence.tolist():
+        at_least = (q.bm25 >= q.bm25[e]) & (sims >= sims[e])
+        above = at_least & ((q.bm25 > q.bm25[e]) | (sims > sims[e]))
+        hits += int(above.sum()) < k
+    return min(hits, k) / len(q.evidence)
+
+
+def ceiling(corpora: Sequence[Corpus], legs: Sequence[str] = ("best", "sentences")) -> list[str]:
+    """What any fusion of keyword and vector leg could place in its top k, next to keyword search
+    and the shipped fusion (categories 1-4), per conversation and pooled, for each vector leg."""
+    lines = [
+        "Ceiling of a fusion (share of evidence, categories 1-4): kw k / kw 2k = keyword top k /"
+        " top 2k;",
+        "union k / union 2k = union of both legs' top k / top 2k (up to 2k / 4k passages);"
+        " best k of top 50 =",
+        "the most any order of the union of both legs' top 50 puts in k places; monotone = the"
+        " most any",
+        "fusion rising with both legs' scores can put there (evidence beaten on both legs by fewer"
+        " than k",
+        "passages; weights may differ per question); shipped = the shipped fusion's top k.",
+    ]
+    for leg in legs:
+        lines += [
+            f"vector leg [{leg}]:",
+            "| conversation | n | k | kw k | kw 2k | union k | union 2k | best k of top 50 |"
+            " monotone | shipped |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        groups = [(c.name, [c]) for c in corpora] + [("pooled", list(corpora))]
+        for label, members in groups:
+            questions = [(c, q) for c in members for q in c.questions if q.category != 5]
+            for k in KS:
+                cells = np.zeros(7)
+                for _, q in questions:
+                    vec = np.argsort(-q.sims[leg], kind="stable")
+                    kw = q.keyword.tolist()
+                    cells += [
+                        _share(set(kw[:k]), q),
+                        _share(set(kw[: 2 * k]), q),
+                        _share(set(kw[:k]) | set(vec[:k].tolist()), q),
+                        _share(set(kw[: 2 * k]) | set(vec[: 2 * k].tolist()), q),
+                        _share(set(kw[:DEFAULT_DEPTH]) | set(vec[:DEFAULT_DEPTH].tolist()), q, k),
+                        _undominated(q, q.sims[leg], k),
+                        _share(set(fused(q, q.sims[leg])[:k].tolist()), q),
+                    ]
+                cells /= len(questions)
+                lines.append(
+                    f"| {label} | {len(questions)} | {k} | "
+                    + " | ".join(f"{value:.3f}" for value in cells)
+                    + " |"
+                )
+    return lines
+
+
 # ----- leave-one-out and report -----------------------------------------------------------------
+
+VECTOR_LEGS = (
+    "best",
+    "content",
+    "mean",
+    "mean+content",
+    "mean vector",
+    "sentences",
+    "bare sentences",
+    "sentences+content",
+)
+
+
+def _vector_alone(sims: str, corpus: Corpus, q: Question) -> np.ndarray:
+    return np.argsort(-q.sims[sims], kind="stable")[:20]
 
 
 def results_of(corpora: Sequence[Corpus], method: Method) -> dict[str, list[Result]]:
@@ -355,9 +717,28 @@ def report(corpora: Sequence[Corpus], quick: bool, rounds: int) -> list[str]:
         f"paired difference from keyword search ({rounds} bootstrap resamples, 95% intervals):",
         line("keyword (context at index time)", keyword, keyword, rounds),
     ]
-    for sims in ("best", "content", "mean", "mean+content"):
-        alone = results_of(corpora, lambda c, q, s=sims: np.argsort(-q.sims[s], kind="stable")[:20])
-        lines.append(line(f"vector alone [{sims}]", alone, keyword, rounds))
+    alone: dict[str, dict[str, list[Result]]] = {}
+    for sims in VECTOR_LEGS:
+        alone[sims] = results_of(corpora, partial(_vector_alone, sims))
+        lines.append(line(f"vector alone [{sims}]", alone[sims], keyword, rounds))
+    diffs = "  ".join(
+        "@{}: {:+.3f} [{:+.3f}, {:+.3f}]".format(
+            k, *paired_bootstrap(alone["sentences+content"], alone["content"], k, rounds)
+        )
+        for k in KS
+    )
+    lines.append(f"vector alone [sentences+content] - [content] (shipped vector mode): {diffs}")
+    expanded = [
+        (
+            f"{n} word(s) >= {floor} weight {w}",
+            results_of(corpora, lambda c, q, e=(n, floor), w=w: _expanded(q, e, w).keyword[:20]),
+        )
+        for n, floor in EXPANSIONS
+        for w in (0.2, 0.35, 0.5)
+    ]
+    held, chosen = leave_one_out(expanded)
+    lines.append(line("keyword alone, with expansion (12 settings)", held, keyword, rounds))
+    lines.append("    chosen: " + "; ".join(chosen))
     shipped: dict[str, list[Result]] | None = None
     for name, family in families(quick).items():
         scored = [(label, results_of(corpora, method)) for label, method in family]
@@ -374,6 +755,17 @@ def report(corpora: Sequence[Corpus], quick: bool, rounds: int) -> list[str]:
                 for k in KS
             )
             lines.append(f"    - shipped fusion: {diffs}")
+    assert shipped is not None
+    for neighbours in (False, True):
+        held, chosen = learned_fusion(corpora, neighbours)
+        name = "with neighbours' scores" if neighbours else "both legs' scores and ranks"
+        lines.append(line(f"hybrid, learned fusion ({name})", held, keyword, rounds))
+        lines.append("    chosen: " + "; ".join(chosen))
+        diffs = "  ".join(
+            "@{}: {:+.3f} [{:+.3f}, {:+.3f}]".format(k, *paired_bootstrap(held, shipped, k, rounds))
+            for k in KS
+        )
+        lines.append(f"    - shipped fusion: {diffs}")
     return lines
 
 
@@ -430,6 +822,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         " context, extra vectors"
     )
     print("\n".join(checks + [fusion_check(corpora)]))
+    print("\n".join(ceiling(corpora)))
     print("\n".join(report(corpora, args.quick, 200 if args.quick else args.bootstrap)))
     return 0
 

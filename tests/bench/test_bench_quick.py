@@ -40,6 +40,9 @@ EXPECTED = {
     "ranking_candidates": (
         r"^array fusion equals fusion\.fuse \(shipped default\) on (\d+)/\1 questions",
         r"^hybrid, chunk mean \(",
+        r"^\| pooled \| \d+ \| 10 \| (\d\.\d{3} \| ){6}\d\.\d{3} \|$",
+        r"^hybrid, sentence vectors, shipped fusion \(",
+        r"^hybrid, learned fusion \(with neighbours' scores\)",
     ),
     "encryption_overhead": (
         r"^block edit p95 ms\s",
