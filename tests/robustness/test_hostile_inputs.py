@@ -34,7 +34,7 @@ from memory_agent.store.database import Database
 from memory_agent.store.snapshot import Snapshot, store_snapshot
 from memory_agent.tools import ALL_TOOLS
 
-FAST, SLOW = 100, 1500
+FAST, SLOW = 50, 1500  # the default suite samples 50 mutations; the slow run 1,500
 EXAMPLES = [FAST, pytest.param(SLOW, marks=pytest.mark.slow)]
 
 # Text as it arrives from outside: ordinary, tricky, and with lone surrogates.
