@@ -8,9 +8,11 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import backend_coverage
 import pytest
+import screenshot_folders
 from backends import backend_environ
 
 from memory_agent import MemoryManager, Settings
@@ -243,3 +245,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     deselect any (tests/unit/test_backend_coverage.py fails on them; see
     tests/backend_coverage.py)."""
     backend_coverage.record(config, items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    screenshot_folders.hand_over(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A pytest-xdist worker finished (an xdist hook; without xdist it is never called)."""
+    screenshot_folders.take_over(node.config, getattr(node, "workeroutput", {}))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for line in screenshot_folders.summary_lines(config):
+        terminalreporter.write_line(line)

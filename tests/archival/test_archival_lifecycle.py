@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from archival_helpers import HashEmbedding
+from store_clock import StoreClock
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.errors import ArchivalError, MemoryAgentError
@@ -265,14 +266,13 @@ def test_bad_lifecycle_changes_are_refused_and_nothing_is_written(memory: Memory
 
 @pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
 def test_a_fact_is_current_again_once_every_successor_has_expired(
-    memory: MemoryManager, mode: str
+    memory: MemoryManager, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Supersession by a passage that later expires ends with it: a chain whose successors have all
     expired leaves its first passage current (as purge_expired would); one live successor anywhere
     along the chain keeps it superseded. Each index of search agrees."""
-    import time
-
-    ends = datetime.now(timezone.utc) + timedelta(seconds=2)
+    clock = StoreClock(monkeypatch)
+    ends = clock.instant + timedelta(seconds=2)
     standing = memory.archival_memory_insert("Standup is at 09:30 in the big room.")
     week = memory.archival_memory_insert(
         "Standup is at 10:00 in the big room this week.", expires_at=ends.isoformat()
@@ -290,10 +290,11 @@ def test_a_fact_is_current_again_once_every_successor_has_expired(
     memory.supersede_passage(kept, moved)
     memory.supersede_passage(moved, settled)
     before = found(memory, "standup big room", mode)
-    if datetime.now(timezone.utc) < ends:  # a loaded machine may take the whole window to insert
-        assert standing not in before
-    time.sleep(max(0.0, (ends - datetime.now(timezone.utc)).total_seconds()) + 0.05)
+    assert standing not in before and day in before
+    clock.advance(1.9)
+    assert set(found(memory, "standup big room", mode)) == set(before)
 
+    clock.advance(0.1)  # now == ends: a passage is expired at its expires_at
     standup = found(memory, "standup big room", mode)
     assert standing in standup and week not in standup and day not in standup
     lunch = found(memory, "lunch canteen", mode)

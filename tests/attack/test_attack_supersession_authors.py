@@ -3,11 +3,11 @@ trusts (each fails today)."""
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from click.testing import CliRunner
+from store_clock import StoreClock
 
 from memory_agent import MemoryManager
 from memory_agent.cli import cli
@@ -19,7 +19,9 @@ pytestmark = pytest.mark.usefixtures("backend")
 LINES = [f"Fact {n}: the crane on pier {n} was serviced." for n in range(8)]
 
 
-def test_an_expired_successor_hides_its_predecessor_until_a_purge(memory: MemoryManager) -> None:
+def test_an_expired_successor_hides_its_predecessor_until_a_purge(
+    memory: MemoryManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A temporary note ('this week') supersedes the standing fact. Once the note has expired,
     search hides the note (expired) and the fact (superseded): neither is found until someone
     calls purge_expired(), which then makes the fact current again. Expiry should count as the
@@ -33,7 +35,8 @@ def test_an_expired_successor_hides_its_predecessor_until_a_purge(memory: Memory
     )
     with pytest.raises(MemoryAgentError, match="expired"):
         memory.supersede_passage(standing, stale)
-    ends = datetime.now(UTC) + timedelta(seconds=1)
+    clock = StoreClock(monkeypatch)
+    ends = clock.instant + timedelta(seconds=1)
     note = memory.archival_memory_insert(
         "Standup moved to 10:00 this week.", expires_at=ends.isoformat()
     )
@@ -41,7 +44,7 @@ def test_an_expired_successor_hides_its_predecessor_until_a_purge(memory: Memory
     assert standing not in [
         hit.passage.passage_id for hit in memory.archival_memory_search("standup", limit=10)
     ]
-    time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()) + 0.05)
+    clock.advance(1.05)
 
     found = [hit.passage.passage_id for hit in memory.archival_memory_search("standup", limit=10)]
     tool = execute_tool(memory, "archival_memory_search", {"query": "standup"}).text

@@ -5,7 +5,7 @@ No browser here (Playwright not installed, Chromium missing or not starting) ski
 the reason, or fails them when MEMORY_AGENT_REQUIRE_BROWSER=1 (as .ci/run sets). The server and
 the browser are started once per module; each test gets a fresh browser context (own cookies).
 Screenshots go to $MEMORY_AGENT_SCREENSHOTS when set, else to a folder under pytest's temporary
-directory; the folder is printed at the end of the run.
+directory; the folder is printed at the end of the run (tests/screenshot_folders.py).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import screenshot_folders
 from inspector_seed import Seeded, seed
 
 from memory_agent.testing.browser import REQUIRE_BROWSER, BrowserUnavailable, launch_chromium
 from memory_agent.testing.ui_process import UiServer
 
 SCREENSHOTS_VARIABLE = "MEMORY_AGENT_SCREENSHOTS"
-_SCREENSHOT_DIRS = pytest.StashKey[list[Path]]()
 _DROPPED_PREFIXES = ("MEMORY_", "COMPACTION_", "CHROMA_", "ANTHROPIC_")
 _DROPPED = {
     "PERSIST_DIRECTORY",
@@ -126,11 +126,5 @@ def screenshot_dir(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytes
     named = os.environ.get(SCREENSHOTS_VARIABLE)
     folder = Path(named) if named else tmp_path_factory.mktemp("inspector-screenshots")
     folder.mkdir(parents=True, exist_ok=True)
-    pytestconfig.stash.setdefault(_SCREENSHOT_DIRS, []).append(folder)
+    screenshot_folders.remember(pytestconfig, folder)
     return folder
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    for folder in config.stash.get(_SCREENSHOT_DIRS, []):
-        shots = sorted(folder.rglob("*.png"))
-        terminalreporter.write_line(f"inspector screenshots: {len(shots)} in {folder}")

@@ -37,6 +37,8 @@ def run_browser_tests(tmp_path: Path, *, require: bool) -> subprocess.CompletedP
             "-rs",
             "-p",
             "no:cacheprovider",
+            "-n",
+            "0",  # one process: the default two pytest-xdist workers would only add start-up
             "--basetemp",
             str(tmp_path / "run"),
             MODULE,
