@@ -15,6 +15,7 @@ running them concurrently gains.
     python bench/archival_scale.py [--passages 100000] [--queries 200] [--keep DIR]
     python bench/archival_scale.py --keep DIR --search-only  # re-measure searches on a kept store
     python bench/archival_scale.py --cheap-embedding         # storage and keyword paths only
+    python bench/archival_scale.py --keep DIR --search-only --model-threads 1  # model on 1 thread
     python bench/archival_scale.py --quick                   # 100 passages, seconds
 
 Embedding 100,000 passages takes about 8 minutes on 2 quiet cores (over an hour at load 8); build
@@ -499,7 +500,11 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
 
 
 def run(storage: Path, args: argparse.Namespace) -> None:
-    model: Any = HashedWords() if args.cheap_embedding else MiniLMEmbeddingFunction()
+    model: Any = (
+        HashedWords()
+        if args.cheap_embedding
+        else MiniLMEmbeddingFunction(threads=args.model_threads)
+    )
     PrecomputedEmbedding.space = model.name()
     started = time.perf_counter()
     if not args.cheap_embedding:
@@ -534,6 +539,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cheap-embedding",
         action="store_true",
         help="hashed bag-of-words vectors instead of the model (storage and keyword paths)",
+    )
+    parser.add_argument(
+        "--model-threads",
+        type=int,
+        help="onnxruntime intra-op threads for the model (default: onnxruntime's, one per core)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 100 passages, 10 queries"
