@@ -8,15 +8,19 @@ the insert figure is storage alone (SQLite row, tags, FTS5 row, journal entry, C
 update); "with embedding" adds the measured embedding time, and a live run over a sample checks it.
 Search latency is measured per mode with the model loaded (query encoding included), after a
 warm-up, over questions built from the same vocabulary, each figure with the machine's load
-average; hybrid is measured again with its two legs one after the other (`search_threads=0`) to
-show what running them concurrently gains.
+average and the mean CPU time per search (the process's, every thread: steadier under load);
+hybrid is measured again with its two legs one after the other (`search_threads=0`) to show what
+running them concurrently gains.
 
-    /work/venv/bin/python bench/archival_scale.py [--passages 100000] [--queries 200] [--keep DIR]
-    /work/venv/bin/python bench/archival_scale.py --keep DIR --search-only   # re-measure searches
-    /work/venv/bin/python bench/archival_scale.py --cheap-embedding   # storage and keyword paths
-    only /work/venv/bin/python bench/archival_scale.py --quick             # 5,000 passages, seconds
+    python bench/archival_scale.py [--passages 100000] [--queries 200] [--keep DIR]
+    python bench/archival_scale.py --keep DIR --search-only  # re-measure searches on a kept store
+    python bench/archival_scale.py --cheap-embedding         # storage and keyword paths only
+    python bench/archival_scale.py --keep DIR --search-only --model-threads 1  # model on 1 thread
+    python bench/archival_scale.py --quick                   # 100 passages, seconds
 
-Embedding 100,000 passages takes about 8 minutes on 2 cores; run it on a quiet machine.
+Embedding 100,000 passages takes about 8 minutes on 2 quiet cores (over an hour at load 8); build
+the store once with `--keep DIR`, then measure searches with `--keep DIR --search-only` on a quiet
+machine. bench/archival_insert_cpu.py compares the insert path's CPU cost between two commits.
 `--cheap-embedding` replaces the model with hashed bag-of-words vectors (384 dimensions, no
 model): insert throughput without embedding and keyword latency are the real figures, vector and
 hybrid latency then leave out query encoding (printed apart when the model is used).
@@ -29,6 +33,7 @@ import math
 import os
 import random
 import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -346,18 +351,28 @@ def timed_insert(
     started = time.perf_counter()
     for start in range(0, len(passages), chunk):
         archival.insert_many(AGENT, passages[start : start + chunk])
-        print(f"  inserted {start + chunk}/{len(passages)}", file=sys.stderr)
+        print(f"  inserted {min(start + chunk, len(passages))}/{len(passages)}", file=sys.stderr)
     return time.perf_counter() - started
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of the process, every thread (search legs, the model's)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def latencies(archival: ArchivalMemory, questions: Sequence[str], mode: str) -> list[float]:
+    """Wall-clock ms per search; also prints the mean CPU ms per search, which a busy machine
+    moves far less than the wall clock."""
     for question in questions[:10]:  # warm-up: caches, first-query costs
         archival.search(AGENT, question, limit=10, mode=mode)  # type: ignore[arg-type]
     samples = []
+    cpu = cpu_seconds()
     for question in questions:
         started = time.perf_counter()
         archival.search(AGENT, question, limit=10, mode=mode)  # type: ignore[arg-type]
         samples.append((time.perf_counter() - started) * 1000)
+    print(f"  {mode}: {(cpu_seconds() - cpu) * 1000 / len(questions):.1f} CPU ms per search")
     return samples
 
 
@@ -407,11 +422,11 @@ def build(storage: Path, model: Any, passages_count: int, sample: int) -> None:
         long_ids = archival.insert_many(AGENT, long_texts)
         seconds = time.perf_counter() - started
         chunks = [archival.get(AGENT, passage_id) for passage_id in long_ids]
-        vectors = sum(p.vector_chunks for p in chunks if p is not None) / len(long_ids)
+        per_passage = sum(p.vector_chunks for p in chunks if p is not None) / len(long_ids)
         print(
             f"insert_many with live embedding, {len(long_ids)} long passages (24 notes, ~700 "
             "word-pieces): "
-            f"{len(long_ids) / seconds:.1f} passages/s, {vectors:.1f} vectors each"
+            f"{len(long_ids) / seconds:.1f} passages/s, {per_passage:.1f} vectors each"
         )
         singles = []
         for n in range(min(100, passages_count)):
@@ -485,7 +500,11 @@ def measure_search(storage: Path, model: Any, queries: int) -> None:
 
 
 def run(storage: Path, args: argparse.Namespace) -> None:
-    model: Any = HashedWords() if args.cheap_embedding else MiniLMEmbeddingFunction()
+    model: Any = (
+        HashedWords()
+        if args.cheap_embedding
+        else MiniLMEmbeddingFunction(threads=args.model_threads)
+    )
     PrecomputedEmbedding.space = model.name()
     started = time.perf_counter()
     if not args.cheap_embedding:
@@ -522,6 +541,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="hashed bag-of-words vectors instead of the model (storage and keyword paths)",
     )
     parser.add_argument(
+        "--model-threads",
+        type=int,
+        help="onnxruntime intra-op threads for the model (default: onnxruntime's, one per core)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 100 passages, 10 queries"
     )
     args = parser.parse_args(argv)
@@ -529,7 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.passages, args.queries, args.sample = 100, 10, 10
     if args.search_only and args.keep is None:
         parser.error("--search-only needs --keep DIR holding a previous run's storage")
-    print(f"archival scale benchmark: {args.passages} passages, {args.queries} queries")
+    built = f"the store in {args.keep}" if args.search_only else f"{args.passages} passages"
+    print(f"archival scale benchmark: {built}, {args.queries} queries")
     if args.keep is not None:
         run(args.keep, args)
     else:

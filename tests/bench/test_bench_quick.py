@@ -23,6 +23,10 @@ RUN_ELSEWHERE = {
 """Script -> the test file that runs its `--quick` mode in the default suite and checks its
 figures."""
 EXPECTED = {
+    "archival_insert_cpu": (
+        r"^median \w+\s+\(1 runs of 500\): \d+ passages/s, \d+\.\d{3} CPU ms/passage$",
+        r"^second against first: CPU per passage [+-]\d+\.\d %",
+    ),
     "auto_recall_bench": (r"^archival 2000\s+\d", r"^conversation 2000\s+\d", r"^both 2000\s+\d"),
     "cli_latency_bench": (r"^no embedding\s", r"^embedding\s+remember"),
     "conversation_copies_bench": (
