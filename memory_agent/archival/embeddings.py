@@ -264,8 +264,9 @@ def _load_model(model_path: Path, tokenizer_path: Path, threads: int | None) -> 
     options.log_severity_level = 3  # warnings about unused initialisers are noise to a user
     # onnxruntime's worker threads otherwise spin on a core after every run, waiting for the next:
     # an agent embeds one short text now and then, so the spinning only takes CPU from the SDK's
-    # CLI and the database. Measured on 2 cores (load 6.8), 300 single-text embeddings: 4.1-4.3 s
-    # CPU and p50 9.9-13.4 ms with spinning, 1.9 s CPU and p50 6.3-7.1 ms without.
+    # CLI and the database. 300 single-text embeddings on 2 cores: quiet, 3.9-4.0 s CPU and p50
+    # 3.8-3.9 ms with spinning, 2.2 s and 4.5 ms without; at load 6.8, 4.1-4.3 s and 9.9-13.4 ms
+    # with, 1.9 s and 6.3-7.1 ms without.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads is not None:
         options.intra_op_num_threads = threads
