@@ -73,14 +73,16 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = Path(chosen) if chosen else _memory_folder()
     if folder is None:
         return
+    if not chosen:  # a folder the user names keeps its own mode
+        folder.mkdir(exist_ok=True)
+        folder.chmod(0o711)  # others may pass through, not list: the PostgreSQL server's own user
     folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o711)  # others may pass through, not list: the PostgreSQL server's own user
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
 
 def _memory_folder() -> Path | None:
-    """A folder of this user's in /dev/shm, if that is a tmpfs with 4 GB free."""
+    """A folder of this user's in /dev/shm, if /dev/shm exists with 4 GB free."""
     shm = Path("/dev/shm")
     try:
         if not shm.is_dir() or shutil.disk_usage(shm).free < 4 * 1024**3:

@@ -130,7 +130,8 @@ def unused_capacity(segment: Path) -> bytes:
 def test_the_unused_capacity_chroma_writes_is_zeros_not_stale_memory(tmp_path: Path) -> None:
     """hnswlib writes its whole preallocated capacity when it creates an index; the heap is
     zero-filled (privacy/heap_zeroing.py), so none of it is memory this process used before.
-    With zero-filling turned off, 6 of 8 runs of this test found stale heap bytes there."""
+    With zero-filling turned off, 6 of 8 runs of this test (then with three stores per run instead
+    of two) found stale heap bytes there."""
     for attempt in range(2):
         store = tmp_path / f"store{attempt}"
         with MemoryManager(settings=settings_for(store)) as memory:
