@@ -123,10 +123,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke run: 3 turns, 0 and 1,000 stored messages"
+        "--quick", action="store_true", help="a smoke run: 3 turns, 0 and 300 stored messages"
     )
     args = parser.parse_args()
-    sizes = (0, 1_000) if args.quick else (0, 10_000)
+    sizes = (0, 300) if args.quick else (0, 10_000)
     if args.quick:
         args.turns = 3
     print(f"{args.turns} alternating turns per client, unchanged memory; medians")

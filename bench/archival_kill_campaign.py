@@ -18,7 +18,7 @@ campaign is about storage, and a fast embedding makes Chroma's writes, where a k
 bulk of the time); `--embedding default` uses the manager's own model instead.
 
     python bench/archival_kill_campaign.py [--kills 40] [--passages 10000] [--batch 100] [--seed 11]
-    python bench/archival_kill_campaign.py --quick      # 5 kills, 1,000 passages
+    python bench/archival_kill_campaign.py --quick      # 3 kills, 400 passages
     python bench/archival_kill_campaign.py --postgres   # the same on a throwaway PostgreSQL server
 """
 
@@ -302,7 +302,7 @@ def main() -> None:
         default="hash384",
         help="hash384 (default): fast hashing, 384 dimensions; default: the manager's own model",
     )
-    parser.add_argument("--quick", action="store_true", help="5 kills, 1,000 passages")
+    parser.add_argument("--quick", action="store_true", help="3 kills, 400 passages")
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--database-url", help="an empty PostgreSQL database to keep the rows in (default: SQLite)"
@@ -311,7 +311,7 @@ def main() -> None:
         "--postgres", action="store_true", help="keep the rows on a throwaway PostgreSQL cluster"
     )
     args = parser.parse_args()
-    kills, passages = (5, 1000) if args.quick else (args.kills, args.passages)
+    kills, passages = (3, 400) if args.quick else (args.kills, args.passages)
     cluster = PostgresCluster().start() if args.postgres else None
     database_url = cluster.database_url("kill") if cluster else args.database_url
     try:

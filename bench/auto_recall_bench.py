@@ -16,7 +16,7 @@ recall@budget: the share of a question's evidence turns that land in the injecte
     python bench/auto_recall_bench.py [--data DIR] [--budgets 500,1000,2000] [--max-items N]
                                       [--quick]
 
-`--max-items` defaults to `AutoRecallSettings().max_items`. `--quick` keeps the first 40 turns
+`--max-items` defaults to `AutoRecallSettings().max_items`. `--quick` keeps the first 24 turns
 of the first conversation, the questions on them and one budget.
 """
 
@@ -44,7 +44,7 @@ from memory_agent.agent.auto_recall import (  # noqa: E402
     RecallSource,
 )
 
-QUICK_TURNS = 40
+QUICK_TURNS = 24
 SOURCES: dict[str, tuple[RecallSource, ...]] = {
     "archival": ("archival",),
     "conversation": ("conversation",),
@@ -139,7 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budgets", default="500,1000,2000")
     parser.add_argument("--max-items", type=int, default=AutoRecallSettings().max_items)
     parser.add_argument(
-        "--quick", action="store_true", help="first 40 turns of one conversation, one budget"
+        "--quick",
+        action="store_true",
+        help=f"first {QUICK_TURNS} turns of one conversation, one budget",
     )
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json"))

@@ -251,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.agents, args.edits, args.appends, args.writers, args.passages = 20, 80, 20, [1, 4], 150
-    turns_cap = 60 if args.quick else None
+        args.agents, args.edits, args.appends, args.writers, args.passages = 10, 40, 20, [1, 2], 150
+    turns_cap = 30 if args.quick else None
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
     cluster = None if args.database_url else PostgresCluster().start()

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="choose only among windows with at most this many vectors per passage (index size)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="the first 60 turns of each conversation, two windows"
+        "--quick", action="store_true", help="the first 30 turns of each conversation, two windows"
     )
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("*.json"))
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     conversations = [load_conversation(path) for path in files]
     windows = {label: WINDOWS[label] for label in args.windows.split(",")}
     if args.quick:
-        conversations = [truncated(c, 60) for c in conversations]
+        conversations = [truncated(c, 30) for c in conversations]
         windows = {label: WINDOWS[label] for label in ("first window", "128/32")}
         args.bootstrap = 200
     model = MiniLMEmbeddingFunction()

@@ -116,9 +116,9 @@ def passage_to_forget(env: dict[str, str], n: int) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per command (default 5)")
-    parser.add_argument("--quick", action="store_true", help=f"2 runs of {len(QUICK)} commands")
+    parser.add_argument("--quick", action="store_true", help=f"1 run of {len(QUICK)} commands")
     args = parser.parse_args(argv)
-    runs = 2 if args.quick else args.runs
+    runs = 1 if args.quick else args.runs
     with tempfile.TemporaryDirectory(prefix="cli-latency-") as scratch:
         env = {
             **os.environ,

@@ -781,7 +781,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke run: 2 days, 2 writers, 10 writes each a day"
+        "--quick",
+        action="store_true",
+        help="a smoke run: 2 days, 2 writers, 10 writes each a day, a race of 2 writers",
     )
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--writers", type=int, default=3, help="writer processes in the month")
@@ -832,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
             20,
             300,
         )
-        args.every, args.model_days = 1, None
+        args.every, args.model_days, args.race_writers = 1, None, 2
     model_server = (
         ScriptedMessagesServer(responder=oracle_model).start()
         if "model" in args.consolidators

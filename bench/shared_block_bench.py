@@ -17,6 +17,7 @@ import os
 import statistics
 import tempfile
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
@@ -60,28 +61,35 @@ def _settings(storage: str) -> Settings:
 
 
 def _writer(
-    storage: str, writer: str, appends: int, start: Barrier, reports: Queue[WriterReport]
+    storage: str,
+    label: str,
+    writer: str,
+    appends: int,
+    start: Barrier,
+    reports: Queue[WriterReport],
 ) -> None:
     with MemoryManager(agent_id=writer, settings=_settings(storage)) as memory:
-        memory.join_shared_block(LABEL)
+        memory.join_shared_block(label)
         latencies: list[float] = []
         start.wait(timeout=300)
         started = time.monotonic()  # CLOCK_MONOTONIC: comparable across processes on Linux
         for number in range(appends):
             began = time.perf_counter()
-            memory.core_memory_append(LABEL, f"{writer}:{number:05d}")
+            memory.core_memory_append(label, f"{writer}:{number:05d}")
             latencies.append((time.perf_counter() - began) * 1000)
         reports.put(WriterReport(started, time.monotonic(), latencies))
 
 
 def run(writers: int, appends: int) -> RunResult:
-    """One measurement on a fresh storage dir."""
+    """One measurement on a fresh storage dir and a block of its own (on PostgreSQL the database
+    may be one that earlier measurements used: `backends_bench.py --database-url`)."""
+    label = f"{LABEL}_{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as storage:
         with MemoryManager(agent_id="bench-setup", settings=_settings(storage)) as memory:
-            memory.create_block(LABEL, "", limit=LIMIT, is_shared=True)
+            memory.create_block(label, "", limit=LIMIT, is_shared=True)
         start, reports = SPAWN.Barrier(writers), SPAWN.Queue()
         processes = [
-            SPAWN.Process(target=_writer, args=(storage, f"w{n}", appends, start, reports))
+            SPAWN.Process(target=_writer, args=(storage, label, f"w{n}", appends, start, reports))
             for n in range(writers)
         ]
         for process in processes:
@@ -92,7 +100,7 @@ def run(writers: int, appends: int) -> RunResult:
         if any(process.exitcode != 0 for process in processes):
             raise RuntimeError(f"a writer failed: exit codes {[p.exitcode for p in processes]}")
         with MemoryManager(agent_id="bench-setup", settings=_settings(storage)) as memory:
-            value = memory.get_block(LABEL).value
+            value = memory.get_block(label).value
     counts = Counter(value.splitlines())
     return RunResult(
         writers=writers,
