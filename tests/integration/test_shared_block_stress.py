@@ -2,8 +2,9 @@
 
 Each worker is a process with its own MemoryManager (its own database connection), released
 together from a barrier so that their writes contend for the lock; the workers of a run are
-forked from one spawned launcher that has imported this module and nothing more (see `_run`).
-On SQLite they share one storage dir; on PostgreSQL (the `backend` fixture sets
+forked from one spawned launcher that has imported this module and nothing more
+(tests/forked_workers.py). On SQLite they share one storage dir; on PostgreSQL (the `backend`
+fixture sets
 MEMORY_DATABASE_URL, which the launcher and its workers inherit) each process has a storage dir
 of its own, as processes on separate hosts would, and they share nothing but the database URL
 (and, in the archival runs, a Chroma server).
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from backends import backend_environ
+from forked_workers import run_workers
 
 from memory_agent import MemoryManager, Settings, StaleBlockError
 from memory_agent.archival import ChromaVectorStore, VectorConfig
@@ -42,7 +44,6 @@ LIMIT = 100_000
 HEADER = "## entries (newest first)"
 REWRITES = 25
 SPAWN = multiprocessing.get_context("spawn")
-FORK = multiprocessing.get_context("fork")
 COLLEGE = "college"
 """The agent whose passages every worker stores (the same ones): each must be stored once."""
 COMMON = [
@@ -145,31 +146,6 @@ def _append_once(tmp_path: Path, writer: str, label: str, text: str) -> None:
         memory.core_memory_append(label, text)
 
 
-def _run(target: object, argument_sets: list[tuple[object, ...]]) -> None:
-    """Run `target` once per argument set, each in a process of its own, all at once.
-
-    Why a launcher: a spawned process spends about 1.3 s of CPU importing the package, Chroma
-    and this module, which was most of this file's time with a spawned process per worker. One
-    spawned launcher (no thread, no connection, no store opened) imports them once and forks the
-    workers, so each still opens its own MemoryManager and database connection."""
-    launcher = SPAWN.Process(target=_fork_each, args=(target, argument_sets))
-    launcher.start()
-    launcher.join(timeout=330)
-    assert launcher.exitcode == 0
-
-
-def _fork_each(target: object, argument_sets: list[tuple[object, ...]]) -> None:
-    """In the launcher: fork a worker per argument set and exit non-zero unless all succeed."""
-    workers = [FORK.Process(target=target, args=args) for args in argument_sets]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=300)
-    codes = [worker.exitcode for worker in workers]
-    if codes != [0] * len(workers):
-        sys.exit(f"worker exit codes: {codes}")
-
-
 def _set_up(tmp_path: Path, blocks: dict[str, str]) -> None:
     with MemoryManager(
         agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))
@@ -258,7 +234,7 @@ def _stress(
     writers = [f"w{n}" for n in range(writers_count)]
     start = SPAWN.Barrier(writers_count)
     port = None if chroma is None else chroma.port
-    _run(_writer, [(tmp_path, writer, edits, start, passages, port) for writer in writers])
+    run_workers(_writer, [(tmp_path, writer, edits, start, passages, port) for writer in writers])
     if chroma is not None:
         _check_passages(tmp_path, chroma, writers, passages)
 
@@ -325,7 +301,9 @@ def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current
         memory.get_system_prompt_addition(agent_id="rethinker")  # both see version 1
         memory.get_system_prompt_addition(agent_id="replacer")
 
-        _run(_append_once, [(tmp_path, "critic", "state", "Critic: step 2 divides by zero.")])
+        run_workers(
+            _append_once, [(tmp_path, "critic", "state", "Critic: step 2 divides by zero.")]
+        )
         current = "Task: prove the lemma.\nCritic: step 2 divides by zero."
 
         with pytest.raises(StaleBlockError) as stale:
