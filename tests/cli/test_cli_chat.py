@@ -64,16 +64,6 @@ def test_chat_replies_shows_memory_and_quits(initialised: Run) -> None:
     )
 
 
-@pytest.mark.e2e
-def test_chat_ends_at_end_of_input(initialised: Run) -> None:
-    with ScriptedMessagesServer() as server:
-        result = initialised("chat", input="", env=server.env())
-    assert result.exit_code == 0, result.output
-    assert result.stdout.endswith("you> \n"), (
-        result.stdout
-    )  # the shell's prompt gets a line of its own
-
-
 def _read_until(stream: int, marker: bytes, timeout: float) -> bytes:
     """Read until `marker` shows (a poll, not select(): in a long run descriptors pass 1024)."""
     seen = b""
@@ -95,7 +85,8 @@ def test_leaving_chat_at_the_prompt_ends_the_line(
     leave: str, initialised: Run, storage: Path
 ) -> None:
     """A real process at its prompt: end of input (Ctrl-D) or SIGINT (Ctrl-C) leaves with exit
-    status 0 and the prompt's line ended."""
+    status 0 and the prompt's line ended. (The Ctrl-D case is also the test of chat ending at the
+    end of its input: a test of that through CliRunner checked the same two things.)"""
     command = [
         sys.executable,
         "-c",

@@ -6,12 +6,11 @@ pinned in tests/unit/test_shipped_migrations.py.)"""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from forked_workers import run_workers
 
 from memory_agent import MemoryManager, StorageError
 from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version
@@ -209,13 +208,10 @@ def test_a_newer_postgres_schema_is_refused_and_left_alone(
     assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION + 1,)]
 
 
-OPEN_AT = """
-import sys, time
-from pathlib import Path
-from memory_agent.store.postgres import PostgresDatabase
-time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
-PostgresDatabase(sys.argv[1], Path(sys.argv[3])).close()
-"""
+def _open_at(url: str, start: float, storage: str) -> None:
+    """One process: wait for the common start time, then open the database once."""
+    time.sleep(max(0.0, start - time.time()))
+    PostgresDatabase(url, Path(storage)).close()
 
 
 @pytest.mark.postgres
@@ -224,24 +220,8 @@ def test_processes_opening_a_fresh_postgres_database_at_once_create_it_once(
 ) -> None:
     _sql(postgres_url, DDL_LOG)
     start = time.time() + 3.0  # every process is up and waiting before the first one opens
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", OPEN_AT, postgres_url, str(start), str(tmp_path / str(n))],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(6)
-    ]
-    outcomes = [
-        (process.wait(timeout=120), process.stderr.read() if process.stderr else "")
-        for process in processes
-    ]
-    for process in processes:
-        for stream in (process.stdout, process.stderr):
-            if stream:
-                stream.close()
-    assert [code for code, _ in outcomes] == [0] * 6, outcomes
+    # Six processes, forked from one spawned launcher (tests/forked_workers.py).
+    run_workers(_open_at, [(postgres_url, start, str(tmp_path / str(n))) for n in range(6)])
     assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION,)]
     created = [object_ for tag, object_ in _ddl(postgres_url) if tag == "CREATE TABLE"]
     assert sorted(created) == sorted(set(created)) and "public.passages" in created

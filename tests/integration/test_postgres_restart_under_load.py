@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from forked_workers import start_workers
 
 from memory_agent import MemoryManager, StorageError, WriteOutcomeUnknownError
 from memory_agent.testing.postgres_cluster import PostgresCluster
@@ -86,12 +87,10 @@ def test_writers_survive_a_server_restart_and_every_entry_lands_once(
         memory.create_block("ledger", "", limit=100_000, is_shared=True)
     failures: multiprocessing.Queue[int] = SPAWN.Queue()
     writers = [f"w{n}" for n in range(WRITERS)]
-    processes = [
-        SPAWN.Process(target=_append_retrying, args=(str(tmp_path / w), url, w, failures))
-        for w in writers
-    ]
-    for process in processes:
-        process.start()
+    # Forked from one spawned launcher (tests/forked_workers.py): each its own process and store.
+    launcher = start_workers(
+        _append_retrying, [(str(tmp_path / w), url, w, failures) for w in writers]
+    )
     total = 1 + WRITERS * APPENDS
     with MemoryManager(tmp_path / "watch", agent_id="setup", database_url=url) as watcher:
         # Restart once every writer is writing (past opening its store) and a quarter is done.
@@ -104,9 +103,8 @@ def test_writers_survive_a_server_restart_and_every_entry_lands_once(
         cluster.stop_server("fast")
         time.sleep(0.5)
         cluster.start_server()
-    for process in processes:
-        process.join(timeout=120)
-    assert [process.exitcode for process in processes] == [0] * WRITERS
+    launcher.join(timeout=120)
+    assert launcher.exitcode == 0  # every writer exited with 0
     with MemoryManager(tmp_path / "check", agent_id="setup", database_url=url) as memory:
         ledger = memory.get_block("ledger")
     assert at_restart < total  # the restart came while they were writing

@@ -1,10 +1,13 @@
 """Many processes, one shared block: no update is lost or doubled, and stale rewrites are refused.
 
-Each worker is a spawned process with its own MemoryManager (its own database connection),
-released together from a barrier so that their writes contend for the lock. On SQLite they share
-one storage dir; on PostgreSQL (the `backend` fixture sets MEMORY_DATABASE_URL, which spawned
-processes inherit) each process has a storage dir of its own, as processes on separate hosts
-would, and they share nothing but the database URL (and, in the archival runs, a Chroma server).
+Each worker is a process with its own MemoryManager (its own database connection), released
+together from a barrier so that their writes contend for the lock; the workers of a run are
+forked from one spawned launcher that has imported this module and nothing more
+(tests/forked_workers.py). On SQLite they share one storage dir; on PostgreSQL (the `backend`
+fixture sets
+MEMORY_DATABASE_URL, which the launcher and its workers inherit) each process has a storage dir
+of its own, as processes on separate hosts would, and they share nothing but the database URL
+(and, in the archival runs, a Chroma server).
 
 The archival runs add what an Agent College writes besides its blocks: each worker stores
 passages of its own, searches for them as it goes, and every worker stores the same passages for
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from backends import backend_environ
+from forked_workers import run_workers
 
 from memory_agent import MemoryManager, Settings, StaleBlockError
 from memory_agent.archival import ChromaVectorStore, VectorConfig
@@ -142,15 +146,6 @@ def _append_once(tmp_path: Path, writer: str, label: str, text: str) -> None:
         memory.core_memory_append(label, text)
 
 
-def _run(target: object, argument_sets: list[tuple[object, ...]]) -> None:
-    workers = [SPAWN.Process(target=target, args=args) for args in argument_sets]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=300)
-    assert [worker.exitcode for worker in workers] == [0] * len(workers)
-
-
 def _set_up(tmp_path: Path, blocks: dict[str, str]) -> None:
     with MemoryManager(
         agent_id="setup", settings=_settings(_storage_of(tmp_path, "setup"))
@@ -239,7 +234,7 @@ def _stress(
     writers = [f"w{n}" for n in range(writers_count)]
     start = SPAWN.Barrier(writers_count)
     port = None if chroma is None else chroma.port
-    _run(_writer, [(tmp_path, writer, edits, start, passages, port) for writer in writers])
+    run_workers(_writer, [(tmp_path, writer, edits, start, passages, port) for writer in writers])
     if chroma is not None:
         _check_passages(tmp_path, chroma, writers, passages)
 
@@ -271,7 +266,7 @@ def _stress(
 def test_eight_processes_edit_one_shared_block_50_times_each_without_loss(tmp_path: Path) -> None:
     """8 x 50 appends, 8 x 50 inserts and 8 x 25 compare-and-set rethinks, all contending (released
     together from a barrier, so every edit races seven others); the 200-edit run with passages is
-    the slow test below. Most of the time is spawning and importing the eight processes.
+    the slow test below.
     """
     _stress(tmp_path, writers_count=8, edits=50)
 
@@ -306,7 +301,9 @@ def test_stale_rewrites_after_another_processs_edit_are_refused_with_the_current
         memory.get_system_prompt_addition(agent_id="rethinker")  # both see version 1
         memory.get_system_prompt_addition(agent_id="replacer")
 
-        _run(_append_once, [(tmp_path, "critic", "state", "Critic: step 2 divides by zero.")])
+        run_workers(
+            _append_once, [(tmp_path, "critic", "state", "Critic: step 2 divides by zero.")]
+        )
         current = "Task: prove the lemma.\nCritic: step 2 divides by zero."
 
         with pytest.raises(StaleBlockError) as stale:

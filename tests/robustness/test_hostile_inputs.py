@@ -695,6 +695,28 @@ def test_import_reads_only_regular_files_of_bounded_size(tmp_path: Path) -> None
     assert not (tmp_path / "target" / "memory.db").exists()
 
 
+def test_import_reads_a_file_into_a_buffer_of_its_own_size(tmp_path: Path) -> None:
+    """A buffer of MAX_IMPORT_BYTES for every file was 256 MiB that the zero-filled heap
+    (privacy/heap_zeroing.py) wrote on each import; a file that grew after its size was taken is
+    still read whole."""
+    import io
+    import tracemalloc
+
+    from memory_agent.portability.files import _read_bounded, load_document
+
+    source = tmp_path / "small.json"
+    source.write_text(json.dumps({"format": "memory-agent", "padding": "x" * 10_000}))
+    tracemalloc.start()
+    try:
+        assert load_document(source)["padding"] == "x" * 10_000
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak
+    grown = bytes(range(256)) * 10_000
+    assert _read_bounded(io.BufferedReader(io.BytesIO(grown)), 1_000) == grown
+
+
 def test_printing_a_large_value_is_as_fast_as_writing_it(
     memory: MemoryManager, tmp_path: Path
 ) -> None:
