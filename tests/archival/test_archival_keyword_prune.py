@@ -83,8 +83,24 @@ def test_the_pruned_head_is_the_plain_head_or_declines(
     pruned = _pruned(filled, tokens, depth)
     if pruned is not None:
         plain = _plain(filled, tokens, depth)
-        assert [rowid for rowid, _ in pruned] == [rowid for rowid, _ in plain]
         assert all(abs(a - b) < 1e-9 for (_, a), (_, b) in zip(pruned, plain, strict=True))
+        pruned_ties, plain_ties = _tied_runs(pruned), _tied_runs(plain)
+        assert pruned_ties[:-1] == plain_ties[:-1]
+        assert len(pruned_ties[-1]) == len(plain_ties[-1])
+
+
+def _tied_runs(head: list[tuple[int, float]]) -> list[set[int]]:
+    """The rowids of each run of equal scores, best first. The two queries sum a row's terms in
+    another order, so scores equal in exact arithmetic can differ in the last bit (1e-15) and such
+    rows may come in either order; the last run may also be cut at `depth` at another row (found
+    by Hypothesis: 'lisbon painted alex telescope' at depth 40)."""
+    runs: list[tuple[float, set[int]]] = []
+    for rowid, rank in head:
+        if runs and abs(rank - runs[-1][0]) < 1e-9:
+            runs[-1][1].add(rowid)
+        else:
+            runs.append((rank, {rowid}))
+    return [rowids for _, rowids in runs]
 
 
 def test_a_common_name_with_a_rare_word_is_pruned_and_exact(filled: Database) -> None:
