@@ -24,9 +24,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -88,11 +89,11 @@ def _run_child(request: Mapping[str, Any]) -> int:
     return status
 
 
-def serve() -> None:
+def serve(preload: Sequence[str]) -> None:
     """The server loop: import, then fork one child per request and report its status."""
-    for name in PRELOAD:
+    for name in preload:
         __import__(name)
-    for name in OPTIONAL_PRELOAD:
+    for name in OPTIONAL_PRELOAD if preload else ():
         try:
             __import__(name)
         except ImportError:
@@ -135,24 +136,35 @@ class ScriptRun:
 class WarmInterpreter:
     """Client: start the server once, then run scripts in it one at a time."""
 
-    def __init__(self, environment: Mapping[str, str], home: Path) -> None:
+    def __init__(
+        self, environment: Mapping[str, str], home: Path, preload: Sequence[str] = PRELOAD
+    ) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, __file__],
+            [sys.executable, __file__, *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**environment, "HOME": str(home)},
-            text=True,
         )
+        self._pending = b""
         self._read(timeout=120)
 
     def _read(self, timeout: float) -> dict[str, Any]:
-        stdout: IO[str] = self._process.stdout  # type: ignore[assignment]
-        ready, _, _ = select.select([stdout], [], [], timeout)
-        if not ready:
-            raise TimeoutError(f"no answer from the warm interpreter within {timeout} s")
-        line = stdout.readline()
-        if not line:
-            raise RuntimeError(f"the warm interpreter exited ({self._process.wait()})")
+        """The server's next answer line. The pipe is read here, not through a buffered file, so
+        that a line already read ahead is never waited for."""
+        stdout: IO[bytes] = self._process.stdout  # type: ignore[assignment]
+        # poll, not select: a pytest worker may hold more than FD_SETSIZE (1,024) descriptors
+        waiting = select.poll()
+        waiting.register(stdout, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not waiting.poll(remaining * 1000):
+                raise TimeoutError(f"no answer from the warm interpreter within {timeout} s")
+            chunk = os.read(stdout.fileno(), 65536)
+            if not chunk:
+                raise RuntimeError(f"the warm interpreter exited ({self._process.wait()})")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
         answer: dict[str, Any] = json.loads(line)
         return answer
 
@@ -177,8 +189,8 @@ class WarmInterpreter:
             "stdout": str(stdout_path),
             "stderr": str(stderr_path),
         }
-        stdin: IO[str] = self._process.stdin  # type: ignore[assignment]
-        stdin.write(json.dumps(request) + "\n")
+        stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
+        stdin.write(json.dumps(request).encode() + b"\n")
         stdin.flush()
         pid = int(self._read(timeout=30)["pid"])
         try:
@@ -204,4 +216,4 @@ class WarmInterpreter:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[1:])
