@@ -14,6 +14,7 @@ import backend_coverage
 import pytest
 import screenshot_folders
 from backends import backend_environ
+from warm_interpreter import WarmInterpreter
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.testing.chroma_server import ChromaServer, ChromaUnavailable
@@ -114,6 +115,18 @@ def isolated_environment(
     for name in ("COLUMNS", "LINES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
+
+
+@pytest.fixture(scope="session")
+def warm_interpreter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmInterpreter]:
+    """One interpreter per worker that imported the SDK, Chroma and onnxruntime once; the bench
+    scripts' quick runs and the examples run in children forked from it (warm_interpreter.py)."""
+    root = Path(__file__).resolve().parents[1]
+    interpreter = WarmInterpreter(
+        {**os.environ, "PYTHONPATH": str(root)}, tmp_path_factory.mktemp("warm-home")
+    )
+    yield interpreter
+    interpreter.close()
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ a table's rows are there) is what is tested. A script whose `--quick` run anothe
 already makes and checks (RUN_ELSEWHERE) is not run a second time here.
 
 Each script runs as `python script --quick` would, in a child forked from one interpreter that
-imported the heavy packages once (warm_interpreter.py): that saves each script ~1-3 s of CPU.
+imported the heavy packages once (tests/warm_interpreter.py): that saves each script ~1-3 s of CPU.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -105,22 +104,16 @@ def test_every_bench_script_is_covered() -> None:
         )
 
 
-BASE_ENVIRONMENT = {
-    **os.environ,
-    "PYTHONPATH": str(ROOT),
-    "ANONYMIZED_TELEMETRY": "False",
-    "HF_HUB_OFFLINE": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-}
-"""What each script runs with (HOME is the test's own folder)."""
-
-
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmInterpreter]:
-    """One interpreter that imported the SDK, Chroma and onnxruntime, forked per script."""
-    interpreter = WarmInterpreter(BASE_ENVIRONMENT, tmp_path_factory.mktemp("warm-home"))
-    yield interpreter
-    interpreter.close()
+def _environment(home: Path) -> dict[str, str]:
+    """What a script runs with: the test's isolated environment, HOME its own folder."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(home),
+        "ANONYMIZED_TELEMETRY": "False",
+        "HF_HUB_OFFLINE": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[script.stem for script in SCRIPTS])
@@ -128,7 +121,7 @@ def test_bench_script_runs_quick(
     script: Path,
     tmp_path: Path,
     tmp_path_factory: pytest.TempPathFactory,
-    warm: WarmInterpreter,
+    warm_interpreter: WarmInterpreter,
     request: pytest.FixtureRequest,
 ) -> None:
     if script.stem in NEEDS_POSTGRES and importlib.util.find_spec("psycopg") is None:
@@ -147,11 +140,11 @@ def test_bench_script_runs_quick(
     arguments = ["--quick"]
     if script.stem in TAKES_DATABASE_URL:
         arguments += ["--database-url", request.getfixturevalue("postgres_url")]
-    done = warm.run(
+    done = warm_interpreter.run(
         script,
         arguments,
         cwd=tmp_path,
-        environment={**BASE_ENVIRONMENT, "HOME": str(tmp_path)},
+        environment=_environment(tmp_path),
         output_dir=tmp_path_factory.mktemp("output"),
         timeout=240,
     )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from backends import backend_environ
+from warm_interpreter import ScriptRun, WarmInterpreter
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.integrations.college import COLLEGE_BLOCK_LABEL
@@ -18,19 +17,22 @@ SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "agent_college.py"
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("backend")]
 
 
-def _run(tmp_path: Path, *arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), "--offline", *arguments],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        timeout=180,
+def _run(
+    warm: WarmInterpreter, tmp_path: Path, output_dir: Path, *arguments: str, **env: str
+) -> ScriptRun:
+    """`python examples/agent_college.py --offline ...`, forked from the warm interpreter."""
+    return warm.run(
+        SCRIPT,
+        ["--offline", *arguments],
         cwd=tmp_path,
+        environment={**os.environ, **env},
+        output_dir=output_dir,
+        timeout=180,
     )
 
 
 def test_the_college_runs_offline_coordinates_and_a_second_run_continues_it(
-    tmp_path: Path,
+    tmp_path: Path, warm_interpreter: WarmInterpreter, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """A first run named by options (--storage-dir, --instance), then a second run named by the
     environment alone (PERSIST_DIRECTORY, AGENT_INSTANCE_ID) that continues the same college.
@@ -38,7 +40,15 @@ def test_the_college_runs_offline_coordinates_and_a_second_run_continues_it(
     Why one test: each run starts Python and three CLIs, so continuing the first run's college
     costs one more run where a test of its own needed two."""
     storage = tmp_path / "store"
-    done = _run(tmp_path, "--storage-dir", str(storage), "--instance", "exam")
+    done = _run(
+        warm_interpreter,
+        tmp_path,
+        tmp_path_factory.mktemp("output"),
+        "--storage-dir",
+        str(storage),
+        "--instance",
+        "exam",
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "Agent College 'exam'" in out
@@ -75,7 +85,9 @@ def test_the_college_runs_offline_coordinates_and_a_second_run_continues_it(
     assert sorted(authors[1:]) == sorted(["exam_critic", "exam_professor", "exam_scribe"] * 2)
 
     env = {"PERSIST_DIRECTORY": str(storage), "AGENT_INSTANCE_ID": "exam"}
-    second = _run(tmp_path, "--rounds", "1", **env)
+    second = _run(
+        warm_interpreter, tmp_path, tmp_path_factory.mktemp("output"), "--rounds", "1", **env
+    )
     assert second.returncode == 0, second.stderr
     assert "Agent College 'exam'" in second.stdout and "(version 10, " in second.stdout
     # Round 1's entries again, after the first run's: the final block shows each of them twice.

@@ -1,11 +1,11 @@
 """A Python process that imports the heavy packages once and forks a fresh child per script.
 
-Why: every bench script's `--quick` run used to start its own interpreter, and about 3 s of CPU
-of each went on importing anthropic, the Agent SDK, Chroma and onnxruntime before the script did
-anything. The suite runs 27 of them. Here one server process imports those packages, then for each
-request forks a child that runs the script as `__main__` with its own argv, working directory,
-environment and output files, exactly as `python script --quick` would, minus the imports. The
-child's exit status is the script's.
+Why: every bench script's `--quick` run, and every run of an example, used to start its own
+interpreter, and 1-3 s of CPU of each went on importing anthropic, the Agent SDK, Chroma and
+onnxruntime before the script did anything. The suite runs dozens of them. Here one server
+process imports those packages, then for each request forks a child that runs the script as
+`__main__` with its own argv, working directory, environment, input and output files, as
+`python script args` would, minus the imports. The child's exit status is the script's.
 
 Run as a program it is the server (reading one JSON request per line on stdin); imported, it
 gives the client, `WarmInterpreter`. Only what is imported is shared: nothing the preload does
@@ -56,7 +56,7 @@ def _run_child(request: Mapping[str, Any]) -> int:
     os.environ.clear()
     os.environ.update(request["env"])
     for fd, path, flags in (
-        (0, os.devnull, os.O_RDONLY),
+        (0, request["stdin"] or os.devnull, os.O_RDONLY),
         (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
         (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
     ):
@@ -177,10 +177,14 @@ class WarmInterpreter:
         environment: Mapping[str, str],
         output_dir: Path,
         timeout: float,
+        stdin: str = "",
     ) -> ScriptRun:
-        """Run `script args` as a fresh process would; its output is read back from two files in
-        `output_dir` (outside `cwd`, which the script may list)."""
+        """Run `script args` as a fresh process would, `stdin` as its input; its output is read
+        back from files in `output_dir` (outside `cwd`, which the script may list)."""
         stdout_path, stderr_path = output_dir / "stdout", output_dir / "stderr"
+        stdin_path = output_dir / "stdin"
+        if stdin:
+            stdin_path.write_text(stdin, encoding="utf-8")
         request = {
             "script": str(script),
             "args": args,
@@ -188,6 +192,7 @@ class WarmInterpreter:
             "env": dict(environment),
             "stdout": str(stdout_path),
             "stderr": str(stderr_path),
+            "stdin": str(stdin_path) if stdin else "",
         }
         stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
         stdin.write(json.dumps(request).encode() + b"\n")
