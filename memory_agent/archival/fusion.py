@@ -67,6 +67,10 @@ class FusionConfig:
     """Vector candidates fetched per search (at least the search's limit)."""
     k: int = 60
     """The RRF constant (method 'rrf' only)."""
+    reply_share: float = 0.7
+    """A reply's fused score is raised to at least this share of the fused score of the passage
+    its context names, and replies of the candidates join them (`links.py`; 0 turns it off).
+    Chosen leave-one-out on LoCoMo (docs/ranking.md)."""
 
     def __post_init__(self) -> None:
         if self.method not in ("score", "zscore", "rrf"):
@@ -80,6 +84,8 @@ class FusionConfig:
             raise ConfigurationError("Fusion weights must be non-negative and not both zero.")
         if min(self.keyword_depth, self.vector_depth) < 1 or self.k < 1:
             raise ConfigurationError("Fusion depths and k must be at least 1.")
+        if not 0 <= self.reply_share <= 1:
+            raise ConfigurationError("The reply share must be from 0 to 1.")
 
 
 @dataclass(frozen=True)
