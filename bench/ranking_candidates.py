@@ -221,7 +221,8 @@ def gather(
                 hits = archival.search(agent_id, q.text, limit=1000, mode="keyword")
                 live = [by_id[m.passage_id] for m in archival.index.query(q.text, everything, 10)]
                 best = np.maximum(own @ probe, with_context @ probe)
-                agree += live == list(np.argsort(-best, kind="stable")[: len(live)])
+                stored = np.maximum(best, _best_of(labelled @ probe, labelled_owner, len(turns)))
+                agree += live == list(np.argsort(-stored, kind="stable")[: len(live)])
                 by_sentence = np.full(len(turns), -1.0, dtype=np.float32)
                 np.maximum.at(by_sentence, owner, sentences @ probe)
                 keyword = np.array([by_id[h.passage_id] for h in hits], dtype=int)
@@ -278,7 +279,8 @@ def gather(
                     sims[f"{leg}|content"] = np.maximum(sims[leg], sims[words_leg])
                     sims[f"{leg}+content/2"] = (sims[leg] + sims[words_leg]) / 2
             checks.append(
-                f"{conversation.name}: exact vector top 10 equals the live index's on "
+                f"{conversation.name}: exact vector top 10 (sentence vectors, as stored) equals"
+                " the live index's on "
                 f"{agree}/{len(questions)} questions; the keyword replica's top 10 equals the live"
                 f" search's on {same_keyword}/{len(questions)}; {len(sentences)} sentence vectors"
                 f" for {len(turns)} turns; {len(labelled)} by the generic rule, "

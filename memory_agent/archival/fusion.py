@@ -22,8 +22,10 @@ on all three is min-max, keyword weight 0.6, top 50. With context at index time
 (docs/context-at-index-time.md) the folds chose top 100 instead (+0.014 at k = 20 there), but on
 plain passages top 100 loses about 0.018 at k = 5, and most passages carry no context, so the
 depth stays 50. Every other idea tried (calibration, dynamic weights, feedback from the keyword
-leg, reordering only keyword candidates, a learned fusion, sentence vectors) is in
-docs/ranking.md: none beat it at k = 10 by more than 0.012 held out.
+leg, reordering only keyword candidates, a learned fusion) is in docs/ranking.md: none beat it
+at k = 10 by more than 0.012 held out. What did move hybrid search is on the candidates' side:
+sentence vectors (`sentences.py`) and lifting the replies of candidates (`links.py`,
+`reply_share`), applied after this fusion.
 """
 
 from __future__ import annotations
