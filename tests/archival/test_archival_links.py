@@ -13,6 +13,7 @@ from archival_helpers import HashEmbedding
 from memory_agent import MemoryManager
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, PassageFilter
 from memory_agent.archival.links import context_heads, lift_replies, replies_of
+from memory_agent.archival.passages import content_hash
 from memory_agent.archival.sentences import MAX_SENTENCE_SOURCE, sentence_texts
 from memory_agent.errors import ConfigurationError
 from memory_agent.store.database import Database
@@ -63,6 +64,7 @@ def test_one_sentence_or_a_long_passage_gets_no_sentence_vectors() -> None:
     assert len(sentence_texts("A b. " * 16)) == 16 and sentence_texts("A b. " * 17) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_split_passage_is_stored_with_a_vector_per_sentence(hashed: ArchivalMemory) -> None:
     passage_id = hashed.insert("alice", REPLY)
     single = hashed.insert("alice", QUESTION)
@@ -166,6 +168,10 @@ def test_hybrid_search_lifts_the_replies_of_its_candidates(
     assert [hit.passage_id for hit in tagged] == [asked]
 
 
+@pytest.mark.sqlite_only(
+    reason="runs SQLite's m014 by hand on the database file; PostgreSQL's p012 (the same rule) is"
+    " run by every migrated PostgreSQL database, on passages that have no context yet"
+)
 def test_the_migration_links_passages_stored_before_it(tmp_path: Path) -> None:
     with MemoryManager(
         storage_dir=tmp_path, agent_id="old", embedding_function=HashEmbedding()
@@ -181,3 +187,40 @@ def test_the_migration_links_passages_stored_before_it(tmp_path: Path) -> None:
     links = dict(conn.execute("SELECT passage_id, context_of FROM passages").fetchall())
     conn.close()
     assert links == {asked: None, reply: asked, other: None}
+
+
+@pytest.mark.postgres
+def test_the_postgres_migration_links_passages_stored_before_it(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    from memory_agent.store.pg_schema import PG_MIGRATIONS, VERSION_TABLE, p012_reply_links
+
+    before = PG_MIGRATIONS.index(p012_reply_links)
+    rows = [
+        ("p0", QUESTION, ""),
+        ("p1", REPLY, f"{QUESTION} 8 May 2023"),
+        ("p2", OTHERS[0], "Caroline: and you?"),
+    ]
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
+        for migration in PG_MIGRATIONS[:before]:
+            with conn.cursor() as cursor:
+                migration(cursor)
+        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (before,))
+        now = "2024-01-01T00:00:00.000000+00:00"
+        conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', %s)", (now,))
+        for passage_id, content, context in rows:
+            conn.execute(
+                "INSERT INTO passages (passage_id, agent_id, content, content_hash, created_at,"
+                " index_context) VALUES (%s, 'old', %s, %s, %s, %s)",
+                (passage_id, content, content_hash(content), now, context),
+            )
+    with MemoryManager(
+        tmp_path, agent_id="old", database_url=postgres_url, embedding_function=HashEmbedding()
+    ) as memory:
+        memory.archival_memory_insert(OTHERS[1])  # the store opens, migrated
+    with psycopg.connect(postgres_url) as conn:
+        links = dict(conn.execute("SELECT passage_id, context_of FROM passages").fetchall())
+    assert links["p0"] is None and links["p1"] == "p0" and links["p2"] is None
