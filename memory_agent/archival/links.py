@@ -17,8 +17,8 @@ written).
 Chosen leave-one-conversation-out on the LoCoMo dev conversations (`bench/ranking_candidates.py`,
 docs/ranking.md): with sentence vectors (`sentences.py`) every fold chose "at least 0.7 of the
 answered passage's score" among adding 0.2-1.0 of it or raising to 0.5-0.9 of it, in either
-direction or both. Without the replies that neither index found, the gain at k = 5 and 10 was
-about halved.
+direction or both. Without the replies that neither index found, the gain over the plain fusion
+fell from +0.041 / +0.020 to +0.016 / +0.011 at k = 5 / 10.
 """
 
 from __future__ import annotations
