@@ -23,7 +23,9 @@ fusion); 'keyword*', 'vector*' and 'hybrid*' also choose the context variant. Th
 pooled and per-conversation figures, a per-category table, and paired bootstrap 95% intervals
 (questions resampled within each conversation) for hybrid - keyword and hybrid - vector.
 "hybrid (default)" is the shipped default searched through `ArchivalMemory.search(mode="hybrid")`
-(in sample), which also checks that the offline fusion matches the live search. Category 5
+(in sample), which also checks that the offline fusion matches the live search; "hybrid*
+(default)" is the same on turns stored with 'previous+date' context and extra vectors (nothing
+chosen: the shipped search as it is, reply links included), compared with keyword*. Category 5
 (adversarial) is reported apart and never tuned on.
 
 Malformed evidence ids are normalised where possible ('D8:6; D9:17' is two ids, 'D:11:26' is
@@ -63,6 +65,7 @@ from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, VectorConfig  # noqa: E402
 from memory_agent.archival.filters import PassageFilter  # noqa: E402
 from memory_agent.archival.fusion import fuse  # noqa: E402
+from memory_agent.archival.links import lift_replies  # noqa: E402
 from memory_agent.archival.scoring import DEFAULT_SCORING, ScoringConfig, recency, scored  # noqa: E402
 from memory_agent.archival.vector_index import ContextVectors  # noqa: E402
 
@@ -72,6 +75,9 @@ DEPTH = 100
 """Candidates read from each index per question; settings use a prefix of these lists."""
 _EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 HEADLINE = "1-4 (all)"
+LIVE_CONTEXT_CHECK = "previous+date/extra"
+"""The format whose live hybrid search (shipped default) is read too, to check the offline fusion
+with reply links against it (the plain format has no context, hence no links)."""
 QUICK_TURNS = 30
 
 
@@ -283,16 +289,32 @@ class Candidates:
     created: dict[str, str] = field(default_factory=dict)
     """dia_id -> the passage's created_at (its session's date), shared by a conversation's
     questions."""
+    replies: dict[str, str] = field(default_factory=dict)
+    """Reply dia_id -> the dia_id its context names (`archival/links.py`), as stored."""
+    live_hybrid: list[str] = field(default_factory=list)
+    """The live hybrid search (shipped default) on a format with context, to check the offline
+    fusion with reply links against it."""
 
 
 def read_candidates(
-    archival: ArchivalMemory, agent_id: str, questions: Sequence[Question], default: bool
+    archival: ArchivalMemory,
+    agent_id: str,
+    questions: Sequence[Question],
+    default: bool,
+    live: bool = False,
 ) -> list[Candidates]:
     """Keyword and vector rankings (DEPTH deep) per question; with `default`, the live hybrid and
-    scored searches too."""
+    scored searches too; with `live`, the live hybrid search alone."""
     passages = archival.list(agent_id, limit=1_000_000)
     created = {p.metadata["dia_id"]: p.created_at for p in passages}
     dia_of = {p.passage_id: p.metadata["dia_id"] for p in passages}
+    with archival.db.reading() as conn:
+        linked = conn.execute(
+            "SELECT passage_id, context_of FROM passages WHERE agent_id = ? AND context_of IS NOT"
+            " NULL",
+            (agent_id,),
+        ).fetchall()
+    replies = {dia_of[row[0]]: dia_of[row[1]] for row in linked if row[1] in dia_of}
     everything = PassageFilter.build(agent_id)
     found = []
     for question in questions:
@@ -308,7 +330,11 @@ def read_candidates(
                 for hit in vector
             ],
             created=created,
+            replies=replies,
         )
+        if live:
+            hits = archival.search(agent_id, question.text, limit=max(KS), mode="hybrid")
+            candidate.live_hybrid = [hit.passage.metadata["dia_id"] for hit in hits]
         if default:
             live = archival.search(agent_id, question.text, limit=max(KS), mode="hybrid")
             candidate.default_hybrid = [hit.passage.metadata["dia_id"] for hit in live]
@@ -349,7 +375,11 @@ def index_and_read(
                 )
                 indexed = time.perf_counter() - started
                 found[(conversation.name, name)] = read_candidates(
-                    archival, agent_id, conversation.questions, default=name == "plain"
+                    archival,
+                    agent_id,
+                    conversation.questions,
+                    default=name == "plain",
+                    live=name == LIVE_CONTEXT_CHECK,
                 )
                 print(
                     f"  {conversation.name} [{name}]: {len(conversation.turns)} turns indexed in "
@@ -453,24 +483,26 @@ def fused_ids(
 ) -> list[str]:
     keyword = candidates.keyword[: config.keyword_depth]
     vector = candidates.vector[: config.vector_depth]
-    fused = fuse(keyword, vector, config)
+    fused = [(c.passage_id, c.score) for c in fuse(keyword, vector, config)]
+    if config.reply_share > 0 and candidates.replies:  # as the live search (archival/links.py)
+        fused = lift_replies(fused, candidates.replies, config.reply_share)
     if scoring is None:
-        return [c.passage_id for c in fused][: max(KS)]
+        return [passage_id for passage_id, _ in fused][: max(KS)]
     # As the live scored mode: every fused candidate re-ranked, recency against the newest of them.
-    newest = max((candidates.created[c.passage_id] for c in fused), default="")
+    newest = max((candidates.created[passage_id] for passage_id, _ in fused), default="")
     rescored = sorted(
         (
             (
                 scored(
-                    c.score,
-                    recency(candidates.created[c.passage_id], newest, scoring.half_life_days),
+                    score,
+                    recency(candidates.created[passage_id], newest, scoring.half_life_days),
                     0.5,
                     scoring,
                 ),
                 position,
-                c.passage_id,
+                passage_id,
             )
-            for position, c in enumerate(fused)
+            for position, (passage_id, score) in enumerate(fused)
         ),
         key=lambda item: (-item[0], item[1]),
     )
@@ -717,10 +749,37 @@ def report(
     agree_scored = sum(
         a == b for n in names for a, b in zip(live_scored[n], offline_scored[n], strict=True)
     )
+    with_context = [n for n in names if (n, LIVE_CONTEXT_CHECK) in found]
+    if with_context:
+        modes["hybrid* (default)"] = {
+            n: [
+                (c.question.category, recall(c.live_hybrid, c.question.evidence))
+                for c in found[(n, LIVE_CONTEXT_CHECK)]
+            ]
+            for n in with_context
+        }
+    agree_context = sum(
+        a == b
+        for n in with_context
+        for a, b in zip(
+            modes["hybrid* (default)"][n],
+            results(Setting(LIVE_CONTEXT_CHECK, FusionConfig()), n),
+            strict=True,
+        )
+    )
+    total_context = sum(len(found[(n, LIVE_CONTEXT_CHECK)]) for n in with_context)
     lines += [
         "live hybrid search with the shipped default agrees with offline fusion on "
         f"{agree}/{total} "
         "questions",
+        *(
+            [
+                f"  and with context ({LIVE_CONTEXT_CHECK}, reply links) on {agree_context}/"
+                f"{total_context}"
+            ]
+            if with_context
+            else []
+        ),
         "live scored search with the shipped weights agrees with offline scoring on "
         f"{agree_scored}/{total}",
         "",
@@ -739,6 +798,7 @@ def report(
     pairs += (
         [
             ("hybrid*", "keyword*"),
+            *([("hybrid* (default)", "keyword*")] if with_context else []),
             ("hybrid*", "keyword"),
             ("hybrid*", "hybrid"),
             ("keyword*", "keyword"),

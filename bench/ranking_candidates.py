@@ -51,7 +51,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -80,8 +80,10 @@ from memory_agent import MemoryManager, Settings  # noqa: E402
 from memory_agent.archival import ArchivalMemory, NewPassage, VectorConfig  # noqa: E402
 from memory_agent.archival.filters import PassageFilter  # noqa: E402
 from memory_agent.archival.fusion import DEFAULT_DEPTH, FusionConfig, fuse  # noqa: E402
+from memory_agent.archival.links import context_heads  # noqa: E402
 from memory_agent.archival.passages import indexed_text  # noqa: E402
 from memory_agent.archival.query_text import vector_query_text  # noqa: E402
+from memory_agent.archival.sentences import sentence_texts  # noqa: E402
 from memory_agent.store.fts import STOP_WORDS, query_tokens  # noqa: E402
 
 CONTEXT = "previous+date"
@@ -105,6 +107,31 @@ def sentences_of(text: str, speaker: bool = True) -> list[str]:
     return [f"{name}: {part}" for part in parts] if speaker else parts
 
 
+FIELD_WEIGHTS = (0.25, 0.5, 0.75, 1.0, 1.5)
+"""Weights of the context column (the text column weighs 1) the field-weight family tries."""
+
+
+def labelled_sentences(text: str) -> list[str]:
+    """The generic form of `sentences_of`, for any passage, as the product embeds it
+    (`archival/sentences.py`): its sentences, each prefixed with the passage's leading label when
+    it has one (nothing about speakers or image captions); [] for a passage of one sentence."""
+    return sentence_texts(text)
+
+
+def context_links(texts: Sequence[str], contexts: Sequence[str]) -> np.ndarray:
+    """Per passage, the passage its context names as an insert finds it (`archival/links.py`: the
+    longest passage whose whole text begins the context and is at least half of it; -1 for none).
+    Read from the texts alone: a conversation turn stored with the turn it answers as context
+    points at that turn, whatever the order the two were stored in."""
+    where = {text: i for i, text in reversed(list(enumerate(texts)))}
+    links = np.full(len(texts), -1, dtype=int)
+    for i, context in enumerate(contexts):
+        named = [where[head] for head in context_heads(context) if where.get(head, i) != i]
+        if named:
+            links[i] = named[0]
+    return links
+
+
 @dataclass
 class Question:
     category: int
@@ -119,6 +146,9 @@ class Question:
     the keyword index."""
     expansion: dict[tuple[int, float], np.ndarray]
     """bm25 of every passage for the expansion words alone, per EXPANSIONS setting."""
+    fields: dict[float, np.ndarray] = field(default_factory=dict)
+    """bm25 of every passage with text and context as two columns, per weight of the context
+    column (FIELD_WEIGHTS; the text column weighs 1)."""
 
 
 @dataclass
@@ -129,6 +159,9 @@ class Corpus:
     with_context: np.ndarray
     sentence_vectors: int
     replica_agrees: int
+    links: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    """Per passage, the passage whose whole text makes up most of its context (-1: none):
+    `context_links`, no use of the order passages were stored in."""
 
 
 def _unit(rows: Any) -> np.ndarray:
@@ -169,7 +202,16 @@ def gather(
             owner = np.array([i for i, parts in enumerate(split) for _ in parts], dtype=int)
             sentences = _unit(embedding([part for parts in split for part in parts]))
             bare = _unit(embedding([p for t in turns for p in sentences_of(t.text, speaker=False)]))
+            generic = [labelled_sentences(t.text) for t in turns]
+            labelled_owner = np.array(
+                [i for i, parts in enumerate(generic) for _ in parts], dtype=int
+            )
+            labelled = _unit(embedding([part for parts in generic for part in parts]))
+            split_any = np.array([bool(parts) for parts in generic])
+            long_turn = np.array([len(parts) >= 3 for parts in generic])
             replica = KeywordReplica(indexed, embedding)
+            columns = FieldReplica([t.text for t in turns], contexts)
+            links = context_links([t.text for t in turns], contexts)
             texts = [q.text for q in conversation.questions]
             probes = _unit(embedding(texts))
             content = _unit(embedding([vector_query_text(text, "vector") for text in texts]))
@@ -179,7 +221,8 @@ def gather(
                 hits = archival.search(agent_id, q.text, limit=1000, mode="keyword")
                 live = [by_id[m.passage_id] for m in archival.index.query(q.text, everything, 10)]
                 best = np.maximum(own @ probe, with_context @ probe)
-                agree += live == list(np.argsort(-best, kind="stable")[: len(live)])
+                stored = np.maximum(best, _best_of(labelled @ probe, labelled_owner, len(turns)))
+                agree += live == list(np.argsort(-stored, kind="stable")[: len(live)])
                 by_sentence = np.full(len(turns), -1.0, dtype=np.float32)
                 np.maximum.at(by_sentence, owner, sentences @ probe)
                 keyword = np.array([by_id[h.passage_id] for h in hits], dtype=int)
@@ -205,21 +248,56 @@ def gather(
                                 np.maximum(own @ words, with_context @ words),
                                 _best_of(sentences @ words, owner, len(turns)),
                             ),
+                            "labelled sentences": np.maximum(
+                                best, _best_of(labelled @ probe, labelled_owner, len(turns))
+                            ),
+                            "labelled sentences, no own vector": np.maximum(
+                                np.where(split_any, -1.0, own @ probe),
+                                np.maximum(
+                                    with_context @ probe,
+                                    _best_of(labelled @ probe, labelled_owner, len(turns)),
+                                ),
+                            ),
+                            "labelled sentences, 3+": np.maximum(
+                                best,
+                                np.where(
+                                    long_turn,
+                                    _best_of(labelled @ probe, labelled_owner, len(turns)),
+                                    -1.0,
+                                ),
+                            ),
                             "probe": probe,
                         },
                         bm25,
                         replica.expansions(q.text),
+                        columns.weighted(query_tokens(q.text, drop_stop_words=True)),
                     )
                 )
+                sims = questions[-1].sims
+                for leg in ("best", "sentences"):
+                    words_leg = "content" if leg == "best" else "sentences+content"
+                    sims[f"{leg}|content"] = np.maximum(sims[leg], sims[words_leg])
+                    sims[f"{leg}+content/2"] = (sims[leg] + sims[words_leg]) / 2
             checks.append(
-                f"{conversation.name}: exact vector top 10 equals the live index's on "
+                f"{conversation.name}: exact vector top 10 (sentence vectors, as stored) equals"
+                " the live index's on "
                 f"{agree}/{len(questions)} questions; the keyword replica's top 10 equals the live"
                 f" search's on {same_keyword}/{len(questions)}; {len(sentences)} sentence vectors"
-                f" for {len(turns)} turns"
+                f" for {len(turns)} turns; {len(labelled)} by the generic rule, "
+                f"{sum(a == b for a, b in zip(split, generic, strict=True))} turns split alike; "
+                f"{int((links >= 0).sum())} context links, "
+                f"{int(((links >= 0) & (links == np.arange(len(turns)) - 1)).sum())} of them to the"
+                f" turn before"
             )
             corpora.append(
                 Corpus(
-                    conversation.name, questions, own, with_context, len(sentences), same_keyword
+                    conversation.name,
+                    questions,
+                    own,
+                    with_context,
+                    len(sentences),
+                    same_keyword,
+                    links,
                 )
             )
     return corpora, checks
@@ -290,6 +368,37 @@ class KeywordReplica:
                 ]
                 extra.update(kept[:count])
             out[(count, floor)] = self.scores(sorted(extra))
+        return out
+
+
+class FieldReplica:
+    """An in-memory FTS5 table with a passage's text and context as two columns, so bm25 can
+    weigh the context apart (the product indexes them as one text)."""
+
+    def __init__(self, texts: Sequence[str], contexts: Sequence[str]) -> None:
+        self.size = len(texts)
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE f USING fts5(x, c, tokenize='porter unicode61 remove_diacritics"
+            " 2')"
+        )
+        self.db.executemany(
+            "INSERT INTO f(rowid, x, c) VALUES (?, ?, ?)",
+            ((i, t, c) for i, (t, c) in enumerate(zip(texts, contexts, strict=True))),
+        )
+
+    def weighted(self, terms: Sequence[str]) -> dict[float, np.ndarray]:
+        """bm25 (higher is better) of every passage per context-column weight."""
+        out = {}
+        for weight in FIELD_WEIGHTS:
+            scores = np.zeros(self.size, dtype=np.float32)
+            if terms:
+                query = " OR ".join(f'"{term}"' for term in terms)
+                for row, value in self.db.execute(
+                    "SELECT rowid, bm25(f, 1.0, ?) FROM f WHERE f MATCH ?", (weight, query)
+                ):
+                    scores[row] = -value
+            out[weight] = scores
         return out
 
 
@@ -391,6 +500,77 @@ def _neighbour_spread(q: Question, direction: str, share: float) -> np.ndarray:
     return pool[np.argsort(-total[pool], kind="stable")][:20]
 
 
+def _fused_scores(
+    q: Question, sims: np.ndarray, method: str, weight: float, depth: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What `fused` ranks by, for every passage: the fused score shifted so that a passage in
+    neither leg scores 0, whether each passage is a candidate, and its best rank in either leg
+    (the tie-break)."""
+    size = len(sims)
+    kw = q.keyword[:depth]
+    vec = np.argsort(-sims, kind="stable")[:depth]
+    kn = _normalise(q.keyword_scores[:depth], method) if len(kw) else np.zeros(0)
+    vn = _normalise(sims[vec], method)
+    kpart = np.full(size, kn.min() if method == "zscore" and len(kn) else 0.0, np.float64)
+    vpart = np.full(size, vn.min() if method == "zscore" else 0.0, np.float64)
+    floor = weight * kpart[0] + (1 - weight) * vpart[0] if size else 0.0
+    kpart[kw], vpart[vec] = kn, vn
+    score = weight * kpart + (1 - weight) * vpart - floor
+    candidate = np.zeros(size, dtype=bool)
+    candidate[kw] = candidate[vec] = True
+    score[~candidate] = 0.0
+    best_rank = np.full(size, 1 << 30)
+    best_rank[vec] = np.arange(1, len(vec) + 1)
+    best_rank[kw] = np.minimum(best_rank[kw], np.arange(1, len(kw) + 1))
+    return score, candidate, best_rank
+
+
+LINK_DIRECTIONS = ("named", "naming", "both")
+"""Which linked passage lifts a passage: one whose context names it (a reply to it), the one its
+own context names (what it replies to), or the better of the two."""
+
+
+def _link_spread(
+    q: Question,
+    sims: np.ndarray,
+    links: np.ndarray,
+    toward: str,
+    share: float,
+    combine: str = "add",
+    method: str = "score",
+    weight: float = 0.6,
+    depth: int = DEFAULT_DEPTH,
+    widen: bool = True,
+) -> np.ndarray:
+    """The fused ranking with each passage's score raised by `share` of a linked passage's
+    (`context_links`: no insertion order), added or as a floor (`combine` 'max'); with `widen`,
+    the candidates widened by the passages linked to them."""
+    score, candidate, best_rank = _fused_scores(q, sims, method, weight, depth)
+    linked = links >= 0
+    target = np.where(linked, links, 0)
+    naming = np.where(linked, score[target], 0.0)
+    named = np.zeros(len(score))
+    np.maximum.at(named, target[linked], score[linked])
+    lift = {"named": named, "naming": naming, "both": np.maximum(named, naming)}[toward]
+    total = score + share * lift if combine == "add" else np.maximum(score, share * lift)
+    pool = candidate.copy()
+    if widen:
+        pool[target[linked & candidate]] = True
+        pool |= linked & candidate[target]
+    chosen = np.flatnonzero(pool)
+    order = np.lexsort((chosen, best_rank[chosen], -total[chosen]))
+    return chosen[order][:20]
+
+
+def _field_weighted(q: Question, weight: float) -> Question:
+    """The question with its keyword leg ranked by the two-column replica (context weight)."""
+    scores = q.fields[weight]
+    order = _order(scores)
+    return Question(
+        q.category, q.evidence, order, scores[order], q.sims, q.bm25, q.expansion, q.fields
+    )
+
+
 Method = Callable[[Corpus, Question], np.ndarray]
 
 
@@ -471,6 +651,7 @@ def families(quick: bool) -> dict[str, list[tuple[str, Method]]]:
         for d in ("before", "after", "both")
         for share in (0.1, 0.2, 0.3, 0.5)
     ]
+    out.update(third_round(quick, weights))
     out["keyword rerank (top N reordered)"] = [
         (f"N{n} w{w}", lambda c, q, n=n, w=w: _keyword_rerank(q, q.sims["best"], n, w))
         for n in (10, 20, 30, 50)
@@ -484,17 +665,118 @@ def families(quick: bool) -> dict[str, list[tuple[str, Method]]]:
     return out
 
 
+def third_round(quick: bool, weights: Sequence[float]) -> dict[str, list[tuple[str, Method]]]:
+    """The third round's families (docs/ranking.md): links read from the context instead of
+    insertion order, stacked on sentence vectors and the fusion grid; sentence vectors by a
+    generic label rule; two probes for the vector leg; a weight for the context's words in bm25."""
+    shares = (0.2, 0.5) if quick else (0.2, 0.3, 0.5, 0.7, 1.0)
+    floors = (0.7,) if quick else (0.5, 0.7, 0.9)
+    out: dict[str, list[tuple[str, Method]]] = {}
+
+    def spread(sims: str, grid: bool = False, widen: bool = True) -> list[tuple[str, Method]]:
+        fusions = (
+            [(how, w, d) for how in ("score", "zscore") for w in weights for d in (50, 100)]
+            if grid
+            else [("score", 0.6, DEFAULT_DEPTH)]
+        )
+        steps = [("add", share) for share in shares] + [("max", floor) for floor in floors]
+        return [
+            (
+                f"{how} w{w} depth {d} {toward} {combine} {share}",
+                lambda c, q, how=how, w=w, d=d, t=toward, m=combine, x=share: _link_spread(
+                    q, q.sims[sims], c.links, t, x, m, how, w, d, widen
+                ),
+            )
+            for how, w, d in fusions
+            for toward in LINK_DIRECTIONS
+            for combine, share in steps
+        ]
+
+    def grid(sims: str, label: str) -> list[tuple[str, Method]]:
+        return [
+            (
+                f"{label}{how} w{w} depth {d}",
+                lambda c, q, how=how, w=w, d=d: fused(q, q.sims[sims], how, w, d, d),
+            )
+            for how in ("score", "zscore")
+            for w in weights
+            for d in (50, 100)
+        ]
+
+    out["link spread (context links)"] = spread("best")
+    out["link spread + fusion grid"] = spread("best", grid=True)
+    out["sentence vectors + link spread"] = spread("sentences")
+    out["sentence vectors + link spread + fusion grid"] = spread("sentences", grid=True)
+    out["link demotion (a linked passage's score subtracted)"] = [
+        (
+            f"{toward} add {share}",
+            lambda c, q, t=toward, x=share: _link_spread(q, q.sims["best"], c.links, t, x),
+        )
+        for toward in LINK_DIRECTIONS
+        for share in (-0.1, -0.2, -0.3, -0.5)
+    ]
+    out["labelled sentences (generic rule), shipped fusion"] = [
+        ("score w0.6 depth 50", lambda c, q: fused(q, q.sims["labelled sentences"]))
+    ]
+    out["labelled sentences + link spread"] = spread("labelled sentences")
+    out["labelled sentences + link spread, candidates only"] = spread(
+        "labelled sentences", widen=False
+    )
+    out["link spread, candidates only"] = spread("best", widen=False)
+    out["labelled sentences (no own vector when split) + link spread"] = spread(
+        "labelled sentences, no own vector"
+    )
+    out["labelled sentences (turns of 3+ sentences) + link spread"] = spread(
+        "labelled sentences, 3+"
+    )
+    out["labelled sentences + link spread + fusion grid"] = spread("labelled sentences", grid=True)
+    out["two probes (question, content words)"] = [
+        (f"{way} {label}", method)
+        for way in ("best|content", "best+content/2")
+        for label, method in grid(way, "")
+    ]
+    out["sentence vectors + two probes"] = [
+        (f"{way} {label}", method)
+        for way in ("sentences|content", "sentences+content/2")
+        for label, method in grid(way, "")
+    ]
+    out["two probes + link spread + fusion grid"] = spread("best|content", grid=True)
+    out["bm25 context weight (keyword leg)"] = [
+        (
+            f"context x{cw}, shipped fusion",
+            lambda c, q, cw=cw: fused(_field_weighted(q, cw), q.sims["best"]),
+        )
+        for cw in FIELD_WEIGHTS
+    ]
+    out["bm25 context weight + link spread"] = [
+        (
+            f"context x{cw} {toward} add {share}",
+            lambda c, q, cw=cw, t=toward, x=share: _link_spread(
+                _field_weighted(q, cw), q.sims["best"], c.links, t, x
+            ),
+        )
+        for cw in FIELD_WEIGHTS
+        for toward in LINK_DIRECTIONS
+        for share in shares
+    ]
+    return out
+
+
 # ----- learned fusion ----------------------------------------------------------------------------
 
 PENALTIES = (1e-3, 1e-2, 1e-1)
 """L2 penalties the learned fusion chooses among (on the training conversations only)."""
 
 
-def _features(q: Question, neighbours: bool) -> tuple[np.ndarray, np.ndarray]:
+def _features(
+    q: Question, neighbours: bool, leg: str = "best", links: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per candidate: both legs' min-max score and 1/log2(rank + 1) (0 outside a leg's top 50),
     the vector leg's z-score, and with `neighbours` the shipped fused score of the passage before
-    and after (candidates then include those neighbours). Returns (features, candidates)."""
-    sims = q.sims["best"]
+    and after (candidates then include those neighbours); with `links`, of the passage its
+    context names and the best of those whose context names it instead (`context_links`).
+    Returns (features, candidates)."""
+    sims = q.sims[leg]
     size = len(sims)
     kw = q.keyword[:DEFAULT_DEPTH]
     vec = np.argsort(-sims, kind="stable")[:DEFAULT_DEPTH]
@@ -507,8 +789,17 @@ def _features(q: Question, neighbours: bool) -> tuple[np.ndarray, np.ndarray]:
     columns = [ks, kr, vs, vr, _normalise(sims, "zscore")]
     candidate = np.zeros(size, dtype=bool)
     candidate[kw] = candidate[vec] = True
-    if neighbours:
-        shipped = 0.6 * ks + 0.4 * vs
+    shipped = 0.6 * ks + 0.4 * vs
+    if links is not None:
+        linked = links >= 0
+        target = np.where(linked, links, 0)
+        named = np.zeros(size)
+        np.maximum.at(named, target[linked], shipped[linked])
+        columns += [np.where(linked, shipped[target], 0.0), named]
+        widened = candidate.copy()
+        widened[target[linked & candidate]] = True
+        candidate = widened | (linked & candidate[target])
+    elif neighbours:
         columns += [np.r_[0.0, shipped[:-1]], np.r_[shipped[1:], 0.0]]
         candidate |= np.r_[False, candidate[:-1]] | np.r_[candidate[1:], False]
     pool = np.flatnonzero(candidate)
@@ -533,16 +824,18 @@ def _train(rows: Sequence[tuple[np.ndarray, np.ndarray]], penalty: float) -> Mod
 
 
 def learned_fusion(
-    corpora: Sequence[Corpus], neighbours: bool
+    corpora: Sequence[Corpus], neighbours: bool, leg: str = "best", links: bool = False
 ) -> tuple[dict[str, list[Result]], list[str]]:
     """Held-out results of the learned fusion: for each conversation, the penalty best when
     training on one other conversation and scoring the other (both ways), then a model trained on
     both others with it."""
-    data = {
-        c.name: [(q, *_features(q, neighbours)) for q in c.questions if q.category != 5]
+    every = {
+        c.name: [
+            (q, *_features(q, neighbours, leg, c.links if links else None)) for q in c.questions
+        ]
         for c in corpora
     }
-    every = {c.name: [(q, *_features(q, neighbours)) for q in c.questions] for c in corpora}
+    data = {name: [row for row in rows if row[0].category != 5] for name, rows in every.items()}
 
     def training(names: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         return [
@@ -739,6 +1032,17 @@ def report(corpora: Sequence[Corpus], quick: bool, rounds: int) -> list[str]:
     held, chosen = leave_one_out(expanded)
     lines.append(line("keyword alone, with expansion (12 settings)", held, keyword, rounds))
     lines.append("    chosen: " + "; ".join(chosen))
+    weighted = [
+        (
+            f"context x{cw}",
+            results_of(corpora, lambda c, q, cw=cw: _field_weighted(q, cw).keyword[:20]),
+        )
+        for cw in FIELD_WEIGHTS
+    ]
+    held, chosen = leave_one_out(weighted)
+    label = f"keyword alone, context column weighted ({len(FIELD_WEIGHTS)} settings)"
+    lines.append(line(label, held, keyword, rounds))
+    lines.append("    chosen: " + "; ".join(chosen))
     shipped: dict[str, list[Result]] | None = None
     for name, family in families(quick).items():
         scored = [(label, results_of(corpora, method)) for label, method in family]
@@ -756,9 +1060,14 @@ def report(corpora: Sequence[Corpus], quick: bool, rounds: int) -> list[str]:
             )
             lines.append(f"    - shipped fusion: {diffs}")
     assert shipped is not None
-    for neighbours in (False, True):
-        held, chosen = learned_fusion(corpora, neighbours)
-        name = "with neighbours' scores" if neighbours else "both legs' scores and ranks"
+    learned = [
+        (False, "best", False, "both legs' scores and ranks"),
+        (True, "best", False, "with neighbours' scores"),
+        (True, "best", True, "with context links' scores"),
+        (True, "sentences", True, "sentence vectors, with context links' scores"),
+    ]
+    for neighbours, leg, links, name in learned:
+        held, chosen = learned_fusion(corpora, neighbours, leg, links)
         lines.append(line(f"hybrid, learned fusion ({name})", held, keyword, rounds))
         lines.append("    chosen: " + "; ".join(chosen))
         diffs = "  ".join(
@@ -787,7 +1096,16 @@ def fusion_check(corpora: Sequence[Corpus]) -> str:
             )
             same += [int(c.passage_id) for c in reference[:20]] == fused(q, sims).tolist()
             total += 1
-    return f"array fusion equals fusion.fuse (shipped default) on {same}/{total} questions"
+    spread = sum(
+        _link_spread(q, q.sims["best"], np.full(len(q.sims["best"]), -1), "both", 0.0).tolist()
+        == fused(q, q.sims["best"]).tolist()
+        for corpus in corpora
+        for q in corpus.questions
+    )
+    return (
+        f"array fusion equals fusion.fuse (shipped default) on {same}/{total} questions; "
+        f"link spread without links equals it on {spread}/{total}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

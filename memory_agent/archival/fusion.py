@@ -22,8 +22,10 @@ on all three is min-max, keyword weight 0.6, top 50. With context at index time
 (docs/context-at-index-time.md) the folds chose top 100 instead (+0.014 at k = 20 there), but on
 plain passages top 100 loses about 0.018 at k = 5, and most passages carry no context, so the
 depth stays 50. Every other idea tried (calibration, dynamic weights, feedback from the keyword
-leg, reordering only keyword candidates, a learned fusion, sentence vectors) is in
-docs/ranking.md: none beat it at k = 10 by more than 0.012 held out.
+leg, reordering only keyword candidates, a learned fusion) is in docs/ranking.md: none beat it
+at k = 10 by more than 0.012 held out. What did move hybrid search is on the candidates' side:
+sentence vectors (`sentences.py`) and lifting the replies of candidates (`links.py`,
+`reply_share`), applied after this fusion.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ class FusionConfig:
     """Vector candidates fetched per search (at least the search's limit)."""
     k: int = 60
     """The RRF constant (method 'rrf' only)."""
+    reply_share: float = 0.7
+    """A reply's fused score is raised to at least this share of the fused score of the passage
+    its context names, and replies of the candidates join them (`links.py`; 0 turns it off).
+    Chosen leave-one-out on LoCoMo (docs/ranking.md)."""
 
     def __post_init__(self) -> None:
         if self.method not in ("score", "zscore", "rrf"):
@@ -80,6 +86,8 @@ class FusionConfig:
             raise ConfigurationError("Fusion weights must be non-negative and not both zero.")
         if min(self.keyword_depth, self.vector_depth) < 1 or self.k < 1:
             raise ConfigurationError("Fusion depths and k must be at least 1.")
+        if not 0 <= self.reply_share <= 1:
+            raise ConfigurationError("The reply share must be from 0 to 1.")
 
 
 @dataclass(frozen=True)

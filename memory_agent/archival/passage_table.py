@@ -15,6 +15,7 @@ from ..privacy.sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
 from ..store import passage_fts
 from ..store.protocol import Connection
 from .filters import PassageFilter, superseded_sql
+from .links import find_link
 from .passages import Passage, PreparedPassage, indexed_text, passage_from_row
 
 __all__ = [
@@ -96,9 +97,9 @@ def insert_row(
         "INSERT INTO passages (passage_id, agent_id, content, content_hash, tags, metadata, "
         "created_at,"
         " expires_at, importance, provenance, access_count, last_accessed_at, sensitivity, "
-        "index_context)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, content_hash) "
-        "DO NOTHING",
+        "index_context, context_of)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (agent_id, content_hash) DO NOTHING",
         (
             passage_id,
             agent_id,
@@ -114,6 +115,7 @@ def insert_row(
             item.last_accessed_at,
             item.sensitivity,
             item.context,
+            find_link(conn, agent_id, item.context) if item.context else None,
         ),
     )
     if not cursor.rowcount:

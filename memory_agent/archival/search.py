@@ -35,6 +35,7 @@ from .failures import vector_failure_text
 from .filters import PassageFilter
 from .fusion import FusionConfig, fuse
 from .keyword import KeywordMatch, keyword_search
+from .links import lift_replies, replies_of
 from .passages import Passage, SearchHit
 from .query_text import vector_query_text
 from .rerank import Reranker, apply_order
@@ -122,23 +123,24 @@ def _search(
     )
     if vector is None:
         return _with_newest(_degraded(_keyword_only(keyword, db, where, limit)))
-    fused = fuse(
-        [(m.passage_id, m.score) for m in keyword],
-        [(m.passage_id, m.similarity) for m in vector],
-        fusion,
+    fused = _with_replies(
+        db,
+        where,
+        [
+            (candidate.passage_id, candidate.score)
+            for candidate in fuse(
+                [(m.passage_id, m.score) for m in keyword],
+                [(m.passage_id, m.similarity) for m in vector],
+                fusion,
+            )
+        ],
+        fusion.reply_share,
     )
     if mode == "scored":
-        every = _hydrate(
-            db,
-            where,
-            [(candidate.passage_id, candidate.score) for candidate in fused],
-            keyword,
-            vector,
-        )
+        every = _hydrate(db, where, fused, keyword, vector)
         return _rescored(every, scoring)[:limit], newest([hit.passage.created_at for hit in every])
     head_size = wanted if reranker is None else max(wanted, reranker.depth + ORPHAN_SLACK)
-    head = [(candidate.passage_id, candidate.score) for candidate in fused[:head_size]]
-    hits = _hydrate(db, where, head, keyword, vector)
+    hits = _hydrate(db, where, fused[:head_size], keyword, vector)
     if reranker is not None:
         hits = apply_order(reranker, query, hits, [hit.content for hit in hits])
     return _with_newest(hits[:limit])
@@ -175,6 +177,17 @@ def _both_legs(
     finally:
         vector = vector_future.result()
     return keyword, vector
+
+
+def _with_replies(
+    db: Store, where: PassageFilter, ranked: list[tuple[str, float]], share: float
+) -> list[tuple[str, float]]:
+    """The fused ranking with the candidates' replies lifted towards them (`links.py`)."""
+    if share <= 0 or not ranked:
+        return ranked
+    with db.reading() as conn:
+        replies = replies_of(conn, where, [passage_id for passage_id, _ in ranked])
+    return lift_replies(ranked, replies, share) if replies else ranked
 
 
 def _with_newest(hits: list[SearchHit]) -> tuple[list[SearchHit], str | None]:

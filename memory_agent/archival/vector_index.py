@@ -7,7 +7,8 @@ pending: the caller's insert has already succeeded, keyword search already finds
 pending passage whose vector exists; re-embedding it is an idempotent upsert.
 
 A passage longer than the model's window is embedded whole, as several chunk vectors
-(`chunks.py`); searches rank each passage by its best chunk.
+(`chunks.py`); searches rank each passage by its best chunk. A short passage of several sentences
+also gets one vector per sentence, as further chunks (`sentences.py`).
 
 A passage with ranking-only context is embedded as `CONTEXT_VECTORS` says: 'joined' embeds its
 text followed by its context (as the keyword index holds it); 'extra' keeps the text's own vectors
@@ -35,6 +36,7 @@ from .config import VectorConfig, collection_prefix_for
 from .failures import vector_failure_text
 from .filters import PassageFilter
 from .passages import Passage, indexed_text
+from .sentences import sentence_texts
 from .timestamps import to_epoch
 from .vector_store import VectorMatch, VectorRecord, VectorStore
 
@@ -196,27 +198,30 @@ class VectorIndex:
         return IndexResult(done)
 
     def passage_vectors(self, batch: Sequence[Passage]) -> list[list[Any]]:
-        """Each passage's vectors (its chunks), its context included as `context_vectors` says."""
-        return self.vectors_with_context([p.content for p in batch], [p.context for p in batch])
+        """Each passage's vectors (its chunks): its context included as `context_vectors` says,
+        then one vector per sentence of a short passage (`sentences.py`)."""
+        return self.vectors_with_context(
+            [p.content for p in batch], [p.context for p in batch], sentences=True
+        )
 
     def vectors_with_context(
-        self, texts: Sequence[str], contexts: Sequence[str]
+        self, texts: Sequence[str], contexts: Sequence[str], *, sentences: bool = False
     ) -> list[list[Any]]:
         """Each text's vectors, its ranking-only context ('' for none) included as
-        `context_vectors` says (conversation messages are embedded the same way)."""
+        `context_vectors` says (conversation messages are embedded the same way), and with
+        `sentences` its sentence vectors after them (archival passages only: measured there)."""
+        extra: list[tuple[int, str]] = []
         if self.context_vectors == "joined":
-            return embed_whole(
-                self.embedding_function,
-                [indexed_text(text, context) for text, context in zip(texts, contexts)],
-            )
-        with_context = [i for i, context in enumerate(contexts) if context]
-        found = embed_whole(
-            self.embedding_function,
-            list(texts) + [indexed_text(texts[i], contexts[i]) for i in with_context],
-        )
-        chunks = [list(vectors) for vectors in found[: len(texts)]]
-        for offset, i in enumerate(with_context):
-            chunks[i].extend(found[len(texts) + offset])
+            whole = [indexed_text(text, context) for text, context in zip(texts, contexts)]
+        else:
+            whole = list(texts)
+            extra = [(i, indexed_text(texts[i], c)) for i, c in enumerate(contexts) if c]
+        if sentences:
+            extra += [(i, part) for i, text in enumerate(texts) for part in sentence_texts(text)]
+        found = embed_whole(self.embedding_function, whole + [text for _, text in extra])
+        chunks = [list(vectors) for vectors in found[: len(whole)]]
+        for (i, _), vectors in zip(extra, found[len(whole) :]):
+            chunks[i].extend(vectors)
         return chunks
 
     def _write_batch(self, batch: Sequence[Passage]) -> None:

@@ -7,6 +7,7 @@ A shipped migration is never edited; a change to the schema is a new function at
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
 
@@ -499,6 +500,44 @@ def m013_issue25_message_vectors(conn: sqlite3.Connection) -> None:
         "CREATE INDEX IF NOT EXISTS messages_vectors_pending ON messages(agent_id, message_id)"
         " WHERE vector_chunks IS NULL"
     )
+
+
+@_migration
+def m014_issue25_reply_links(conn: sqlite3.Connection) -> None:
+    """A passage whose context names another passage of its agent by its whole text records that
+    passage's id (`context_of`, NULL for none; `archival/links.py`), indexed for the search's
+    lookup of a candidate's replies. Existing passages with context are linked here as an insert
+    links them (the longest passage whose whole text begins the context, ends before a space or at
+    its end, and is at least half of it; contexts up to 4,000 characters). Only adds to
+    `passages`, so other branches' migrations may run before or after it.
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
+    if "context_of" not in columns:
+        conn.execute("ALTER TABLE passages ADD COLUMN context_of TEXT")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS passages_context_of ON passages(context_of)"
+        " WHERE context_of IS NOT NULL"
+    )
+    rows = conn.execute(
+        "SELECT passage_rowid, agent_id, index_context FROM passages WHERE index_context != ''"
+        " AND length(index_context) <= 4000"
+    ).fetchall()
+    for rowid, agent_id, context in rows:
+        heads = {context} | {
+            context[:end]
+            for end, char in enumerate(context)
+            if char.isspace() and 2 * end >= len(context)
+        }
+        hashes = [hashlib.sha256(head.encode("utf-8")).hexdigest() for head in heads]
+        found = conn.execute(
+            "SELECT passage_id FROM passages WHERE agent_id = ? AND content_hash IN"
+            f" ({', '.join('?' for _ in hashes)}) ORDER BY length(content) DESC LIMIT 1",
+            (agent_id, *hashes),
+        ).fetchone()
+        if found is not None:
+            conn.execute(
+                "UPDATE passages SET context_of = ? WHERE passage_rowid = ?", (found[0], rowid)
+            )
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,6 +25,7 @@ hosts opening a fresh database at once run each step once.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -436,6 +437,38 @@ def p011_message_vectors(cursor: Any) -> None:
             WHERE vector_chunks IS NULL;
         """
     )
+
+
+@_migration
+def p012_reply_links(cursor: Any) -> None:
+    """The passage a passage's context names (`context_of`), as SQLite's m014: the column, its
+    index, and the links of existing passages with context."""
+    cursor.execute(
+        """
+        ALTER TABLE passages ADD COLUMN context_of TEXT COLLATE "C";
+        CREATE INDEX passages_context_of ON passages(context_of) WHERE context_of IS NOT NULL;
+        """
+    )
+    cursor.execute(
+        "SELECT passage_id, agent_id, index_context FROM passages WHERE index_context != ''"
+        " AND length(index_context) <= 4000"
+    )
+    for passage_id, agent_id, context in cursor.fetchall():
+        heads = {context} | {
+            context[:end]
+            for end, char in enumerate(context)
+            if char.isspace() and 2 * end >= len(context)
+        }
+        cursor.execute(
+            "SELECT passage_id FROM passages WHERE agent_id = %s AND content_hash = ANY(%s)"
+            " ORDER BY length(content) DESC LIMIT 1",
+            (agent_id, [hashlib.sha256(head.encode("utf-8")).hexdigest() for head in heads]),
+        )
+        found = cursor.fetchone()
+        if found is not None:
+            cursor.execute(
+                "UPDATE passages SET context_of = %s WHERE passage_id = %s", (found[0], passage_id)
+            )
 
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

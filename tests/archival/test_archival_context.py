@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, NewPassage
 from memory_agent.archival.passages import MAX_CONTEXT_CHARS, check_context, indexed_text
+from memory_agent.archival.sentences import sentence_texts
 from memory_agent.archival.vector_index import CONTEXT_VECTORS, ContextVectors
 from memory_agent.errors import MemoryAgentError
 from memory_agent.portability.files import export_memory, import_snapshot
@@ -115,9 +116,9 @@ def test_extra_context_vectors_are_chunks_of_the_passage_and_leave_with_it(
     archival.insert_many("alice", OTHERS)
     passage_id = archival.insert("alice", REPLY, context=CONTEXT)
     passage = archival.get("alice", passage_id)
-    assert (
-        passage is not None and passage.vector_chunks == 2
-    )  # the text's own vector, then text + context
+    # the text's own vector, then text + context, then one per sentence (sentences.py)
+    chunks = 2 + len(sentence_texts(REPLY))
+    assert passage is not None and passage.vector_chunks == chunks == 4
     hits = archival.search(
         "alice", "a holiday walking through a desert gorge in the US", limit=1, mode="vector"
     )
@@ -127,7 +128,7 @@ def test_extra_context_vectors_are_chunks_of_the_passage_and_leave_with_it(
     )  # reconcile expects both vectors: it neither drops nor re-adds one
     assert {v for v in archival.index.store.ids("alice") if v.startswith(passage_id)} == {
         passage_id,
-        f"{passage_id}#chunk-1",
+        *(f"{passage_id}#chunk-{number}" for number in range(1, chunks)),
     }
     archival.delete("alice", passage_id)
     assert not {
