@@ -79,6 +79,8 @@ LIVE_CONTEXT_CHECK = "previous+date/extra"
 """The format whose live hybrid search (shipped default) is read too, to check the offline fusion
 with reply links against it (the plain format has no context, hence no links)."""
 QUICK_TURNS = 30
+QUICK_ROUNDS = 50
+"""Bootstrap resamples in a `--quick` run: a smoke run's intervals are not read."""
 
 
 # ----- data ----------------------------------------------------------------------------------
@@ -906,7 +908,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             formats,
             found,
             settings_grid(formats, args.quick),
-            200 if args.quick else args.bootstrap,
+            QUICK_ROUNDS if args.quick else args.bootstrap,
             args.quick,
         )
     )

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from archival_locomo import (  # noqa: E402
     DEFAULT_DATA,
     KS,
+    QUICK_ROUNDS,
     Conversation,
     Result,
     load_conversation,
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         conversations = [truncated(c, 30) for c in conversations]
         windows = {label: WINDOWS[label] for label in ("first window", "128/32")}
-        args.bootstrap = 200
+        args.bootstrap = QUICK_ROUNDS
     model = MiniLMEmbeddingFunction()
     model.load()
     started = time.perf_counter()

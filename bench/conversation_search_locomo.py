@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from archival_locomo import (  # noqa: E402
     DEFAULT_DATA,
     KS,
+    QUICK_ROUNDS,
     QUICK_TURNS,
     CachedEmbedding,
     Conversation,
@@ -265,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             memory.close()
     if args.embedding_cache is not None:
         args.embedding_cache.write_bytes(pickle.dumps(embedding.cache))
-    rounds = 200 if args.quick else args.bootstrap
+    rounds = QUICK_ROUNDS if args.quick else args.bootstrap
     questions = sum(len(rows) for rows in reads.values())
     print(
         f"LoCoMo conversation search, {len(reads)} conversations ({', '.join(reads)}),"

@@ -51,6 +51,7 @@ from archival_locomo import (  # noqa: E402
     DEFAULT_DATA,
     DEPTH,
     KS,
+    QUICK_ROUNDS,
     QUICK_TURNS,
     CachedEmbedding,
     Candidates,
@@ -397,7 +398,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{sum(len(c.questions) for c in conversations)} "
         f"questions{' (quick slice)' if args.quick else ''}"
     )
-    print(report(names, found, rankings, timing, args.quick, 200 if args.quick else args.bootstrap))
+    print(
+        report(
+            names,
+            found,
+            rankings,
+            timing,
+            args.quick,
+            QUICK_ROUNDS if args.quick else args.bootstrap,
+        )
+    )
     return 0
 
 

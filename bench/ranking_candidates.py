@@ -66,6 +66,7 @@ from archival_locomo import (  # noqa: E402
     CONTEXTS,
     DEFAULT_DATA,
     KS,
+    QUICK_ROUNDS,
     QUICK_TURNS,
     CachedEmbedding,
     Conversation,
@@ -1141,7 +1142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("\n".join(checks + [fusion_check(corpora)]))
     print("\n".join(ceiling(corpora)))
-    print("\n".join(report(corpora, args.quick, 200 if args.quick else args.bootstrap)))
+    print("\n".join(report(corpora, args.quick, QUICK_ROUNDS if args.quick else args.bootstrap)))
     return 0
 
 
