@@ -15,7 +15,13 @@ from ..privacy.sensitivity import DEFAULT_CLEARANCE, Sensitivity, visible_levels
 from ..store import passage_fts
 from ..store.protocol import Connection
 from .filters import PassageFilter, superseded_sql
-from .passages import Passage, PreparedPassage, indexed_text, passage_from_row
+from .passages import (
+    Passage,
+    PreparedPassage,
+    indexed_text,
+    inserted_passage,
+    passage_from_row,
+)
 
 __all__ = [
     "LIFECYCLE_COLUMNS",
@@ -61,6 +67,8 @@ LIFECYCLE_COLUMNS = (
     "sensitivity",
 )
 """The columns `update_columns` may change, as the journal records them (raw stored values)."""
+_TAGS = json.JSONEncoder(ensure_ascii=False)
+"""A new row's tags as stored JSON (made once: `json.dumps` with an option builds one per call)."""
 
 
 def require_agent(conn: Connection, agent_id: str) -> None:
@@ -73,17 +81,19 @@ def insert_or_get(
 ) -> tuple[Passage, bool]:
     """Insert the passage, or return the agent's existing one with identical content.
 
-    Returns the stored passage and whether it was created by this call.
+    Returns the stored passage and whether it was created by this call. A new passage is built
+    from the values written (`inserted_passage`), not read back: the read and its parsing cost
+    about as much as the INSERT.
     """
-    created = (
-        insert_row(conn, f"passage-{uuid.uuid4()}", agent_id, item, item.created_at or now)
-        is not None
-    )
+    passage_id = f"passage-{uuid.uuid4()}"
+    created_at = item.created_at or now
+    if insert_row(conn, passage_id, agent_id, item, created_at) is not None:
+        return inserted_passage(passage_id, agent_id, item, created_at), True
     row = conn.execute(
         "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?",
         (agent_id, item.content_hash),
     ).fetchone()
-    return passage_from_row(row), created
+    return passage_from_row(row), False
 
 
 def insert_row(
@@ -104,7 +114,7 @@ def insert_row(
             agent_id,
             item.content,
             item.content_hash,
-            json.dumps(list(item.tags), ensure_ascii=False),
+            _TAGS.encode(list(item.tags)),
             item.metadata_json,
             created_at,
             item.expires_at,

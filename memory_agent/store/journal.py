@@ -27,6 +27,8 @@ __all__ = ["JournalEntry", "entries_about", "list_entries", "record", "redact", 
 
 CHAIN_LOCK_KEY = 0x6A6F75726E616C  # "journal": PostgreSQL appends to the chain one at a time
 REDACTED_DETAIL = "{}"
+_DETAIL = json.JSONEncoder(ensure_ascii=False)
+"""An entry's detail as stored JSON (made once: `json.dumps` with an option builds one per call)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,8 @@ def record(
     """Append one entry; `author` defaults to the current `acting_as` author (None: no author)."""
     who = author if author is not None else acting_author()
     kind, name = (who.kind, who.name) if who else (None, None)
-    detail_text = json.dumps(dict(detail or {}), ensure_ascii=False)
-    entry_id, previous = _next_link(conn)
+    detail_text = _DETAIL.encode(dict(detail or {}))
+    entry_id, previous = _ids(conn).next_link(conn)
     salt = new_salt()
     digest = content_digest(salt, label, old_value, new_value, detail_text)
     own = chain_hash(
@@ -98,18 +100,6 @@ def record(
             own,
         ),
     )
-
-
-def _next_link(conn: Connection) -> tuple[int, str | None]:
-    """The id the next entry gets and the hash it links to.
-
-    Both come from inside the write transaction: SQLite's write lock, and on PostgreSQL the chain's
-    own advisory lock (besides the store's write lock), keep two writers from linking to the same
-    entry, so the chain never forks. Ids are taken, not left to the database, because the hash
-    covers the id."""
-    entry_id = _ids(conn).next_id(conn)
-    last = conn.execute("SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1").fetchone()
-    return entry_id, (last[0] if last else None)
 
 
 def redact(conn: Connection, entry_ids: Sequence[int]) -> int:
@@ -218,8 +208,16 @@ def _check_tail(conn: Connection, report: ChainReport) -> ChainReport:
 class _EntryIds(Protocol):
     """How an engine hands out journal entry ids (one implementation per engine)."""
 
-    def next_id(self, conn: Connection) -> int:
-        """The id the next entry gets, taken inside the write transaction (see `_next_link`)."""
+    def next_link(self, conn: Connection) -> tuple[int, str | None]:
+        """The id the next entry gets and the hash it links to.
+
+        Both come from inside the write transaction: SQLite's write lock, and on PostgreSQL the
+        chain's own advisory lock (besides the store's write lock), keep two writers from linking
+        to the same entry, so the chain never forks. They are read for every entry, in one
+        statement, never carried from the entry before: a batch that carried them would have to
+        check them in its INSERT (another writer in the same transaction, or a rolled-back
+        savepoint, can move the head), and on SQLite that check costs as much as this read. Ids
+        are taken, not left to the database, because the hash covers the id."""
         ...
 
     def highest_given(self, conn: Connection) -> int | None:
@@ -231,10 +229,13 @@ class _EntryIds(Protocol):
 class _SqliteEntryIds(_EntryIds):
     """SQLite's AUTOINCREMENT counter: it remembers the highest id, and a rollback takes it back."""
 
-    def next_id(self, conn: Connection) -> int:
-        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
-        highest = conn.execute("SELECT COALESCE(MAX(entry_id), 0) FROM journal").fetchone()[0]
-        return max(int(row[0]) if row else 0, int(highest)) + 1
+    def next_link(self, conn: Connection) -> tuple[int, str | None]:
+        given, highest, last = conn.execute(
+            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'journal'),"
+            " (SELECT MAX(entry_id) FROM journal),"
+            " (SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1)"
+        ).fetchone()
+        return max(int(given or 0), int(highest or 0)) + 1, last
 
     def highest_given(self, conn: Connection) -> int | None:
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
@@ -242,15 +243,17 @@ class _SqliteEntryIds(_EntryIds):
 
 
 class _PostgresEntryIds(_EntryIds):
-    """PostgreSQL's identity sequence, read under the chain's own advisory lock."""
+    """PostgreSQL's identity sequence, read with the chain's head under the chain's own advisory
+    lock (taken in a statement of its own, so that the read after it sees every entry committed
+    before the lock was granted)."""
 
-    def next_id(self, conn: Connection) -> int:
+    def next_link(self, conn: Connection) -> tuple[int, str | None]:
         conn.execute("SELECT pg_advisory_xact_lock(?)", (CHAIN_LOCK_KEY,))
-        return int(
-            conn.execute(
-                "SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))"
-            ).fetchone()[0]
-        )
+        entry_id, last = conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('journal', 'entry_id')),"
+            " (SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1)"
+        ).fetchone()
+        return int(entry_id), last
 
     def highest_given(self, conn: Connection) -> int | None:
         return None  # the sequence keeps the ids of rolled-back writes too

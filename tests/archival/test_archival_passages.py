@@ -8,9 +8,11 @@ import pytest
 
 from memory_agent.archival import ArchivalMemory, NewPassage
 from memory_agent.archival.archive import INSERT_CHUNK
+from memory_agent.archival.passage_table import fetch_one, insert_or_get
+from memory_agent.archival.passages import prepare
 from memory_agent.errors import AgentNotFoundError, ArchivalError
 from memory_agent.store import journal
-from memory_agent.store.database import Database
+from memory_agent.store.database import Database, utc_now
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -58,6 +60,36 @@ def test_passage_fields_round_trip(hashed: ArchivalMemory) -> None:
     assert passage.metadata == {"source": "chat", "n": 3}
     assert passage.created_at == "2024-03-05T08:00:00.000000+00:00"
     assert passage.vector_state == "indexed"
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        NewPassage("Plain note."),
+        NewPassage(
+            "Moved the launch to Friday, café at 9.",
+            tags=["work", "plans"],
+            metadata={"n": 3, "é": [1.5, None], "nested": {"b": 1, "a": "x"}},
+            created_at="2024-03-05T10:00:00+02:00",
+            ttl_days=2.5,
+            importance=0.3,
+            provenance={"messages": [4, 5], "block": "human"},
+            sensitivity="secret",
+            context="Asked when the launch is.",
+        ),
+    ],
+    ids=["defaults", "every-field"],
+)
+def test_a_new_passage_is_what_its_row_reads_back(db: Database, item: NewPassage) -> None:
+    """insert_or_get builds a new passage from the values it wrote instead of reading the row
+    back; every field must be what a read of the row gives (column defaults included)."""
+    prepared = prepare(item)
+    with db.transaction() as conn:
+        built, created = insert_or_get(conn, "alice", prepared, utc_now())
+        read = fetch_one(conn, "alice", built.passage_id)
+        again, created_again = insert_or_get(conn, "alice", prepared, utc_now())
+    assert created and not created_again
+    assert built == read == again
 
 
 @pytest.mark.parametrize(
