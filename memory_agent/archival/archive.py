@@ -169,9 +169,10 @@ class ArchivalMemory:
         now = utc_now()
         with self._acting(), self.db.transaction() as conn:
             passage_table.require_agent(conn, agent_id)
+            indexer = passage_table.keyword_indexer(conn, agent_id)
             stored = []
             for item in items:
-                passage, created = passage_table.insert_or_get(conn, agent_id, item, now)
+                passage, created = passage_table.insert_or_get(conn, agent_id, item, now, indexer)
                 if created:
                     journal.record(
                         conn,

@@ -36,6 +36,7 @@ __all__ = [
     "indexed_chunks",
     "insert_or_get",
     "insert_row",
+    "keyword_indexer",
     "known_ids",
     "list_rows",
     "mark_indexed",
@@ -77,17 +78,21 @@ def require_agent(conn: Connection, agent_id: str) -> None:
 
 
 def insert_or_get(
-    conn: Connection, agent_id: str, item: PreparedPassage, now: str
+    conn: Connection,
+    agent_id: str,
+    item: PreparedPassage,
+    now: str,
+    indexer: passage_fts.RowIndexer | None = None,
 ) -> tuple[Passage, bool]:
     """Insert the passage, or return the agent's existing one with identical content.
 
     Returns the stored passage and whether it was created by this call. A new passage is built
     from the values written (`inserted_passage`), not read back: the read and its parsing cost
-    about as much as the INSERT.
+    about as much as the INSERT. A batch passes the agent's `passage_fts.agent_indexer`.
     """
     passage_id = f"passage-{uuid.uuid4()}"
     created_at = item.created_at or now
-    if insert_row(conn, passage_id, agent_id, item, created_at) is not None:
+    if insert_row(conn, passage_id, agent_id, item, created_at, indexer) is not None:
         return inserted_passage(passage_id, agent_id, item, created_at), True
     row = conn.execute(
         "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?",
@@ -97,7 +102,12 @@ def insert_or_get(
 
 
 def insert_row(
-    conn: Connection, passage_id: str, agent_id: str, item: PreparedPassage, created_at: str
+    conn: Connection,
+    passage_id: str,
+    agent_id: str,
+    item: PreparedPassage,
+    created_at: str,
+    indexer: passage_fts.RowIndexer | None = None,
 ) -> int | None:
     """The one writer of a passage row with its tag rows and keyword-index entry (live inserts and
     imports alike); the vectors are 'pending' until written. Returns the new row id, or None
@@ -129,9 +139,19 @@ def insert_row(
     if not cursor.rowcount:
         return None
     rowid = int(cursor.lastrowid or 0)
-    passage_fts.index_rows(conn, agent_id, [(rowid, indexed_text(item.content, item.context))])
+    rows = [(rowid, indexed_text(item.content, item.context))]
+    if indexer is None:
+        passage_fts.index_rows(conn, agent_id, rows)
+    else:
+        indexer(rows)
     _write_tags(conn, rowid, item.tags)
     return rowid
+
+
+def keyword_indexer(conn: Connection, agent_id: str) -> passage_fts.RowIndexer:
+    """The agent's keyword-index writer for a batch of inserts in one transaction (see
+    `passage_fts.agent_indexer`)."""
+    return passage_fts.agent_indexer(conn, agent_id)
 
 
 def _write_tags(conn: Connection, rowid: int, tags: Sequence[str]) -> None:
