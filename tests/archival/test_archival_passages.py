@@ -157,6 +157,44 @@ def test_delete_is_journalled_and_removes_the_vector(hashed: ArchivalMemory, db:
     assert entries[0].detail["tags"] == ["tmp"]
 
 
+def test_a_batch_is_journalled_in_the_order_of_its_items(
+    hashed: ArchivalMemory, db: Database
+) -> None:
+    """insert_many appends its entries together, but a repeated text (journalled by its own
+    writer) still comes after the entries of the items before it, and the chain holds."""
+    ids = hashed.insert_many("alice", ["one", "two", "one", "three"])
+    with db.reading() as conn:
+        entries = journal.list_entries(conn, agent_id="alice", target_type="passage")
+        report = journal.verify_chain(conn)
+    assert [(e.action, e.target_id) for e in reversed(entries)] == [
+        ("insert_passage", ids[0]),
+        ("insert_passage", ids[1]),
+        ("reinsert_passage", ids[0]),
+        ("insert_passage", ids[3]),
+    ]
+    assert report.ok
+
+
+def test_a_journal_batch_links_to_what_was_written_meanwhile_and_nothing_on_error(
+    db: Database,
+) -> None:
+    now = utc_now()
+    entry = {"agent_id": "alice", "target_type": "note", "created_at": now}
+    with db.transaction() as conn, journal.batch(conn) as entries:
+        entries.record(action="first", target_id="1", **entry)
+        journal.record(conn, action="direct", target_id="2", **entry)
+        entries.flush()
+        entries.record(action="last", target_id="3", **entry)
+    with pytest.raises(ZeroDivisionError), db.transaction() as conn, journal.batch(conn) as entries:
+        entries.record(action="rolled back", target_id="4", **entry)
+        _ = 1 / 0
+    with db.reading() as conn:
+        found = journal.list_entries(conn, target_type="note")
+        report = journal.verify_chain(conn)
+    assert [e.action for e in reversed(found)] == ["direct", "first", "last"]
+    assert report.ok
+
+
 def test_delete_tolerates_a_missing_vector(hashed: ArchivalMemory) -> None:
     passage_id = hashed.insert("alice", "Vector lost somewhere")
     hashed.index.store.delete("alice", [passage_id])
