@@ -167,14 +167,14 @@ class ArchivalMemory:
         self, agent_id: str, items: builtins.list[PreparedPassage]
     ) -> builtins.list[str]:
         now = utc_now()
-        with self._acting(), self.db.transaction() as conn:
+        with self._acting(), self.db.transaction() as conn, journal.batch(conn) as entries:
             passage_table.require_agent(conn, agent_id)
+            indexer = passage_table.keyword_indexer(conn, agent_id)
             stored = []
             for item in items:
-                passage, created = passage_table.insert_or_get(conn, agent_id, item, now)
+                passage, created = passage_table.insert_or_get(conn, agent_id, item, now, indexer)
                 if created:
-                    journal.record(
-                        conn,
+                    entries.record(
                         agent_id=agent_id,
                         action="insert_passage",
                         target_type="passage",
@@ -191,6 +191,7 @@ class ArchivalMemory:
                         },
                     )
                 else:
+                    entries.flush()  # what came before is journalled before what this write does
                     passage = _raise_level(conn, passage, item, now)
                     if passage.is_superseded or passage.is_expired(now):
                         passage = _revive(conn, passage, item, now)

@@ -16,7 +16,13 @@ from ..store import passage_fts
 from ..store.protocol import Connection
 from .filters import PassageFilter, superseded_sql
 from .links import find_link
-from .passages import Passage, PreparedPassage, indexed_text, passage_from_row
+from .passages import (
+    Passage,
+    PreparedPassage,
+    indexed_text,
+    inserted_passage,
+    passage_from_row,
+)
 
 __all__ = [
     "LIFECYCLE_COLUMNS",
@@ -31,6 +37,7 @@ __all__ = [
     "indexed_chunks",
     "insert_or_get",
     "insert_row",
+    "keyword_indexer",
     "known_ids",
     "list_rows",
     "mark_indexed",
@@ -62,6 +69,8 @@ LIFECYCLE_COLUMNS = (
     "sensitivity",
 )
 """The columns `update_columns` may change, as the journal records them (raw stored values)."""
+_TAGS = json.JSONEncoder(ensure_ascii=False)
+"""A new row's tags as stored JSON (made once: `json.dumps` with an option builds one per call)."""
 
 
 def require_agent(conn: Connection, agent_id: str) -> None:
@@ -70,25 +79,36 @@ def require_agent(conn: Connection, agent_id: str) -> None:
 
 
 def insert_or_get(
-    conn: Connection, agent_id: str, item: PreparedPassage, now: str
+    conn: Connection,
+    agent_id: str,
+    item: PreparedPassage,
+    now: str,
+    indexer: passage_fts.RowIndexer | None = None,
 ) -> tuple[Passage, bool]:
     """Insert the passage, or return the agent's existing one with identical content.
 
-    Returns the stored passage and whether it was created by this call.
+    Returns the stored passage and whether it was created by this call. A new passage is built
+    from the values written (`inserted_passage`), not read back: the read and its parsing cost
+    about as much as the INSERT. A batch passes the agent's `passage_fts.agent_indexer`.
     """
-    created = (
-        insert_row(conn, f"passage-{uuid.uuid4()}", agent_id, item, item.created_at or now)
-        is not None
-    )
+    passage_id = f"passage-{uuid.uuid4()}"
+    created_at = item.created_at or now
+    if insert_row(conn, passage_id, agent_id, item, created_at, indexer) is not None:
+        return inserted_passage(passage_id, agent_id, item, created_at), True
     row = conn.execute(
         "SELECT * FROM passages WHERE agent_id = ? AND content_hash = ?",
         (agent_id, item.content_hash),
     ).fetchone()
-    return passage_from_row(row), created
+    return passage_from_row(row), False
 
 
 def insert_row(
-    conn: Connection, passage_id: str, agent_id: str, item: PreparedPassage, created_at: str
+    conn: Connection,
+    passage_id: str,
+    agent_id: str,
+    item: PreparedPassage,
+    created_at: str,
+    indexer: passage_fts.RowIndexer | None = None,
 ) -> int | None:
     """The one writer of a passage row with its tag rows and keyword-index entry (live inserts and
     imports alike); the vectors are 'pending' until written. Returns the new row id, or None
@@ -105,7 +125,7 @@ def insert_row(
             agent_id,
             item.content,
             item.content_hash,
-            json.dumps(list(item.tags), ensure_ascii=False),
+            _TAGS.encode(list(item.tags)),
             item.metadata_json,
             created_at,
             item.expires_at,
@@ -121,9 +141,19 @@ def insert_row(
     if not cursor.rowcount:
         return None
     rowid = int(cursor.lastrowid or 0)
-    passage_fts.index_rows(conn, agent_id, [(rowid, indexed_text(item.content, item.context))])
+    rows = [(rowid, indexed_text(item.content, item.context))]
+    if indexer is None:
+        passage_fts.index_rows(conn, agent_id, rows)
+    else:
+        indexer(rows)
     _write_tags(conn, rowid, item.tags)
     return rowid
+
+
+def keyword_indexer(conn: Connection, agent_id: str) -> passage_fts.RowIndexer:
+    """The agent's keyword-index writer for a batch of inserts in one transaction (see
+    `passage_fts.agent_indexer`)."""
+    return passage_fts.agent_indexer(conn, agent_id)
 
 
 def _write_tags(conn: Connection, rowid: int, tags: Sequence[str]) -> None:

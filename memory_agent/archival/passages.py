@@ -43,6 +43,7 @@ __all__ = [
     "encode_metadata",
     "encode_provenance",
     "indexed_text",
+    "inserted_passage",
     "normalise_tags",
     "passage_from_row",
     "prepare",
@@ -370,4 +371,30 @@ def passage_from_row(row: Row) -> Passage:
         vector_chunks=int(row["vector_chunks"]),
         sensitivity=row["sensitivity"],
         context=row["index_context"],
+    )
+
+
+def inserted_passage(
+    passage_id: str, agent_id: str, item: PreparedPassage, created_at: str
+) -> Passage:
+    """The passage a new row holds, from the values `passage_table.insert_row` wrote and the
+    columns' defaults (what `passage_from_row` would read back; a test holds the two equal on
+    both engines)."""
+    return Passage(
+        passage_id=passage_id,
+        agent_id=agent_id,
+        content=item.content,
+        tags=item.tags,
+        metadata=json.loads(item.metadata_json),
+        created_at=created_at,
+        vector_state="pending",
+        expires_at=item.expires_at,
+        superseded_by=None,
+        importance=item.importance,
+        access_count=item.access_count,
+        last_accessed_at=item.last_accessed_at,
+        provenance=json.loads(item.provenance_json),
+        vector_chunks=1,
+        sensitivity=item.sensitivity,
+        context=item.context,
     )

@@ -21,6 +21,7 @@ memory imports neither chromadb nor torch.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import threading
@@ -230,6 +231,7 @@ class VectorIndex:
             raise MemoryAgentError(
                 f"The embedding function returned {len(chunks)} vectors for {len(batch)} texts."
             )
+        epoch = functools.cache(to_epoch)  # a batch's passages mostly share one creation time
         self.store.upsert(
             [
                 VectorRecord(
@@ -237,7 +239,7 @@ class VectorIndex:
                     p.agent_id,
                     vector,
                     p.tags,
-                    to_epoch(p.created_at),
+                    epoch(p.created_at),
                 )
                 for p, vectors in zip(batch, chunks)
                 for number, vector in enumerate(vectors)

@@ -1,9 +1,10 @@
 """The append-only journal: who changed what, from which value to which, and when.
 
 Writers call `record` inside the same transaction as the change itself, so a change and its
-journal entry are committed together or not at all. Each entry names its author (who acted,
-`memory_agent.authors`): the one given, else the one of the innermost `acting_as`; entries
-written before authors were recorded have none.
+journal entry are committed together or not at all; a writer of many entries in one transaction
+(archival `insert_many`) collects them in a `batch`, appended together. Each entry names its
+author (who acted, `memory_agent.authors`): the one given, else the one of the innermost
+`acting_as`; entries written before authors were recorded have none.
 
 Each entry is hash-chained to the one before (`store.journal_chain`), computed here, the one
 writer. The only change the database lets through afterwards is `redact`: forgetting erases an
@@ -13,7 +14,8 @@ entry's label, values, detail and salt and marks it forgotten, keeping what the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,10 +25,21 @@ from .dialect import by_engine
 from .journal_chain import ChainReport, chain_hash, content_digest, new_salt, verify
 from .protocol import Connection
 
-__all__ = ["JournalEntry", "entries_about", "list_entries", "record", "redact", "verify_chain"]
+__all__ = [
+    "Batch",
+    "JournalEntry",
+    "batch",
+    "entries_about",
+    "list_entries",
+    "record",
+    "redact",
+    "verify_chain",
+]
 
 CHAIN_LOCK_KEY = 0x6A6F75726E616C  # "journal": PostgreSQL appends to the chain one at a time
 REDACTED_DETAIL = "{}"
+_DETAIL = json.JSONEncoder(ensure_ascii=False)
+"""An entry's detail as stored JSON (made once: `json.dumps` with an option builds one per call)."""
 
 
 @dataclass(frozen=True)
@@ -65,51 +78,182 @@ def record(
     author: Author | None = None,
 ) -> None:
     """Append one entry; `author` defaults to the current `acting_as` author (None: no author)."""
-    who = author if author is not None else acting_author()
-    kind, name = (who.kind, who.name) if who else (None, None)
-    detail_text = json.dumps(dict(detail or {}), ensure_ascii=False)
-    entry_id, previous = _next_link(conn)
-    salt = new_salt()
-    digest = content_digest(salt, label, old_value, new_value, detail_text)
-    own = chain_hash(
-        previous, entry_id, agent_id, action, target_type, target_id, kind, name, created_at, digest
+    _append(
+        conn,
+        [
+            _entry(
+                agent_id,
+                action,
+                target_type,
+                target_id,
+                created_at,
+                label,
+                old_value,
+                new_value,
+                detail,
+                author,
+            )
+        ],
     )
-    conn.execute(
+
+
+class Batch:
+    """Entries of one write transaction, appended together (in the order recorded) by `flush`.
+
+    Why: every entry needs the id it gets and the hash of the entry before it, read inside the
+    writing transaction; reading them, and sending the row, cost about as much as the rest of
+    the entry. A batch reads them once per flush and writes its rows with one statement. Nothing is
+    carried between flushes: each reads the chain's head afresh, so an entry another writer
+    appended in the meantime (in this transaction; other processes wait for its write lock) is
+    linked to, never forked from. A writer that interleaves its own `record` calls flushes first
+    to keep the journal in the order things happened. Use it through `batch`, inside the
+    transaction it belongs to."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._pending: list[_Entry] = []
+
+    def record(
+        self,
+        *,
+        agent_id: str | None,
+        action: str,
+        target_type: str,
+        target_id: str | None,
+        created_at: str,
+        label: str | None = None,
+        old_value: str | None = None,
+        new_value: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+        author: Author | None = None,
+    ) -> None:
+        """Add one entry (the arguments are `record`'s; the author is taken now)."""
+        self._pending.append(
+            _entry(
+                agent_id,
+                action,
+                target_type,
+                target_id,
+                created_at,
+                label,
+                old_value,
+                new_value,
+                detail,
+                author,
+            )
+        )
+
+    def flush(self) -> None:
+        """Append the entries recorded since the last flush."""
+        if self._pending:
+            _append(self._conn, self._pending)
+            self._pending = []
+
+
+@contextmanager
+def batch(conn: Connection) -> Iterator[Batch]:
+    """A `Batch` of this transaction's entries, flushed when the block ends without an error (if
+    it raises, the transaction is rolled back and nothing is written)."""
+    entries = Batch(conn)
+    yield entries
+    entries.flush()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One entry as it will be stored, but for its id and links."""
+
+    agent_id: str | None
+    action: str
+    target_type: str
+    target_id: str | None
+    created_at: str
+    label: str | None
+    old_value: str | None
+    new_value: str | None
+    detail_text: str
+    author_kind: str | None
+    author: str | None
+
+
+def _entry(
+    agent_id: str | None,
+    action: str,
+    target_type: str,
+    target_id: str | None,
+    created_at: str,
+    label: str | None,
+    old_value: str | None,
+    new_value: str | None,
+    detail: Mapping[str, Any] | None,
+    author: Author | None,
+) -> _Entry:
+    who = author if author is not None else acting_author()
+    return _Entry(
+        agent_id,
+        action,
+        target_type,
+        target_id,
+        created_at,
+        label,
+        old_value,
+        new_value,
+        _DETAIL.encode(dict(detail or {})),
+        who.kind if who else None,
+        who.name if who else None,
+    )
+
+
+def _append(conn: Connection, entries: Sequence[_Entry]) -> None:
+    """The one writer of journal rows: links `entries` to the chain's head and to each other, in
+    order, and inserts them."""
+    entry_ids, previous = _ids(conn).next_links(conn, len(entries))
+    rows = []
+    for entry_id, entry in zip(entry_ids, entries, strict=True):
+        salt = new_salt()
+        digest = content_digest(
+            salt, entry.label, entry.old_value, entry.new_value, entry.detail_text
+        )
+        own = chain_hash(
+            previous,
+            entry_id,
+            entry.agent_id,
+            entry.action,
+            entry.target_type,
+            entry.target_id,
+            entry.author_kind,
+            entry.author,
+            entry.created_at,
+            digest,
+        )
+        rows.append(
+            (
+                entry_id,
+                entry.agent_id,
+                entry.action,
+                entry.target_type,
+                entry.target_id,
+                entry.label,
+                entry.old_value,
+                entry.new_value,
+                entry.detail_text,
+                entry.created_at,
+                entry.author_kind,
+                entry.author,
+                salt,
+                digest,
+                previous,
+                own,
+            )
+        )
+        previous = own
+    conn.executemany(
         "INSERT INTO journal (entry_id, agent_id, action, target_type, target_id, label, old_value,"
         " new_value, detail, created_at, author_kind, author, salt, content_digest, prev_hash, "
         "entry_hash)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            entry_id,
-            agent_id,
-            action,
-            target_type,
-            target_id,
-            label,
-            old_value,
-            new_value,
-            detail_text,
-            created_at,
-            kind,
-            name,
-            salt,
-            digest,
-            previous,
-            own,
-        ),
+        rows,
     )
-
-
-def _next_link(conn: Connection) -> tuple[int, str | None]:
-    """The id the next entry gets and the hash it links to.
-
-    Both come from inside the write transaction: SQLite's write lock, and on PostgreSQL the chain's
-    own advisory lock (besides the store's write lock), keep two writers from linking to the same
-    entry, so the chain never forks. Ids are taken, not left to the database, because the hash
-    covers the id."""
-    entry_id = _ids(conn).next_id(conn)
-    last = conn.execute("SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1").fetchone()
-    return entry_id, (last[0] if last else None)
 
 
 def redact(conn: Connection, entry_ids: Sequence[int]) -> int:
@@ -218,8 +362,13 @@ def _check_tail(conn: Connection, report: ChainReport) -> ChainReport:
 class _EntryIds(Protocol):
     """How an engine hands out journal entry ids (one implementation per engine)."""
 
-    def next_id(self, conn: Connection) -> int:
-        """The id the next entry gets, taken inside the write transaction (see `_next_link`)."""
+    def next_links(self, conn: Connection, count: int) -> tuple[list[int], str | None]:
+        """The ids the next `count` entries get, in order, and the hash the first links to.
+
+        Both come from inside the write transaction: SQLite's write lock, and on PostgreSQL the
+        chain's own advisory lock (besides the store's write lock), keep two writers from linking
+        to the same entry, so the chain never forks. Ids are taken, not left to the database,
+        because the hash covers the id."""
         ...
 
     def highest_given(self, conn: Connection) -> int | None:
@@ -229,12 +378,17 @@ class _EntryIds(Protocol):
 
 
 class _SqliteEntryIds(_EntryIds):
-    """SQLite's AUTOINCREMENT counter: it remembers the highest id, and a rollback takes it back."""
+    """SQLite's AUTOINCREMENT counter: it remembers the highest id, and a rollback takes it back.
+    The counter, the highest id and the newest entry's hash are read in one statement."""
 
-    def next_id(self, conn: Connection) -> int:
-        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
-        highest = conn.execute("SELECT COALESCE(MAX(entry_id), 0) FROM journal").fetchone()[0]
-        return max(int(row[0]) if row else 0, int(highest)) + 1
+    def next_links(self, conn: Connection, count: int) -> tuple[list[int], str | None]:
+        given, highest, last = conn.execute(
+            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'journal'),"
+            " (SELECT MAX(entry_id) FROM journal),"
+            " (SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1)"
+        ).fetchone()
+        first = max(int(given or 0), int(highest or 0)) + 1
+        return list(range(first, first + count)), last
 
     def highest_given(self, conn: Connection) -> int | None:
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
@@ -242,15 +396,24 @@ class _SqliteEntryIds(_EntryIds):
 
 
 class _PostgresEntryIds(_EntryIds):
-    """PostgreSQL's identity sequence, read under the chain's own advisory lock."""
+    """PostgreSQL's identity sequence, drawn under the chain's own advisory lock (taken in a
+    statement of its own, so that the head read after it sees every entry committed before the
+    lock was granted)."""
 
-    def next_id(self, conn: Connection) -> int:
+    def next_links(self, conn: Connection, count: int) -> tuple[list[int], str | None]:
         conn.execute("SELECT pg_advisory_xact_lock(?)", (CHAIN_LOCK_KEY,))
-        return int(
-            conn.execute(
+        ids = sorted(
+            int(row[0])
+            for row in conn.execute(
                 "SELECT nextval(pg_get_serial_sequence('journal', 'entry_id'))"
-            ).fetchone()[0]
+                " FROM generate_series(1, ?)",
+                (count,),
+            )
         )
+        last = conn.execute(
+            "SELECT entry_hash FROM journal ORDER BY entry_id DESC LIMIT 1"
+        ).fetchone()
+        return ids, (last[0] if last else None)
 
     def highest_given(self, conn: Connection) -> int | None:
         return None  # the sequence keeps the ids of rolled-back writes too

@@ -23,7 +23,7 @@ FTS5 removes exactly the words it added. A passage without context is indexed as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .dialect import by_engine
@@ -31,7 +31,9 @@ from .protocol import Connection
 
 __all__ = [
     "REGISTRY_TABLE",
+    "RowIndexer",
     "agent_fts_table",
+    "agent_indexer",
     "all_fts_tables",
     "drop_agent_index",
     "ensure_agent_index",
@@ -42,6 +44,9 @@ __all__ = [
 
 REGISTRY_TABLE = "passage_fts_tables"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+RowIndexer = Callable[[Sequence[tuple[int, str]]], None]
+"""Adds (passage_rowid, indexed text) rows of one agent to its index (see `agent_indexer`)."""
 
 
 def _names(fts_id: int) -> tuple[str, str, str]:
@@ -79,6 +84,8 @@ class _PassageIndex(Protocol):
 
     def add(self, conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None: ...
 
+    def indexer(self, conn: Connection, agent_id: str) -> RowIndexer: ...
+
     def drop(self, conn: Connection, agent_id: str) -> None: ...
 
     def optimize(self, conn: Connection) -> None: ...
@@ -100,8 +107,17 @@ class _Fts5PerAgent(_PassageIndex):
         ]
 
     def add(self, conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
-        table = ensure_agent_index(conn, agent_id)
-        conn.executemany(f"INSERT INTO {table} (rowid, content) VALUES (?, ?)", rows)
+        self.indexer(conn, agent_id)(rows)
+
+    def indexer(self, conn: Connection, agent_id: str) -> RowIndexer:
+        found: list[str] = []  # the agent's table, looked up (or created) at the first rows
+
+        def index(rows: Sequence[tuple[int, str]]) -> None:
+            if not found:
+                found.append(ensure_agent_index(conn, agent_id))
+            conn.executemany(f"INSERT INTO {found[0]} (rowid, content) VALUES (?, ?)", rows)
+
+        return index
 
     def drop(self, conn: Connection, agent_id: str) -> None:
         row = conn.execute(
@@ -129,11 +145,18 @@ class _GeneratedColumn(_PassageIndex):
     def add(self, conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]]) -> None:
         return None
 
+    def indexer(self, conn: Connection, agent_id: str) -> RowIndexer:
+        return _nothing_to_add
+
     def drop(self, conn: Connection, agent_id: str) -> None:
         return None
 
     def optimize(self, conn: Connection) -> None:
         return None  # VACUUM FULL rebuilds the GIN index
+
+
+def _nothing_to_add(rows: Sequence[tuple[int, str]]) -> None:
+    return None
 
 
 _FTS5 = _Fts5PerAgent()
@@ -193,6 +216,13 @@ def index_rows(conn: Connection, agent_id: str, rows: Sequence[tuple[int, str]])
     On PostgreSQL the database derives the index from the row itself: nothing to add."""
     if rows:
         _index(conn).add(conn, agent_id, rows)
+
+
+def agent_indexer(conn: Connection, agent_id: str) -> RowIndexer:
+    """`index_rows` for one agent, for a writer of many rows in one transaction: on SQLite the
+    agent's table is looked up (or created) at its first rows, not again for every row. Use it
+    only inside the transaction it was made in (nothing else drops an agent's index meanwhile)."""
+    return _index(conn).indexer(conn, agent_id)
 
 
 def drop_agent_index(conn: Connection, agent_id: str) -> None:

@@ -441,7 +441,7 @@ def p011_message_vectors(cursor: Any) -> None:
 
 @_migration
 def p012_reply_links(cursor: Any) -> None:
-    """The passage a passage's context names (`context_of`), as SQLite's m014: the column, its
+    """The passage a passage's context names (`context_of`), as SQLite's m015: the column, its
     index, and the links of existing passages with context."""
     cursor.execute(
         """

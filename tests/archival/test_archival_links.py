@@ -17,7 +17,7 @@ from memory_agent.archival.passages import content_hash
 from memory_agent.archival.sentences import MAX_SENTENCE_SOURCE, sentence_texts
 from memory_agent.errors import ConfigurationError
 from memory_agent.store.database import Database
-from memory_agent.store.migrations import m014_issue25_reply_links
+from memory_agent.store.migrations import m015_issue25_reply_links
 
 QUESTION = "Caroline: Have you ever been hiking in the Grand Canyon?"
 REPLY = "Melanie: Yes, twice! We loved it so much that we are going back next summer."
@@ -169,7 +169,7 @@ def test_hybrid_search_lifts_the_replies_of_its_candidates(
 
 
 @pytest.mark.sqlite_only(
-    reason="runs SQLite's m014 by hand on the database file; PostgreSQL's p012 (the same rule) is"
+    reason="runs SQLite's m015 by hand on the database file; PostgreSQL's p012 (the same rule) is"
     " run by every migrated PostgreSQL database, on passages that have no context yet"
 )
 def test_the_migration_links_passages_stored_before_it(tmp_path: Path) -> None:
@@ -182,7 +182,7 @@ def test_the_migration_links_passages_stored_before_it(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "memory.db", isolation_level=None)
     conn.execute("UPDATE passages SET context_of = NULL")
     conn.execute("BEGIN")
-    m014_issue25_reply_links(conn)  # runs again on a schema that has the column: idempotent
+    m015_issue25_reply_links(conn)  # runs again on a schema that has the column: idempotent
     conn.execute("COMMIT")
     links = dict(conn.execute("SELECT passage_id, context_of FROM passages").fetchall())
     conn.close()

@@ -8,9 +8,11 @@ import pytest
 
 from memory_agent.archival import ArchivalMemory, NewPassage
 from memory_agent.archival.archive import INSERT_CHUNK
+from memory_agent.archival.passage_table import fetch_one, insert_or_get
+from memory_agent.archival.passages import prepare
 from memory_agent.errors import AgentNotFoundError, ArchivalError
 from memory_agent.store import journal
-from memory_agent.store.database import Database
+from memory_agent.store.database import Database, utc_now
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -58,6 +60,36 @@ def test_passage_fields_round_trip(hashed: ArchivalMemory) -> None:
     assert passage.metadata == {"source": "chat", "n": 3}
     assert passage.created_at == "2024-03-05T08:00:00.000000+00:00"
     assert passage.vector_state == "indexed"
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        NewPassage("Plain note."),
+        NewPassage(
+            "Moved the launch to Friday, café at 9.",
+            tags=["work", "plans"],
+            metadata={"n": 3, "é": [1.5, None], "nested": {"b": 1, "a": "x"}},
+            created_at="2024-03-05T10:00:00+02:00",
+            ttl_days=2.5,
+            importance=0.3,
+            provenance={"messages": [4, 5], "block": "human"},
+            sensitivity="secret",
+            context="Asked when the launch is.",
+        ),
+    ],
+    ids=["defaults", "every-field"],
+)
+def test_a_new_passage_is_what_its_row_reads_back(db: Database, item: NewPassage) -> None:
+    """insert_or_get builds a new passage from the values it wrote instead of reading the row
+    back; every field must be what a read of the row gives (column defaults included)."""
+    prepared = prepare(item)
+    with db.transaction() as conn:
+        built, created = insert_or_get(conn, "alice", prepared, utc_now())
+        read = fetch_one(conn, "alice", built.passage_id)
+        again, created_again = insert_or_get(conn, "alice", prepared, utc_now())
+    assert created and not created_again
+    assert built == read == again
 
 
 @pytest.mark.parametrize(
@@ -123,6 +155,44 @@ def test_delete_is_journalled_and_removes_the_vector(hashed: ArchivalMemory, db:
     assert [e.action for e in entries] == ["delete_passage", "insert_passage"]
     assert entries[0].old_value == "Temporary note" and entries[0].agent_id == "alice"
     assert entries[0].detail["tags"] == ["tmp"]
+
+
+def test_a_batch_is_journalled_in_the_order_of_its_items(
+    hashed: ArchivalMemory, db: Database
+) -> None:
+    """insert_many appends its entries together, but a repeated text (journalled by its own
+    writer) still comes after the entries of the items before it, and the chain holds."""
+    ids = hashed.insert_many("alice", ["one", "two", "one", "three"])
+    with db.reading() as conn:
+        entries = journal.list_entries(conn, agent_id="alice", target_type="passage")
+        report = journal.verify_chain(conn)
+    assert [(e.action, e.target_id) for e in reversed(entries)] == [
+        ("insert_passage", ids[0]),
+        ("insert_passage", ids[1]),
+        ("reinsert_passage", ids[0]),
+        ("insert_passage", ids[3]),
+    ]
+    assert report.ok
+
+
+def test_a_journal_batch_links_to_what_was_written_meanwhile_and_nothing_on_error(
+    db: Database,
+) -> None:
+    now = utc_now()
+    entry = {"agent_id": "alice", "target_type": "note", "created_at": now}
+    with db.transaction() as conn, journal.batch(conn) as entries:
+        entries.record(action="first", target_id="1", **entry)
+        journal.record(conn, action="direct", target_id="2", **entry)
+        entries.flush()
+        entries.record(action="last", target_id="3", **entry)
+    with pytest.raises(ZeroDivisionError), db.transaction() as conn, journal.batch(conn) as entries:
+        entries.record(action="rolled back", target_id="4", **entry)
+        _ = 1 / 0
+    with db.reading() as conn:
+        found = journal.list_entries(conn, target_type="note")
+        report = journal.verify_chain(conn)
+    assert [e.action for e in reversed(found)] == ["direct", "first", "last"]
+    assert report.ok
 
 
 def test_delete_tolerates_a_missing_vector(hashed: ArchivalMemory) -> None:

@@ -69,6 +69,50 @@ def test_version_1_database_migrates_forward_with_data(tmp_path: Path) -> None:
             assert conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
 
 
+SENSITIVITY_REWRITE = next(
+    index
+    for index, migration in enumerate(MIGRATIONS)
+    if migration.__name__.endswith("_sensitivity_check_without_a_temporary_index")
+)
+
+
+@pytest.mark.sqlite_only(reason="the rewritten CHECK and SQLite's temporary index are SQLite's")
+def test_the_sensitivity_check_is_rewritten_and_still_refuses_other_levels(tmp_path: Path) -> None:
+    """A store from before the rewrite keeps its rows, and its passages and blocks take the three
+    levels and nothing else, without a temporary index per row written."""
+    path = tmp_path / "memory.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS[:SENSITIVITY_REWRITE]:
+        migration(conn)
+    conn.execute(f"PRAGMA user_version = {SENSITIVITY_REWRITE}")
+    conn.execute("COMMIT")
+    conn.close()
+    with MemoryManager(storage_dir=tmp_path, agent_id="ada") as memory:
+        memory.core_memory_append("human", "Ada keeps a diary")
+        memory.archival_memory_insert("The diary is in the desk", sensitivity="secret")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        for table in ("blocks", "passages"):
+            sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+            assert "sensitivity IN" not in sql[0] and "sensitivity = 'secret'" in sql[0]
+            plan = [
+                row[1]
+                for row in conn.execute(f"EXPLAIN UPDATE {table} SET sensitivity = ?", ("public",))
+            ]
+            assert "OpenEphemeral" not in plan
+            for level in ("public", "private", "secret"):
+                conn.execute(f"UPDATE {table} SET sensitivity = ?", (level,))
+            with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+                conn.execute(f"UPDATE {table} SET sensitivity = 'top secret'")
+        assert conn.execute("SELECT content FROM passages").fetchall() == [
+            ("The diary is in the desk",)
+        ]
+    finally:
+        conn.close()
+
+
 @pytest.mark.sqlite_only(
     reason="PRAGMA user_version is SQLite's; PostgreSQL's version table is tested below"
 )
