@@ -34,6 +34,8 @@ SHIPPED_SQLITE = (
     ("m011_issue26_journal_chain", "199f6863742a6727"),
     ("m012_issue25_index_context", "9c886eb25171b112"),
     ("m013_issue25_message_vectors", "aae1c9066c515fa2"),
+    ("m014_issue25_sensitivity_check_without_a_temporary_index", "f0785b4d35da4547"),
+    ("m015_issue25_reply_links", "42e97574769a296c"),
 )
 SHIPPED_POSTGRES = (
     ("p001_schema_of_sqlite_v5", "d9bc1725d77d87ee"),
@@ -47,6 +49,7 @@ SHIPPED_POSTGRES = (
     ("p009_issue26_journal_chain", "2ca86bd7fe2fd624"),
     ("p010_index_context", "7b7fe2a6e33ac15b"),
     ("p011_message_vectors", "e9b1313f931d5671"),
+    ("p012_reply_links", "c35c99ba641623cc"),
 )
 
 
