@@ -73,9 +73,16 @@ def replies_of(
     if not passage_ids:
         return {}
     clause, params = where.sql("p")
+    # The replies are found through the context_of index first, then each is read by its rowid
+    # and filtered. Written as one WHERE, SQLite chose the agent's index (an equality looks more
+    # selective than an IN list without statistics) and read every passage of the agent: 37 ms a
+    # search at 100,000 passages, against 0.05 ms in this order (CROSS JOIN keeps SQLite's loop
+    # order; PostgreSQL plans it as the inner join it is).
     rows = conn.execute(
-        "SELECT p.passage_id, p.context_of FROM passages p WHERE p.context_of IN"
-        f" ({', '.join('?' for _ in passage_ids)}) AND {clause}",
+        "SELECT p.passage_id, p.context_of FROM passages r CROSS JOIN passages p"
+        " WHERE r.context_of IS NOT NULL AND r.context_of IN"
+        f" ({', '.join('?' for _ in passage_ids)}) AND p.passage_rowid = r.passage_rowid"
+        f" AND {clause}",
         (*passage_ids, *params),
     ).fetchall()
     return {str(row[0]): str(row[1]) for row in rows}
