@@ -575,6 +575,22 @@ def _field_weighted(q: Question, weight: float) -> Question:
 Method = Callable[[Corpus, Question], np.ndarray]
 
 
+def fusion_grid(
+    sims: str, label: str, weights: Sequence[float], depths: Sequence[int]
+) -> list[tuple[str, Method]]:
+    """Score and z-score fusion of the keyword leg with the `sims` vector leg, per weight and
+    depth (the same depth for both legs)."""
+    return [
+        (
+            f"{label}{how} w{w} depth {d}",
+            lambda c, q, how=how, w=w, d=d: fused(q, q.sims[sims], how, w, d, d),
+        )
+        for how in ("score", "zscore")
+        for w in weights
+        for d in depths
+    ]
+
+
 def families(quick: bool) -> dict[str, list[tuple[str, Method]]]:
     """Each candidate idea as the settings leave-one-out chooses among."""
     weights = (0.5, 0.6) if quick else (0.4, 0.5, 0.6, 0.7)
@@ -582,15 +598,7 @@ def families(quick: bool) -> dict[str, list[tuple[str, Method]]]:
     out: dict[str, list[tuple[str, Method]]] = {}
 
     def grid(sims: str, label: str) -> list[tuple[str, Method]]:
-        return [
-            (
-                f"{label}{how} w{w} depth {d}",
-                lambda c, q, how=how, w=w, d=d: fused(q, q.sims[sims], how, w, d, d),
-            )
-            for how in ("score", "zscore")
-            for w in weights
-            for d in depths
-        ]
+        return fusion_grid(sims, label, weights, depths)
 
     out[f"shipped fusion (min-max 0.6, depth {DEFAULT_DEPTH})"] = [
         (f"score w0.6 depth {DEFAULT_DEPTH}", lambda c, q: fused(q, q.sims["best"]))
@@ -694,15 +702,7 @@ def third_round(quick: bool, weights: Sequence[float]) -> dict[str, list[tuple[s
         ]
 
     def grid(sims: str, label: str) -> list[tuple[str, Method]]:
-        return [
-            (
-                f"{label}{how} w{w} depth {d}",
-                lambda c, q, how=how, w=w, d=d: fused(q, q.sims[sims], how, w, d, d),
-            )
-            for how in ("score", "zscore")
-            for w in weights
-            for d in (50, 100)
-        ]
+        return fusion_grid(sims, label, weights, (50, 100))
 
     out["link spread (context links)"] = spread("best")
     out["link spread + fusion grid"] = spread("best", grid=True)
