@@ -144,10 +144,8 @@ class MiniLMEmbeddingFunction:
         model = self._loaded()
         encodings = model.tokenizer.encode_batch(texts)
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        # Shortest first, so each batch pads to about its own length.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in _like_length_batches(order, [len(e.ids) for e in encodings], self.batch_size):
             for index, vector in zip(batch, _embed_batch(model, [encodings[i] for i in batch])):
                 vectors[index] = vector
         return vectors
@@ -169,8 +167,7 @@ class MiniLMEmbeddingFunction:
         vectors: list[list[np.ndarray]] = [[] for _ in texts]
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         embedded: dict[int, np.ndarray] = {}
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in _like_length_batches(order, [len(w) for w in windows], self.batch_size):
             embedded.update(zip(batch, _embed_ids(model, [windows[i] for i in batch])))
         for index, owner in enumerate(owners):  # windows in text order
             vectors[owner].append(embedded[index])
@@ -310,6 +307,34 @@ def _windows(ids: list[int], tokens: list[str], size: int, overlap: int) -> list
         while following > start + 1 and pieces[following].startswith("##"):
             following -= 1
         start = following
+
+
+PADDING_ALLOWED = 1.25
+"""A batch's longest row may be this many times its shortest (plus a few word-pieces)."""
+
+
+def _like_length_batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
+    """`order` (indexes sorted by `lengths`, shortest first) cut into batches of at most `size`,
+    and also wherever a row is much longer than its batch's first.
+
+    The model's cost is the padded area of a batch (rows times its longest row: about 0.3 ms
+    of CPU per word-piece here, padding included), while a call of its own costs only about as
+    much as ten word-pieces. A full batch of mixed lengths pads most rows to the longest one
+    (dialogue turns with their sentences: about half the area was padding), so batches of like
+    lengths do the same work for less.
+    """
+    batches: list[list[int]] = []
+    for index in order:
+        batch = batches[-1] if batches else None
+        if (
+            batch is None
+            or len(batch) >= size
+            or lengths[index] > lengths[batch[0]] * PADDING_ALLOWED + 4
+        ):
+            batches.append([index])
+        else:
+            batch.append(index)
+    return batches
 
 
 def _embed_batch(model: _Model, encodings: list[Any]) -> np.ndarray:

@@ -13,14 +13,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 from chromadb.api.types import EmbeddingFunction
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_agent.archival import (
     ArchivalMemory,
     MiniLMEmbeddingFunction,
     bundled_model_path,
+    embeddings,
 )
 from memory_agent.archival.config import collection_prefix_for
-from memory_agent.archival.embeddings import MODEL_SHA256, bundled_tokenizer_path
+from memory_agent.archival.embeddings import (
+    MODEL_SHA256,
+    PADDING_ALLOWED,
+    _like_length_batches,
+    bundled_tokenizer_path,
+)
 from memory_agent.errors import ArchivalError
 
 REFERENCE = Path(__file__).with_name("data") / "minilm_reference.json"
@@ -151,3 +159,42 @@ def test_constructing_archival_memory_opens_nothing(db, chroma_config) -> None: 
     assert archival.index._store is None and archival.index._embedding_function is None
     assert not chroma_config.path.exists()
     assert archival.search("alice", "", limit=1) == []  # a blank query needs neither
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=1, max_value=600), max_size=300),
+    size=st.integers(min_value=1, max_value=80),
+)
+def test_like_length_batches_cover_every_row_once_in_order_and_pad_little(
+    lengths: list[int], size: int
+) -> None:
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batches = _like_length_batches(order, lengths, size)
+    assert [index for batch in batches for index in batch] == order
+    for batch in batches:
+        assert 1 <= len(batch) <= size
+        assert lengths[batch[-1]] <= lengths[batch[0]] * PADDING_ALLOWED + 4
+    for before, after in zip(batches, batches[1:]):  # a cut is made only when it has to be
+        assert len(before) == size or (lengths[after[0]] > lengths[before[0]] * PADDING_ALLOWED + 4)
+
+
+def test_mixed_lengths_are_embedded_in_batches_of_like_length(
+    minilm: MiniLMEmbeddingFunction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Short and long texts no longer share a batch (the short ones padded to the long one),
+    and the vectors are those each text gets alone."""
+    widths: list[tuple[int, int]] = []
+    real = embeddings._embed_ids
+
+    def recording(model: object, rows: list[list[int]]) -> object:
+        widths.append((len(rows), max(len(row) for row in rows)))
+        return real(model, rows)  # type: ignore[arg-type]
+
+    texts = ["tea", "the cat sat on the mat", "a considerably longer text " * 12] * 3
+    alone = np.asarray([minilm([text])[0] for text in texts])
+    monkeypatch.setattr(embeddings, "_embed_ids", recording)
+    together = np.asarray(minilm(texts))
+    chunked = [vectors[0] for vectors in minilm.embed_chunks(texts)]
+    assert np.allclose(together, alone, atol=1e-5) and np.allclose(chunked, alone, atol=1e-5)
+    assert sorted(widths) == sorted([(3, 3), (3, 8), (3, 50)] * 2), widths
