@@ -73,7 +73,7 @@ async def main() -> None:
     )
     args = parser.parse_args()
     # --quick is a smoke run of the script (two compactions, every restart kind); the default
-    # suite's 70-turn soak on both backends (tests/e2e/test_long_conversation_e2e.py) is the test.
+    # suite's 58-turn soak on both backends (tests/e2e/test_long_conversation_e2e.py) is the test.
     turns = 24 if args.quick else args.turns
     window = 40_000 if args.quick else None
     restarts: dict[int, Restart] = (

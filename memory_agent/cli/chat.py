@@ -118,7 +118,11 @@ async def _main_loop(agent: MemoryAwareAgent) -> None:
             style="dim",
         )
     )
-    async with agent:
+    # The CLI process starts with the first message, not before the first prompt: the prompt
+    # comes a CLI start (about half a second) sooner, and a chat that only reads /memory or
+    # /help, or is left at once, never starts one.
+    connected = False
+    try:
         while (line := _read_line()) is not None:
             text = line.strip()
             if text in ("/quit", "/exit"):
@@ -132,7 +136,12 @@ async def _main_loop(agent: MemoryAwareAgent) -> None:
                     Text(f"Unknown command {text}; /help lists the commands.", style="yellow")
                 )
             elif text:
+                if not connected:
+                    await agent.connect()
+                    connected = True
                 _print_turn(await agent.process_turn(text))
+    finally:
+        await agent.__aexit__(None, None, None)
 
 
 def _read_line() -> str | None:

@@ -35,7 +35,12 @@ def _own_working_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.e2e
 def test_chat_replies_shows_memory_and_quits(initialised: Run) -> None:
+    cli_home = Path.home() / ".claude"  # what the SDK's CLI makes when it starts
     with ScriptedMessagesServer() as server:
+        # No message sent, no CLI started: commands and leaving do without one.
+        quiet = initialised("chat", input="/help\n/memory\n/quit\n", env=server.env())
+        assert quiet.exit_code == 0 and "/memory  show" in quiet.stdout, quiet.output
+        assert not cli_home.exists()
         server.enqueue(
             tool_use_response(
                 "mcp__memory__core_memory_append", {"label": "human", "content": "Name: Ada"}
@@ -47,6 +52,7 @@ def test_chat_replies_shows_memory_and_quits(initialised: Run) -> None:
         )
         requests = server.message_requests()
     assert result.exit_code == 0, result.output
+    assert cli_home.is_dir()  # the control: the first message started the CLI
     out = result.stdout
     assert "agent> Nice to meet you, Ada." in out
     assert "(memory: core_memory_append)" in out
@@ -84,9 +90,10 @@ def _read_until(stream: int, marker: bytes, timeout: float) -> bytes:
 def test_leaving_chat_at_the_prompt_ends_the_line(
     leave: str, initialised: Run, storage: Path
 ) -> None:
-    """A real process at its prompt: end of input (Ctrl-D) or SIGINT (Ctrl-C) leaves with exit
-    status 0 and the prompt's line ended. (The Ctrl-D case is also the test of chat ending at the
-    end of its input: a test of that through CliRunner checked the same two things.)"""
+    """A real process at its prompt: end of input (Ctrl-D, at the first prompt) or SIGINT
+    (Ctrl-C, at the prompt after a turn) leaves with exit status 0 and the prompt's line ended.
+    (The Ctrl-D case is also the test of chat ending at the end of its input: a test of that
+    through CliRunner checked the same two things.)"""
     command = [
         sys.executable,
         "-c",
@@ -106,9 +113,15 @@ def test_leaving_chat_at_the_prompt_ends_the_line(
         try:
             assert process.stdout is not None and process.stdin is not None
             shown = _read_until(process.stdout.fileno(), b"you> ", timeout=120)
-            if leave == "ctrl-d":
+            if leave == "ctrl-d":  # at the first prompt: no CLI has started yet
                 process.stdin.close()
             else:  # stdin stays open: only the signal can end the read
+                # After a turn, so the CLI runs and the SDK's threads exist: the signal may
+                # reach any thread of the process while chat waits for the next line.
+                process.stdin.write(b"hello\n")
+                process.stdin.flush()
+                shown += _read_until(process.stdout.fileno(), b"you> ", timeout=120)
+                assert b"agent> " in shown, shown
                 process.send_signal(signal.SIGINT)
             process.wait(timeout=120)
             rest = process.stdout.read()
