@@ -13,7 +13,7 @@ from typing import Any
 import backend_coverage
 import pytest
 import screenshot_folders
-from backends import backend_environ
+from backends import TEST_ENCRYPTION, TEST_ENCRYPTION_KEY, backend_environ
 from warm_interpreter import WarmInterpreter
 
 from memory_agent import MemoryManager, Settings
@@ -46,9 +46,6 @@ _OUR_VARIABLES = (
     "MEMORY_ENCRYPTION_KEY",
     "MEMORY_ENCRYPTION_KEY_FILE",
 )
-TEST_ENCRYPTION = "MEMORY_AGENT_TEST_ENCRYPTION"
-"""Set to 1 to run every `backend` test's SQLite run on an encrypted store (docs/encryption.md)."""
-TEST_ENCRYPTION_KEY = "test-suite-encryption-key"
 REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
 """Set (as .ci/run does) to make a PostgreSQL server that cannot start a failure, not a skip."""
 
