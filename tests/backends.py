@@ -50,7 +50,7 @@ default suite, whose PostgreSQL run a shorter test stands in for)."""
 
 
 MODULE_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-"""Params of a module-scoped `backend` fixture (see `module_store_environ`)."""
+"""Params of the `module_backend` fixture (tests/conftest.py)."""
 
 
 @contextlib.contextmanager

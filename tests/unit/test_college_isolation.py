@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from backends import MODULE_BACKENDS, module_store_environ
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.integrations.college import COLLEGE_BLOCK_LABEL, CollegeSession
@@ -21,25 +20,15 @@ SECRET = "Critic's private notes: the exam answers are 42."
 ORPHAN = "A block attached to nobody."
 TOOLS = ("core_memory_append", "memory_insert", "core_memory_replace", "memory_rethink")
 
-pytestmark = pytest.mark.usefixtures("backend")
 _INSTANCES = itertools.count(1)
 
 
-@pytest.fixture(scope="module", params=MODULE_BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """This module's `backend`: once per module, not per test (see `store_settings`)."""
-    return str(request.param)
-
-
 @pytest.fixture(scope="module")
-def store_settings(
-    backend: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Settings]:
-    """One store per backend for the module. Why: the 131 cases below that are refused or only
-    read assert that nothing changed around each call; a store per case was most of their cost
-    (a database copied and dropped per case on PostgreSQL)."""
-    with module_store_environ(backend, request, tmp_path_factory.mktemp("college")) as environ:
-        yield Settings.from_env(environ, env_file=None)
+def store_settings(module_store: dict[str, str]) -> Settings:
+    """One store per backend for the module (`module_backend`). Why: the 131 cases below that are
+    refused or only read assert that nothing changed around each call; a store per case was most
+    of their cost (a database copied and dropped per case on PostgreSQL)."""
+    return Settings.from_env(module_store, env_file=None)
 
 
 def _open_college(settings: Settings) -> CollegeSession:
