@@ -42,7 +42,7 @@ __all__ = [
 
 TESTS = Path(__file__).resolve().parent
 
-BACKEND_FIXTURES = frozenset({"backend"})
+BACKEND_FIXTURES = frozenset({"backend", "module_backend"})
 """A test requesting one of these runs on both backends."""
 
 SERVER_FIXTURES = frozenset(

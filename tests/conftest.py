@@ -13,7 +13,13 @@ from typing import Any
 import backend_coverage
 import pytest
 import screenshot_folders
-from backends import backend_environ
+from backends import (
+    MODULE_BACKENDS,
+    TEST_ENCRYPTION,
+    TEST_ENCRYPTION_KEY,
+    backend_environ,
+    module_store_environ,
+)
 from warm_interpreter import WarmInterpreter
 
 from memory_agent import MemoryManager, Settings
@@ -46,9 +52,6 @@ _OUR_VARIABLES = (
     "MEMORY_ENCRYPTION_KEY",
     "MEMORY_ENCRYPTION_KEY_FILE",
 )
-TEST_ENCRYPTION = "MEMORY_AGENT_TEST_ENCRYPTION"
-"""Set to 1 to run every `backend` test's SQLite run on an encrypted store (docs/encryption.md)."""
-TEST_ENCRYPTION_KEY = "test-suite-encryption-key"
 REQUIRE_POSTGRES = "MEMORY_AGENT_REQUIRE_POSTGRES"
 """Set (as .ci/run does) to make a PostgreSQL server that cannot start a failure, not a skip."""
 
@@ -203,6 +206,27 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     elif os.environ.get(TEST_ENCRYPTION) == "1":
         monkeypatch.setenv("MEMORY_ENCRYPTION_KEY", TEST_ENCRYPTION_KEY)
     return str(request.param)
+
+
+@pytest.fixture(scope="module", params=MODULE_BACKENDS)
+def module_backend(request: pytest.FixtureRequest) -> str:
+    """Like `backend`, once per module instead of once per test: for a module's many cases that
+    only read, or are refused and assert that nothing changed, and can share one store
+    (`module_store`) instead of a store each (on PostgreSQL a database copied and dropped per
+    case)."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def module_store(
+    module_backend: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """Settings' environment of the module's store on `module_backend` (PERSIST_DIRECTORY, and
+    MEMORY_DATABASE_URL on PostgreSQL): pass it to Settings.from_env, since the environment itself
+    is cleared before every test."""
+    folder = tmp_path_factory.mktemp("module-store")
+    with module_store_environ(module_backend, request, folder) as environ:
+        yield environ
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ class ChromaServer:
                     if response.status == 200:
                         return
             except OSError:
-                time.sleep(0.2)
+                time.sleep(0.05)  # a refused connection costs nothing; the server is up sooner
         raise ChromaUnavailable(
             f"chroma run did not answer on port {self.port} within {STARTUP_SECONDS}s"
         )

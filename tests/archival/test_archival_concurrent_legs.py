@@ -123,7 +123,7 @@ def test_sequential_legs_would_not_meet(
 ) -> None:
     """The barrier test's control: with search_threads=0 the keyword leg runs first and alone, so
     the vector leg's wait breaks; the search still answers, from keywords, and says so."""
-    barrier = threading.Barrier(2, timeout=0.5)
+    barrier = threading.Barrier(2, timeout=0.1)  # the wait that must break: no need to be patient
     archival = ArchivalMemory(
         db,
         chroma_config,

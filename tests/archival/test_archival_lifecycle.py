@@ -4,6 +4,7 @@ out of default search, importance, updates, and bad input refused with nothing c
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -15,13 +16,12 @@ from memory_agent import MemoryManager, Settings
 from memory_agent.errors import ArchivalError, MemoryAgentError
 from memory_agent.store.snapshot import store_snapshot
 
-pytestmark = pytest.mark.usefixtures("backend")
-
 MODES = ("keyword", "vector", "hybrid")
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> MemoryManager:
+def memory(tmp_path: Path, backend: str) -> MemoryManager:
+    """A store of the test's own on each backend (PostgreSQL's URL is set by `backend`)."""
     import os
 
     settings = Settings(
@@ -236,10 +236,23 @@ BAD_INSERTS: list[dict[str, object]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def refusing_memory(module_store: dict[str, str]) -> Iterator[MemoryManager]:
+    """One store per backend for the cases below: each is refused and asserts that it changed
+    nothing, so a store each (a database copied and dropped per case on PostgreSQL) bought
+    nothing."""
+    settings = Settings.from_env(module_store, env_file=None)
+    with MemoryManager(
+        agent_id="alice", settings=settings, embedding_function=HashEmbedding()
+    ) as manager:
+        yield manager
+
+
 @pytest.mark.parametrize("bad", BAD_INSERTS, ids=[json.dumps(b, default=str) for b in BAD_INSERTS])
 def test_bad_lifecycle_values_are_refused_and_nothing_is_written(
-    memory: MemoryManager, bad: dict[str, object]
+    refusing_memory: MemoryManager, bad: dict[str, object]
 ) -> None:
+    memory = refusing_memory
     memory.archival_memory_insert("Something already stored.")
     before = store_snapshot(memory.database)
     with pytest.raises(MemoryAgentError):

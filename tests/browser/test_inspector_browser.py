@@ -164,10 +164,13 @@ def test_a_stale_edit_is_refused_and_changes_nothing(
         for tab in (first, second):
             open_page(tab, ui, block_path("projects/garden"))
         before = block_value(db, "projects/garden")[0]
+        # A tab behind another gets few animation frames, and a click waits for them: 2 s each.
+        first.bring_to_front()
         first.fill("form[data-form=edit] textarea[name=value]", before + " Beans too.")
         submit(first, "edit")
         assert block_value(db, "projects/garden")[0] == before + " Beans too."
 
+        second.bring_to_front()
         second.fill("form[data-form=edit] textarea[name=value]", "An edit made on the old version.")
         submit(second, "edit")
 

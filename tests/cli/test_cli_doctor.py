@@ -49,11 +49,12 @@ def _details(result: Result) -> dict[str, str]:
 
 
 @pytest.fixture
-def postgres(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """This test on PostgreSQL only (a fresh database); the URL connects as the cluster's superuser,
-    which the tests use to damage what a memory-agent user could not."""
-    monkeypatch.setenv("MEMORY_DATABASE_URL", postgres_url)
-    return postgres_url
+def postgres(migrated_postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test on PostgreSQL only (a fresh copy of the migrated template, made ahead: no wait
+    for CREATE DATABASE and the migrations); the URL connects as the cluster's superuser, which
+    the tests use to damage what a memory-agent user could not."""
+    monkeypatch.setenv("MEMORY_DATABASE_URL", migrated_postgres_url)
+    return migrated_postgres_url
 
 
 def _connect(url: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:

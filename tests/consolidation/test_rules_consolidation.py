@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from consolidation_helpers import BERTHS, HARBOUR, block_columns, fill_notes, memory_content
+from store_clock import StoreClock
 
 from memory_agent import (
     ConsolidationError,
@@ -104,11 +104,15 @@ def test_an_over_full_block_moves_its_oldest_lines_to_archival(memory: MemoryMan
     assert block.value.endswith(lines[-1])  # the newest lines stay
 
 
-def test_expired_passages_are_counted_and_never_merged(memory: MemoryManager) -> None:
-    soon = datetime.now(timezone.utc) + timedelta(seconds=1)
-    expiring = memory.archival_memory_insert(HARBOUR[0], expires_at=soon)
+def test_expired_passages_are_counted_and_never_merged(
+    memory: MemoryManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = StoreClock(monkeypatch)  # the store's clock moved on, not slept through
+    expiring = memory.archival_memory_insert(
+        HARBOUR[0], expires_at=clock.instant + timedelta(seconds=1)
+    )
     kept = memory.archival_memory_insert(HARBOUR[1])
-    time.sleep(1.2)
+    clock.advance(1.2)
     report = memory.consolidate(consolidator="rules")
     assert report.counts["passages_expired"] == 1
     assert report.counts["passages_merged"] == 0
@@ -341,19 +345,26 @@ def test_archived_lines_name_the_turn_that_wrote_them(memory: MemoryManager) -> 
 
 
 class _Slow:
+    """A consolidator that says when it started planning, then plans for 30 s."""
+
+    def __init__(self) -> None:
+        self.planning = asyncio.Event()
+
     @property
     def name(self) -> str:
         return "slow"
 
     async def plan(self, view: MemoryView, embed: Embed) -> Plan:
+        self.planning.set()
         await asyncio.sleep(30)
         return Plan()
 
 
 def test_a_cancelled_background_run_is_recorded_as_failed(memory: MemoryManager) -> None:
     async def cancel_it() -> None:
-        task = asyncio.create_task(memory.aconsolidate(consolidator=_Slow()))
-        await asyncio.sleep(0.2)
+        slow = _Slow()
+        task = asyncio.create_task(memory.aconsolidate(consolidator=slow))
+        await asyncio.wait_for(slow.planning.wait(), timeout=30)  # the session is under way
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -287,8 +287,9 @@ def test_rekey_encrypts_a_plain_store_and_decrypts_it_again(tmp_path: Path) -> N
 
 @ENCRYPTED
 def test_rekey_refuses_a_wrong_key_a_store_in_use_and_postgresql_changing_nothing(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(cipher, "BUSY_WAIT_S", 0.2)  # the reader below never lets go: no 2 s wait
     store = tmp_path / "store"
     fill(store)
     before = files_of(store)

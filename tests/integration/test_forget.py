@@ -459,7 +459,7 @@ def _doctor(settings: Settings, *args: str) -> Any:
 def test_a_forget_under_an_older_open_transaction_says_so_and_doctor_finishes_it(
     tmp_path: Path, marker: str, holder: str, request: pytest.FixtureRequest
 ) -> None:
-    settings = _settings(tmp_path, {}, MEMORY_FORGET_WAIT_SECONDS="0.3")
+    settings = _settings(tmp_path, {}, MEMORY_FORGET_WAIT_SECONDS="0.1")
     memory = _manager(settings)
     target = memory.archival_memory_insert(f"The door code is {marker}", tags=["door"])
     memory.store_message("assistant", f"I stored: The door code is {marker}")
@@ -496,7 +496,7 @@ class _EndWhenWaitedFor(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.timer is None and f"pid {self.held.info.backend_pid}" in record.getMessage():
-            self.timer = threading.Timer(0.5, self.held.close)
+            self.timer = threading.Timer(0.2, self.held.close)
             self.timer.start()
 
 

@@ -5,6 +5,7 @@ pinned in tests/unit/test_shipped_migrations.py.)"""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -252,9 +253,17 @@ def test_a_newer_postgres_schema_is_refused_and_left_alone(
     assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION + 1,)]
 
 
-def _open_at(url: str, start: float, storage: str) -> None:
-    """One process: wait for the common start time, then open the database once."""
-    time.sleep(max(0.0, start - time.time()))
+def _open_together(url: str, gate: str, count: int, storage: str) -> None:
+    """One process: say it is ready (a file in `gate`), wait until all `count` are, then open the
+    database once. Why a gate, not a start time far enough ahead: forked workers are ready within
+    milliseconds, and a fixed time is idle waiting on a quiet machine yet may be too short on a
+    loaded one."""
+    folder = Path(gate)
+    (folder / f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + 60
+    while len(list(folder.iterdir())) < count:
+        assert time.monotonic() < deadline, "the other processes never got ready"
+        time.sleep(0.002)
     PostgresDatabase(url, Path(storage)).close()
 
 
@@ -263,9 +272,12 @@ def test_processes_opening_a_fresh_postgres_database_at_once_create_it_once(
     postgres_url: str, tmp_path: Path
 ) -> None:
     _sql(postgres_url, DDL_LOG)
-    start = time.time() + 3.0  # every process is up and waiting before the first one opens
+    gate = tmp_path / "gate"  # every process is up and waiting before the first one opens
+    gate.mkdir()
     # Six processes, forked from one spawned launcher (tests/forked_workers.py).
-    run_workers(_open_at, [(postgres_url, start, str(tmp_path / str(n))) for n in range(6)])
+    run_workers(
+        _open_together, [(postgres_url, str(gate), 6, str(tmp_path / str(n))) for n in range(6)]
+    )
     assert _sql(postgres_url, f"SELECT version FROM {VERSION_TABLE}") == [(PG_SCHEMA_VERSION,)]
     created = [object_ for tag, object_ in _ddl(postgres_url) if tag == "CREATE TABLE"]
     assert sorted(created) == sorted(set(created)) and "public.passages" in created

@@ -5,6 +5,7 @@ both backends in tests/unit/test_session_store.py.)"""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def test_a_writer_waits_for_another_hosts_transaction(postgres_url: str, tmp_pat
         MemoryManager(tmp_path / "a", agent_id="a", database_url=postgres_url) as one,
         MemoryManager(tmp_path / "b", agent_id="a", database_url=postgres_url) as two,
     ):
-        entered, release = threading.Event(), threading.Event()
+        entered = threading.Event()
         seen: list[str] = []
 
         def second_host() -> None:
@@ -101,10 +102,25 @@ def test_a_writer_waits_for_another_hosts_transaction(postgres_url: str, tmp_pat
         with one.db.transaction() as conn:
             conn.execute("INSERT INTO meta (key, value) VALUES ('probe', 'first')")
             entered.set()
-            release.wait(0.5)  # the other host is blocked on the write lock meanwhile
+            _wait_until_a_session_waits_for_a_lock(postgres_url)  # the other host, meanwhile
             assert not seen
         thread.join(10)
         assert seen == ["first"]
+
+
+def _wait_until_a_session_waits_for_a_lock(url: str) -> None:
+    """Return once a session of the database waits for a lock (the server says so): no fixed
+    pause that a loaded machine might outlast before the other host even asks."""
+    import psycopg
+
+    deadline = time.monotonic() + 10
+    with psycopg.connect(url, autocommit=True) as watcher:
+        while not watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()[0]:  # type: ignore[index]
+            assert time.monotonic() < deadline, "the other host never waited for the lock"
+            time.sleep(0.01)
 
 
 def test_errors_never_show_the_password(postgres_cluster: PostgresCluster, tmp_path: Path) -> None:

@@ -255,6 +255,10 @@ class Relay:
                 end.shutdown(socket.SHUT_RDWR)
             end.close()
 
+    def wait_until_up(self) -> None:
+        """Return once the relay accepts connections again (its time down after a cut is over)."""
+        time.sleep(max(0.0, self._down_until - time.monotonic()))
+
     def close(self) -> None:
         self.listener.close()
 
@@ -288,7 +292,7 @@ def test_a_lost_commit_answer_is_looked_up_once_the_server_is_back(
     asking until the server answers (within COMMIT_SETTLE_S), so the write counts once, no error."""
     relayed = url.replace(f":{relay.target}/", f":{relay.port}/")
     with MemoryManager(tmp_path, agent_id="ada", database_url=relayed) as memory:
-        relay.cut_at, relay.down_after_cut = ("down", COMMIT_DONE), 1.0
+        relay.cut_at, relay.down_after_cut = ("down", COMMIT_DONE), 0.5
         memory.core_memory_append("human", "exactly once")
         assert relay.cuts == 1
         assert memory.get_block("human").value.count("exactly once") == 1
@@ -299,13 +303,13 @@ def test_an_unknowable_commit_is_its_own_error_and_looking_first_avoids_a_double
 ) -> None:
     """Unreachable past the lookup's patience: WriteOutcomeUnknownError (a StorageError), whose
     advice, look before repeating, is what keeps a retrying caller from writing twice."""
-    monkeypatch.setattr(postgres, "COMMIT_SETTLE_S", 0.5)
+    monkeypatch.setattr(postgres, "COMMIT_SETTLE_S", 0.2)
     relayed = url.replace(f":{relay.target}/", f":{relay.port}/")
     with MemoryManager(tmp_path, agent_id="ada", database_url=relayed) as memory:
-        relay.cut_at, relay.down_after_cut = ("down", COMMIT_DONE), 2.0
+        relay.cut_at, relay.down_after_cut = ("down", COMMIT_DONE), 1.2
         with pytest.raises(WriteOutcomeUnknownError, match="Check .* before repeating it"):
             memory.core_memory_append("human", "maybe")
-        time.sleep(2.0)
+        relay.wait_until_up()
         if "maybe" not in memory.get_block("human").value:  # the caller looks first, as advised
             memory.core_memory_append("human", "maybe")
         assert memory.get_block("human").value.count("maybe") == 1

@@ -7,6 +7,7 @@ error result, leave the target unchanged, and not leak the target's value in the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,16 +20,39 @@ SECRET = "Critic's private notes: the exam answers are 42."
 ORPHAN = "A block attached to nobody."
 TOOLS = ("core_memory_append", "memory_insert", "core_memory_replace", "memory_rethink")
 
-pytestmark = pytest.mark.usefixtures("backend")
+_INSTANCES = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def store_settings(module_store: dict[str, str]) -> Settings:
+    """One store per backend for the module (`module_backend`). Why: the 131 cases below that are
+    refused or only read assert that nothing changed around each call; a store per case was most
+    of their cost (a database copied and dropped per case on PostgreSQL)."""
+    return Settings.from_env(module_store, env_file=None)
+
+
+def _open_college(settings: Settings) -> CollegeSession:
+    """A college of its own in the module's store: the Critic's private block and a block attached
+    to nobody."""
+    session = CollegeSession.open(instance_id=f"iso{next(_INSTANCES)}", settings=settings)
+    memory = session.memory
+    memory.create_block("critic_notes", SECRET, agent_id=session.critic_id)
+    orphan = memory.create_block("orphan", ORPHAN, agent_id=session.scribe_id)
+    memory.detach_block(session.scribe_id, orphan.block_id)
+    return session
+
+
+@pytest.fixture(scope="module")
+def college(store_settings: Settings) -> Iterator[CollegeSession]:
+    """The college the cases that change nothing share (each asserts that it changed nothing)."""
+    with _open_college(store_settings) as session:
+        yield session
 
 
 @pytest.fixture
-def college(settings: Settings) -> Iterator[CollegeSession]:
-    with CollegeSession.open(instance_id="iso", settings=settings) as session:
-        memory = session.memory
-        memory.create_block("critic_notes", SECRET, agent_id=session.critic_id)
-        orphan = memory.create_block("orphan", ORPHAN, agent_id=session.scribe_id)
-        memory.detach_block(session.scribe_id, orphan.block_id)
+def own_college(store_settings: Settings) -> Iterator[CollegeSession]:
+    """A college for one test that changes it."""
+    with _open_college(store_settings) as session:
         yield session
 
 
@@ -65,6 +89,7 @@ def _assert_refused(college: CollegeSession, tool: str, arguments: dict[str, Any
 
 
 def _orphan_id(college: CollegeSession) -> str:
+    """A block attached to nobody (each college of the module made one)."""
     with college.memory.db.reading() as conn:
         return str(conn.execute("SELECT block_id FROM blocks WHERE label = 'orphan'").fetchone()[0])
 
@@ -148,17 +173,17 @@ def test_labels_that_are_not_strings_are_refused(
     _assert_refused(college, tool, _arguments(tool, label))
 
 
-def test_a_label_both_agents_have_edits_only_the_callers_block(college: CollegeSession) -> None:
-    memory = college.memory
-    critic_human = memory.get_agent_block(college.critic_id, "human")
+def test_a_label_both_agents_have_edits_only_the_callers_block(own_college: CollegeSession) -> None:
+    memory = own_college.memory
+    critic_human = memory.get_agent_block(own_college.critic_id, "human")
     outcome = memory.execute_tool(
         "core_memory_append",
         {"label": "human", "content": "Likes proofs."},
-        agent_id=college.professor_id,
+        agent_id=own_college.professor_id,
     )
     assert not outcome.is_error
-    assert memory.get_agent_block(college.professor_id, "human").value.endswith("Likes proofs.")
-    assert memory.get_agent_block(college.critic_id, "human") == critic_human
+    assert memory.get_agent_block(own_college.professor_id, "human").value.endswith("Likes proofs.")
+    assert memory.get_agent_block(own_college.critic_id, "human") == critic_human
 
 
 def test_errors_list_only_the_callers_own_blocks(college: CollegeSession) -> None:
@@ -178,17 +203,21 @@ def test_the_rendered_memory_holds_only_attached_blocks(college: CollegeSession)
     assert "<critic_notes>" not in rendered and f"<{COLLEGE_BLOCK_LABEL}>" in rendered
 
 
-def test_a_detached_agent_loses_access_to_the_shared_block(college: CollegeSession) -> None:
-    memory = college.memory
-    memory.core_memory_append(COLLEGE_BLOCK_LABEL, "Critic: before.", agent_id=college.critic_id)
-    memory.detach_block(college.scribe_id, college.block_id)
+def test_a_detached_agent_loses_access_to_the_shared_block(own_college: CollegeSession) -> None:
+    memory = own_college.memory
+    memory.core_memory_append(
+        COLLEGE_BLOCK_LABEL, "Critic: before.", agent_id=own_college.critic_id
+    )
+    memory.detach_block(own_college.scribe_id, own_college.block_id)
     for tool in TOOLS:
         outcome = memory.execute_tool(
-            tool, _arguments(tool, COLLEGE_BLOCK_LABEL), agent_id=college.scribe_id
+            tool, _arguments(tool, COLLEGE_BLOCK_LABEL), agent_id=own_college.scribe_id
         )
         assert outcome.is_error and "Critic: before." not in outcome.text
-    assert college.shared_state() == "Critic: before."
-    assert "Critic: before." not in memory.get_system_prompt_addition(agent_id=college.scribe_id)
+    assert own_college.shared_state() == "Critic: before."
+    assert "Critic: before." not in memory.get_system_prompt_addition(
+        agent_id=own_college.scribe_id
+    )
 
 
 def test_unknown_tools_and_unknown_agents_are_errors(college: CollegeSession) -> None:

@@ -8,6 +8,7 @@ outcome) and the `anthropic` adapter (a `ToolError`, which the tool runner sends
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from anthropic.lib.tools import ToolError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_agent import MemoryManager
+from memory_agent import MemoryManager, Settings
 from memory_agent.core.labels import validate_label
 from memory_agent.core.memory_paths import memory_path, parse_memory_path
 from memory_agent.errors import MemoryAgentError, MemoryToolError
@@ -191,11 +192,21 @@ RISKY_OPERATIONS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.usefixtures("backend")
+@pytest.fixture(scope="module")
+def seeded_once(module_store: dict[str, str]) -> Iterator[MemoryManager]:
+    """`seeded` once per module and backend: every case below is refused and asserts that it
+    changed nothing, so they share the store (`module_store`)."""
+    settings = Settings.from_env(module_store, env_file=None)
+    with MemoryManager(agent_id="agent-a", settings=settings) as memory:
+        memory.create_block("project/notes.md", "Nothing here yet.", in_prompt=False)
+        yield memory
+
+
 @pytest.mark.parametrize("arguments", list(RISKY_OPERATIONS.values()), ids=list(RISKY_OPERATIONS))
 def test_a_refused_operation_changes_nothing(
-    seeded: MemoryManager, arguments: dict[str, Any]
+    seeded_once: MemoryManager, arguments: dict[str, Any]
 ) -> None:
+    seeded = seeded_once
     before = _snapshot(seeded)
     with pytest.raises(MemoryAgentError):
         MemoryFiles(seeded).run(arguments)

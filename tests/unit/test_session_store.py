@@ -65,19 +65,24 @@ def test_public_names() -> None:
 def fresh_store_url(
     backend: str, request: pytest.FixtureRequest
 ) -> Iterator[Callable[[], str | None]]:
-    """A new empty database per call on PostgreSQL (dropped afterwards); None on SQLite, where a
-    new directory is the new store. The conformance suite wants a fresh store per contract."""
+    """A new database per call on PostgreSQL (dropped afterwards); None on SQLite, where a new
+    directory is the new store. The conformance suite wants a fresh store per contract.
+
+    On PostgreSQL a copy of the migrated template (made ahead by a thread), as the `backend`
+    fixture gives: migrating an empty database per contract was most of these tests' time (about
+    30 per test), and the first open of an empty database has tests of its own
+    (test_migrations.py)."""
     made: list[str] = []
 
     def fresh() -> str | None:
         if backend != "postgres":
             return None
-        made.append(request.getfixturevalue("postgres_cluster").database_url("conf"))
+        made.append(request.getfixturevalue("postgres_template_copies").take())
         return made[-1]
 
     yield fresh
     for url in made:
-        request.getfixturevalue("postgres_cluster").drop(url)
+        request.getfixturevalue("postgres_template_copies").release(url)
 
 
 async def test_passes_the_sdk_conformance_suite(
