@@ -123,10 +123,13 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke run: 3 turns, 0 and 300 stored messages"
+        "--quick",
+        action="store_true",
+        help="a smoke run: 3 turns, 300 stored messages (the empty database's run is the same "
+        "code, so a smoke run leaves it out and starts three SDK CLI processes, not six)",
     )
     args = parser.parse_args()
-    sizes = (0, 300) if args.quick else (0, 10_000)
+    sizes = (300,) if args.quick else (0, 10_000)
     if args.quick:
         args.turns = 3
     print(f"{args.turns} alternating turns per client, unchanged memory; medians")

@@ -81,6 +81,10 @@ with reply links against it (the plain format has no context, hence no links).""
 QUICK_TURNS = 30
 QUICK_ROUNDS = 50
 """Bootstrap resamples in a `--quick` run: a smoke run's intervals are not read."""
+LOO_QUICK_CONVERSATIONS = 2
+LOO_QUICK_TURNS = 20
+"""The `--quick` slice of the scripts that only reuse this one's machinery (ranking_candidates,
+conversation_search_locomo, pg_keyword_locomo; see `loo_quick_slice`)."""
 
 
 # ----- data ----------------------------------------------------------------------------------
@@ -189,6 +193,14 @@ def truncated(conversation: Conversation, turns: int) -> Conversation:
     known = {turn.dia_id for turn in kept}
     questions = [q for q in conversation.questions if q.evidence <= known]
     return Conversation(conversation.name, kept, questions, conversation.skipped)
+
+
+def loo_quick_slice(conversations: Sequence[Conversation]) -> list[Conversation]:
+    """A smoke run's slice for the leave-one-out scripts: the first two conversations (the fewest
+    leave-one-out needs), their first 20 turns (17 questions on the dev set). Embedding the turns
+    is most of such a run, and its figures are not read: a bit over a third of this script's own
+    quick slice (three conversations, 30 turns) runs every path as well."""
+    return [truncated(c, LOO_QUICK_TURNS) for c in conversations[:LOO_QUICK_CONVERSATIONS]]
 
 
 # ----- context variants: what ranking-only context a turn is stored with -----------------------

@@ -16,7 +16,7 @@ recall@budget: the share of a question's evidence turns that land in the injecte
     python bench/auto_recall_bench.py [--data DIR] [--budgets 500,1000,2000] [--max-items N]
                                       [--quick]
 
-`--max-items` defaults to `AutoRecallSettings().max_items`. `--quick` keeps the first 24 turns
+`--max-items` defaults to `AutoRecallSettings().max_items`. `--quick` keeps the first 16 turns
 of the first conversation, the questions on them and one budget.
 """
 
@@ -44,7 +44,8 @@ from memory_agent.agent.auto_recall import (  # noqa: E402
     RecallSource,
 )
 
-QUICK_TURNS = 24
+QUICK_TURNS = 16
+"""A quick run's turns: embedding them (as passages and as messages) is most of its time."""
 SOURCES: dict[str, tuple[RecallSource, ...]] = {
     "archival": ("archival",),
     "conversation": ("conversation",),

@@ -251,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.agents, args.edits, args.appends, args.writers, args.passages = 10, 40, 20, [1, 2], 150
+        # Two writers only: each writer is a spawned process (the most a quick run pays for), and
+        # one writer is the same code without the contention.
+        args.agents, args.edits, args.appends, args.writers, args.passages = 10, 40, 20, [2], 60
     turns_cap = 30 if args.quick else None
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
@@ -307,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.passages:
             passages = synthetic_passages(args.passages)
-            questions = synthetic_questions(30 if args.quick else 210)
+            questions = synthetic_questions(20 if args.quick else 210)
             if args.embedding == "minilm":
                 live: Any = MiniLMEmbeddingFunction()
                 PrecomputedEmbedding.space = live.name()

@@ -110,7 +110,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--window", type=int, default=60_000, help="compaction window in tokens")
-    parser.add_argument("--quick", action="store_true", help="12 turns at an 8,000-token window")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="9 turns at a 5,500-token window (one compaction, one memory edit, one tool call)",
+    )
     parser.add_argument(
         "--stale-turns",
         type=int,
@@ -119,7 +123,8 @@ async def main() -> None:
         help="also run `deferred` with these max_stale_turns (to choose the default)",
     )
     args = parser.parse_args()
-    turns, window = (12, 8_000) if args.quick else (args.turns, args.window)
+    # A compaction starts a new CLI process, the most a quick run pays for: one per run is enough.
+    turns, window = (9, 5_500) if args.quick else (args.turns, args.window)
     print(
         f"{turns} turns, window {window:,} tokens; edit every 5, shared edit every 20, tool every "
         "7; "

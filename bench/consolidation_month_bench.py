@@ -1,7 +1,8 @@
 """A simulated month of memory with consolidation running through it, and appends racing
 consolidation.
 
-1. **The month.** One agent; `--writers` spawned processes write to it at once, day after day
+1. **The month.** One agent; `--writers` processes (forked from one spawned launcher,
+   `memory_agent.testing.forked`) write to it at once, day after day
    (`--days`, `--ops` writes per writer and day): new facts as archival passages, exact
    duplicates (the same words, other spacing and case), near duplicates (the same fact said
    otherwise), contradictions (the same person's new city, to supersede the old), notes that
@@ -61,11 +62,14 @@ from compaction import CompactionSettings  # noqa: E402
 from memory_agent import BlockLimitExceededError, MemoryManager, Settings  # noqa: E402
 from memory_agent.consolidation import ModelConsolidator, RulesConsolidator  # noqa: E402
 from memory_agent.testing import ScriptedMessagesServer, text_response  # noqa: E402
+from memory_agent.testing.forked import start_forked  # noqa: E402
 from memory_agent.testing.postgres_cluster import PostgresCluster  # noqa: E402
 from memory_agent.testing.recorded import RecordedRequest  # noqa: E402
 from memory_agent.testing.responses import ScriptedResponse  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")
+WRITER_PRELOAD = ("chromadb", "chromadb.api.rust", "onnxruntime", "tokenizers")
+"""What a month writer imports at its first archival write: the launcher imports it once."""
 AGENT = "month"
 HUMAN_LIMIT = 2_000
 MARKER = re.compile(r"\[([FBN]\d+-\d{5})\]")
@@ -502,15 +506,16 @@ def run_month(
                 SPAWN.Barrier(writers + 1),
                 SPAWN.Queue(),
             )
-            processes = [
-                SPAWN.Process(
-                    target=_month_writer,
-                    args=(storage, w, days, ops, short_ttl_s, seed, day_start, day_end, results),
-                )
-                for w in range(writers)
-            ]
-            for process in processes:
-                process.start()
+            # One spawned launcher forks the writers: each would import the package, Chroma and
+            # onnxruntime otherwise (memory_agent.testing.forked).
+            launcher = start_forked(
+                _month_writer,
+                [
+                    (storage, w, days, ops, short_ttl_s, seed, day_start, day_end, results)
+                    for w in range(writers)
+                ],
+                preload=WRITER_PRELOAD,
+            )
             runs: list[RunFigure] = []
             sizes: list[int] = []
             rollbacks: list[tuple[int, bool, int]] = []
@@ -531,18 +536,17 @@ def run_month(
                     )
                     if rollback_every and day % rollback_every == 0:
                         rollbacks.append(_rollback_check(memory, consolidator, day))
-                collected = [json.loads(results.get(timeout=600)) for _ in processes]
+                collected = [json.loads(results.get(timeout=600)) for _ in range(writers)]
             except BaseException:
                 day_start.abort()  # the writers stop waiting for a day that will not come
                 day_end.abort()
                 raise
             finally:
-                for process in processes:
-                    process.join(timeout=120)
-                    if process.is_alive():
-                        process.terminate()
-            if any(process.exitcode != 0 for process in processes):
-                raise RuntimeError(f"a writer failed: exit codes {[p.exitcode for p in processes]}")
+                launcher.join(timeout=120)
+                if launcher.is_alive():
+                    launcher.terminate()
+            if launcher.exitcode != 0:
+                raise RuntimeError(f"a writer failed (launcher exit code {launcher.exitcode})")
             time.sleep(short_ttl_s)
             runs.append(_timed_run(memory, consolidator, days + 1))  # a last run after the month
             facts = {
@@ -655,12 +659,9 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
             memory.create_block(SHARED, "", limit=limit)
             start, done = SPAWN.Barrier(writers + 1), SPAWN.Queue()
             names = [f"w{n}" for n in range(writers)]
-            processes = [
-                SPAWN.Process(target=_appender, args=(storage, name, appends, start, done))
-                for name in names
-            ]
-            for process in processes:
-                process.start()
+            launcher = start_forked(
+                _appender, [(storage, name, appends, start, done) for name in names]
+            )
             start.wait(timeout=600)
             began = time.monotonic()
             finished: list[tuple[str, int]] = []
@@ -674,19 +675,16 @@ def run_race(writers: int, appends: int, limit: int, consolidator: Any) -> RaceR
                 retry += len(report.retry_later)
                 while not done.empty():
                     finished.append(done.get())
-                if len(finished) < writers and not any(process.is_alive() for process in processes):
+                if len(finished) < writers and not launcher.is_alive():
                     time.sleep(0.5)  # the queue's feeder may still be flushing the last report
                     while not done.empty():
                         finished.append(done.get())
                     if len(finished) < writers:
                         raise RuntimeError("an appender died before finishing")
             wall = time.monotonic() - began
-            for process in processes:
-                process.join(timeout=120)
-            if any(process.exitcode != 0 for process in processes):
-                raise RuntimeError(
-                    f"an appender failed: exit codes {[p.exitcode for p in processes]}"
-                )
+            launcher.join(timeout=120)
+            if launcher.exitcode != 0:
+                raise RuntimeError(f"an appender failed (launcher exit code {launcher.exitcode})")
             text = (
                 memory.get_block(SHARED, agent_id=OWNER).value
                 + "\n"

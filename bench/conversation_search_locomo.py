@@ -39,16 +39,15 @@ from archival_locomo import (  # noqa: E402
     DEFAULT_DATA,
     KS,
     QUICK_ROUNDS,
-    QUICK_TURNS,
     CachedEmbedding,
     Conversation,
     Question,
     Result,
     load_conversation,
+    loo_quick_slice,
     mean_recall,
     paired_bootstrap,
     recall,
-    truncated,
 )
 
 from memory_agent import MemoryManager, Settings  # noqa: E402
@@ -245,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     conversations = [load_conversation(path) for path in files]
     if args.quick:
-        conversations = [truncated(c, QUICK_TURNS) for c in conversations]
+        conversations = loo_quick_slice(conversations)
     from memory_agent.archival import MiniLMEmbeddingFunction
 
     embedding = CachedEmbedding(MiniLMEmbeddingFunction())

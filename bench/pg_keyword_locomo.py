@@ -1,13 +1,14 @@
 """PostgreSQL keyword and hybrid search on LoCoMo, chosen out of sample, beside SQLite's FTS5 bm25.
 
-The LoCoMo conversations are stored once on each backend (a throwaway PostgreSQL cluster, and a
-SQLite storage dir), one agent per conversation, one passage per turn ("Speaker: words", as
-stored by default), vectors by the default model in embedded Chroma. For every question the
-harness reads, DEPTH deep: FTS5's ranking and the vector ranking on SQLite; the vector ranking
-on PostgreSQL and its keyword ranking under every `pg_fulltext.PgRanking` variant (`ts_rank` or
-`ts_rank_cd`, normalisation 0/1/2/32, passages holding every word first or not, prefix
-matching or not, bm25's idf weighting or not: 64 variants); and the live keyword and hybrid
-answers of `ArchivalMemory.search` with the shipped settings.
+The LoCoMo conversations are stored once on each backend (a throwaway PostgreSQL cluster, or the
+empty database `--database-url` names, and a SQLite storage dir), one agent per conversation, one
+passage per turn ("Speaker: words", as stored by default), vectors by the default model in
+embedded Chroma. For every question the harness reads, DEPTH deep: FTS5's ranking and the vector
+ranking on SQLite; the vector ranking on PostgreSQL and its keyword ranking under every
+`pg_fulltext.PgRanking` variant (`ts_rank` or `ts_rank_cd`, normalisation 0/1/2/32, passages
+holding every word first or not, prefix matching or not, bm25's idf weighting or not: 64
+variants); and the live keyword and hybrid answers of `ArchivalMemory.search` with the shipped
+settings.
 
 Everything is chosen by leave-one-conversation-out with the machinery of
 bench/archival_locomo.py (same folds, objective, fusion grid and paired bootstrap):
@@ -23,9 +24,9 @@ and hybrid - keyword, each variant's in-sample recall and query time, and what e
 
     /work/venv/bin/python bench/pg_keyword_locomo.py [--data DIR] [--bootstrap 2000]
                                                      [--embedding-cache FILE] [--shipped-only]
-                                                     [--quick]
+                                                     [--database-url URL] [--quick]
 
-`--quick` runs the first turns of each conversation with four variants and a small fusion grid.
+`--quick` runs the first turns of two conversations with four variants and a small fusion grid.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ from archival_locomo import (  # noqa: E402
     DEFAULT_DATA,
     DEPTH,
     KS,
+    LOO_QUICK_CONVERSATIONS,
+    LOO_QUICK_TURNS,
     QUICK_ROUNDS,
-    QUICK_TURNS,
     CachedEmbedding,
     Candidates,
     Conversation,
@@ -61,12 +63,12 @@ from archival_locomo import (  # noqa: E402
     conversation_table,
     leave_one_out,
     load_conversation,
+    loo_quick_slice,
     mean_recall,
     paired_bootstrap,
     recall,
     scorer,
     settings_grid,
-    truncated,
 )
 
 from memory_agent import MemoryManager, Settings  # noqa: E402
@@ -349,7 +351,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--embedding-cache", type=Path, help="pickle of text vectors, reused across runs"
     )
     parser.add_argument(
-        "--quick", action="store_true", help=f"first {QUICK_TURNS} turns, four variants"
+        "--quick",
+        action="store_true",
+        help=f"first {LOO_QUICK_TURNS} turns of {LOO_QUICK_CONVERSATIONS} conversations, four "
+        "variants",
+    )
+    parser.add_argument(
+        "--database-url", help="an empty PostgreSQL database instead of a throwaway cluster"
     )
     parser.add_argument(
         "--shipped-only",
@@ -366,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     conversations = [load_conversation(path) for path in files]
     if args.quick:
-        conversations = [truncated(c, QUICK_TURNS) for c in conversations]
+        conversations = loo_quick_slice(conversations)
     from memory_agent.archival import MiniLMEmbeddingFunction
 
     embedding = CachedEmbedding(MiniLMEmbeddingFunction())
@@ -376,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pg_fulltext.RANKING not in rankings:
         rankings.append(pg_fulltext.RANKING)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the cluster
-    cluster = PostgresCluster().start()
+    cluster = None if args.database_url else PostgresCluster().start()
     try:
         with tempfile.TemporaryDirectory(prefix="pg-locomo-") as scratch:
             found = read_sqlite(conversations, embedding, Path(scratch) / SQLITE)
@@ -384,12 +392,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 conversations,
                 embedding,
                 Path(scratch) / "postgres",
-                cluster.database_url("locomo"),
+                args.database_url if cluster is None else cluster.database_url("locomo"),
                 rankings,
             )
             found.update(pg_found)
     finally:
-        cluster.stop()
+        if cluster is not None:
+            cluster.stop()
     if args.embedding_cache is not None:
         args.embedding_cache.write_bytes(pickle.dumps(embedding.cache))
     names = [c.name for c in conversations]

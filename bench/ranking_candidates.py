@@ -67,14 +67,13 @@ from archival_locomo import (  # noqa: E402
     DEFAULT_DATA,
     KS,
     QUICK_ROUNDS,
-    QUICK_TURNS,
     CachedEmbedding,
     Conversation,
     Result,
     load_conversation,
+    loo_quick_slice,
     objective,
     paired_bootstrap,
-    truncated,
 )
 
 from memory_agent import MemoryManager, Settings  # noqa: E402
@@ -1124,7 +1123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     conversations = [load_conversation(path) for path in files]
     if args.quick:
-        conversations = [truncated(c, QUICK_TURNS) for c in conversations]
+        conversations = loo_quick_slice(conversations)
     from memory_agent.archival import MiniLMEmbeddingFunction
 
     embedding = CachedEmbedding(MiniLMEmbeddingFunction())

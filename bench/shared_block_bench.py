@@ -1,6 +1,7 @@
 """Appends per second to one shared block with 1, 4 and 8 writer processes.
 
-Each writer is a spawned process with its own MemoryManager on one storage dir; all wait at a
+Each writer is a process of its own (forked from one spawned launcher, `memory_agent.testing.
+forked`) with its own MemoryManager on one storage dir; all wait at a
 barrier, then each makes N `core_memory_append` calls to the same shared block. Wall time runs
 from the barrier to the last writer's last append (process start-up and imports are excluded).
 Each append is one BEGIN IMMEDIATE transaction that rewrites the block and adds a history row and
@@ -24,6 +25,7 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
 from memory_agent import MemoryManager, Settings
+from memory_agent.testing.forked import start_forked
 
 LABEL = "bench_shared"
 LIMIT = 1_000_000
@@ -88,17 +90,15 @@ def run(writers: int, appends: int) -> RunResult:
         with MemoryManager(agent_id="bench-setup", settings=_settings(storage)) as memory:
             memory.create_block(label, "", limit=LIMIT, is_shared=True)
         start, reports = SPAWN.Barrier(writers), SPAWN.Queue()
-        processes = [
-            SPAWN.Process(target=_writer, args=(storage, label, f"w{n}", appends, start, reports))
-            for n in range(writers)
-        ]
-        for process in processes:
-            process.start()
-        collected = [reports.get(timeout=600) for _ in processes]
-        for process in processes:
-            process.join(timeout=60)
-        if any(process.exitcode != 0 for process in processes):
-            raise RuntimeError(f"a writer failed: exit codes {[p.exitcode for p in processes]}")
+        # Forked from one spawned launcher: a spawned writer would import the package and the
+        # script that runs this (bench/backends_bench.py imports Chroma and onnxruntime) first.
+        launcher = start_forked(
+            _writer, [(storage, label, f"w{n}", appends, start, reports) for n in range(writers)]
+        )
+        collected = [reports.get(timeout=600) for _ in range(writers)]
+        launcher.join(timeout=60)
+        if launcher.exitcode != 0:
+            raise RuntimeError(f"a writer failed (launcher exit code {launcher.exitcode})")
         with MemoryManager(agent_id="bench-setup", settings=_settings(storage)) as memory:
             value = memory.get_block(label).value
     counts = Counter(value.splitlines())

@@ -16,12 +16,13 @@ Neither page embeds anything, so the figures do not depend on it. `--minilm` see
 model (slow).
 
 Run: python bench/ui_first_load.py            (1,000 blocks, 100,000 passages)
-     python bench/ui_first_load.py --quick    (50 blocks, 500 passages)
+     python bench/ui_first_load.py --quick    (50 blocks, 200 passages, one server process)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import subprocess
@@ -178,10 +179,14 @@ def main() -> None:
         help="seed and serve a throwaway local PostgreSQL server's database (needs the postgres "
         "extra)",
     )
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 50 blocks, 500 passages")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: 50 blocks, 200 passages, one server for every load",
+    )
     args = parser.parse_args()
     if args.quick:
-        args.blocks, args.passages = 50, 500
+        args.blocks, args.passages = 50, 200
 
     print(
         f"ui first load  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  commit "
@@ -226,24 +231,36 @@ def measure(args: argparse.Namespace) -> None:
         server_environ = {**os.environ, "PERSIST_DIRECTORY": directory}
         pages = ("/", f"/agents/{AGENT}")
         print(f"{'page':24} {'server s':>9} {'bytes':>9} {'browser s':>10}")
-        served: dict[str, tuple[float, int, int]] = {}
-        for path in pages:
-            with UiServer(
-                **store, environ=server_environ
-            ) as server:  # a fresh process per page: a cold load
-                served[path] = server_time(server, path)
-        loaded: dict[str, float] = {}
-        try:
-            with launch_chromium() as browser:
-                for path in pages:
-                    with UiServer(**store, environ=server_environ) as server:
-                        loaded[path] = browser_time(browser, server, path)
-        except BrowserUnavailable as error:
-            if os.environ.get(REQUIRE_BROWSER):
-                raise SystemExit(
-                    f"a browser is required ({REQUIRE_BROWSER} is set): {error}"
-                ) from None
-            print(f"(no browser figures: {error})")
+        with contextlib.ExitStack() as stack:
+            # A fresh process per page and pass: a cold load. A quick run's figures are not read,
+            # so it starts one server for all four loads (each start is a Python process).
+            shared = (
+                stack.enter_context(UiServer(**store, environ=server_environ))
+                if args.quick
+                else None
+            )
+
+            def cold() -> contextlib.AbstractContextManager[UiServer]:
+                if shared is not None:
+                    return contextlib.nullcontext(shared)
+                return UiServer(**store, environ=server_environ)
+
+            served: dict[str, tuple[float, int, int]] = {}
+            for path in pages:
+                with cold() as server:
+                    served[path] = server_time(server, path)
+            loaded: dict[str, float] = {}
+            try:
+                with launch_chromium() as browser:
+                    for path in pages:
+                        with cold() as server:
+                            loaded[path] = browser_time(browser, server, path)
+            except BrowserUnavailable as error:
+                if os.environ.get(REQUIRE_BROWSER):
+                    raise SystemExit(
+                        f"a browser is required ({REQUIRE_BROWSER} is set): {error}"
+                    ) from None
+                print(f"(no browser figures: {error})")
         for path in pages:
             seconds, status, size = served[path]
             if status != 200:

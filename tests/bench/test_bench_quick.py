@@ -56,7 +56,7 @@ EXPECTED = {
         r"^insert passages/s\s",
     ),
     "ui_first_load": (
-        r"^seeded 50 blocks .* 500 passages",
+        r"^seeded 50 blocks .* 200 passages",
         r"^/\s+\d+\.\d+\s+\d+",
         r"^/agents/bench-agent\s+\d+\.\d+\s+\d+",
     ),
@@ -79,7 +79,12 @@ NEEDS_POSTGRES = {
 }
 """Scripts whose quick run starts a PostgreSQL server and so needs the `postgres` extra
 (psycopg)."""
-TAKES_DATABASE_URL = {"backends_bench", "consolidation_month_bench", "thread_workers_bench"}
+TAKES_DATABASE_URL = {
+    "backends_bench",
+    "consolidation_month_bench",
+    "pg_keyword_locomo",
+    "thread_workers_bench",
+}
 """PostgreSQL scripts given a fresh database on the suite's server (`--database-url`) instead of
 starting a throwaway cluster of their own."""
 NEEDS_ENCRYPTION = {"encryption_overhead"}
