@@ -6,10 +6,11 @@ values and a `Summarizer` protocol.
     settings = CompactionSettings.from_env()
     budget = ContextBudget(settings, fixed_tokens=count_request(counter, system=..., tools=...))
     budget.observe(history)                    # O(new messages) per turn
-    if budget.should_compact():
+    if budget.should_compact(headroom):        # headroom: what the next turn may add
         outcome = await compact(history, previous_summary=summary,
                                 summarizer=AnthropicSummarizer(settings),
-                                settings=settings, fixed_tokens=fixed)
+                                settings=settings, fixed_tokens=fixed,
+                                headroom=headroom)  # leave it free: one compaction is enough
 """
 
 from .backoff import SummarizerBackoff

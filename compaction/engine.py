@@ -109,6 +109,7 @@ async def compact(
     fixed_tokens: int,
     counter: TokenCounter | None = None,
     force: bool = False,
+    headroom: int = 0,
 ) -> CompactionOutcome:
     """Compact ``messages`` if needed; never raises because the summariser failed.
 
@@ -121,6 +122,9 @@ async def compact(
             prompt, tool definitions).
         counter: Estimates tokens where a record has no count; default tiktoken.
         force: Compact even when disabled or under the trigger.
+        headroom: Tokens the cut leaves free under the target for the next turn's growth
+            (`plan_compaction`); the trigger check that decides whether to compact is not
+            changed by it.
     """
     counter = counter if counter is not None else default_counter()
     records = tuple(_with_tokens(message, counter) for message in messages)
@@ -128,7 +132,7 @@ async def compact(
     waived = _skip_reason(settings, before, force)
     if waived:
         return _unchanged("skipped", previous_summary, records, before, waived)
-    plan = plan_compaction(records, settings, fixed_tokens, counter=counter)
+    plan = plan_compaction(records, settings, fixed_tokens, counter=counter, headroom=headroom)
     if plan.is_empty:
         return _unchanged("skipped", previous_summary, records, before, plan.reason)
     try:

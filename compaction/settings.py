@@ -97,7 +97,9 @@ class CompactionSettings:
 
     @property
     def target_tokens(self) -> int:
-        """Request size a compaction must get under, so the next turn does not trigger again."""
+        """Request size a compaction must get under. A caller that expects the next turn to add
+        tokens passes them as ``headroom`` (`compact`), and the cut leaves that much more free,
+        so the next turn's check does not find another compaction due."""
         return self.trigger_tokens
 
     @property

@@ -7,8 +7,9 @@ the plan is empty: an empty plan is always better than a cut that breaks the con
 
 ``sliding_window`` picks the earliest valid cut that evicts at least ``window_percentage`` of
 the conversation's tokens *and* brings the request (fixed part + summary + kept) under the
-target, keeping at least ``min_kept_messages``; if no cut fits, the latest allowed cut (the most
-relief). ``all`` evicts everything before the last turn.
+target, less the caller's ``headroom`` (what the next turn is expected to add), keeping at least
+``min_kept_messages``; if no cut fits, the latest allowed cut (the most relief). ``all`` evicts
+everything before the last turn.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class CompactionPlan:
         kept: The remaining messages, starting at a turn boundary.
         evicted_tokens: Tokens of ``evicted``.
         kept_tokens: Tokens of ``kept``.
-        fits: Whether fixed part + summary + kept is under the settings' target.
+        fits: Whether fixed part + summary + kept (+ headroom) is under the settings' target.
         reason: Why the plan is empty, or how the cut was chosen.
     """
 
@@ -83,6 +84,7 @@ def plan_compaction(
     summary_tokens: int | None = None,
     *,
     counter: TokenCounter | None = None,
+    headroom: int = 0,
 ) -> CompactionPlan:
     """Choose which messages to evict.
 
@@ -94,9 +96,14 @@ def plan_compaction(
         summary_tokens: Tokens to reserve for the new summary; default
             ``settings.summary_reserve_tokens``.
         counter: Estimates tokens of messages whose ``tokens`` is None.
+        headroom: Tokens to leave free under the target for what the next request adds (the
+            next prompt, the next turn's tool results). A caller that checks "request plus
+            headroom over the trigger?" before each turn passes the same headroom here, so the
+            turn after a compaction does not find another one due.
     """
     counter = counter if counter is not None else default_counter()
     reserve = settings.summary_reserve_tokens if summary_tokens is None else summary_tokens
+    reserve += max(headroom, 0)
     sizes = [message_tokens(message, counter) for message in messages]
     prefix = [0, *accumulate(sizes)]
     cuts = valid_cuts(messages)

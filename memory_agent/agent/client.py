@@ -17,8 +17,9 @@ How a turn runs:
 After a compaction the next turn starts a fresh SDK session: the summary is in its system prompt
 and the kept messages are seeded into its transcript (`sdk_seams.transcript`), so the model sees
 them as real turns and never sees the evicted ones again. The same happens when a session cannot be
-resumed (another working directory, an imported conversation). A conversation over the trigger when
-the agent connects is compacted before its first request. Nothing on the way has a size cap: the
+resumed (another working directory, an imported conversation). A conversation that would reach the
+trigger with the next turn's growth when the agent connects is compacted before the CLI starts, and
+every compaction leaves that growth free, so one is enough. Nothing on the way has a size cap: the
 system prompt goes to the CLI as a file or a control request, the kept messages through the session
 store.
 """
@@ -332,14 +333,16 @@ class MemoryAwareAgent:
 
     async def compact(self, *, force: bool = True) -> CompactionOutcome:
         """The manual trigger: compact now (whatever the budget says, with the default `force`);
-        the next turn starts a session without the evicted part."""
-        return await self._compact(force=force)
+        the next turn starts a session without the evicted part. Like a planned compaction it
+        leaves the planner's headroom free, so the next turn does not compact again."""
+        return await self._compact(force=force, headroom=self.planner.headroom)
 
-    async def _compact(self, *, force: bool) -> CompactionOutcome:
-        """Run a compaction and hand its outcome on: the planner, the background consolidation
-        and the session (`_after_compaction`)."""
+    async def _compact(self, *, force: bool, headroom: int) -> CompactionOutcome:
+        """Run a compaction that leaves `headroom` tokens free under the target, and hand its
+        outcome on: the planner, the background consolidation and the session
+        (`_after_compaction`)."""
         outcome = await self.compactor.compact(
-            self.agent_id, self._request_fixed_tokens(), force=force
+            self.agent_id, self._request_fixed_tokens(), force=force, headroom=headroom
         )
         self._after_compaction(outcome)
         return outcome
@@ -364,7 +367,7 @@ class MemoryAwareAgent:
         if plan.compact:
             # Forced: the running budget, calibrated on reported usage, already decided; the
             # engine's own check would re-estimate the messages uncalibrated and could skip.
-            await self._compact(force=True)
+            await self._compact(force=True, headroom=plan.headroom)
             plan = self.planner.replan(
                 connected=self._client is not None, can_refresh_live=self.state.can_refresh_live()
             )

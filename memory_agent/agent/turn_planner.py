@@ -43,6 +43,10 @@ class TurnPlan:
     compact: bool = False
     """Compact first: the request would reach the compaction trigger. The agent compacts, tells
     the planner (`compacted`) and asks again (`replan`) for the prompt with the new summary."""
+    headroom: int = 0
+    """With `compact`: the tokens the decision added to the request (the next turn's expected
+    growth, or the known prompt if larger). The compaction leaves them free under the target
+    too, so one compaction is enough for the turn."""
     rebuild: bool = False
     """Build the system prompt from memory again (a live refresh, else a new process)."""
     fingerprint: str = ""
@@ -117,29 +121,28 @@ class TurnPlanner:
     ) -> TurnPlan:
         """The plan for the next turn (or for connecting, with no prompt).
 
-        Reads the newest summary once and the budget once. A known prompt that would carry the
-        request over the trigger makes the turn compact first; so does a history over it when no
-        process runs yet (an import, a restart, a long-closed agent), before the first request.
+        Reads the newest summary once and the budget once. A known prompt that, with the turn's
+        expected growth, would carry the request over the trigger makes the turn compact first;
+        so does a history that would, when no process runs yet (an import, a restart, a
+        long-closed agent): compacted before the process starts, not by a second one at the
+        first prompt. The plan's `headroom` is what was added, for the compaction to leave free.
         """
         self._summary = self.memory.get_summary_record(agent_id=self.agent_id)
         self._recall_prompt = prompt
         fixed = self._fixed_tokens if connected else self._count_fixed()
         budget = self._read_budget(fixed)
-        if not self._due:
-            if not connected:
-                self._due = self.compactor.compaction_due(self.agent_id, budget)
-            elif prompt is not None:
-                # Kept in context, the prompt is sent after the compaction.
-                estimate = message_tokens(
-                    MessageRecord(id=0, role="user", content=prompt), self.compactor.counter
-                )
-                prompt_tokens = self.compactor.scaled(self.agent_id, estimate)
-                self._due = self.compactor.compaction_due(
-                    self.agent_id, budget, max(self._growth.headroom, prompt_tokens)
-                )
+        headroom = self._growth.headroom
+        if prompt is not None:
+            # Kept in context, the prompt is sent after the compaction.
+            estimate = message_tokens(
+                MessageRecord(id=0, role="user", content=prompt), self.compactor.counter
+            )
+            headroom = max(headroom, self.compactor.scaled(self.agent_id, estimate))
+        if not self._due and (not connected or prompt is not None):
+            self._due = self.compactor.compaction_due(self.agent_id, budget, headroom)
         if self._due:
             self._due = False  # spent by this plan: a summariser failure is not retried this turn
-            return TurnPlan(compact=True)
+            return TurnPlan(compact=True, headroom=headroom)
         return self.replan(connected=connected, can_refresh_live=can_refresh_live)
 
     def compacted(self, outcome: CompactionOutcome) -> None:

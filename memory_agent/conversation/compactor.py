@@ -230,12 +230,14 @@ class Compactor:
                 )
 
     async def compact(
-        self, agent_id: str, fixed_tokens: int, *, force: bool = False
+        self, agent_id: str, fixed_tokens: int, *, force: bool = False, headroom: int = 0
     ) -> CompactionOutcome:
         """Summarise the oldest messages if needed (always, with `force`) and record it.
 
         The plan is made on scaled estimates (the agent's measured scale), so the kept window
-        fits under the target in the tokens the API will count.
+        fits under the target in the tokens the API will count. `headroom` (in those tokens) is
+        what `compaction_due` was asked with: the cut leaves it free as well, so the check
+        before the next turn does not find another compaction due.
         """
         scale = self.budget(agent_id, fixed_tokens).scale
         messages = [
@@ -250,6 +252,7 @@ class Compactor:
             fixed_tokens=round(fixed_tokens * scale),
             counter=self.counter,
             force=force,
+            headroom=headroom,
         )
         if outcome.deferred:
             self._backoff(agent_id).failed(outcome.tokens_before)

@@ -359,6 +359,7 @@ async def run_soak(
     try:
         for number in range(config.turns):
             restarted = number in config.restarts
+            summaries_at_open: int | None = None
             if restarted or agent is None:
                 if agent is not None and memory is not None:
                     result.prompt_rebuilds += agent.reconnects + agent.live_refreshes
@@ -370,7 +371,7 @@ async def run_soak(
                         storage, database_url = _export_and_import(
                             storage, database_url, config.import_database_url, result.agent_id
                         )
-                memory, agent = await _open_agent(
+                memory, agent, summaries_at_open = await _open_agent(
                     server, config, conversation, storage, database_url, cwd, result
                 )
             assert memory is not None and agent is not None
@@ -381,7 +382,11 @@ async def run_soak(
             )
             prompt = conversation.prompt(number, kind)
             conversation.script(server, number, kind)
-            summaries_before = len(memory.list_summaries(agent_id=result.agent_id))
+            summaries_before = (
+                len(memory.list_summaries(agent_id=result.agent_id))
+                if summaries_at_open is None
+                else summaries_at_open  # a compaction on connecting is this turn's
+            )
             began = time.perf_counter()
             turn = await agent.process_turn(prompt)
             seconds = time.perf_counter() - began
@@ -501,7 +506,9 @@ async def _open_agent(
     database_url: str | None,
     cwd: Path,
     result: SoakResult,
-) -> tuple[MemoryManager, MemoryAwareAgent]:
+) -> tuple[MemoryManager, MemoryAwareAgent, int]:
+    """The agent opened and connected, and its summaries counted before it connected (connecting
+    compacts a history that needs it before the first turn)."""
     environment = {
         "PERSIST_DIRECTORY": str(storage),
         "ANTHROPIC_BASE_URL": server.url,
@@ -520,8 +527,9 @@ async def _open_agent(
     agent = MemoryAwareAgent(
         _options(server, conversation, cwd), memory=memory, prompt_refresh=policy
     )
+    summaries = len(memory.list_summaries(agent_id=result.agent_id))
     await agent.__aenter__()
-    return memory, agent
+    return memory, agent, summaries
 
 
 async def run_plain_soak(server: ScriptedMessagesServer, config: SoakConfig) -> SoakResult:

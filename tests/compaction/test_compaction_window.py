@@ -55,6 +55,18 @@ def test_summary_reserve_can_be_given(build, small_settings) -> None:
     assert plan.kept_tokens == 300
 
 
+def test_headroom_for_the_next_turn_is_left_free_too(build, small_settings) -> None:
+    messages = build.conversation(50)
+
+    plan = plan_compaction(messages, small_settings, fixed_tokens=500, headroom=100)
+
+    # Room: 800 target - 500 fixed - 100 summary reserve - 100 for the next turn.
+    assert plan.kept_tokens == 100 and plan.fits
+    assert plan_compaction(messages, small_settings, fixed_tokens=500, headroom=-5) == (
+        plan_compaction(messages, small_settings, fixed_tokens=500)
+    )  # no headroom is none
+
+
 def test_min_kept_messages_wins_over_fitting(build, small_settings) -> None:
     messages = build.conversation(50)
     settings = dataclasses.replace(small_settings, min_kept_messages=5)
@@ -138,7 +150,7 @@ def test_records_without_tokens_are_counted_by_the_counter(small_settings) -> No
     assert plan.kept_tokens == 600
 
 
-def _expected_cut(messages, settings, fixed_tokens, build) -> int | None:
+def _expected_cut(messages, settings, fixed_tokens, build, headroom=0) -> int | None:
     """Brute-force oracle: try every split, keep the legal ones, apply the stated rule."""
     legal = [
         cut
@@ -152,7 +164,7 @@ def _expected_cut(messages, settings, fixed_tokens, build) -> int | None:
     if settings.mode == "all":
         return legal[-1]
     sizes = [m.tokens for m in messages]
-    room = settings.target_tokens - fixed_tokens - settings.summary_reserve_tokens
+    room = settings.target_tokens - fixed_tokens - settings.summary_reserve_tokens - headroom
     for cut in legal:
         evicted = sum(sizes[:cut])
         if evicted >= settings.window_percentage * sum(sizes) and sum(sizes[cut:]) <= room:
@@ -172,12 +184,13 @@ def test_random_conversations_are_cut_where_the_rules_say(build) -> None:
             min_kept_messages=rng.randint(0, 8),
         )
         fixed = rng.randint(0, 400)
+        headroom = rng.choice([0, rng.randint(0, 300)])
 
-        plan = plan_compaction(messages, settings, fixed_tokens=fixed)
+        plan = plan_compaction(messages, settings, fixed_tokens=fixed, headroom=headroom)
 
         assert plan.evicted + plan.kept == tuple(messages)
         assert build.tool_pairs_intact(plan.evicted, plan.kept)
-        expected = _expected_cut(messages, settings, fixed, build)
+        expected = _expected_cut(messages, settings, fixed, build, headroom)
         assert (None if plan.is_empty else len(plan.evicted)) == expected
         if not plan.is_empty:
             assert plan.kept[0].is_turn_start

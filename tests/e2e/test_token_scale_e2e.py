@@ -61,14 +61,18 @@ async def run_turns(
     options: ClaudeAgentOptions,
     settings: Settings,
     prompts: list[str],
+    cli_starts: list[int] | None = None,
 ) -> list[RecordedRequest]:
-    """Open the agent on a fresh manager, run the turns, close it; the main-model requests."""
+    """Open the agent on a fresh manager, run the turns, close it; the main-model requests.
+    The CLI processes the agent started are appended to `cli_starts`, when given."""
     server.take_requests()
     server.enqueue(*[text_response("Noted.") for _ in prompts], model="opus")
     with manager(settings) as memory:
         async with MemoryAwareAgent(options, memory=memory) as agent:
             for prompt in prompts:
                 await agent.process_turn(prompt)
+        if cli_starts is not None:
+            cli_starts.append(agent.reconnects)
     return server.message_requests("opus")
 
 
@@ -116,12 +120,15 @@ async def test_reopened_over_text_the_server_counts_lower_no_early_compaction(
     assert stored(storage_settings)[2] == 0  # no compaction on reopening
     assert estimate_input_tokens(first.body) < WINDOW.trigger_tokens
     assert "Paste 0:" in json.dumps(first.messages) and "Paste 11:" in json.dumps(first.messages)
-    # The contrast: without the stored scale the same reopen compacts, needlessly.
+    # The contrast: without the stored scale the same reopen compacts, needlessly; once, before
+    # the CLI starts, leaving room for the turn to come (not again at "And now?").
     with manager(unscaled) as memory:
         memory.set_agent_state({TOKEN_SCALE_KEY: None})
     server.enqueue(text_response("Summary."), model="haiku")
-    await run_turns(server, options, unscaled, ["And now?"])
-    assert stored(unscaled)[2] >= 1
+    cli_starts: list[int] = []
+    await run_turns(server, options, unscaled, ["And now?"], cli_starts)
+    assert len(summariser_requests(server)) == 1 and stored(unscaled)[2] == 1
+    assert cli_starts == [1]
 
 
 @POSTGRES_SLOW  # the reload above is PostgreSQL's run of this in the default suite

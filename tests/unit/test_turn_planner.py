@@ -3,13 +3,18 @@ backends)."""
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
+from pathlib import Path
 
-from compaction import CompactionOutcome, CompactionSettings
+import pytest
+from backends import backend_environ
+
+from compaction import CompactionOutcome, CompactionSettings, MessageRecord, message_tokens
 from memory_agent import MemoryManager, Settings
 from memory_agent.agent.auto_recall import AutoRecall, AutoRecallSettings
 from memory_agent.agent.refresh_policy import PromptRefreshPolicy
 from memory_agent.agent.turn_planner import TurnPlan, TurnPlanner
+from memory_agent.testing import ScriptedMessagesServer, text_response
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -102,6 +107,76 @@ def test_a_large_prompt_makes_the_turn_compact_first(settings: Settings) -> None
         planner.prompt_built(planner.before_turn(None, connected=False, can_refresh_live=False))
         assert not _connected(planner, "Short.").compact
         assert _connected(planner, "A long paste. " * 2_000).compact
+
+
+ROOMY = dataclasses.replace(SMALL, context_window=20_000, window_percentage=0.1, max_attempts=1)
+"""Trigger at 16,000; a small window share, so a cut evicts no more than it must."""
+
+
+def _store_turns(memory: MemoryManager, agent_id: str) -> None:
+    """40 short turns and one paste (turn 37) that sets the headroom: about 15,600 tokens."""
+    for number in range(40):
+        text = "the details of the plan for the spring release " * (300 if number == 37 else 15)
+        for role, content in (("user", f"Question {number}: {text}"), ("assistant", "Noted.")):
+            record = MessageRecord(id=0, role=role, content=content)
+            memory.store_message(
+                role,
+                content,
+                agent_id=agent_id,
+                turn_id=f"turn-{number}",
+                token_count=message_tokens(record, memory.compactor.counter),
+            )
+
+
+async def test_one_compaction_leaves_room_for_the_next_turn(tmp_path: Path) -> None:
+    """Reopened just under the trigger, with a paste among its recent turns: the agent compacts
+    before its process starts, and leaves the headroom free, so its first prompt does not
+    compact again. Cut to the bare target instead, the next check finds another one due."""
+    with ScriptedMessagesServer() as server:
+        environ = {
+            "PERSIST_DIRECTORY": str(tmp_path),
+            "ANTHROPIC_BASE_URL": server.url,
+            "ANTHROPIC_API_KEY": "k",
+        }
+        settings = Settings.from_env(backend_environ(environ), env_file=None)
+        with MemoryManager(agent_id="a", settings=settings, compaction_settings=ROOMY) as memory:
+            server.enqueue(*[text_response("Summary of the plan.")] * 2, model="haiku")
+            memory.ensure_agent("bare")
+            for agent_id in ("a", "bare"):
+                _store_turns(memory, agent_id)
+            planner = TurnPlanner(
+                memory,
+                "a",
+                memory.compactor,
+                PromptRefreshPolicy("announce"),
+                count_fixed=memory.memory_tokens,
+            )
+            fixed = memory.memory_tokens()
+            budget = memory.compactor.budget("a", fixed)
+            assert budget.total_tokens < ROOMY.trigger_tokens  # under it, but not with a turn more
+            assert budget.total_tokens + planner.headroom >= ROOMY.trigger_tokens
+
+            plan = planner.before_turn(None, connected=False, can_refresh_live=False)
+            assert plan.compact and plan.headroom == planner.headroom > 0
+            outcome = await memory.compactor.compact("a", fixed, force=True, headroom=plan.headroom)
+            assert outcome.status == "compacted"
+            assert outcome.tokens_after + plan.headroom < ROOMY.trigger_tokens
+            planner.compacted(outcome)
+            planner.prompt_built(planner.replan(connected=False, can_refresh_live=False))
+            assert not _connected(planner, "And now?").compact
+            assert len(server.message_requests(model="haiku")) == 1
+
+            # The contrast: the same history cut to the bare target is due again at once.
+            bare = await memory.compactor.compact("bare", fixed, force=True)
+            assert bare.status == "compacted" and bare.tokens_after < ROOMY.trigger_tokens
+            again = TurnPlanner(
+                memory,
+                "bare",
+                memory.compactor,
+                PromptRefreshPolicy("announce"),
+                count_fixed=memory.memory_tokens,
+            )
+            assert again.before_turn(None, connected=False, can_refresh_live=False).compact
 
 
 def _recalling_planner(memory: MemoryManager) -> TurnPlanner:
