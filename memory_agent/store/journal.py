@@ -78,23 +78,20 @@ def record(
     author: Author | None = None,
 ) -> None:
     """Append one entry; `author` defaults to the current `acting_as` author (None: no author)."""
-    _append(
-        conn,
-        [
-            _entry(
-                agent_id,
-                action,
-                target_type,
-                target_id,
-                created_at,
-                label,
-                old_value,
-                new_value,
-                detail,
-                author,
-            )
-        ],
+    entry = Batch(conn)  # a batch of one: the entry is built in one place, `Batch.record`
+    entry.record(
+        agent_id=agent_id,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        created_at=created_at,
+        label=label,
+        old_value=old_value,
+        new_value=new_value,
+        detail=detail,
+        author=author,
     )
+    entry.flush()
 
 
 class Batch:
@@ -128,8 +125,9 @@ class Batch:
         author: Author | None = None,
     ) -> None:
         """Add one entry (the arguments are `record`'s; the author is taken now)."""
+        who = author if author is not None else acting_author()
         self._pending.append(
-            _entry(
+            _Entry(
                 agent_id,
                 action,
                 target_type,
@@ -138,8 +136,9 @@ class Batch:
                 label,
                 old_value,
                 new_value,
-                detail,
-                author,
+                _DETAIL.encode(dict(detail or {})),
+                who.kind if who else None,
+                who.name if who else None,
             )
         )
 
@@ -174,34 +173,6 @@ class _Entry:
     detail_text: str
     author_kind: str | None
     author: str | None
-
-
-def _entry(
-    agent_id: str | None,
-    action: str,
-    target_type: str,
-    target_id: str | None,
-    created_at: str,
-    label: str | None,
-    old_value: str | None,
-    new_value: str | None,
-    detail: Mapping[str, Any] | None,
-    author: Author | None,
-) -> _Entry:
-    who = author if author is not None else acting_author()
-    return _Entry(
-        agent_id,
-        action,
-        target_type,
-        target_id,
-        created_at,
-        label,
-        old_value,
-        new_value,
-        _DETAIL.encode(dict(detail or {})),
-        who.kind if who else None,
-        who.name if who else None,
-    )
 
 
 def _append(conn: Connection, entries: Sequence[_Entry]) -> None:
