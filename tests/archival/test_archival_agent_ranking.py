@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from archival_helpers import HashEmbedding
+from old_schemas import sqlite_schema_at
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, InMemoryVectorStore, NewPassage
 from memory_agent.maintenance.admin import delete_agent
 from memory_agent.maintenance.health import check_fts, rebuild_fts
-from memory_agent.store.migrations import MIGRATIONS
 from memory_agent.store.passage_fts import agent_fts_table, all_fts_tables
 
 PEOPLE = ["Caroline", "Melanie", "Jon", "Gina", "Tim", "John", "Maria", "Joanna", "Nate", "Audrey"]
@@ -117,9 +117,7 @@ def test_version_3_passages_move_into_per_agent_indexes(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
-    for migration in MIGRATIONS[:3]:
-        migration(conn)
-    conn.execute("PRAGMA user_version = 3")
+    sqlite_schema_at(conn, 3)
     now = "2024-01-01T00:00:00.000000+00:00"
     for agent, texts in {
         "ada": ["Ada keeps bees", "Ada sold honey"],

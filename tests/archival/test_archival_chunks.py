@@ -13,6 +13,7 @@ import pytest
 from archival_helpers import HashEmbedding
 from hypothesis import given
 from hypothesis import strategies as st
+from old_schemas import postgres_schema_at, sqlite_schema_at
 
 from memory_agent import MemoryManager
 from memory_agent.archival import ArchivalMemory, VectorConfig, VectorMatch, VectorRecord
@@ -270,9 +271,7 @@ def test_the_migration_marks_long_passages_embedded_before_chunking(tmp_path: Pa
     before = MIGRATIONS.index(m009_issue25_whole_passage_vectors)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
-    for migration in MIGRATIONS[:before]:
-        migration(conn)
-    conn.execute(f"PRAGMA user_version = {before}")
+    sqlite_schema_at(conn, before)
     _old_passages(conn.execute)
     conn.execute("COMMIT")
     conn.close()
@@ -290,19 +289,11 @@ def test_the_postgres_migration_marks_long_passages_embedded_before_chunking(
 ) -> None:
     import psycopg
 
-    from memory_agent.store.pg_schema import (
-        PG_MIGRATIONS,
-        VERSION_TABLE,
-        p007_whole_passage_vectors,
-    )
+    from memory_agent.store.pg_schema import PG_MIGRATIONS, p007_whole_passage_vectors
 
     before = PG_MIGRATIONS.index(p007_whole_passage_vectors)
     with psycopg.connect(postgres_url) as conn:
-        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
-        for migration in PG_MIGRATIONS[:before]:
-            with conn.cursor() as cursor:
-                migration(cursor)
-        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (before,))
+        postgres_schema_at(conn, before)
         _old_passages(lambda sql, params=(): conn.execute(sql.replace("?", "%s"), params))
     with (
         MemoryManager(tmp_path, agent_id="old", database_url=postgres_url) as memory,

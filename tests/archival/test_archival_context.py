@@ -15,6 +15,7 @@ import pytest
 from archival_helpers import HashEmbedding
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from old_schemas import postgres_schema_at, sqlite_schema_at
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.archival import ArchivalMemory, NewPassage
@@ -272,9 +273,7 @@ def test_the_migration_keeps_old_passages_searchable_and_deletable(tmp_path: Pat
     path = tmp_path / "memory.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
-    for migration in MIGRATIONS[:before]:
-        migration(conn)
-    conn.execute(f"PRAGMA user_version = {before}")
+    sqlite_schema_at(conn, before)
     now = "2024-01-01T00:00:00.000000+00:00"
     conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', ?)", (now,))
     for number, content in enumerate([REPLY, *OTHERS]):
@@ -307,15 +306,11 @@ def test_the_postgres_migration_keeps_old_passages_searchable(
 ) -> None:
     import psycopg
 
-    from memory_agent.store.pg_schema import PG_MIGRATIONS, VERSION_TABLE, p010_index_context
+    from memory_agent.store.pg_schema import PG_MIGRATIONS, p010_index_context
 
     before = PG_MIGRATIONS.index(p010_index_context)
     with psycopg.connect(postgres_url) as conn:
-        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
-        for migration in PG_MIGRATIONS[:before]:
-            with conn.cursor() as cursor:
-                migration(cursor)
-        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (before,))
+        postgres_schema_at(conn, before)
         now = "2024-01-01T00:00:00.000000+00:00"
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', %s)", (now,))
         for number, content in enumerate([REPLY, *OTHERS]):

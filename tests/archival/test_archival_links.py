@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from archival_helpers import HashEmbedding
+from old_schemas import postgres_schema_at
 
 from memory_agent import MemoryManager
 from memory_agent.archival import ArchivalMemory, FusionConfig, NewPassage, PassageFilter
@@ -195,7 +196,7 @@ def test_the_postgres_migration_links_passages_stored_before_it(
 ) -> None:
     import psycopg
 
-    from memory_agent.store.pg_schema import PG_MIGRATIONS, VERSION_TABLE, p012_reply_links
+    from memory_agent.store.pg_schema import PG_MIGRATIONS, p012_reply_links
 
     before = PG_MIGRATIONS.index(p012_reply_links)
     rows = [
@@ -204,11 +205,7 @@ def test_the_postgres_migration_links_passages_stored_before_it(
         ("p2", OTHERS[0], "Caroline: and you?"),
     ]
     with psycopg.connect(postgres_url) as conn:
-        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
-        for migration in PG_MIGRATIONS[:before]:
-            with conn.cursor() as cursor:
-                migration(cursor)
-        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (before,))
+        postgres_schema_at(conn, before)
         now = "2024-01-01T00:00:00.000000+00:00"
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old', %s)", (now,))
         for passage_id, content, context in rows:

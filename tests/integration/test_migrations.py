@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from forked_workers import run_workers
+from old_schemas import postgres_schema_at, sqlite_schema_at
 
 from memory_agent import MemoryManager, StorageError
 from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version
-from memory_agent.store.pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+from memory_agent.store.pg_schema import PG_SCHEMA_VERSION, VERSION_TABLE
 from memory_agent.store.postgres import PostgresDatabase
 
 
@@ -84,9 +85,7 @@ def test_the_sensitivity_check_is_rewritten_and_still_refuses_other_levels(tmp_p
     path = tmp_path / "memory.db"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
-    for migration in MIGRATIONS[:SENSITIVITY_REWRITE]:
-        migration(conn)
-    conn.execute(f"PRAGMA user_version = {SENSITIVITY_REWRITE}")
+    sqlite_schema_at(conn, SENSITIVITY_REWRITE)
     conn.execute("COMMIT")
     conn.close()
     with MemoryManager(storage_dir=tmp_path, agent_id="ada") as memory:
@@ -159,11 +158,7 @@ def _build_pg_version(url: str, version: int) -> None:
 
     now = "2024-01-01T00:00:00.000000+00:00"
     with psycopg.connect(url) as conn:
-        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
-        for migration in PG_MIGRATIONS[:version]:
-            with conn.cursor() as cursor:
-                migration(cursor)
-        conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (%s)", (version,))
+        postgres_schema_at(conn, version)
         conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('old-agent', %s)", (now,))
         conn.execute(
             "INSERT INTO blocks (block_id, label, value, char_limit, owner_agent_id, created_at, "

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from old_schemas import sqlite_schema_at
 
 from memory_agent import Author, ConfigurationError, MemoryManager, Settings
 from memory_agent.authors import AUTHOR_KINDS, acting_author
@@ -255,15 +256,13 @@ def test_rows_written_before_authors_keep_no_author(tmp_path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     upto = [m.__name__ for m in MIGRATIONS].index("m007_issue28_journal_authors")
-    for migration in MIGRATIONS[:upto]:
-        migration(conn)
+    sqlite_schema_at(conn, upto)
     run_script(
         conn,
         "INSERT INTO agents (agent_id, created_at) VALUES ('old', '2024-01-01T00:00:00Z');\n"
         "INSERT INTO journal (agent_id, action, target_type, target_id, created_at)"
         " VALUES ('old', 'create_agent', 'agent', 'old', '2024-01-01T00:00:00Z');",
     )
-    conn.execute(f"PRAGMA user_version = {upto}")
     conn.execute("COMMIT")
     conn.close()
     settings = Settings.from_env({"PERSIST_DIRECTORY": str(path.parent)}, env_file=None)

@@ -24,13 +24,14 @@ from claude_agent_sdk import (
     project_key_for_directory,
 )
 from claude_agent_sdk.testing import run_session_store_conformance
+from old_schemas import sqlite_schema_at
 
 import memory_agent.integrations.session_store as session_store_module
 from memory_agent.errors import ConfigurationError, StorageError
 from memory_agent.integrations.session_store import SQLiteSessionStore
 from memory_agent.store.backend import open_store
 from memory_agent.store.database import Database
-from memory_agent.store.migrations import MIGRATIONS, SCHEMA_VERSION, schema_version
+from memory_agent.store.migrations import SCHEMA_VERSION, schema_version
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "sess"}
 
@@ -365,9 +366,7 @@ def test_migration_upgrades_a_version_2_database(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.execute("BEGIN")
-    for migration in MIGRATIONS[:2]:
-        migration(conn)
-    conn.execute("PRAGMA user_version = 2")
+    sqlite_schema_at(conn, 2)
     conn.execute("COMMIT")
     conn.close()
 
