@@ -28,19 +28,26 @@ def start_forked(
     target: Callable[..., None],
     argument_sets: Sequence[tuple[object, ...]],
     preload: Sequence[str] = (),
+    writer_timeout: float | None = None,
 ) -> BaseProcess:
     """Start the launcher, which imports `preload` (module names), then forks a process running
-    `target(*arguments)` per argument set and waits for them all.
+    `target(*arguments)` per argument set and waits for them all (each for at most
+    `writer_timeout` seconds, when given, so that a hung writer cannot keep the launcher alive).
 
     The returned launcher is alive while any writer is; after `join()`, its `exitcode` is 0 when
     every writer exited with 0, else 1 (the writers' exit codes are printed on its stderr)."""
-    launcher = _SPAWN.Process(target=_fork_each, args=(target, list(argument_sets), list(preload)))
+    launcher = _SPAWN.Process(
+        target=_fork_each, args=(target, list(argument_sets), list(preload), writer_timeout)
+    )
     launcher.start()
     return launcher
 
 
 def _fork_each(
-    target: Callable[..., None], argument_sets: list[tuple[object, ...]], preload: list[str]
+    target: Callable[..., None],
+    argument_sets: list[tuple[object, ...]],
+    preload: list[str],
+    writer_timeout: float | None,
 ) -> None:
     """In the launcher: import, fork the writers, wait for them, exit non-zero unless all
     succeeded."""
@@ -50,7 +57,7 @@ def _fork_each(
     for writer in writers:
         writer.start()
     for writer in writers:
-        writer.join()
+        writer.join(timeout=writer_timeout)
     codes = [writer.exitcode for writer in writers]
     if codes != [0] * len(writers):
         sys.exit(f"writer exit codes: {codes}")
