@@ -10,6 +10,7 @@ module above it asks `is_postgres`.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,10 +91,16 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _parsed(module: str) -> ast.Module:
+    """The module's syntax tree, parsed once for all the tests here (they walk every module)."""
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
 def _imports(module: str, path: Path, source: str | None = None) -> Iterator[tuple[str, bool]]:
     """(imported module, deferred) for every import statement of the module (of `source`, when
     given, read as the text of that module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
+    tree = _parsed(module) if source is None else ast.parse(source)
     deferred_nodes = {
         id(inner)
         for node in ast.walk(tree)
@@ -121,12 +128,18 @@ def _imports(module: str, path: Path, source: str | None = None) -> Iterator[tup
                 yield name, id(node) in deferred_nodes
 
 
+@functools.cache
+def _module_imports(module: str) -> tuple[tuple[str, bool], ...]:
+    """`_imports` of a module's own text, found once for all the tests here."""
+    return tuple(_imports(module, MODULES[module]))
+
+
 def _graph(*, deferred: bool = True) -> dict[str, set[str]]:
     return {
         module: {
-            target for target, is_deferred in _imports(module, path) if deferred or not is_deferred
+            target for target, is_deferred in _module_imports(module) if deferred or not is_deferred
         }
-        for module, path in MODULES.items()
+        for module in MODULES
     }
 
 
@@ -211,7 +224,7 @@ def test_the_manager_layer_does_not_import_tools_or_the_sdk() -> None:
 def _names_used(module: str) -> set[str]:
     """Every name and attribute a module's code mentions, and every name it imports."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+    for node in ast.walk(_parsed(module)):
         if isinstance(node, ast.Name):
             names.add(node.id)
         elif isinstance(node, ast.Attribute):
@@ -278,7 +291,7 @@ def _annotations(tree: ast.AST) -> Iterator[ast.expr]:
 
 def _sqlite_typing(module: str, source: str | None = None) -> list[str]:
     """Where `module` types something as sqlite3's (an annotation, or sqlite3 imported for it)."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8") if source is None else source)
+    tree = _parsed(module) if source is None else ast.parse(source)
     found: list[str] = []
     in_annotations: set[int] = set()
     for annotation in _annotations(tree):
@@ -356,7 +369,7 @@ def test_the_layers_above_the_manager_use_its_public_api_only() -> None:
     for module in MODULES:
         if _layer(module) <= _layer("memory_agent.manager"):
             continue
-        for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        for node in ast.walk(_parsed(module)):
             if (
                 isinstance(node, ast.Attribute)
                 and is_memory(node.value)
@@ -379,7 +392,7 @@ def test_nothing_above_the_manager_reaches_its_compactor_archival_or_database() 
         if _layer(module) <= _layer("memory_agent.manager"):
             continue
         allowed = OWN_TABLES_IN_THE_DATABASE.get(module, set())
-        for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        for node in ast.walk(_parsed(module)):
             if (
                 isinstance(node, ast.Attribute)
                 and node.attr in banned - allowed
