@@ -5,7 +5,11 @@ any single argument over 128 KiB (`MAX_ARG_STRLEN`): memory, a summary or large 
 stop the CLI from starting ("Argument list too long"). A file has no such limit, and the CLI
 reads it (`--system-prompt-file`, or `--append-system-prompt-file` after a preset) when it
 starts. The file lives in a private temporary directory (mode 0700) for as long as the agent
-holds a CLI process, and is removed when the agent closes.
+holds a CLI process, and is removed when the agent closes, or, for an agent never closed, when
+it is garbage-collected or its process exits normally. The prompt holds memory's text (blocks,
+recalled passages), so it must not outlive the agent in the temporary directory: the test suite
+found about a hundred such folders left by programs that ended without closing their agents.
+A process killed outright (SIGKILL) still leaves its folder.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 from ..privacy.file_modes import PRIVATE_FILE
@@ -25,11 +30,16 @@ class PromptFile:
 
     def __init__(self) -> None:
         self._directory: Path | None = None
+        self._removal: weakref.finalize | None = None
 
     @property
     def path(self) -> Path:
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="memory-agent-prompt-"))
+            # runs once: at close(), when this object is collected, or at interpreter exit
+            self._removal = weakref.finalize(
+                self, shutil.rmtree, self._directory, ignore_errors=True
+            )
         return self._directory / "system-prompt.md"
 
     def write(self, text: str) -> Path:
@@ -44,6 +54,7 @@ class PromptFile:
 
     def close(self) -> None:
         """Remove the file and its directory; a later `write` makes a new one."""
-        if self._directory is not None:
-            shutil.rmtree(self._directory, ignore_errors=True)
-            self._directory = None
+        if self._removal is not None:
+            self._removal()
+            self._removal = None
+        self._directory = None

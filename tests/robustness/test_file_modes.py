@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +102,38 @@ def test_doctor_reports_loose_modes_and_repair_tightens_them(tmp_path: Path) -> 
         and stat.S_IMODE(chroma_file.stat().st_mode) == 0o600
     )
     assert cli_run("--storage-dir", str(storage), "doctor").exit_code == 0
+
+
+def test_a_prompt_file_never_closed_is_removed_when_its_process_exits(tmp_path: Path) -> None:
+    """The prompt holds memory's text: a program that ends without closing its agent must not
+    leave it in the temporary directory."""
+    program = (
+        "from memory_agent.agent.prompt_file import PromptFile\n"
+        "keep = PromptFile()\n"
+        "print(keep.write('Likes tea.'))\n"
+    )
+    environ = {**os.environ, "TMPDIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=environ, check=True
+    )
+    written = Path(result.stdout.strip())
+    assert written.parent.parent == tmp_path  # it was made where TMPDIR said
+    assert not written.parent.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_prompt_file_dropped_without_close_is_removed_and_close_stays_safe() -> None:
+    prompt = PromptFile()
+    folder = prompt.write("Likes tea.").parent
+    assert folder.is_dir()
+    del prompt
+    gc.collect()
+    assert not folder.exists()
+    reused = PromptFile()
+    first = reused.write("one").parent
+    reused.close()
+    reused.close()  # a second close does nothing
+    second = reused.write("two").parent  # a write after close makes a new folder
+    assert not first.exists() and second.is_dir() and second != first
+    reused.close()
+    assert not second.exists()
