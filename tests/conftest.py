@@ -190,7 +190,7 @@ def postgres_template_copies(
     postgres_cluster: PostgresCluster, postgres_template: str
 ) -> Iterator[TemplateCopies]:
     """Copies of the template made ahead by a thread while tests run: a test on PostgreSQL does not
-    wait for CREATE DATABASE (its DROP stays in its teardown, see TemplateCopies)."""
+    wait for CREATE DATABASE (its DROP comes with a batch in a later teardown: TemplateCopies)."""
     copies = postgres_cluster.copies_ahead(postgres_template)
     yield copies
     copies.close()
