@@ -69,6 +69,11 @@ def _identifier(name: str) -> str:
     return name
 
 
+def _database_of(url: str) -> str:
+    """The name of the database a URL made here points at (checked as `_identifier` does)."""
+    return _identifier(url.rsplit("/", 1)[1])
+
+
 def _create_statement(prefix: str, template: str | None) -> tuple[str, str]:
     """A fresh database name and the CREATE DATABASE statement making it (a copy of `template`)."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
@@ -186,7 +191,7 @@ class PostgresCluster:
     def freeze_as_template(self, url: str) -> str:
         """Turn a database made by `database_url` (its connections closed) into a template nobody
         can connect to, so every copy `database_url(template=...)` makes is the same; its name."""
-        name = _identifier(url.rsplit("/", 1)[1])
+        name = _database_of(url)
         self._sql(f"ALTER DATABASE {name} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
         return name
 
@@ -199,7 +204,7 @@ class PostgresCluster:
         few milliseconds instead made a drop after a test's store closed 10 ms instead of 42 ms
         (30 drops each way, another thread copying the template meanwhile, 2 quiet cores). A
         session that stays past DROP_WAIT_S is ended by the DROP's FORCE as before."""
-        name = _identifier(url.rsplit("/", 1)[1])
+        name = _database_of(url)
         deadline = time.monotonic() + self.DROP_WAIT_S
         while self._sql(SESSIONS_ON, (name,)) and time.monotonic() < deadline:
             time.sleep(0.003)
