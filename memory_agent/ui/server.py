@@ -43,14 +43,30 @@ def serve_line(bound_host: str, token: str | None) -> str:
     return f"memory-agent ui: serving http://{bound_host}/{suffix}"
 
 
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that calls `on_started` once it serves.
+
+    By then uvicorn's own Ctrl-C handler is in place, which only sets a flag. Before it, Python's
+    default handler raises KeyboardInterrupt wherever the main thread is, and one raised inside a
+    garbage collector's callback is printed and dropped: a Ctrl-C just after the line was lost and
+    the inspector kept serving."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self._on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and not self.should_exit and self._on_started is not None:
+            self._on_started()
+
+
 def serve(
     app: Starlette, sock: socket.socket, *, on_started: Callable[[], None] | None = None
 ) -> None:
-    """Run the app on the bound socket until interrupted (Ctrl-C ends it cleanly)."""
+    """Run the app on the bound socket until interrupted (Ctrl-C ends it cleanly); `on_started`
+    runs once it serves."""
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", server_header=False
     )
-    server = uvicorn.Server(config)
-    if on_started is not None:
-        on_started()
-    server.run(sockets=[sock])
+    _AnnouncingServer(config, on_started).run(sockets=[sock])

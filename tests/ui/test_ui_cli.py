@@ -60,16 +60,21 @@ def _first_line(process: subprocess.Popen[str], timeout: float = 60) -> str:
 
 @pytest.fixture
 def stop() -> Iterator[list[subprocess.Popen[str]]]:
+    """The processes a test started, each stopped with Ctrl-C afterwards: one that keeps serving
+    through it fails the test (a Ctrl-C right after the line used to be lost)."""
     started: list[subprocess.Popen[str]] = []
     yield started
+    kept_serving = []
     for process in started:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+                kept_serving.append(process.args)
+    assert not kept_serving, f"memory-agent ui kept serving after Ctrl-C: {kept_serving}"
 
 
 def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(
