@@ -179,24 +179,52 @@ class VectorIndex:
         """Embed and store these passages in batches, marking each batch indexed.
 
         Never raises for a failure of the vector side: what was not written stays pending.
+
+        A store not yet open is opened first. Why: the checks that wait for its opening embed
+        every pending passage, these among them, so embedding them before would do it twice (the
+        first insert of each process paid double). Those no longer pending then (the checks
+        indexed them, or they were deleted) count as done.
         """
-        done = 0
+        total, done = len(passages), 0
+        if passages and not self.is_open:
+            try:
+                self.store  # noqa: B018 (opening it runs the checks waiting for it)
+            except Exception as error:  # the store cannot open: the passages stay pending
+                return self._left_pending(total, error)
+            passages = self._still_pending(passages)
+            done = total - len(passages)
         for start in range(0, len(passages), self.batch_size):
             batch = passages[start : start + self.batch_size]
             try:
                 self._write_batch(batch)
             except Exception as error:  # any store or model failure: the passages stay pending
-                message = vector_failure_text(error)
-                log.warning(
-                    "Archival vectors not written for %d passage(s), left pending: %s",
-                    len(passages) - done,
-                    message,
-                )
-                return IndexResult(done, message)
+                return self._left_pending(total - done, error, done)
             done += len(batch)
             if progress is not None:
-                progress(done, len(passages))
+                progress(done, total)
         return IndexResult(done)
+
+    @staticmethod
+    def _left_pending(count: int, error: Exception, done: int = 0) -> IndexResult:
+        message = vector_failure_text(error)
+        log.warning(
+            "Archival vectors not written for %d passage(s), left pending: %s", count, message
+        )
+        return IndexResult(done, message)
+
+    def _still_pending(self, passages: Sequence[Passage]) -> list[Passage]:
+        """These passages as SQLite has them now, those still pending (a deleted one is left
+        out)."""
+        by_agent: dict[str, list[str]] = {}
+        for passage in passages:
+            by_agent.setdefault(passage.agent_id, []).append(passage.passage_id)
+        with self._db.reading() as conn:
+            now = {
+                agent_id: passage_table.fetch_by_ids(conn, agent_id, ids)
+                for agent_id, ids in by_agent.items()
+            }
+        fresh = (now[p.agent_id].get(p.passage_id) for p in passages)
+        return [p for p in fresh if p is not None and p.vector_state == "pending"]
 
     def passage_vectors(self, batch: Sequence[Passage]) -> list[list[Any]]:
         """Each passage's vectors (its chunks): its context included as `context_vectors` says,
