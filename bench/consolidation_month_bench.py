@@ -781,7 +781,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke run: 2 days, 2 writers, 10 writes each a day, a race of 2 writers",
+        help="a smoke run: 2 days, 2 writers, 10 writes each a day, notes living 0.5 s, a race "
+        "of 2 writers",
     )
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--writers", type=int, default=3, help="writer processes in the month")
@@ -794,6 +795,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--rollback-every", type=int, default=10, help="a rollback check every N days (0: none)"
+    )
+    parser.add_argument(
+        "--short-ttl",
+        type=float,
+        default=2.0,
+        help="seconds a short-lived note lives; the month waits this long before its last run",
     )
     parser.add_argument("--appends", type=int, default=150, help="appends per writer in the race")
     parser.add_argument("--race-writers", type=int, default=4)
@@ -832,7 +839,7 @@ def main(argv: list[str] | None = None) -> int:
             20,
             300,
         )
-        args.every, args.model_days, args.race_writers = 1, None, 2
+        args.every, args.model_days, args.race_writers, args.short_ttl = 1, None, 2, 0.5
     model_server = (
         ScriptedMessagesServer(responder=oracle_model).start()
         if "model" in args.consolidators
@@ -877,6 +884,7 @@ def main(argv: list[str] | None = None) -> int:
                         consolidator=consolidator,
                         rollback_every=args.rollback_every,
                         every=args.every,
+                        short_ttl_s=args.short_ttl,
                     )
                 print_month(
                     month,
