@@ -8,6 +8,7 @@ the storage dir and its default agent.
 from __future__ import annotations
 
 import sys
+import threading
 import webbrowser
 from pathlib import Path
 
@@ -89,8 +90,8 @@ def ui(host: str, port: int, read_only: bool, no_browser: bool, token: str | Non
     def announce() -> None:
         click.echo(line)
         sys.stdout.flush()
-        if not no_browser:
-            webbrowser.open(url)
+        if not no_browser:  # in a thread: a browser named in $BROWSER is waited for until it exits
+            threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
 
     try:
         serve(app, sock, on_started=announce)

@@ -81,9 +81,14 @@ def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(
     tmp_path: Path, stop: list[subprocess.Popen[str]]
 ) -> None:
     storage = tmp_path / "new-store"
-    opened = tmp_path / "opened.txt"
+    opened, closed = tmp_path / "opened.txt", tmp_path / "closed"
     browser = tmp_path / "browser.sh"
-    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    # Like a browser started from $BROWSER, it stays until closed (up to 60 s): the inspector must
+    # serve meanwhile, not wait for it to exit.
+    browser.write_text(
+        f'#!/bin/sh\necho "$1" > {opened}\n'
+        f"i=0; while [ ! -e {closed} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n"
+    )
     browser.chmod(0o755)
     process = _start(storage, "--read-only", browser=browser)
     stop.append(process)
@@ -97,8 +102,8 @@ def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(
     assert opened.read_text().strip() == found.group(
         1
     )  # the browser was sent to the printed address
-    with httpx.Client(base_url=found.group(1), timeout=30) as client:
-        agents = client.get("/")
+    with httpx.Client(base_url=found.group(1), timeout=10) as client:
+        agents = client.get("/")  # the browser is still open
         assert agents.status_code == 200 and 'data-page="agents"' in agents.text
         agent = re.search(r'<tr data-agent="([^"]+)">', agents.text)
         assert agent is not None
@@ -108,6 +113,7 @@ def test_it_creates_the_storage_dir_prints_one_line_and_serves_read_only(
         assert refused.status_code == 403
         rebound = client.get("/", headers={"host": f"attacker.example:{found.group(3)}"})
         assert rebound.status_code == 400
+    closed.touch()
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=15)
     assert out == ""  # nothing after the one line
