@@ -18,7 +18,7 @@ PARAPHRASE = "where does granny keep her yacht"
 
 
 def _filler(number: int) -> str:
-    return f"Note {number}: " + ("Here are more details about my travel plans for March. " * 60)
+    return f"Note {number}: " + ("Here are more details about my travel plans for March. " * 30)
 
 
 async def test_the_model_finds_a_compacted_message_by_meaning(
@@ -26,7 +26,7 @@ async def test_the_model_finds_a_compacted_message_by_meaning(
 ) -> None:
     settings = CompactionSettings(
         model="claude-haiku-4-5",
-        context_window=6_000,
+        context_window=3_500,
         trigger_threshold=0.8,
         window_percentage=0.5,
         min_kept_messages=2,
