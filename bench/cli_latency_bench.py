@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRY = [sys.executable, "-c", "from memory_agent.cli import main; main()"]
 """What the installed `memory-agent` script runs (without depending on the PATH)."""
 
-QUICK = ("--help", "blocks list", "recall Lisbon --mode keyword", "remember", "recall")
+QUICK = ("blocks list", "remember")
+"""A quick run's commands: one that opens the store without embedding, and one that embeds."""
 
 
 def commands(export_file: Path) -> list[tuple[str, str, list[str]]]:
@@ -146,11 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             env.pop(name, None)
         seed(env)
         export_file = Path(scratch) / "export.json"
-        chosen = [
-            c
-            for c in commands(export_file)
-            if not args.quick or c[1].split(" (")[0] in QUICK or " ".join(c[2]).startswith(QUICK[2])
-        ]
+        chosen = [c for c in commands(export_file) if not args.quick or c[1] in QUICK]
         if any("import" in argv for _, _, argv in chosen):
             run(["export", "-o", str(export_file)], env)  # what `import` reads
         print(
