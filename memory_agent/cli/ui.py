@@ -49,6 +49,21 @@ __all__ = ["ui"]
 )
 def ui(host: str, port: int, read_only: bool, no_browser: bool, token: str | None) -> None:
     """Open the memory inspector: see, search, correct and roll back memory in a browser."""
+    from ..ui.server import ctrl_c_noted
+
+    with ctrl_c_noted() as stop:  # from here, a Ctrl-C is never lost (see ctrl_c_noted)
+        _serve_inspector(host, port, read_only, no_browser, token, stop)
+
+
+def _serve_inspector(
+    host: str,
+    port: int,
+    read_only: bool,
+    no_browser: bool,
+    token: str | None,
+    stop: threading.Event,
+) -> None:
+    """What `ui` does; `stop` is set by a Ctrl-C meanwhile."""
     from ..ui.app import create_app
     from ..ui.security import GuardPolicy, is_loopback, new_token
     from ..ui.server import bind, serve, serve_line, url_host
@@ -93,8 +108,11 @@ def ui(host: str, port: int, read_only: bool, no_browser: bool, token: str | Non
         if not no_browser:  # in a thread: a browser named in $BROWSER is waited for until it exits
             threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
 
+    if stop.is_set():  # a Ctrl-C while it started: nothing served, a quiet exit 0
+        sock.close()
+        return
     try:
-        serve(app, sock, on_started=announce)
+        serve(app, sock, on_started=announce, stop=stop)
     except KeyboardInterrupt:  # Ctrl-C is how it is meant to stop: a quiet exit 0
         pass
     finally:
