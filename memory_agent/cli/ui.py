@@ -108,13 +108,8 @@ def _serve_inspector(
         if not no_browser:  # in a thread: a browser named in $BROWSER is waited for until it exits
             threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
 
-    if stop.is_set():  # a Ctrl-C while it started: nothing served, a quiet exit 0
-        sock.close()
-        return
-    try:
+    try:  # Ctrl-C is how it is meant to stop: noted (`stop`), it ends serve quietly, exit 0
         serve(app, sock, on_started=announce, stop=stop)
-    except KeyboardInterrupt:  # Ctrl-C is how it is meant to stop: a quiet exit 0
-        pass
     finally:
         sock.close()
 
