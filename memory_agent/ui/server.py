@@ -1,5 +1,5 @@
 """Serving the inspector: bind first (so `--port 0` can pick a free port and the Host check knows
-it), print the one line that says where, then run uvicorn on the bound socket."""
+it), run uvicorn on the bound socket, and print the one line that says where once it serves."""
 
 from __future__ import annotations
 
