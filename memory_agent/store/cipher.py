@@ -14,6 +14,8 @@ plain SQLite file (the format's magic string) or not (SQLCipher puts the random 
 with a key the connection's first read, of the schema, says whether the key is the right one
 (tried first on an immutable connection when a -wal exists, see `_probe_immutable`). A mismatch
 is one `EncryptionKeyError`, and the file, its -wal and -shm are left byte for byte as they were.
+The slow key derivation runs once per process and file (SQLCipher would run it for every
+connection): the key is derived here for the salt the file starts with and given to SQLCipher raw.
 
 Re-encryption (a new key, encrypting a plain store, decrypting) writes a complete copy with
 `sqlcipher_export` into a new file beside memory.db, syncs it and renames it over the old one:
@@ -23,12 +25,16 @@ process that still has the old file open is refused its next write (`Database._c
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, cast
+from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError, EncryptionKeyError, StorageError
 from ..privacy.encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
@@ -62,6 +68,15 @@ _NAMES = (
 
 BUSY_WAIT_S = 2.0
 """How long re-encryption waits for other connections to finish with the log before refusing."""
+
+SALT_BYTES = 16
+"""SQLCipher keeps its random key-derivation salt in the first bytes of an encrypted file."""
+
+KDF_ITERATIONS = 256_000
+"""SQLCipher 4's default PBKDF2-HMAC-SHA512 work factor, which the cached derivation repeats."""
+
+_RAW_KEY = re.compile(r"x'(?:[0-9A-Fa-f]{64}|[0-9A-Fa-f]{96})'")
+"""A passphrase of this form is taken by SQLCipher as a raw key, so it is never derived here."""
 
 StoreKind = Literal["absent", "plain", "encrypted"]
 """'absent' (no file or 0 bytes: a new store), 'plain' (an SQLite file) or 'encrypted'."""
@@ -235,10 +250,69 @@ def _quoted(key: EncryptionKey) -> str:
     return "'" + key.reveal().replace("'", "''") + "'"
 
 
-def _keyed(raw: Any, key: EncryptionKey) -> None:
+@functools.lru_cache(maxsize=8)
+def _derived_key(passphrase: str, salt: bytes) -> bytes:
+    """The key SQLCipher derives from `passphrase` for a file with `salt`, kept per process.
+
+    Why: the derivation is made slow on purpose (about 120 ms of CPU here), and SQLCipher repeats
+    it for every connection, while one command opens two to four of them to the same file. Kept
+    in memory beside the passphrase it comes from, it gives nothing the passphrase does not."""
+    return hashlib.pbkdf2_hmac("sha512", passphrase.encode(), salt, KDF_ITERATIONS, 32)
+
+
+def _key_literals(key: EncryptionKey, file: Path) -> list[str]:
+    """The PRAGMA key values to try, best first: the cached raw key for the file's salt (when the
+    file is already encrypted), then the passphrase, which SQLCipher derives itself. The second
+    is for a file whose salt changed after it was read (re-encrypted by another process), or
+    read before it had one."""
+    passphrase = key.reveal()
+    if _RAW_KEY.fullmatch(passphrase) or store_kind(file) != "encrypted":
+        return [_quoted(key)]
+    try:
+        with open(file, "rb") as handle:
+            salt = handle.read(SALT_BYTES)
+    except OSError:
+        return [_quoted(key)]
+    if len(salt) != SALT_BYTES:
+        return [_quoted(key)]
+    raw_key = _derived_key(passphrase, salt).hex() + salt.hex()
+    return [f"\"x'{raw_key}'\"", _quoted(key)]
+
+
+def _keyed(raw: Any, literal: str) -> None:
     # SQLCipher logs a failed page decryption to stderr; a wrong key is our error to report.
     raw.execute("PRAGMA cipher_log_level = NONE")
-    raw.execute(f"PRAGMA key = {_quoted(key)}")
+    raw.execute(f"PRAGMA key = {literal}")
+
+
+def _open_keyed(
+    open_raw: Callable[[], Any], key: EncryptionKey, file: Path, shown: Path | str
+) -> Any:
+    """A connection from `open_raw`, keyed and its key proven by a read (see `_key_literals`);
+    EncryptionKeyError when no way of giving the key opens the file."""
+    *first, last = _key_literals(key, file)
+    for literal in first:
+        try:
+            return _keyed_and_proven(open_raw(), literal, shown)
+        except EncryptionKeyError:
+            pass  # the file's salt changed since it was read; SQLCipher derives the key itself
+    return _keyed_and_proven(open_raw(), last, shown)
+
+
+def _keyed_and_proven(raw: Any, literal: str, shown: Path | str) -> Any:
+    """`raw` keyed with `literal` and the key proven by one read, or closed."""
+    try:
+        _keyed(raw, literal)
+        _check_key(raw, shown)
+    except BaseException:
+        raw.close()
+        raise
+    return raw
+
+
+def _file_of(path: Path | str, uri: bool) -> Path:
+    """The file a connection string names (a `file:` URI when `uri`)."""
+    return Path(unquote(urlsplit(str(path)).path)) if uri else Path(path)
 
 
 def connect(
@@ -247,12 +321,14 @@ def connect(
     """An open, keyed connection to the encrypted database at `path` (a file URI when `uri`), typed
     as the sqlite3.Connection it behaves as."""
     module = sqlcipher()
-    try:
-        raw = module.connect(
+
+    def open_raw() -> Any:
+        return module.connect(
             str(path), isolation_level=None, check_same_thread=False, timeout=timeout, uri=uri
         )
-        _keyed(raw, key)
-        _check_key(raw, path)
+
+    try:
+        raw = _open_keyed(open_raw, key, _file_of(path, uri), path)
     except EncryptionKeyError:
         raise
     except Exception as error:
@@ -290,15 +366,13 @@ def _probe_immutable(path: Path, key: EncryptionKey) -> None:
     """Check the key without touching a live log: SQLite opens an existing -wal whatever the key
     and marks its read in the -shm before page 1 fails to decrypt, so with a -wal beside the file
     the key is first tried on a connection that reads the main file alone (`immutable=1`: no
-    locks, no log). It costs one more key derivation, only when a -wal exists."""
-    raw = sqlcipher().connect(
-        f"{path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False
+    locks, no log). Only when a -wal exists; its key derivation is the one the store's connection
+    then reuses (`_derived_key`)."""
+    uri = f"{path.resolve().as_uri()}?immutable=1"
+    raw = _open_keyed(
+        lambda: sqlcipher().connect(uri, uri=True, check_same_thread=False), key, path, path
     )
-    try:
-        _keyed(raw, key)
-        _check_key(raw, path)
-    finally:
-        raw.close()
+    raw.close()
 
 
 def _check_key(raw: Any, path: Path | str) -> None:
@@ -394,13 +468,13 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
 def _raw_connection(path: Path, key: EncryptionKey | None, timeout: float = 10.0) -> Any:
     """A bare sqlcipher3 connection (keyed when `key` is given): re-encryption needs its
     `sqlcipher_export`, which the stdlib's SQLite does not have, for plain stores too."""
-    raw = sqlcipher().connect(
-        str(path), isolation_level=None, check_same_thread=False, timeout=timeout
-    )
-    if key is not None:
-        _keyed(raw, key)
-        _check_key(raw, path)
-    return raw
+
+    def open_raw() -> Any:
+        return sqlcipher().connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=timeout
+        )
+
+    return open_raw() if key is None else _open_keyed(open_raw, key, path, path)
 
 
 def _sidecars(path: Path) -> Sequence[Path]:

@@ -450,3 +450,52 @@ def test_a_raw_key_opens_without_key_derivation_and_a_different_one_is_refused(
         MemoryManager(settings=settings_for(store, "x'" + "3b" * 32 + "'"))
     with pytest.raises(EncryptionKeyError):  # the same text is a passphrase once the form is broken
         MemoryManager(settings=settings_for(store, "x'" + "3a" * 32))
+
+
+def new_encrypted_file(path: Path) -> None:
+    """An encrypted file holding one row, made with SQLCipher's own key derivation."""
+    conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
+    conn.execute("CREATE TABLE t (x TEXT)")
+    conn.execute("INSERT INTO t VALUES ('kept')")
+    conn.close()
+
+
+@ENCRYPTED
+def test_a_process_derives_a_files_key_once_and_sqlcipher_takes_it_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / DATABASE_FILENAME
+    new_encrypted_file(path)
+    cipher._derived_key.cache_clear()
+    given: list[str] = []
+    keyed = cipher._keyed
+
+    def recording(raw: object, literal: str) -> None:
+        given.append(literal)
+        keyed(raw, literal)
+
+    monkeypatch.setattr(cipher, "_keyed", recording)
+    key = parse_key(KEY, "test")
+    for target, uri in ((str(path), False), (path.as_uri() + "?mode=ro", True), (str(path), False)):
+        conn = cipher.connect(target, key, timeout=1.0, uri=uri)
+        assert conn.execute("SELECT x FROM t").fetchall() == [("kept",)]
+        conn.close()
+    assert cipher._derived_key.cache_info().misses == 1
+    assert len(given) == 3 and all(literal.startswith("\"x'") for literal in given)
+
+
+@ENCRYPTED
+def test_a_raw_key_that_does_not_open_the_file_falls_back_to_the_passphrase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As when another process re-encrypts the file between the read of its salt and the open."""
+    path = tmp_path / DATABASE_FILENAME
+    new_encrypted_file(path)
+    monkeypatch.setattr(cipher, "_derived_key", lambda passphrase, salt: bytes(32))
+    conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
+    assert conn.execute("SELECT x FROM t").fetchall() == [("kept",)]
+    conn.close()
+    before = files_of(tmp_path)
+    with pytest.raises(EncryptionKeyError):
+        cipher.connect(path, parse_key(OTHER, "test"), timeout=1.0)
+    assert files_of(tmp_path) == before
