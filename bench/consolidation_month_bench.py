@@ -1,7 +1,7 @@
 """A simulated month of memory with consolidation running through it, and appends racing
 consolidation.
 
-1. **The month.** One agent; `--writers` processes (forked from one spawned launcher,
+1. **The month.** One agent; `--writers` processes (forked from one launcher,
    `memory_agent.testing.forked`) write to it at once, day after day
    (`--days`, `--ops` writes per writer and day): new facts as archival passages, exact
    duplicates (the same words, other spacing and case), near duplicates (the same fact said
@@ -506,7 +506,7 @@ def run_month(
                 SPAWN.Barrier(writers + 1),
                 SPAWN.Queue(),
             )
-            # One spawned launcher forks the writers: each would import the package, Chroma and
+            # One launcher forks the writers: each would import the package, Chroma and
             # onnxruntime otherwise (memory_agent.testing.forked).
             launcher = start_forked(
                 _month_writer,

@@ -1,6 +1,6 @@
 """Appends per second to one shared block with 1, 4 and 8 writer processes.
 
-Each writer is a process of its own (forked from one spawned launcher, `memory_agent.testing.
+Each writer is a process of its own (forked from one launcher, `memory_agent.testing.
 forked`) with its own MemoryManager on one storage dir; all wait at a
 barrier, then each makes N `core_memory_append` calls to the same shared block. Wall time runs
 from the barrier to the last writer's last append (process start-up and imports are excluded).
@@ -90,7 +90,7 @@ def run(writers: int, appends: int) -> RunResult:
         with MemoryManager(agent_id="bench-setup", settings=_settings(storage)) as memory:
             memory.create_block(label, "", limit=LIMIT, is_shared=True)
         start, reports = SPAWN.Barrier(writers), SPAWN.Queue()
-        # Forked from one spawned launcher: a spawned writer would import the package and the
+        # Forked from one launcher: a spawned writer would import the package and the
         # script that runs this (bench/backends_bench.py imports Chroma and onnxruntime) first.
         launcher = start_forked(
             _writer, [(storage, label, f"w{n}", appends, start, reports) for n in range(writers)]

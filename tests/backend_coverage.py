@@ -177,6 +177,7 @@ def _definitions(path: Path) -> dict[str, _Definition]:
     if not path.is_file():
         return {}
     text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")  # split once: ast.get_source_segment splits the file on every call
     found: dict[str, _Definition] = {}
     for node in ast.parse(text).body:
         methods = node.body if isinstance(node, ast.ClassDef) else [node]
@@ -188,7 +189,6 @@ def _definitions(path: Path) -> dict[str, _Definition]:
                     for call in ast.walk(function)
                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
                 )
-                found[prefix + function.name] = _Definition(
-                    ast.get_source_segment(text, function) or "", calls
-                )
+                whole_lines = lines[function.lineno - 1 : function.end_lineno]
+                found[prefix + function.name] = _Definition("\n".join(whole_lines), calls)
     return found

@@ -1,4 +1,4 @@
-"""Worker processes for the concurrency tests, forked from one spawned launcher
+"""Worker processes for the concurrency tests, forked from one launcher
 (`memory_agent.testing.forked`, which the benchmarks' writers use too).
 
 Why: a spawned process imports the package, and whatever the target's module imports, before it

@@ -269,7 +269,7 @@ def test_processes_opening_a_fresh_postgres_database_at_once_create_it_once(
     _sql(postgres_url, DDL_LOG)
     gate = tmp_path / "gate"  # every process is up and waiting before the first one opens
     gate.mkdir()
-    # Six processes, forked from one spawned launcher (tests/forked_workers.py).
+    # Six processes, forked from one launcher (tests/forked_workers.py).
     run_workers(
         _open_together, [(postgres_url, str(gate), 6, str(tmp_path / str(n))) for n in range(6)]
     )

@@ -87,7 +87,7 @@ def test_writers_survive_a_server_restart_and_every_entry_lands_once(
         memory.create_block("ledger", "", limit=100_000, is_shared=True)
     failures: multiprocessing.Queue[int] = SPAWN.Queue()
     writers = [f"w{n}" for n in range(WRITERS)]
-    # Forked from one spawned launcher (tests/forked_workers.py): each its own process and store.
+    # Forked from one launcher (tests/forked_workers.py): each its own process and store.
     launcher = start_workers(
         _append_retrying, [(str(tmp_path / w), url, w, failures) for w in writers]
     )
