@@ -75,7 +75,7 @@ SALT_BYTES = 16
 KDF_ITERATIONS = 256_000
 """SQLCipher 4's default PBKDF2-HMAC-SHA512 work factor, which the cached derivation repeats."""
 
-_RAW_KEY = re.compile(r"x'(?:[0-9A-Fa-f]{64}|[0-9A-Fa-f]{96})'")
+_RAW_KEY = re.compile(r"[xX]'(?:[0-9A-Fa-f]{64}|[0-9A-Fa-f]{96})'")
 """A passphrase of this form is taken by SQLCipher as a raw key, so it is never derived here."""
 
 StoreKind = Literal["absent", "plain", "encrypted"]
@@ -251,58 +251,65 @@ def _quoted(key: EncryptionKey) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _derived_key(passphrase: str, salt: bytes) -> bytes:
-    """The key SQLCipher derives from `passphrase` for a file with `salt`, kept per process.
+def _derived_key(key: EncryptionKey, salt: bytes) -> bytes:
+    """The key SQLCipher derives from the passphrase `key` for a file with `salt`, kept per process.
 
     Why: the derivation is made slow on purpose (about 120 ms of CPU here), and SQLCipher repeats
     it for every connection, while one command opens two to four of them to the same file. Kept
     in memory beside the passphrase it comes from, it gives nothing the passphrase does not."""
-    return hashlib.pbkdf2_hmac("sha512", passphrase.encode(), salt, KDF_ITERATIONS, 32)
+    return hashlib.pbkdf2_hmac("sha512", key.reveal().encode(), salt, KDF_ITERATIONS, 32)
 
 
-def _key_literals(key: EncryptionKey, file: Path) -> list[str]:
-    """The PRAGMA key values to try, best first: the cached raw key for the file's salt (when the
-    file is already encrypted), then the passphrase, which SQLCipher derives itself. The second
-    is for a file whose salt changed after it was read (re-encrypted by another process), or
-    read before it had one."""
-    passphrase = key.reveal()
-    if _RAW_KEY.fullmatch(passphrase) or store_kind(file) != "encrypted":
-        return [_quoted(key)]
+def _salts_to_try(key: EncryptionKey, file: Path) -> list[bytes | None]:
+    """How to key a connection to `file`, best first: a salt is the raw key derived here for the
+    salt the file starts with (when it is already encrypted), None the passphrase, which SQLCipher
+    derives itself. The second is for a file whose salt changed after it was read (re-encrypted
+    by another process), or that had none then."""
+    if _RAW_KEY.fullmatch(key.reveal()) or store_kind(file) != "encrypted":
+        return [None]
     try:
         with open(file, "rb") as handle:
             salt = handle.read(SALT_BYTES)
     except OSError:
-        return [_quoted(key)]
-    if len(salt) != SALT_BYTES:
-        return [_quoted(key)]
-    raw_key = _derived_key(passphrase, salt).hex() + salt.hex()
-    return [f"\"x'{raw_key}'\"", _quoted(key)]
+        return [None]
+    return [salt, None] if len(salt) == SALT_BYTES else [None]
 
 
-def _keyed(raw: Any, literal: str) -> None:
+def _keyed(raw: Any, key: EncryptionKey, salt: bytes | None) -> None:
+    """Give `raw` the key: raw for `salt`, else the passphrase. The key's text is in no local
+    variable once this returns or raises, so no traceback that records locals can show it."""
     # SQLCipher logs a failed page decryption to stderr; a wrong key is our error to report.
     raw.execute("PRAGMA cipher_log_level = NONE")
-    raw.execute(f"PRAGMA key = {literal}")
+    literal = (
+        _quoted(key) if salt is None else f"\"x'{_derived_key(key, salt).hex()}{salt.hex()}'\""
+    )
+    try:
+        raw.execute(f"PRAGMA key = {literal}")
+    finally:
+        del literal
 
 
 def _open_keyed(
     open_raw: Callable[[], Any], key: EncryptionKey, file: Path, shown: Path | str
 ) -> Any:
-    """A connection from `open_raw`, keyed and its key proven by a read (see `_key_literals`);
+    """A connection from `open_raw`, keyed and its key proven by a read (see `_salts_to_try`);
     EncryptionKeyError when no way of giving the key opens the file."""
-    *first, last = _key_literals(key, file)
-    for literal in first:
+    *first, last = _salts_to_try(key, file)
+    for salt in first:
         try:
-            return _keyed_and_proven(open_raw(), literal, shown)
+            raw = _keyed_and_proven(open_raw(), key, salt, shown)
         except EncryptionKeyError:
-            pass  # the file's salt changed since it was read; SQLCipher derives the key itself
-    return _keyed_and_proven(open_raw(), last, shown)
+            continue  # the file's salt changed since it was read; SQLCipher derives the key itself
+        if store_kind(file) == "encrypted":
+            return raw
+        raw.close()  # the file went in between: a new one must get a salt of its own, not this
+    return _keyed_and_proven(open_raw(), key, last, shown)
 
 
-def _keyed_and_proven(raw: Any, literal: str, shown: Path | str) -> Any:
-    """`raw` keyed with `literal` and the key proven by one read, or closed."""
+def _keyed_and_proven(raw: Any, key: EncryptionKey, salt: bytes | None, shown: Path | str) -> Any:
+    """`raw` keyed (see `_keyed`) and the key proven by one read, or closed."""
     try:
-        _keyed(raw, literal)
+        _keyed(raw, key, salt)
         _check_key(raw, shown)
     except BaseException:
         raw.close()
@@ -369,9 +376,14 @@ def _probe_immutable(path: Path, key: EncryptionKey) -> None:
     locks, no log). Only when a -wal exists; its key derivation is the one the store's connection
     then reuses (`_derived_key`)."""
     uri = f"{path.resolve().as_uri()}?immutable=1"
-    raw = _open_keyed(
-        lambda: sqlcipher().connect(uri, uri=True, check_same_thread=False), key, path, path
-    )
+    try:
+        raw = _open_keyed(
+            lambda: sqlcipher().connect(uri, uri=True, check_same_thread=False), key, path, path
+        )
+    except EncryptionKeyError:
+        raise
+    except Exception as error:
+        raise _as_sqlite3(error) from None
     raw.close()
 
 
@@ -435,9 +447,12 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
         holder.execute("BEGIN IMMEDIATE")  # no writer can change the store while it is copied
         private_file(target)
         copier = _raw_connection(path, old)
-        literal = "''" if new is None else _quoted(new)
         target_sql = "'" + str(target).replace("'", "''") + "'"
-        copier.execute(f"ATTACH DATABASE {target_sql} AS rekeyed KEY {literal}")
+        literal = "''" if new is None else _quoted(new)
+        try:
+            copier.execute(f"ATTACH DATABASE {target_sql} AS rekeyed KEY {literal}")
+        finally:
+            del literal  # kept out of the frame a failure's traceback records (see `_keyed`)
         copier.execute("SELECT sqlcipher_export('rekeyed')")
         version = copier.execute("PRAGMA main.user_version").fetchone()[0]
         copier.execute(f"PRAGMA rekeyed.user_version = {int(version)}")

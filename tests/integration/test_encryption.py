@@ -8,6 +8,7 @@ import logging
 import sqlite3
 import struct
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from memory_agent import EncryptionKeyError, MemoryManager, Settings
 from memory_agent.errors import ConfigurationError, MemoryAgentError, StorageError
 from memory_agent.maintenance.admin import reencrypt_storage
-from memory_agent.privacy.encryption_key import parse_key
+from memory_agent.privacy.encryption_key import EncryptionKey, parse_key
 from memory_agent.store import cipher
 from memory_agent.store.database import DATABASE_FILENAME, Database
 from memory_agent.store.snapshot import store_snapshot
@@ -467,12 +468,12 @@ def test_a_process_derives_a_files_key_once_and_sqlcipher_takes_it_raw(
     path = tmp_path / DATABASE_FILENAME
     new_encrypted_file(path)
     cipher._derived_key.cache_clear()
-    given: list[str] = []
+    given: list[bytes | None] = []
     keyed = cipher._keyed
 
-    def recording(raw: object, literal: str) -> None:
-        given.append(literal)
-        keyed(raw, literal)
+    def recording(raw: object, key: EncryptionKey, salt: bytes | None) -> None:
+        given.append(salt)
+        keyed(raw, key, salt)
 
     monkeypatch.setattr(cipher, "_keyed", recording)
     key = parse_key(KEY, "test")
@@ -481,7 +482,7 @@ def test_a_process_derives_a_files_key_once_and_sqlcipher_takes_it_raw(
         assert conn.execute("SELECT x FROM t").fetchall() == [("kept",)]
         conn.close()
     assert cipher._derived_key.cache_info().misses == 1
-    assert len(given) == 3 and all(literal.startswith("\"x'") for literal in given)
+    assert given == [path.read_bytes()[: cipher.SALT_BYTES]] * 3  # the raw key each time
 
 
 @ENCRYPTED
@@ -499,3 +500,64 @@ def test_a_raw_key_that_does_not_open_the_file_falls_back_to_the_passphrase(
     with pytest.raises(EncryptionKeyError):
         cipher.connect(path, parse_key(OTHER, "test"), timeout=1.0)
     assert files_of(tmp_path) == before
+
+
+@ENCRYPTED
+def test_a_raw_key_in_either_case_is_given_to_sqlcipher_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLCipher takes x'...' and X'...' alike as a raw key: deriving from it would be wasted."""
+    for n, prefix in enumerate("xX"):
+        path = tmp_path / f"{n}.db"
+        key = parse_key(prefix + "'" + "ab" * 32 + "'", "test")
+        conn = cipher.connect(path, key, timeout=1.0)
+        conn.execute("CREATE TABLE t (x TEXT)")
+        conn.close()
+        cipher._derived_key.cache_clear()
+        cipher.connect(path, key, timeout=1.0).close()
+        assert cipher._derived_key.cache_info().misses == 0
+
+
+@ENCRYPTED
+def test_no_local_variable_on_a_wrong_keys_traceback_holds_a_key(tmp_path: Path) -> None:
+    """Error reporters (Sentry, rich, loguru, pytest -l) record each frame's locals."""
+    path = tmp_path / DATABASE_FILENAME
+    new_encrypted_file(path)
+    cipher.connect(path, parse_key(KEY, "test"), timeout=1.0).close()  # a raw key derived
+    typo = KEY[:-1] + "E"
+    with pytest.raises(EncryptionKeyError) as caught:
+        cipher.connect(path, parse_key(typo, "test"), timeout=1.0)
+    error = caught.value
+    assert error.__traceback__ is not None
+    below_this_test = error.__traceback__.tb_next  # this frame holds the typo itself
+    shown = "".join(
+        traceback.TracebackException(
+            type(error), error, below_this_test, capture_locals=True
+        ).format()
+    )
+    assert "_keyed_and_proven" in shown
+    salt = path.read_bytes()[: cipher.SALT_BYTES]
+    for secret in (typo, cipher._derived_key(parse_key(typo, "test"), salt).hex()):
+        assert secret not in shown
+
+
+@ENCRYPTED
+def test_a_file_gone_after_its_salt_was_read_is_made_again_with_a_new_salt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / DATABASE_FILENAME
+    new_encrypted_file(path)
+    old_salt = path.read_bytes()[: cipher.SALT_BYTES]
+    salts_to_try = cipher._salts_to_try
+
+    def then_deleted(key: EncryptionKey, file: Path) -> list[bytes | None]:
+        found = salts_to_try(key, file)
+        file.unlink()
+        return found
+
+    monkeypatch.setattr(cipher, "_salts_to_try", then_deleted)
+    conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
+    conn.execute("CREATE TABLE t (x TEXT)")
+    conn.close()
+    assert cipher.store_kind(path) == "encrypted"
+    assert path.read_bytes()[: cipher.SALT_BYTES] != old_salt

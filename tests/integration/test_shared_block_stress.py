@@ -2,9 +2,9 @@
 
 Each worker is a process with its own MemoryManager (its own database connection), released
 together from a barrier so that their writes contend for the lock; the workers of a run are
-forked from one launcher (tests/forked_workers.py). On SQLite they share one storage dir; on PostgreSQL (the `backend`
-fixture sets
-MEMORY_DATABASE_URL, which the launcher and its workers inherit) each process has a storage dir
+forked from one launcher (tests/forked_workers.py). On SQLite they share one storage dir; on
+PostgreSQL (the `backend` fixture sets MEMORY_DATABASE_URL, which the launcher and its workers
+inherit) each process has a storage dir
 of its own, as processes on separate hosts would, and they share nothing but the database URL
 (and, in the archival runs, a Chroma server).
 
