@@ -15,6 +15,7 @@ collection never needs, or downloads, a model of its own. Distances are cosine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sqlite3
@@ -313,11 +314,19 @@ def chroma_where(where: PassageFilter) -> dict[str, Any] | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def _open_client(config: VectorConfig) -> Any:
-    import chromadb
+@functools.cache
+def _chroma_settings() -> Any:
+    """Chroma's own settings, read once per process: building them reads each of their many
+    fields from the environment, about 4 ms of CPU, which every new client paid."""
     from chromadb.config import Settings as ChromaSettings
 
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    return ChromaSettings(anonymized_telemetry=False)
+
+
+def _open_client(config: VectorConfig) -> Any:
+    import chromadb
+
+    chroma_settings = _chroma_settings().model_copy()  # a client writes its path into its copy
     if config.host:
         return chromadb.HttpClient(host=config.host, port=config.port, settings=chroma_settings)
     private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it
