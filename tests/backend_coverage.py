@@ -151,6 +151,7 @@ def _reached(definitions: dict[str, _Definition], start: str) -> Iterator[str]:
         waiting.extend(definitions[name].calls)
 
 
+@cache
 def _fixture_source(module: Path, root: Path, name: str) -> str | None:
     """The source of fixture `name` as `module` sees it: its own, else the nearest conftest's."""
     for path in [
