@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from .errors import SummarizerError
+from .http_clients import async_http_client
 from .prompts import SUMMARY_SYSTEM_PROMPT, summary_request_text
 from .records import MessageRecord
 from .settings import CompactionSettings
@@ -182,7 +183,10 @@ class AnthropicSummarizer:
         """The client in use (made on first access when none was given)."""
         if self._client is None:
             self._client = _anthropic().AsyncAnthropic(
-                api_key=self._api_key, base_url=self._base_url, max_retries=0
+                api_key=self._api_key,
+                base_url=self._base_url,
+                max_retries=0,
+                http_client=async_http_client(),
             )
         return self._client
 

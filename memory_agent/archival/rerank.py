@@ -78,8 +78,14 @@ class AnthropicReranker:
         if self._client is None:
             import anthropic
 
+            from compaction.http_clients import http_client
+
             self._client = anthropic.Anthropic(
-                api_key=self._api_key, base_url=self._base_url, max_retries=1, timeout=self.timeout
+                api_key=self._api_key,
+                base_url=self._base_url,
+                max_retries=1,
+                timeout=self.timeout,
+                http_client=http_client(),
             )
         return self._client
 
