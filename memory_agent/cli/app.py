@@ -9,6 +9,7 @@ exit status 1: the library's messages already say what happened and what to do.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -94,9 +95,26 @@ def _clearance(level: Sensitivity) -> Callable[[click.Context, click.Parameter, 
         if chosen.clearance not in (None, level):
             raise click.UsageError("Give --allow-secret or --public-only, not both.")
         chosen.clearance = level
-        ctx.with_resource(with_clearance(level))
 
     return callback
+
+
+def _under_chosen_clearance(function: F) -> F:
+    """`function` run under the clearance --allow-secret or --public-only chose, if any.
+
+    Why not a resource of the context, entered by the option's callback: click does not close a
+    context whose arguments fail to parse, so a usage error after the option (both options at
+    once, say) left the clearance raised in the caller's thread for every later read there."""
+
+    @functools.wraps(function)
+    def cleared(*args: Any, **kwargs: Any) -> Any:
+        chosen = state().clearance
+        if chosen is None:
+            return function(*args, **kwargs)
+        with with_clearance(chosen):
+            return function(*args, **kwargs)
+
+    return cast(F, cleared)
 
 
 def shared_options(function: F) -> F:
@@ -164,6 +182,7 @@ def shared_options(function: F) -> F:
             help="Only public blocks and passages (e.g. an export to share).",
         ),
     ]
+    function = _under_chosen_clearance(function)
     for option in reversed(options):
         function = option(function)
     return function

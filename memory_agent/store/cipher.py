@@ -45,6 +45,7 @@ __all__ = [
     "CipherConnection",
     "StoreKind",
     "connect",
+    "forget_derived_keys",
     "reencrypt",
     "sqlcipher",
     "store_kind",
@@ -476,8 +477,15 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
         if copier is not None:
             copier.close()
         holder.close()
+        forget_derived_keys()  # the old key's derivation is of no use any more
     for sidecar in _sidecars(path):
         sidecar.unlink(missing_ok=True)
+
+
+def forget_derived_keys() -> None:
+    """Drop every key this process derived (see `_derived_key`): after a re-encryption, and where
+    a process's first open is to be measured again."""
+    _derived_key.cache_clear()
 
 
 def _raw_connection(path: Path, key: EncryptionKey | None, timeout: float = 10.0) -> Any:

@@ -114,3 +114,18 @@ def test_an_unknown_level_is_one_error_line_and_changes_nothing(
     with open_store("ada") as memory:
         assert store_snapshot(memory.database) == before
     assert run("export", "--allow-secret", "--public-only").exit_code == 2
+
+
+def test_a_refused_invocation_leaves_the_callers_clearance_as_it_was(initialised: Invoke) -> None:
+    """click does not close a context whose arguments fail to parse: a clearance the first option
+    raised must not outlive the refusal in the thread that ran it (CliRunner's, here)."""
+    from memory_agent.privacy.sensitivity import current_clearance
+
+    run = initialised
+    assert run("blocks", "create", "door", f"Door {MARK}", "--sensitivity", "secret").exit_code == 0
+    for order in (("--allow-secret", "--public-only"), ("--public-only", "--allow-secret")):
+        assert run("blocks", "list", *order).exit_code == 2
+        assert current_clearance() == "private"
+    assert "door" not in [b["label"] for b in json.loads(run("--json", "blocks", "list").output)]
+    assert MARK in run("--allow-secret", "blocks", "show", "door").output
+    assert current_clearance() == "private"

@@ -561,3 +561,16 @@ def test_a_file_gone_after_its_salt_was_read_is_made_again_with_a_new_salt(
     conn.close()
     assert cipher.store_kind(path) == "encrypted"
     assert path.read_bytes()[: cipher.SALT_BYTES] != old_salt
+
+
+@ENCRYPTED
+def test_a_rekey_leaves_no_derived_key_in_the_process(tmp_path: Path) -> None:
+    path = tmp_path / DATABASE_FILENAME
+    new_encrypted_file(path)
+    cipher.connect(path, parse_key(KEY, "test"), timeout=1.0).close()
+    assert cipher._derived_key.cache_info().currsize >= 1
+    cipher.reencrypt(path, parse_key(KEY, "test"), parse_key(OTHER, "test"))
+    assert cipher._derived_key.cache_info().currsize == 0
+    conn = cipher.connect(path, parse_key(OTHER, "test"), timeout=1.0)
+    assert conn.execute("SELECT x FROM t").fetchall() == [("kept",)]
+    conn.close()
