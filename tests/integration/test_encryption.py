@@ -492,7 +492,7 @@ def test_a_raw_key_that_does_not_open_the_file_falls_back_to_the_passphrase(
     """As when another process re-encrypts the file between the read of its salt and the open."""
     path = tmp_path / DATABASE_FILENAME
     new_encrypted_file(path)
-    monkeypatch.setattr(cipher, "_derived_key", lambda passphrase, salt: bytes(32))
+    monkeypatch.setattr(cipher, "_derived_key", lambda key, salt: bytes(32))
     conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
     assert conn.execute("SELECT x FROM t").fetchall() == [("kept",)]
     conn.close()
@@ -503,9 +503,7 @@ def test_a_raw_key_that_does_not_open_the_file_falls_back_to_the_passphrase(
 
 
 @ENCRYPTED
-def test_a_raw_key_in_either_case_is_given_to_sqlcipher_as_it_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_raw_key_in_either_case_is_given_to_sqlcipher_as_it_is(tmp_path: Path) -> None:
     """SQLCipher takes x'...' and X'...' alike as a raw key: deriving from it would be wasted."""
     for n, prefix in enumerate("xX"):
         path = tmp_path / f"{n}.db"
