@@ -234,16 +234,22 @@ class CipherConnection(_Translating):
 
 def store_kind(path: Path) -> StoreKind:
     """What the file at `path` is, from its first bytes alone (nothing is opened or written)."""
+    return _head(path)[0]
+
+
+def _head(path: Path) -> tuple[StoreKind, bytes]:
+    """What the file at `path` is, and its first bytes: SQLite's magic string in a plain file,
+    SQLCipher's salt in an encrypted one (both 16 bytes long)."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(len(SQLITE_MAGIC))
     except FileNotFoundError:
-        return "absent"
+        return "absent", b""
     except OSError:
-        return "plain"  # unreadable: SQLite's own open names the problem in the usual words
+        return "plain", b""  # unreadable: SQLite's own open names the problem in the usual words
     if not head:
-        return "absent"
-    return "plain" if head == SQLITE_MAGIC else "encrypted"
+        return "absent", head
+    return ("plain" if head == SQLITE_MAGIC else "encrypted"), head
 
 
 def _quoted(key: EncryptionKey) -> str:
@@ -266,14 +272,10 @@ def _salts_to_try(key: EncryptionKey, file: Path) -> list[bytes | None]:
     salt the file starts with (when it is already encrypted), None the passphrase, which SQLCipher
     derives itself. The second is for a file whose salt changed after it was read (re-encrypted
     by another process), or that had none then."""
-    if _RAW_KEY.fullmatch(key.reveal()) or store_kind(file) != "encrypted":
+    if _RAW_KEY.fullmatch(key.reveal()):
         return [None]
-    try:
-        with open(file, "rb") as handle:
-            salt = handle.read(SALT_BYTES)
-    except OSError:
-        return [None]
-    return [salt, None] if len(salt) == SALT_BYTES else [None]
+    kind, salt = _head(file)
+    return [salt, None] if kind == "encrypted" and len(salt) == SALT_BYTES else [None]
 
 
 def _keyed(raw: Any, key: EncryptionKey, salt: bytes | None) -> None:

@@ -453,20 +453,22 @@ def test_a_raw_key_opens_without_key_derivation_and_a_different_one_is_refused(
         MemoryManager(settings=settings_for(store, "x'" + "3a" * 32))
 
 
-def new_encrypted_file(path: Path) -> None:
+@pytest.fixture
+def encrypted_file(tmp_path: Path) -> Path:
     """An encrypted file holding one row, made with SQLCipher's own key derivation."""
+    path = tmp_path / DATABASE_FILENAME
     conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
     conn.execute("CREATE TABLE t (x TEXT)")
     conn.execute("INSERT INTO t VALUES ('kept')")
     conn.close()
+    return path
 
 
 @ENCRYPTED
 def test_a_process_derives_a_files_key_once_and_sqlcipher_takes_it_raw(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    encrypted_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / DATABASE_FILENAME
-    new_encrypted_file(path)
+    path = encrypted_file
     cipher._derived_key.cache_clear()
     given: list[bytes | None] = []
     keyed = cipher._keyed
@@ -487,11 +489,10 @@ def test_a_process_derives_a_files_key_once_and_sqlcipher_takes_it_raw(
 
 @ENCRYPTED
 def test_a_raw_key_that_does_not_open_the_file_falls_back_to_the_passphrase(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, encrypted_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As when another process re-encrypts the file between the read of its salt and the open."""
-    path = tmp_path / DATABASE_FILENAME
-    new_encrypted_file(path)
+    path = encrypted_file
     monkeypatch.setattr(cipher, "_derived_key", lambda key, salt: bytes(32))
     conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
     assert conn.execute("SELECT x FROM t").fetchall() == [("kept",)]
@@ -517,10 +518,9 @@ def test_a_raw_key_in_either_case_is_given_to_sqlcipher_as_it_is(tmp_path: Path)
 
 
 @ENCRYPTED
-def test_no_local_variable_on_a_wrong_keys_traceback_holds_a_key(tmp_path: Path) -> None:
+def test_no_local_variable_on_a_wrong_keys_traceback_holds_a_key(encrypted_file: Path) -> None:
     """Error reporters (Sentry, rich, loguru, pytest -l) record each frame's locals."""
-    path = tmp_path / DATABASE_FILENAME
-    new_encrypted_file(path)
+    path = encrypted_file
     cipher.connect(path, parse_key(KEY, "test"), timeout=1.0).close()  # a raw key derived
     typo = KEY[:-1] + "E"
     with pytest.raises(EncryptionKeyError) as caught:
@@ -541,10 +541,9 @@ def test_no_local_variable_on_a_wrong_keys_traceback_holds_a_key(tmp_path: Path)
 
 @ENCRYPTED
 def test_a_file_gone_after_its_salt_was_read_is_made_again_with_a_new_salt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    encrypted_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / DATABASE_FILENAME
-    new_encrypted_file(path)
+    path = encrypted_file
     old_salt = path.read_bytes()[: cipher.SALT_BYTES]
     salts_to_try = cipher._salts_to_try
 
@@ -562,9 +561,8 @@ def test_a_file_gone_after_its_salt_was_read_is_made_again_with_a_new_salt(
 
 
 @ENCRYPTED
-def test_a_rekey_leaves_no_derived_key_in_the_process(tmp_path: Path) -> None:
-    path = tmp_path / DATABASE_FILENAME
-    new_encrypted_file(path)
+def test_a_rekey_leaves_no_derived_key_in_the_process(encrypted_file: Path) -> None:
+    path = encrypted_file
     cipher.connect(path, parse_key(KEY, "test"), timeout=1.0).close()
     assert cipher._derived_key.cache_info().currsize >= 1
     cipher.reencrypt(path, parse_key(KEY, "test"), parse_key(OTHER, "test"))
