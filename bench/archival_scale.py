@@ -505,7 +505,8 @@ def run(storage: Path, args: argparse.Namespace) -> None:
     model: Any = (
         HashedWords()
         if args.cheap_embedding
-        else MiniLMEmbeddingFunction(threads=args.model_threads)
+        # reuse off: the same questions are searched in each mode, and each must pay its encoding
+        else MiniLMEmbeddingFunction(threads=args.model_threads, reuse_vectors=False)
     )
     PrecomputedEmbedding.space = model.name()
     started = time.perf_counter()

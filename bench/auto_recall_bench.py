@@ -43,6 +43,7 @@ from memory_agent.agent.auto_recall import (  # noqa: E402
     AutoRecallSettings,
     RecallSource,
 )
+from memory_agent.archival import MiniLMEmbeddingFunction  # noqa: E402
 
 QUICK_TURNS = 16
 """A quick run's turns: embedding them (as passages and as messages) is most of its time."""
@@ -157,7 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tallies: dict[tuple[str, int], Tally] = {}
     with tempfile.TemporaryDirectory() as directory:
         settings = Settings.from_env({"PERSIST_DIRECTORY": directory}, env_file=None)
-        with MemoryManager(agent_id="bench", settings=settings) as memory:
+        # reuse off: each budget asks the same questions, and each turn must pay its encoding
+        model = MiniLMEmbeddingFunction(reuse_vectors=False)
+        with MemoryManager(agent_id="bench", settings=settings, embedding_function=model) as memory:
             started = time.perf_counter()
             questions = _run(memory, conversations, budgets, tallies, args.max_items)
             took = time.perf_counter() - started

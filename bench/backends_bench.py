@@ -311,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             passages = synthetic_passages(args.passages)
             questions = synthetic_questions(20 if args.quick else 210)
             if args.embedding == "minilm":
-                live: Any = MiniLMEmbeddingFunction()
+                # reuse off: both backends search the same questions, each encodes them
+                live: Any = MiniLMEmbeddingFunction(reuse_vectors=False)
                 PrecomputedEmbedding.space = live.name()
                 stored: Any = PrecomputedEmbedding(
                     passage_vectors([p.content for p in passages], live, args.vector_cache)

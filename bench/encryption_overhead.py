@@ -124,7 +124,8 @@ def main() -> None:
 
     from memory_agent.archival.embeddings import MiniLMEmbeddingFunction
 
-    embedding = MiniLMEmbeddingFunction()
+    # reuse off: both modes embed the same texts, and the second must not find them made
+    embedding = MiniLMEmbeddingFunction(reuse_vectors=False)
     embedding(["warm the model up before any timing"])
     print(
         f"encryption overhead · {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · commit "

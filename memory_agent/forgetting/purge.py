@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..archival import passage_table
+from ..archival.embeddings import forget_cached_vectors
 from ..archival.passages import Passage
 from ..authors import Author
 from ..conversation import recall
@@ -351,7 +352,9 @@ class Forgetting:
         *,
         whole_agent: bool = False,
     ) -> ForgetReport:
-        """After the commit: vectors (Chroma's files too), then the database's freed bytes."""
+        """After the commit: vectors (Chroma's files too, and those this process keeps for
+        reuse), then the database's freed bytes."""
+        forget_cached_vectors()
         warnings: list[str] = []
         by_agent: dict[str, list[str]] = {}
         for passage in found.passages:

@@ -53,6 +53,8 @@ def test_construction_loads_nothing() -> None:
         == function.get_config()
     )
     assert collection_prefix_for(function) == "archival_all-MiniLM-L6-v2"
+    plain = MiniLMEmbeddingFunction(reuse_vectors=False).get_config()
+    assert MiniLMEmbeddingFunction.build_from_config(plain).reuse_vectors is False
 
 
 def test_vectors_match_sentence_transformers(minilm: MiniLMEmbeddingFunction) -> None:
@@ -68,14 +70,16 @@ def test_vectors_match_sentence_transformers(minilm: MiniLMEmbeddingFunction) ->
 
 
 def test_batching_and_order_do_not_change_vectors(minilm: MiniLMEmbeddingFunction) -> None:
+    del minilm  # loaded once per session; the functions below run the model every time
+    model = MiniLMEmbeddingFunction(reuse_vectors=False)
     texts = ["a short one", "a considerably longer text " * 10, "mid length text here", "x"]
-    together = np.asarray(minilm(texts))
-    alone = np.asarray([minilm([text])[0] for text in texts])
-    small_batches = np.asarray(MiniLMEmbeddingFunction(batch_size=1)(texts))
+    together = np.asarray(model(texts))
+    alone = np.asarray([model([text])[0] for text in texts])
+    small_batches = np.asarray(MiniLMEmbeddingFunction(batch_size=1, reuse_vectors=False)(texts))
     assert np.allclose(together, alone, atol=1e-5) and np.allclose(
         together, small_batches, atol=1e-5
     )
-    assert minilm([]) == []
+    assert model([]) == []
 
 
 def test_batch_embeddings_are_unit_vectors_of_384_dimensions(
@@ -191,10 +195,66 @@ def test_mixed_lengths_are_embedded_in_batches_of_like_length(
         widths.append((len(rows), max(len(row) for row in rows)))
         return real(model, rows)  # type: ignore[arg-type]
 
-    texts = ["tea", "the cat sat on the mat", "a considerably longer text " * 12] * 3
-    alone = np.asarray([minilm([text])[0] for text in texts])
+    del minilm  # loaded once per session; `model` runs it every time
+    model = MiniLMEmbeddingFunction(reuse_vectors=False)
+    long = "a considerably longer text " * 12
+    texts = [
+        *("tea", "milk", "cake"),  # 3 word-pieces each, with [CLS] and [SEP]
+        *("the cat sat on the mat", "the dog sat on the rug", "the owl sat on the oak"),  # 8
+        *(long + "red", long + "blue", long + "green"),  # 51
+    ]
+    mixed = [texts[i] for i in (6, 0, 3, 7, 1, 4, 8, 2, 5)]
+    alone = np.asarray([model([text])[0] for text in mixed])
     monkeypatch.setattr(embeddings, "_embed_ids", recording)
-    together = np.asarray(minilm(texts))
-    chunked = [vectors[0] for vectors in minilm.embed_chunks(texts)]
+    together = np.asarray(model(mixed))
+    chunked = [vectors[0] for vectors in model.embed_chunks(mixed)]
     assert np.allclose(together, alone, atol=1e-5) and np.allclose(chunked, alone, atol=1e-5)
-    assert sorted(widths) == sorted([(3, 3), (3, 8), (3, 50)] * 2), widths
+    assert sorted(widths) == sorted([(3, 3), (3, 8), (3, 51)] * 2), widths
+
+
+def _counting_model_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of each model run from now on."""
+    runs: list[int] = []
+    real = embeddings._embed_ids
+
+    def counting(model: object, rows: list[list[int]]) -> object:
+        runs.append(len(rows))
+        return real(model, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embeddings, "_embed_ids", counting)
+    return runs
+
+
+def test_a_text_embedded_again_reuses_the_vector_the_model_made(
+    minilm: MiniLMEmbeddingFunction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query searched twice, a passage re-embedded by a check, one fact in several stores: the
+    process looks the vector up instead of running the model again."""
+    embeddings.forget_cached_vectors()
+    fresh = MiniLMEmbeddingFunction(reuse_vectors=False)
+    text = "Ada's sister teaches piano in Lisbon."
+    made = fresh([text])[0]
+    runs = _counting_model_runs(monkeypatch)
+    first, twin = minilm([text, text])  # the same row twice in one call: one model row
+    assert runs == [1] and twin is first and np.allclose(first, made, atol=1e-5)
+    assert minilm.embed_query([text])[0] is first
+    assert minilm.embed_chunks([text])[0][0] is first
+    assert MiniLMEmbeddingFunction()([text])[0] is first  # another function, the same model
+    assert runs == [1]
+    assert not first.flags.writeable  # shared by every caller
+    assert first.base is None  # a copy: a kept row would keep its whole batch in memory
+    fresh([text])
+    assert runs == [1, 1]  # reuse_vectors=False runs the model every time
+
+
+def test_the_kept_vectors_are_the_most_recently_used() -> None:
+    cache = embeddings._VectorCache(2)
+    keys = [cache.key([101, word, 102]) for word in (7592, 2088, 4248)]
+    for key, value in zip(keys[:2], (0.0, 1.0)):
+        cache.put(key, np.full(384, value, dtype=np.float32))
+    assert cache.get(keys[0]) is not None  # now the most recent of the two
+    cache.put(keys[2], np.full(384, 2.0, dtype=np.float32))
+    assert cache.get(keys[1]) is None
+    assert [float(cache.get(key)[0]) for key in (keys[0], keys[2])] == [0.0, 2.0]  # type: ignore[index]
+    cache.clear()
+    assert cache.get(keys[0]) is None

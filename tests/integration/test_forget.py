@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from compaction import CompactionSettings
 from memory_agent import MemoryManager, Settings
+from memory_agent.archival import embeddings
 from memory_agent.cli import cli
 from memory_agent.errors import MemoryAgentError
 from memory_agent.integrations.session_store import SQLiteSessionStore
@@ -175,6 +176,31 @@ def test_a_forgotten_passage_leaves_no_byte(
     )
     memory.close()
     assert count_marker(settings, marker, request) == {}
+
+
+def test_a_forget_drops_the_vectors_this_process_keeps_for_reuse(
+    tmp_path: Path, marker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vector says something of its text, so the process's reuse cache
+    (`embeddings.VECTOR_CACHE_ENTRIES`) goes with a forget: the forgotten text is embedded
+    afresh if it comes again."""
+    memory = _manager(_settings(tmp_path, {}))
+    text = f"The door code is {marker}"
+    passage = memory.archival_memory_insert(text)
+    runs: list[int] = []
+    real = embeddings._embed_ids
+
+    def counting(model: Any, rows: list[list[int]]) -> Any:
+        runs.append(len(rows))
+        return real(model, rows)
+
+    monkeypatch.setattr(embeddings, "_embed_ids", counting)
+    assert memory.archival_memory_search(text, mode="hybrid")[0].passage_id == passage
+    assert runs == []  # hybrid search embeds the query as written: the passage's kept vector
+    memory.forget_passage(passage)
+    assert memory.archival_memory_search(text, mode="hybrid") == []
+    assert runs == [1]
+    memory.close()
 
 
 def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_the_model(
