@@ -96,40 +96,52 @@ def bundled_tokenizer_path() -> Path:
 class _VectorCache:
     """The vectors of the word-piece rows one model embedded last in this process.
 
-    Keyed by a digest of the ids, not the ids or the text, so the cache holds no text. Vectors
-    are read-only arrays: every caller shares them.
+    Keyed by a digest of the ids, not the ids or the text, so the cache holds no text. Callers get
+    read-only views of private read-only arrays: every caller shares them, and numpy refuses to
+    make such a view writeable again, so no caller can change what the others get.
     """
 
     def __init__(self, entries: int) -> None:
         self._entries = entries
         self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._generation = 0
+        """Counts the clears: a model run that began before a clear keeps nothing it made."""
 
     @staticmethod
     def key(row: list[int]) -> bytes:
         return hashlib.blake2b(np.asarray(row, dtype=np.int64).tobytes(), digest_size=16).digest()
 
+    @property
+    def generation(self) -> int:
+        with self._lock:
+            return self._generation
+
     def get(self, key: bytes) -> np.ndarray | None:
         with self._lock:
-            vector = self._vectors.get(key)
-            if vector is not None:
-                self._vectors.move_to_end(key)
-            return vector
+            kept = self._vectors.get(key)
+            if kept is None:
+                return None
+            self._vectors.move_to_end(key)
+        return kept.view()
 
-    def put(self, key: bytes, vector: np.ndarray) -> np.ndarray:
-        """Keep a copy (a row of a batch would keep the whole batch alive); returns the copy."""
+    def put(self, key: bytes, vector: np.ndarray, generation: int) -> np.ndarray:
+        """Keep a copy of `vector` (a row of a batch would keep the whole batch alive) unless the
+        cache was cleared since `generation` was read; returns a read-only view of the copy."""
         kept = vector.copy()
         kept.flags.writeable = False
         with self._lock:
-            self._vectors[key] = kept
-            self._vectors.move_to_end(key)
-            while len(self._vectors) > self._entries:
-                self._vectors.popitem(last=False)
-        return kept
+            if generation == self._generation:
+                self._vectors[key] = kept
+                self._vectors.move_to_end(key)
+                while len(self._vectors) > self._entries:
+                    self._vectors.popitem(last=False)
+        return kept.view()
 
     def clear(self) -> None:
         with self._lock:
             self._vectors.clear()
+            self._generation += 1
 
 
 @dataclass(frozen=True)
@@ -162,8 +174,10 @@ class MiniLMEmbeddingFunction:
         threads: onnxruntime intra-op threads; default: onnxruntime's choice (physical cores).
         chunk_tokens, chunk_overlap: the windows of `embed_chunks` (word-pieces).
         reuse_vectors: look up vectors this process already made with the same model (see
-            VECTOR_CACHE_ENTRIES) instead of running the model again; off for measuring the
-            model itself.
+            VECTOR_CACHE_ENTRIES) instead of running the model again. The vectors returned are
+            then read-only, as every caller shares them (`np.array(vector)` gives one to change).
+            Off, every text runs through the model and gets a writeable array of its own, as
+            before this option existed (for measuring the model itself).
     """
 
     def __init__(
@@ -219,24 +233,23 @@ class MiniLMEmbeddingFunction:
         return vectors
 
     def _embed_rows(self, model: _Model, rows: list[list[int]]) -> list[np.ndarray]:
-        """One vector per row of word-piece ids: reused ones looked up, each other distinct row
-        embedded once, in batches of like length."""
+        """One vector per row of word-piece ids. Reusing, each row this process embedded before
+        is looked up and each other distinct row embedded once; otherwise every row is embedded."""
+        if not self.reuse_vectors:
+            return _embed_in_batches(model, rows, self.batch_size)
+        cache = model.vectors
+        generation = cache.generation  # read before the model runs: see _VectorCache.put
         keys = [_VectorCache.key(row) for row in rows]
         found: dict[bytes, np.ndarray] = {}
-        if self.reuse_vectors:
-            for key in keys:
-                vector = model.vectors.get(key)
-                if vector is not None:
-                    found[key] = vector
+        for key in dict.fromkeys(keys):
+            vector = cache.get(key)
+            if vector is not None:
+                found[key] = vector
         first_of = {key: index for index, key in reversed(list(enumerate(keys)))}
         missing = [index for key, index in first_of.items() if key not in found]
-        lengths = [len(row) for row in rows]
-        order = sorted(missing, key=lengths.__getitem__)
-        for batch in _like_length_batches(order, lengths, self.batch_size):
-            for index, vector in zip(batch, _embed_ids(model, [rows[i] for i in batch])):
-                found[keys[index]] = (
-                    model.vectors.put(keys[index], vector) if self.reuse_vectors else vector
-                )
+        made = _embed_in_batches(model, [rows[index] for index in missing], self.batch_size)
+        for index, vector in zip(missing, made):
+            found[keys[index]] = cache.put(keys[index], vector, generation)
         return [found[key] for key in keys]
 
     def load(self) -> None:
@@ -403,6 +416,17 @@ def _like_length_batches(order: list[int], lengths: list[int], size: int) -> lis
         else:
             batch.append(index)
     return batches
+
+
+def _embed_in_batches(model: _Model, rows: list[list[int]], batch_size: int) -> list[np.ndarray]:
+    """The model's vector of each row, in order, the rows run in batches of like length."""
+    vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(rows)
+    lengths = [len(row) for row in rows]
+    order = sorted(range(len(rows)), key=lengths.__getitem__)
+    for batch in _like_length_batches(order, lengths, batch_size):
+        for index, vector in zip(batch, _embed_ids(model, [rows[i] for i in batch])):
+            vectors[index] = vector
+    return vectors
 
 
 def forget_cached_vectors() -> None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -236,25 +237,69 @@ def test_a_text_embedded_again_reuses_the_vector_the_model_made(
     made = fresh([text])[0]
     runs = _counting_model_runs(monkeypatch)
     first, twin = minilm([text, text])  # the same row twice in one call: one model row
-    assert runs == [1] and twin is first and np.allclose(first, made, atol=1e-5)
-    assert minilm.embed_query([text])[0] is first
-    assert minilm.embed_chunks([text])[0][0] is first
-    assert MiniLMEmbeddingFunction()([text])[0] is first  # another function, the same model
+    assert runs == [1] and np.array_equal(first, twin) and np.allclose(first, made, atol=1e-5)
+    again = [
+        minilm.embed_query([text])[0],
+        minilm.embed_chunks([text])[0][0],
+        MiniLMEmbeddingFunction()([text])[0],  # another function, the same loaded model
+    ]
+    assert runs == [1] and all(np.shares_memory(vector, first) for vector in again)
+    for vector in (first, *again):  # shared, so no caller can change it for the others
+        with pytest.raises(ValueError):
+            vector.flags.writeable = True
+        assert vector.base is not None and vector.base.shape == (384,)  # not a whole batch
+    assert np.array(first).flags.writeable  # a copy to change, as the docstring says
+
+
+def test_without_reuse_every_text_runs_through_the_model_into_an_array_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = MiniLMEmbeddingFunction(reuse_vectors=False)
+    text = "Ada's sister teaches piano in Lisbon."
+    model([text])
+    runs = _counting_model_runs(monkeypatch)
+    first, twin = model([text, text])
+    assert runs == [2] and first.flags.writeable and not np.shares_memory(first, twin)
+    assert np.array_equal(first, twin)
+
+
+def test_a_forget_while_the_model_runs_keeps_nothing_that_run_made(
+    minilm: MiniLMEmbeddingFunction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Background message indexing may be embedding a text when it is forgotten: what that run
+    makes is not kept."""
+    real = embeddings._embed_ids
+    running, go_on = threading.Event(), threading.Event()
+
+    def held(model: object, rows: list[list[int]]) -> object:
+        running.set()
+        assert go_on.wait(30)
+        return real(model, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embeddings, "_embed_ids", held)
+    text = "The door code is 4 8 1 5, forgotten while it is embedded."
+    indexing = threading.Thread(target=minilm, args=([text],))
+    indexing.start()
+    assert running.wait(30)
+    embeddings.forget_cached_vectors()
+    go_on.set()
+    indexing.join(30)
+    runs = _counting_model_runs(monkeypatch)
+    minilm([text])
     assert runs == [1]
-    assert not first.flags.writeable  # shared by every caller
-    assert first.base is None  # a copy: a kept row would keep its whole batch in memory
-    fresh([text])
-    assert runs == [1, 1]  # reuse_vectors=False runs the model every time
 
 
 def test_the_kept_vectors_are_the_most_recently_used() -> None:
     cache = embeddings._VectorCache(2)
     keys = [cache.key([101, word, 102]) for word in (7592, 2088, 4248)]
     for key, value in zip(keys[:2], (0.0, 1.0)):
-        cache.put(key, np.full(384, value, dtype=np.float32))
+        cache.put(key, np.full(384, value, dtype=np.float32), cache.generation)
     assert cache.get(keys[0]) is not None  # now the most recent of the two
-    cache.put(keys[2], np.full(384, 2.0, dtype=np.float32))
+    cache.put(keys[2], np.full(384, 2.0, dtype=np.float32), cache.generation)
     assert cache.get(keys[1]) is None
     assert [float(cache.get(key)[0]) for key in (keys[0], keys[2])] == [0.0, 2.0]  # type: ignore[index]
+    before = cache.generation
     cache.clear()
+    assert cache.get(keys[0]) is None
+    cache.put(keys[0], np.zeros(384, dtype=np.float32), before)  # made before the clear
     assert cache.get(keys[0]) is None
