@@ -1281,7 +1281,9 @@ class MemoryManager:
                     self.db,
                     author=self.current_author,
                     vectors=lambda: self._vector_forget(self.archival.index.store),
-                    message_vectors=lambda: self._vector_forget(self._message_vectors.store),
+                    message_vectors=lambda: self._message_vectors.after_writes(
+                        self._vector_forget(self._message_vectors.store)
+                    ),
                     scrub_wait_s=self.settings.forget_wait_seconds,
                     rewrite=Resummarizer(
                         self.db, self._forget_summarizer(), self.compaction_settings.clip_chars

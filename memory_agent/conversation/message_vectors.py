@@ -199,6 +199,18 @@ class MessageVectors:
                 done += len(batch)
         return done
 
+    def after_writes(
+        self, forget: Callable[[str, list[str], bool], list[str]]
+    ) -> Callable[[str, list[str], bool], list[str]]:
+        """`forget` (a forget's removal of vectors), run once no batch is being written. Why: a
+        batch read before the forget's commit would otherwise be stored after the removal."""
+
+        def waited(owner: str, ids: list[str], whole: bool) -> list[str]:
+            with self._writing:
+                return forget(owner, ids, whole)
+
+        return waited
+
     def _write_batch(self, batch: Sequence[StoredMessage], contexts: Sequence[str]) -> None:
         texted = [i for i, m in enumerate(batch) if m.text.strip()]
         chunks: list[list[object]] = [[] for _ in batch]

@@ -203,6 +203,57 @@ def test_a_forget_drops_the_vectors_this_process_keeps_for_reuse(
     memory.close()
 
 
+class _NotedLock:
+    """A lock that notes when a second thread has to wait for it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.waited = threading.Event()
+
+    def __enter__(self) -> _NotedLock:
+        if not self._lock.acquire(blocking=False):
+            self.waited.set()
+            self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_a_message_forgotten_while_its_vectors_are_written_keeps_no_vector(
+    tmp_path: Path, marker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's background indexing read the message before the forget's commit and is
+    embedding it: its vectors must not be stored after the forget removed them."""
+    memory = _manager(_settings(tmp_path, {}))
+    message = memory.store_message("user", f"My bank PIN is {marker}")
+    assert message is not None
+    writing = _NotedLock()
+    monkeypatch.setattr(memory._message_vectors, "_writing", writing)
+    real = embeddings._embed_ids
+    embedding, go_on = threading.Event(), threading.Event()
+
+    def held(model: Any, rows: list[list[int]]) -> Any:
+        embedding.set()
+        assert go_on.wait(30)
+        return real(model, rows)
+
+    monkeypatch.setattr(embeddings, "_embed_ids", held)
+    indexing = threading.Thread(target=memory.index_message_vectors)
+    indexing.start()
+    assert embedding.wait(30)
+    forgetting = threading.Thread(target=memory.forget_message, args=(message.message_id,))
+    forgetting.start()
+    while forgetting.is_alive() and not writing.waited.wait(0.05):
+        pass  # until the forget has finished, or waits for the batch being written
+    go_on.set()
+    indexing.join(30)
+    forgetting.join(60)
+    assert not indexing.is_alive() and not forgetting.is_alive()
+    assert memory._message_vectors.store.ids("agent-a") == set()
+    memory.close()
+
+
 def test_a_forgotten_message_leaves_no_byte_and_its_summaries_are_rewritten_by_the_model(
     tmp_path: Path,
     variant: Mapping[str, str],
