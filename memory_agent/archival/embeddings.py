@@ -240,12 +240,14 @@ class MiniLMEmbeddingFunction:
         cache = model.vectors
         generation = cache.generation  # read before the model runs: see _VectorCache.put
         keys = [_VectorCache.key(row) for row in rows]
+        first_of: dict[bytes, int] = {}
+        for index, key in enumerate(keys):
+            first_of.setdefault(key, index)
         found: dict[bytes, np.ndarray] = {}
-        for key in dict.fromkeys(keys):
+        for key in first_of:
             vector = cache.get(key)
             if vector is not None:
                 found[key] = vector
-        first_of = {key: index for index, key in reversed(list(enumerate(keys)))}
         missing = [index for key, index in first_of.items() if key not in found]
         made = _embed_in_batches(model, [rows[index] for index in missing], self.batch_size)
         for index, vector in zip(missing, made):
