@@ -303,13 +303,12 @@ def _exact_nearest(
     here (the collection's space is cosine)."""
     import numpy as np
 
+    from .unit_vectors import unit_rows
+
     records = _all_records(collection, where)
     if not records["ids"]:
         return []
-    vectors = np.asarray(records["embeddings"], dtype=np.float64)
-    query = np.asarray(embedding, dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
-    similarities = (vectors @ query) / np.where(norms == 0.0, 1.0, norms)
+    similarities = unit_rows(records["embeddings"]) @ unit_rows([embedding])[0]
     order = np.argsort(-similarities, kind="stable")[:limit]
     return [
         (

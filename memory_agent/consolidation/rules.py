@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..archival import Passage
+from ..archival.unit_vectors import unit_rows
 from ..core.blocks import Block
 from .plan import ArchivedLine, BlockRewrite, MemoryView, PassageMerge, Plan
 from .protocol import Embed
@@ -57,7 +58,7 @@ def normalised_text(text: str) -> str:
 
 def similarity_matrix(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     """Pairwise cosine similarity (for a few texts; `similar_pairs` scales to many)."""
-    unit = _unit_rows(vectors)
+    unit = unit_rows(vectors)
     return np.asarray(unit @ unit.T, dtype=np.float64)
 
 
@@ -69,7 +70,7 @@ def similar_pairs(
 
     Computed a block of rows at a time in float32, so thousands of passages never need the whole
     n x n matrix in memory (5,000 passages would take 200 MB as float64)."""
-    unit = _unit_rows(vectors).astype(np.float32)
+    unit = unit_rows(vectors).astype(np.float32)
     pairs: list[tuple[int, int, float]] = []
     for start in range(0, len(unit), chunk):
         block = unit[start : start + chunk] @ unit.T
@@ -80,14 +81,6 @@ def similar_pairs(
                 pairs.append((first, column, float(block[row, column])))
     pairs.sort()
     return pairs
-
-
-def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
-    matrix = np.asarray(vectors, dtype=np.float64)
-    if matrix.size == 0:
-        return np.zeros((0, 0))
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.asarray(matrix / np.where(norms == 0, 1.0, norms))
 
 
 class RulesConsolidator:
