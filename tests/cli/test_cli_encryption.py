@@ -153,8 +153,9 @@ def test_export_encrypt_needs_a_key_and_a_file(run: Run, tmp_path: Path, error_o
 @given(
     cut=st.integers(min_value=0, max_value=400),
     flip=st.integers(min_value=0, max_value=10_000),
-    # An environment variable cannot hold NUL (the OS refuses it before memory-agent runs).
-    key=st.text(st.characters(blacklist_characters="\x00"), min_size=0, max_size=40),
+    # An environment variable cannot hold NUL or a lone surrogate (the OS, or os.environ's UTF-8
+    # encoding, refuses it before memory-agent runs).
+    key=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=0, max_size=40),
 )
 def test_a_changed_or_cut_encrypted_export_is_refused_with_the_projects_errors_creating_nothing(
     sealed_export: Path, run: Run, tmp_path: Path, cut: int, flip: int, key: str
