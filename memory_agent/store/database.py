@@ -27,6 +27,7 @@ from ..privacy.file_modes import private_dir, private_file
 from ..validation import check_path
 from . import cipher
 from .migrations import migrate
+from .new_store_image import place_new_store
 from .sqlite_codes import (
     SQLITE_CANTOPEN,
     SQLITE_CORRUPT,
@@ -202,6 +203,8 @@ class Database(TransactionalStore[sqlite3.Connection]):
             ) from error
         if not allow_orphaned:
             check_not_orphaned(self.path)
+        if encryption_key is None:
+            place_new_store(self.path)  # a new store starts at the current schema, not migrated
         try:
             private_file(
                 self.path
