@@ -27,6 +27,7 @@ from typing import Any
 
 from ..privacy.file_modes import ModeGuard, private_dir
 from ..privacy.heap_zeroing import zero_fill_heap
+from .chroma_image import CHROMA_FILE, place_fresh_file, remember_fresh_file
 from .chunks import passage_of
 from .config import VectorConfig
 from .filters import PassageFilter
@@ -369,7 +370,12 @@ def _open_client(config: VectorConfig) -> Any:
     private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it
     private_dir(config.path)
     zero_fill_heap()  # its index files must not carry stale memory: see privacy/heap_zeroing.py
-    return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+    # A new directory starts from the fresh file this process kept (archival/chroma_image.py).
+    fresh = not (config.path / CHROMA_FILE).exists() and not place_fresh_file(config.path)
+    client = chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+    if fresh:
+        remember_fresh_file(config.path)
+    return client
 
 
 def release_embedded_store(path: Path) -> None:

@@ -3,31 +3,28 @@
 Why: running every migration on a new file costs about 14 ms of CPU (SQLite reloads the whole
 schema after each of some twenty ALTER TABLEs), paid for every store a process creates: a test
 suite, a college of agents in one process, each storage dir a CLI makes. The migrations stay the
-one definition of the schema: a process runs them once, on a database in memory, and copies that
-database's bytes into each new file it makes.
+one definition of the schema: a process runs them once, on a database in memory, and writes that
+database's bytes as each new file it makes (`store/whole_file.py`: never over a file another
+process made, never seen part written).
 
-The copy is written beside memory.db, synced, and hard-linked into place: a link fails when any
-file is there already, so a store another process created meanwhile (even an empty file it has
-just opened) is never overwritten. Anything that does not go this way (an encrypted store, a file
-or a log already there, a file system without hard links, an interpreter without
-`sqlite3.Connection.serialize`) takes the ordinary path: SQLite creates the file and `migrate`
-runs on it, as before.
+Anything that does not go this way (an encrypted store, a file or a log already there, a file
+system without hard links, an interpreter without `sqlite3.Connection.serialize`) takes the
+ordinary path: SQLite creates the file and `migrate` runs on it, as before.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 
 from ..errors import StorageError
 from .migrations import migrate
+from .whole_file import put_whole
 
-__all__ = ["place_new_store"]
+__all__ = ["migrated_image", "place_new_store"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,42 +54,7 @@ def migrated_image() -> bytes | None:
 def place_new_store(path: Path) -> bool:
     """Put an empty, migrated database at `path` if nothing is there (no file, no -wal); whether
     it was put. The caller opens `path` as usual either way."""
-    if os.path.lexists(path) or os.path.lexists(f"{path}-wal"):
-        return False
+    if os.path.lexists(f"{path}-wal"):
+        return False  # a log without its database: SQLite's own open deals with it, as before
     image = migrated_image()
-    if image is None:
-        return False
-    try:
-        descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.new-")
-    except OSError:
-        return False  # SQLite's own open names the problem (no permission, a full disk, ...)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:  # mkstemp's mode: 0600, as private_file's
-            handle.write(image)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(staged, path)
-    except FileExistsError:
-        return False  # another process made the store first: it is opened as it is
-    except OSError as error:
-        logger.debug("a new store's image was not put at %s (%s): migrating in place", path, error)
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(staged)
-    _sync_directory(path.parent)
-    return True
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the new name durable: after a crash the store is there whole or not at all."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
+    return image is not None and put_whole(path, image)

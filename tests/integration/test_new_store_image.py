@@ -17,7 +17,7 @@ from forked_workers import run_workers
 
 from memory_agent import MemoryManager, Settings
 from memory_agent.privacy.file_modes import private_file
-from memory_agent.store import new_store_image
+from memory_agent.store import new_store_image, whole_file
 from memory_agent.store.database import DATABASE_FILENAME, Database
 from memory_agent.store.migrations import SCHEMA_VERSION
 
@@ -121,7 +121,7 @@ def test_a_file_system_without_hard_links_migrates_in_place(
     def refused(source: object, target: object) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
-    monkeypatch.setattr(new_store_image.os, "link", refused)
+    monkeypatch.setattr(whole_file.os, "link", refused)
     path = tmp_path / DATABASE_FILENAME
     assert not new_store_image.place_new_store(path)
     assert sorted(tmp_path.iterdir()) == []  # the staged copy is gone too
@@ -143,7 +143,7 @@ def test_another_process_making_the_store_first_keeps_its_file(
             conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('theirs', 'now')")
         link(source, target)
 
-    monkeypatch.setattr(new_store_image.os, "link", theirs_first)
+    monkeypatch.setattr(whole_file.os, "link", theirs_first)
     assert not new_store_image.place_new_store(path)
     monkeypatch.undo()
     with sqlite3.connect(path) as conn:
