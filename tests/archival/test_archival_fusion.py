@@ -13,8 +13,6 @@ from memory_agent.archival.fusion import (
 )
 from memory_agent.errors import ConfigurationError
 
-pytestmark = pytest.mark.usefixtures("backend")
-
 
 def test_min_max_maps_onto_the_unit_interval() -> None:
     assert min_max([("a", 12.0), ("b", 7.0), ("c", 2.0)]) == {"a": 1.0, "b": 0.5, "c": 0.0}

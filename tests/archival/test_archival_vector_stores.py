@@ -20,8 +20,6 @@ from memory_agent.archival import (
     VectorStore,
 )
 
-pytestmark = pytest.mark.usefixtures("backend")
-
 
 @pytest.fixture(params=["memory", "chroma"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> VectorStore:
