@@ -1,28 +1,31 @@
-"""A new embedded Chroma directory starts from a copy of the first one this process made.
+"""A new embedded Chroma directory starts from a copy of a fresh `chroma.sqlite3`.
 
 Why: a Chroma client opened on an empty directory creates `chroma.sqlite3` and runs Chroma's own
 migrations on it, about 10 ms more CPU than opening a directory that has one (16 against 7 ms
 here), paid for every store a process creates. The file a fresh client leaves holds Chroma's
 bookkeeping alone (its migrations, the default tenant and database), the same for every
-directory, so the first such file a process makes is kept in memory and written as the next new
-directory's `chroma.sqlite3` (`store/whole_file.py`: never over a file another process made).
+directory. So the first time a process needs a new directory, it opens a client on an empty
+directory of its own (private, temporary: no other process can write there, so nothing of any
+store can be in it), keeps that file's bytes, and writes them as each new directory's
+`chroma.sqlite3` (`store/whole_file.py`: never over a file another process made).
 
-It is kept only if it is that and nothing more: read through SQLite (a consistent copy even if
-another process is writing), and refused when any table outside the bookkeeping holds a row, so a
-collection, segment or vector of one store can never reach another. A Chroma version whose fresh
-file has other rows just goes without the copy.
+The bytes are read through SQLite and kept only if no table outside the bookkeeping holds a row:
+a Chroma version whose fresh file is different just goes without the copy.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ..store.whole_file import put_whole
 
-__all__ = ["CHROMA_FILE", "place_fresh_file", "remember_fresh_file"]
+__all__ = ["BOOKKEEPING", "CHROMA_FILE", "only_bookkeeping", "place_fresh_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,47 +45,52 @@ BOOKKEEPING = frozenset(
 """Tables a fresh `chroma.sqlite3` may hold rows in; a row anywhere else refuses the copy."""
 
 _lock = threading.Lock()
+_made = False
 _image: bytes | None = None
 
 
-def place_fresh_file(directory: Path) -> bool:
-    """Write the kept fresh file into `directory` if it has no `chroma.sqlite3` yet; whether it
-    was written."""
-    image = _image
+def place_fresh_file(directory: Path, open_fresh: Callable[[Path], None]) -> bool:
+    """Write a fresh `chroma.sqlite3` into `directory` if it has none; whether it was written.
+
+    `open_fresh(scratch)` opens (and releases) a Chroma client on the empty directory `scratch`:
+    it is called once per process, for the first new directory."""
+    if os.path.lexists(directory / CHROMA_FILE):
+        return False
+    image = _fresh_image(open_fresh)
     return image is not None and put_whole(directory / CHROMA_FILE, image)
 
 
-def remember_fresh_file(directory: Path) -> None:
-    """Keep `directory`'s `chroma.sqlite3`, which a client has just created, as the fresh file,
-    if none is kept yet and it holds Chroma's bookkeeping alone."""
-    global _image
-    if _image is not None:
-        return
-    image = _fresh_copy(directory / CHROMA_FILE)
-    if image is not None:
-        with _lock:
-            _image = _image or image
+def _fresh_image(open_fresh: Callable[[Path], None]) -> bytes | None:
+    global _made, _image
+    with _lock:
+        if not _made:
+            _made = True
+            _image = _made_in_private(open_fresh)
+        return _image
 
 
-def _fresh_copy(path: Path) -> bytes | None:
-    try:
-        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except (sqlite3.Error, OSError):
-        return None
-    try:
-        if not hasattr(source, "serialize"):
+def _made_in_private(open_fresh: Callable[[Path], None]) -> bytes | None:
+    """The file a fresh client leaves in a private temporary directory, if it is bookkeeping
+    alone."""
+    with tempfile.TemporaryDirectory(prefix="memory-agent-chroma-") as scratch:  # mode 0700
+        try:
+            open_fresh(Path(scratch))
+            source = sqlite3.connect(f"{(Path(scratch) / CHROMA_FILE).as_uri()}?mode=ro", uri=True)
+        except Exception as error:  # Chroma's or SQLite's: the copy is an optimisation only
+            logger.debug("no fresh Chroma file to copy (%s)", error)
             return None
-        image = bytes(source.serialize())
-    except sqlite3.Error as error:
-        logger.debug("no copy of a fresh Chroma file (%s)", error)
-        return None
-    finally:
-        source.close()
-    return image if only_bookkeeping(image) else None
+        try:
+            image = bytes(source.serialize()) if hasattr(source, "serialize") else None
+        except sqlite3.Error:
+            image = None
+        finally:
+            source.close()
+    return image if image is not None and only_bookkeeping(image) else None
 
 
 def only_bookkeeping(image: bytes) -> bool:
-    """Whether the database `image` holds rows in Chroma's bookkeeping tables alone."""
+    """Whether the database `image` is sound and holds rows in Chroma's bookkeeping tables
+    alone."""
     check = sqlite3.connect(":memory:")
     try:
         if not hasattr(check, "deserialize"):

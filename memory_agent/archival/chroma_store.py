@@ -27,7 +27,7 @@ from typing import Any
 
 from ..privacy.file_modes import ModeGuard, private_dir
 from ..privacy.heap_zeroing import zero_fill_heap
-from .chroma_image import CHROMA_FILE, place_fresh_file, remember_fresh_file
+from .chroma_image import place_fresh_file
 from .chunks import passage_of
 from .config import VectorConfig
 from .filters import PassageFilter
@@ -370,12 +370,16 @@ def _open_client(config: VectorConfig) -> Any:
     private_dir(config.path.parent)  # the storage dir, when Chroma is the first to need it
     private_dir(config.path)
     zero_fill_heap()  # its index files must not carry stale memory: see privacy/heap_zeroing.py
-    # A new directory starts from the fresh file this process kept (archival/chroma_image.py).
-    fresh = not (config.path / CHROMA_FILE).exists() and not place_fresh_file(config.path)
-    client = chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
-    if fresh:
-        remember_fresh_file(config.path)
-    return client
+    place_fresh_file(config.path, _open_fresh)  # a new directory: archival/chroma_image.py
+    return chromadb.PersistentClient(path=str(config.path), settings=chroma_settings)
+
+
+def _open_fresh(scratch: Path) -> None:
+    """Open a client on the empty directory `scratch` and let it go: Chroma's fresh file."""
+    import chromadb
+
+    chromadb.PersistentClient(path=str(scratch), settings=_chroma_settings().model_copy())
+    _forget_embedded_system(scratch, force=True)
 
 
 def release_embedded_store(path: Path) -> None:

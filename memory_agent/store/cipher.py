@@ -16,8 +16,6 @@ with a key the connection's first read, of the schema, says whether the key is t
 is one `EncryptionKeyError`, and the file, its -wal and -shm are left byte for byte as they were.
 The slow key derivation runs once per process and file (SQLCipher would run it for every
 connection): the key is derived here for the salt the file starts with and given to SQLCipher raw.
-A new file gets a random salt made here, which SQLCipher writes into its first bytes, so the
-process that creates a store derives its key once too.
 
 Re-encryption (a new key, encrypting a plain store, decrypting) writes a complete copy with
 `sqlcipher_export` into a new file beside memory.db, syncs it and renames it over the old one:
@@ -41,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import ConfigurationError, EncryptionKeyError, StorageError
 from ..privacy.encryption_key import KEY_ENV, KEY_FILE_ENV, EncryptionKey
 from ..privacy.file_modes import private_file
+from .whole_file import fsync_path
 
 __all__ = [
     "EXTRA",
@@ -269,22 +268,15 @@ def _derived_key(key: EncryptionKey, salt: bytes) -> bytes:
     return hashlib.pbkdf2_hmac("sha512", key.reveal().encode(), salt, KDF_ITERATIONS, 32)
 
 
-def _salts_to_try(key: EncryptionKey, file: Path) -> list[tuple[bytes | None, bool]]:
-    """How to key a connection to `file`, best first, as (salt, made here): a salt is the raw key
-    derived here for it, None the passphrase, which SQLCipher derives itself (the last resort, for
-    a file whose salt changed after it was read, re-encrypted by another process, say).
-
-    The salt is the one an encrypted file starts with, or for a new file (none, or 0 bytes) a
-    random one made here: SQLCipher writes the salt of a raw key into a new file's first bytes,
-    where its own derivation from the passphrase finds it later, as with a salt of its own."""
+def _salts_to_try(key: EncryptionKey, file: Path) -> list[bytes | None]:
+    """How to key a connection to `file`, best first: a salt is the raw key derived here for the
+    salt the file starts with (when it is already encrypted), None the passphrase, which SQLCipher
+    derives itself. The second is for a file whose salt changed after it was read (re-encrypted
+    by another process), or that had none then."""
     if _RAW_KEY.fullmatch(key.reveal()):
-        return [(None, False)]
+        return [None]
     kind, salt = _head(file)
-    if kind == "encrypted" and len(salt) == SALT_BYTES:
-        return [(salt, False), (None, False)]
-    if kind == "absent":
-        return [(os.urandom(SALT_BYTES), True), (None, False)]
-    return [(None, False)]
+    return [salt, None] if kind == "encrypted" and len(salt) == SALT_BYTES else [None]
 
 
 def _keyed(raw: Any, key: EncryptionKey, salt: bytes | None) -> None:
@@ -306,18 +298,15 @@ def _open_keyed(
 ) -> Any:
     """A connection from `open_raw`, keyed and its key proven by a read (see `_salts_to_try`);
     EncryptionKeyError when no way of giving the key opens the file."""
-    *first, (last, _) = _salts_to_try(key, file)
-    for salt, made_here in first:
+    *first, last = _salts_to_try(key, file)
+    for salt in first:
         try:
             raw = _keyed_and_proven(open_raw(), key, salt, shown)
         except EncryptionKeyError:
             continue  # the file's salt changed since it was read; SQLCipher derives the key itself
-        kind, head = _head(file)
-        if head == salt or (made_here and kind == "absent"):
+        if store_kind(file) == "encrypted":
             return raw
-        # The file went, or another process made it first: a file gets a salt of its own, never
-        # one read from a file that is gone, and the one a new file has is read from it.
-        raw.close()
+        raw.close()  # the file went in between: a new one must get a salt of its own, not this
     return _keyed_and_proven(open_raw(), key, last, shown)
 
 
@@ -474,9 +463,9 @@ def reencrypt(path: Path, old: EncryptionKey | None, new: EncryptionKey | None) 
         copier.execute("DETACH DATABASE rekeyed")
         copier.close()
         copier = None
-        _fsync(target)
+        fsync_path(target)
         os.replace(target, path)
-        _fsync(path.parent)
+        fsync_path(path.parent)
         holder.execute("ROLLBACK")
     except Exception as error:
         target.unlink(missing_ok=True)
@@ -516,11 +505,3 @@ def _raw_connection(path: Path, key: EncryptionKey | None, timeout: float = 10.0
 
 def _sidecars(path: Path) -> Sequence[Path]:
     return (path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
-
-
-def _fsync(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -7,8 +7,8 @@ one definition of the schema: a process runs them once, on a database in memory,
 database's bytes as each new file it makes (`store/whole_file.py`: never over a file another
 process made, never seen part written).
 
-Anything that does not go this way (an encrypted store, a file or a log already there, a file
-system without hard links, an interpreter without `sqlite3.Connection.serialize`) takes the
+Anything that does not go this way (an encrypted store, a file or a leftover log already there, a
+system without unnamed files, an interpreter without `sqlite3.Connection.serialize`) takes the
 ordinary path: SQLite creates the file and `migrate` runs on it, as before.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import sqlite3
 from pathlib import Path
 
@@ -52,9 +51,7 @@ def migrated_image() -> bytes | None:
 
 
 def place_new_store(path: Path) -> bool:
-    """Put an empty, migrated database at `path` if nothing is there (no file, no -wal); whether
-    it was put. The caller opens `path` as usual either way."""
-    if os.path.lexists(f"{path}-wal"):
-        return False  # a log without its database: SQLite's own open deals with it, as before
+    """Put an empty, migrated database at `path` if nothing is there (no file, no leftover log:
+    `store/whole_file.py`); whether it was put. The caller opens `path` as usual either way."""
     image = migrated_image()
     return image is not None and put_whole(path, image)

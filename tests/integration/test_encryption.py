@@ -488,65 +488,6 @@ def test_a_process_derives_a_files_key_once_and_sqlcipher_takes_it_raw(
 
 
 @ENCRYPTED
-def test_a_new_file_gets_a_salt_made_here_and_its_creator_derives_the_key_once(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / DATABASE_FILENAME
-    key = parse_key(KEY, "test")
-    cipher._derived_key.cache_clear()
-    conn = cipher.connect(path, key, timeout=1.0)
-    conn.execute("CREATE TABLE t (x TEXT)")
-    conn.execute("INSERT INTO t VALUES ('kept')")
-    second = cipher.connect(path, key, timeout=1.0)  # as the store's reader connection is
-    assert second.execute("SELECT x FROM t").fetchall() == [("kept",)]
-    second.close()
-    conn.close()
-    assert cipher._derived_key.cache_info().misses == 1
-    salt = path.read_bytes()[: cipher.SALT_BYTES]
-    cipher._derived_key(key, salt)  # the one derivation was for the salt the file starts with
-    assert cipher._derived_key.cache_info().misses == 1
-    # SQLCipher's own derivation from the passphrase, with the salt it reads from the file, opens
-    # what was made with the raw key: nothing but SQLCipher is needed to read the file.
-    raw = cipher.sqlcipher().connect(str(path))
-    raw.execute(f"PRAGMA key = '{KEY}'")
-    assert raw.execute("SELECT x FROM t").fetchall() == [("kept",)]
-    raw.close()
-    other = tmp_path / "other.db"
-    made = cipher.connect(other, key, timeout=1.0)
-    made.execute("CREATE TABLE t (x TEXT)")
-    made.close()
-    assert cipher.store_kind(other) == "encrypted"
-    assert other.read_bytes()[: cipher.SALT_BYTES] != salt  # each new file a salt of its own
-
-
-@ENCRYPTED
-def test_a_new_file_another_process_made_first_is_opened_with_that_files_salt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / DATABASE_FILENAME
-    salts_to_try = cipher._salts_to_try
-    made_here: list[bytes | None] = []
-
-    def then_made_elsewhere(key: EncryptionKey, file: Path) -> list[tuple[bytes | None, bool]]:
-        found = salts_to_try(key, file)  # a salt for a new file
-        made_here.append(found[0][0])
-        elsewhere = cipher.sqlcipher().connect(str(file))
-        elsewhere.execute(f"PRAGMA key = '{KEY}'")  # SQLCipher makes a salt of its own
-        elsewhere.execute("CREATE TABLE t (x TEXT)")
-        elsewhere.execute("INSERT INTO t VALUES ('theirs')")
-        elsewhere.commit()
-        elsewhere.close()
-        return found
-
-    monkeypatch.setattr(cipher, "_salts_to_try", then_made_elsewhere)
-    conn = cipher.connect(path, parse_key(KEY, "test"), timeout=1.0)
-    assert conn.execute("SELECT x FROM t").fetchall() == [("theirs",)]
-    conn.close()
-    assert len(made_here) == 1 and made_here[0] is not None
-    assert path.read_bytes()[: cipher.SALT_BYTES] != made_here[0]  # theirs, kept
-
-
-@ENCRYPTED
 def test_a_raw_key_that_does_not_open_the_file_falls_back_to_the_passphrase(
     tmp_path: Path, encrypted_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -606,7 +547,7 @@ def test_a_file_gone_after_its_salt_was_read_is_made_again_with_a_new_salt(
     old_salt = path.read_bytes()[: cipher.SALT_BYTES]
     salts_to_try = cipher._salts_to_try
 
-    def then_deleted(key: EncryptionKey, file: Path) -> list[tuple[bytes | None, bool]]:
+    def then_deleted(key: EncryptionKey, file: Path) -> list[bytes | None]:
         found = salts_to_try(key, file)
         file.unlink()
         return found

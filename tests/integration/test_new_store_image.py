@@ -11,6 +11,7 @@ import sqlite3
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from forked_workers import run_workers
@@ -86,6 +87,7 @@ def test_a_store_put_from_the_image_is_the_store_migrating_in_place_makes(tmp_pa
     ]
     assert rows and all(FTS5_SHADOW_ROW.match(line) for line in rows), rows
     assert stat.S_IMODE(placed.stat().st_mode) == 0o600
+    assert placed.stat().st_nlink == 1  # no second name: written unnamed, then linked
     assert sorted(p.name for p in placed.parent.iterdir() if ".new-" in p.name) == []
 
 
@@ -105,20 +107,21 @@ def test_nothing_is_put_where_a_file_or_a_log_is(tmp_path: Path) -> None:
     assert not new_store_image.place_new_store(path)
     assert path.stat().st_size == 0
     path.unlink()
-    log = tmp_path / f"{DATABASE_FILENAME}-wal"
-    log.write_bytes(b"a log left by a store that is gone")
-    assert not new_store_image.place_new_store(path)
-    assert not path.exists() and log.read_bytes() == b"a log left by a store that is gone"
+    for suffix in ("-wal", "-journal"):  # SQLite would replay it into a new file
+        log = tmp_path / f"{DATABASE_FILENAME}{suffix}"
+        log.write_bytes(b"a log left by a store that is gone")
+        assert not new_store_image.place_new_store(path)
+        assert not path.exists() and log.read_bytes() == b"a log left by a store that is gone"
+        log.unlink()
     path.symlink_to(tmp_path / "elsewhere")  # a dangling link is something there too
-    log.unlink()
     assert not new_store_image.place_new_store(path)
     assert not (tmp_path / "elsewhere").exists()
 
 
-def test_a_file_system_without_hard_links_migrates_in_place(
+def test_a_file_that_cannot_be_linked_into_place_is_migrated_in_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refused(source: object, target: object) -> None:
+    def refused(source: object, target: object, **options: object) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
     monkeypatch.setattr(whole_file.os, "link", refused)
@@ -136,12 +139,12 @@ def test_another_process_making_the_store_first_keeps_its_file(
     path = tmp_path / DATABASE_FILENAME
     link = os.link
 
-    def theirs_first(source: str, target: str) -> None:
+    def theirs_first(source: str, target: str, **options: Any) -> None:
         private_file(path)  # the other process's open: SQLite's file, empty as yet
         Database(path).close()  # its store, made the ordinary way, meanwhile
         with sqlite3.connect(path) as conn:
             conn.execute("INSERT INTO agents (agent_id, created_at) VALUES ('theirs', 'now')")
-        link(source, target)
+        link(source, target, **options)
 
     monkeypatch.setattr(whole_file.os, "link", theirs_first)
     assert not new_store_image.place_new_store(path)
