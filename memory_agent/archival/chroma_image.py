@@ -16,14 +16,13 @@ a Chroma version whose fresh file is different just goes without the copy.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..store.whole_file import put_whole
+from ..store.whole_file import free_for, put_whole
 
 __all__ = ["BOOKKEEPING", "CHROMA_FILE", "only_bookkeeping", "place_fresh_file"]
 
@@ -54,7 +53,7 @@ def place_fresh_file(directory: Path, open_fresh: Callable[[Path], None]) -> boo
 
     `open_fresh(scratch)` opens (and releases) a Chroma client on the empty directory `scratch`:
     it is called once per process, for the first new directory."""
-    if os.path.lexists(directory / CHROMA_FILE):
+    if not free_for(directory / CHROMA_FILE):
         return False
     image = _fresh_image(open_fresh)
     return image is not None and put_whole(directory / CHROMA_FILE, image)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import StorageError
 from .migrations import migrate
-from .whole_file import put_whole
+from .whole_file import free_for, put_whole
 
 __all__ = ["migrated_image", "place_new_store"]
 
@@ -53,5 +53,7 @@ def migrated_image() -> bytes | None:
 def place_new_store(path: Path) -> bool:
     """Put an empty, migrated database at `path` if nothing is there (no file, no leftover log:
     `store/whole_file.py`); whether it was put. The caller opens `path` as usual either way."""
+    if not free_for(path):
+        return False  # an existing store (most opens): no image is made for it
     image = migrated_image()
     return image is not None and put_whole(path, image)

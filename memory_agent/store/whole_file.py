@@ -20,7 +20,7 @@ import logging
 import os
 from pathlib import Path
 
-__all__ = ["fsync_path", "put_whole"]
+__all__ = ["free_for", "fsync_path", "put_whole"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +28,17 @@ LEFTOVERS = ("-wal", "-journal")
 """SQLite's files beside a database that, found without it, keep a new one from being put."""
 
 
+def free_for(path: Path) -> bool:
+    """Whether `put_whole` may write `path`: neither it nor a leftover log of it exists. Callers
+    ask first so as not to make their data for a file that is there (the usual case)."""
+    return not any(os.path.lexists(f"{path}{suffix}") for suffix in ("", *LEFTOVERS))
+
+
 def put_whole(path: Path, data: bytes) -> bool:
-    """Write `data` as the new file `path` (mode 0600) if neither it nor a leftover log of it
-    exists; whether it was written. Any failure (no unnamed files, no permission, a full disk)
-    writes nothing and answers False."""
-    if any(os.path.lexists(f"{path}{suffix}") for suffix in ("", *LEFTOVERS)):
+    """Write `data` as the new file `path` (mode 0600) if it is `free_for` it; whether it was
+    written. Any failure (no unnamed files, no permission, a full disk) writes nothing and answers
+    False."""
+    if not free_for(path):
         return False
     unnamed = getattr(os, "O_TMPFILE", None)
     if unnamed is None:

@@ -182,3 +182,11 @@ def test_an_encrypted_store_is_migrated_in_place(tmp_path: Path) -> None:
     path = tmp_path / DATABASE_FILENAME
     Database(path, encryption_key=parse_key("correct horse battery staple", "test")).close()
     assert cipher.store_kind(path) == "encrypted"
+
+
+def test_opening_a_store_that_is_there_makes_no_image(tmp_path: Path) -> None:
+    """Most opens are of an existing store: they pay nothing for the image."""
+    path = _migrated_in_place(tmp_path / "there")
+    new_store_image.migrated_image.cache_clear()
+    Database(path).close()
+    assert new_store_image.migrated_image.cache_info().misses == 0
